@@ -1,0 +1,248 @@
+/**
+ * The session methods a client calls on the agent: create, load, resume, list, close and
+ * delete sessions, prompt and cancel turns, set the mode and config options; plus the
+ * protocol-level `$/cancel_request` notification (sent by either side).
+ *
+ * `cwd` must be an absolute path; that is checked by the server, not here. List fields the spec
+ * defaults (`mcpServers`, `additionalDirectories`, MCP `args`/`env`/`headers`) decode to `[]`
+ * when absent or `null`.
+ *
+ * Spec: `$defs` NewSessionRequest/Response, LoadSessionRequest/Response,
+ * ResumeSessionRequest/Response, ListSessionsRequest/Response, SessionInfo,
+ * CloseSessionRequest/Response, DeleteSessionRequest/Response, PromptRequest/Response,
+ * StopReason, CancelNotification, CancelRequestNotification, SetSessionModeRequest/Response,
+ * SetSessionConfigOptionRequest/Response, McpServer, McpServerHttp, McpServerSse,
+ * McpServerStdio, HttpHeader.
+ */
+import * as Schema from "effect/Schema"
+import {
+  EnvVariable,
+  lenient,
+  meta,
+  optional,
+  RequestId,
+  SessionConfigId,
+  SessionConfigValueId,
+  SessionId,
+  SessionModeId,
+  withDefault
+} from "./Common.ts"
+import { SessionConfigOption, SessionModeState } from "./Config.ts"
+import { ContentBlock } from "./Content.ts"
+
+// ---------------------------------------------------------------------------
+// MCP servers the client asks the agent to connect to
+// ---------------------------------------------------------------------------
+
+export const HttpHeader = Schema.Struct({
+  name: Schema.String,
+  value: Schema.String,
+  _meta: meta
+})
+export type HttpHeader = typeof HttpHeader.Type
+
+/** Only sent to an agent that advertises `mcpCapabilities.http`. */
+export const McpServerHttp = Schema.Struct({
+  type: Schema.Literal("http"),
+  name: Schema.String,
+  url: Schema.String,
+  headers: withDefault(Schema.Array(HttpHeader), []),
+  _meta: meta
+})
+export type McpServerHttp = typeof McpServerHttp.Type
+
+/** Only sent to an agent that advertises `mcpCapabilities.sse`. */
+export const McpServerSse = Schema.Struct({
+  type: Schema.Literal("sse"),
+  name: Schema.String,
+  url: Schema.String,
+  headers: withDefault(Schema.Array(HttpHeader), []),
+  _meta: meta
+})
+export type McpServerSse = typeof McpServerSse.Type
+
+/** Untagged on the wire (any `type` is ignored): a command the agent spawns. */
+export const McpServerStdio = Schema.Struct({
+  name: Schema.String,
+  command: Schema.String,
+  args: withDefault(Schema.Array(Schema.String), []),
+  env: withDefault(Schema.Array(EnvVariable), []),
+  _meta: meta
+})
+export type McpServerStdio = typeof McpServerStdio.Type
+
+/** `http` and `sse` are tagged by `type`; anything else is a stdio server. */
+export const McpServer = Schema.Union([McpServerHttp, McpServerSse, McpServerStdio])
+export type McpServer = typeof McpServer.Type
+
+const directories = withDefault(Schema.Array(Schema.String), [])
+const mcpServers = withDefault(Schema.Array(McpServer), [])
+
+/** What the agent answers when a session starts, loads or resumes. */
+const sessionState = {
+  modes: lenient(SessionModeState),
+  configOptions: lenient(Schema.Array(SessionConfigOption)),
+  _meta: meta
+}
+
+// ---------------------------------------------------------------------------
+// session/new, session/load, session/resume
+// ---------------------------------------------------------------------------
+
+/** `mcpServers` is required by the spec; a client that omits it gets `[]`. */
+export const NewSessionRequest = Schema.Struct({
+  cwd: Schema.String,
+  additionalDirectories: directories,
+  mcpServers,
+  _meta: meta
+})
+export type NewSessionRequest = typeof NewSessionRequest.Type
+
+export const NewSessionResponse = Schema.Struct({
+  sessionId: SessionId,
+  ...sessionState
+})
+export type NewSessionResponse = typeof NewSessionResponse.Type
+
+/** Only sent to an agent that advertises `loadSession`; the agent replays the history first. */
+export const LoadSessionRequest = Schema.Struct({
+  sessionId: SessionId,
+  cwd: Schema.String,
+  additionalDirectories: directories,
+  mcpServers,
+  _meta: meta
+})
+export type LoadSessionRequest = typeof LoadSessionRequest.Type
+
+export const LoadSessionResponse = Schema.Struct(sessionState)
+export type LoadSessionResponse = typeof LoadSessionResponse.Type
+
+/** Only sent to an agent that advertises `sessionCapabilities.resume`; no replay. */
+export const ResumeSessionRequest = Schema.Struct({
+  sessionId: SessionId,
+  cwd: Schema.String,
+  additionalDirectories: directories,
+  mcpServers,
+  _meta: meta
+})
+export type ResumeSessionRequest = typeof ResumeSessionRequest.Type
+
+export const ResumeSessionResponse = Schema.Struct(sessionState)
+export type ResumeSessionResponse = typeof ResumeSessionResponse.Type
+
+// ---------------------------------------------------------------------------
+// session/list, session/close, session/delete
+// ---------------------------------------------------------------------------
+
+/** Only sent to an agent that advertises `sessionCapabilities.list`. */
+export const ListSessionsRequest = Schema.Struct({
+  cwd: optional(Schema.String),
+  cursor: optional(Schema.String),
+  _meta: meta
+})
+export type ListSessionsRequest = typeof ListSessionsRequest.Type
+
+export const SessionInfo = Schema.Struct({
+  sessionId: SessionId,
+  cwd: Schema.String,
+  additionalDirectories: lenient(Schema.Array(Schema.String)),
+  title: lenient(Schema.String),
+  /** ISO 8601 timestamp of the last activity. */
+  updatedAt: lenient(Schema.String),
+  _meta: meta
+})
+export type SessionInfo = typeof SessionInfo.Type
+
+export const ListSessionsResponse = Schema.Struct({
+  sessions: Schema.Array(SessionInfo),
+  nextCursor: lenient(Schema.String),
+  _meta: meta
+})
+export type ListSessionsResponse = typeof ListSessionsResponse.Type
+
+/** Only sent to an agent that advertises `sessionCapabilities.close`. */
+export const CloseSessionRequest = Schema.Struct({ sessionId: SessionId, _meta: meta })
+export type CloseSessionRequest = typeof CloseSessionRequest.Type
+
+export const CloseSessionResponse = Schema.Struct({ _meta: meta })
+export type CloseSessionResponse = typeof CloseSessionResponse.Type
+
+/** Only sent to an agent that advertises `sessionCapabilities.delete`. */
+export const DeleteSessionRequest = Schema.Struct({ sessionId: SessionId, _meta: meta })
+export type DeleteSessionRequest = typeof DeleteSessionRequest.Type
+
+export const DeleteSessionResponse = Schema.Struct({ _meta: meta })
+export type DeleteSessionResponse = typeof DeleteSessionResponse.Type
+
+// ---------------------------------------------------------------------------
+// session/prompt, session/cancel, $/cancel_request
+// ---------------------------------------------------------------------------
+
+export const PromptRequest = Schema.Struct({
+  sessionId: SessionId,
+  prompt: Schema.Array(ContentBlock),
+  _meta: meta
+})
+export type PromptRequest = typeof PromptRequest.Type
+
+/** Why a turn ended. A failed turn still ends with `end_turn` (its error is content). */
+export const StopReason = Schema.Literals(["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"])
+export type StopReason = typeof StopReason.Type
+
+export const PromptResponse = Schema.Struct({
+  stopReason: StopReason,
+  _meta: meta
+})
+export type PromptResponse = typeof PromptResponse.Type
+
+/** `session/cancel` (a notification): stop the session's running turn. */
+export const CancelNotification = Schema.Struct({ sessionId: SessionId, _meta: meta })
+export type CancelNotification = typeof CancelNotification.Type
+
+/** `$/cancel_request` (a notification, either direction): cancel the request with `requestId`. */
+export const CancelRequestNotification = Schema.Struct({ requestId: RequestId, _meta: meta })
+export type CancelRequestNotification = typeof CancelRequestNotification.Type
+
+// ---------------------------------------------------------------------------
+// session/set_mode, session/set_config_option
+// ---------------------------------------------------------------------------
+
+export const SetSessionModeRequest = Schema.Struct({
+  sessionId: SessionId,
+  modeId: SessionModeId,
+  _meta: meta
+})
+export type SetSessionModeRequest = typeof SetSessionModeRequest.Type
+
+export const SetSessionModeResponse = Schema.Struct({ _meta: meta })
+export type SetSessionModeResponse = typeof SetSessionModeResponse.Type
+
+/** Sets a `boolean` option. */
+export const SetSessionConfigBooleanRequest = Schema.Struct({
+  sessionId: SessionId,
+  configId: SessionConfigId,
+  type: Schema.Literal("boolean"),
+  value: Schema.Boolean,
+  _meta: meta
+})
+export type SetSessionConfigBooleanRequest = typeof SetSessionConfigBooleanRequest.Type
+
+/** Sets a `select` option to one of its values (any `type` on the wire is ignored). */
+export const SetSessionConfigValueRequest = Schema.Struct({
+  sessionId: SessionId,
+  configId: SessionConfigId,
+  value: SessionConfigValueId,
+  _meta: meta
+})
+export type SetSessionConfigValueRequest = typeof SetSessionConfigValueRequest.Type
+
+/** Tell the two apart by `typeof request.value`. */
+export const SetSessionConfigOptionRequest = Schema.Union([SetSessionConfigBooleanRequest, SetSessionConfigValueRequest])
+export type SetSessionConfigOptionRequest = typeof SetSessionConfigOptionRequest.Type
+
+/** Answers with every option, since one choice may change others (a model's efforts). */
+export const SetSessionConfigOptionResponse = Schema.Struct({
+  configOptions: Schema.Array(SessionConfigOption),
+  _meta: meta
+})
+export type SetSessionConfigOptionResponse = typeof SetSessionConfigOptionResponse.Type

@@ -1,0 +1,88 @@
+/**
+ * Command-line options shared by the `skein` commands. Each option also has
+ * an environment variable; the flag wins.
+ */
+import * as os from "node:os"
+import * as nodePath from "node:path"
+import { parseArgs } from "node:util"
+import { isModeId, type ModeId } from "../runtime/Modes.ts"
+
+export class UsageError extends Error {
+  override readonly name = "UsageError"
+}
+
+export interface Common {
+  readonly home: string
+  readonly provider: string | undefined
+  readonly model: string | undefined
+  readonly script: string | undefined
+  readonly mode: ModeId | undefined
+  readonly maxTurnRequests: number | undefined
+}
+
+export const commonOptions = {
+  home: { type: "string" },
+  provider: { type: "string" },
+  model: { type: "string" },
+  script: { type: "string" },
+  mode: { type: "string" },
+  "max-turn-requests": { type: "string" },
+  help: { type: "boolean", short: "h" }
+} as const
+
+export const HELP = `skein — an ACP coding agent on Effect
+
+Usage:
+  skein acp [options]            Serve the Agent Client Protocol over stdio (for editors)
+  skein run [options] PROMPT     Run one turn in this terminal; --json prints events as NDJSON
+  skein --version | --help
+
+Options (each also an environment variable):
+  --home DIR               Where sessions live (SKEIN_HOME, default ~/.skein)
+  --script FILE            Answer model calls from a JSON script (SKEIN_SCRIPT)
+  --provider NAME          Model provider (SKEIN_PROVIDER)
+  --model ID               Model id (SKEIN_MODEL)
+  --mode ID                Mode of new sessions: default, acceptEdits, plan, bypassPermissions
+  --max-turn-requests N    Model calls allowed in one turn (default 50)
+
+skein run options:
+  --cwd DIR                Working directory of the session (default: the current directory)
+  --json                   Print every event as one JSON line
+
+Exit codes: 0 ok, 1 runtime failure, 2 usage, 130 interrupted.
+`
+
+const env = (name: string): string | undefined => {
+  const value = process.env[name]
+  return value === undefined || value === "" ? undefined : value
+}
+
+export const common = (values: Record<string, string | boolean | undefined>): Common => {
+  const str = (key: string) => (typeof values[key] === "string" ? (values[key] as string) : undefined)
+  const mode = str("mode")
+  if (mode !== undefined && !isModeId(mode)) {
+    throw new UsageError(`Unknown mode "${mode}" (expected default, acceptEdits, plan or bypassPermissions)`)
+  }
+  const max = str("max-turn-requests")
+  const maxTurnRequests = max === undefined ? undefined : Number(max)
+  if (maxTurnRequests !== undefined && (!Number.isInteger(maxTurnRequests) || maxTurnRequests < 1)) {
+    throw new UsageError("--max-turn-requests must be a positive integer")
+  }
+  const home = str("home") ?? env("SKEIN_HOME") ?? nodePath.join(os.homedir(), ".skein")
+  return {
+    home: nodePath.resolve(home),
+    provider: str("provider") ?? env("SKEIN_PROVIDER"),
+    model: str("model") ?? env("SKEIN_MODEL"),
+    script: str("script") ?? env("SKEIN_SCRIPT"),
+    mode,
+    maxTurnRequests
+  }
+}
+
+export const parse = <O extends Record<string, { type: "string" | "boolean"; short?: string }>>(args: ReadonlyArray<string>, options: O) => {
+  try {
+    return parseArgs({ args: [...args], options, allowPositionals: true, strict: true })
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error))
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * The `skein` command. Keeps start-up small: argument parsing is Node's own,
+ * and each command builds only the layers it needs.
+ */
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Logger from "effect/Logger"
+import { VERSION } from "../version.ts"
+import * as Options from "./Options.ts"
+
+type Command = (args: ReadonlyArray<string>) => Effect.Effect<number, unknown>
+
+export interface CommandModule {
+  readonly run: Command
+  /** Exit code after SIGINT/SIGTERM: `acp` shuts down cleanly (0), `run` was interrupted (130). */
+  readonly signalExitCode: number
+}
+
+const commands: Record<string, () => Promise<CommandModule>> = {
+  acp: () => import("./acp.ts"),
+  run: () => import("./run.ts")
+}
+
+/** Runs a command effect; SIGINT/SIGTERM interrupt it and shut everything down cleanly. */
+const runMain = (effect: Effect.Effect<number, unknown>, signalExitCode: number) => {
+  const fiber = Effect.runFork(effect.pipe(Effect.provideService(Logger.LogToStderr, true)))
+  let signalled = false
+  const onSignal = () => {
+    if (signalled) return
+    signalled = true
+    Effect.runFork(Fiber.interrupt(fiber))
+  }
+  process.once("SIGINT", onSignal)
+  process.once("SIGTERM", onSignal)
+  fiber.addObserver((exit) => {
+    let code: number
+    if (Exit.isSuccess(exit)) {
+      code = exit.value
+    } else if (Cause.hasInterruptsOnly(exit.cause)) {
+      code = signalled ? signalExitCode : 1
+    } else {
+      const error = Cause.squash(exit.cause)
+      if (error instanceof Options.UsageError) {
+        process.stderr.write(`skein: ${error.message}\n`)
+        code = 2
+      } else {
+        process.stderr.write(`skein: ${Cause.pretty(exit.cause)}\n`)
+        code = 1
+      }
+    }
+    process.exitCode = code
+    // Nothing is left to do; leave even if a stray handle would keep Node alive.
+    setImmediate(() => process.exit(code))
+  })
+}
+
+const main = async () => {
+  const [name, ...rest] = process.argv.slice(2)
+  if (name === "--version" || name === "-v") {
+    process.stdout.write(`${VERSION}\n`)
+    return
+  }
+  if (name === undefined || name === "--help" || name === "-h" || name === "help") {
+    process.stdout.write(Options.HELP)
+    return
+  }
+  const load = commands[name]
+  if (load === undefined) {
+    process.stderr.write(`skein: unknown command "${name}"\n\n${Options.HELP}`)
+    process.exitCode = 2
+    return
+  }
+  const command = await load()
+  runMain(command.run(rest), command.signalExitCode)
+}
+
+void main()

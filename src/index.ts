@@ -1,0 +1,76 @@
+/**
+ * Skein's embedding API.
+ *
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Skein, Runtime } from "skein"
+ *
+ * const program = Effect.gen(function*() {
+ *   const runtime = yield* Runtime
+ *   const session = yield* runtime.newSession({ cwd: "/path/to/project" })
+ *   const outcome = yield* session.prompt([{ type: "text", text: "Summarise notes.txt" }])
+ * }).pipe(Effect.provide(Skein.layer({ home: "/tmp/skein", script })))
+ * ```
+ */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
+import * as Layer from "effect/Layer"
+import { SessionLog } from "./log/SessionLog.ts"
+import type { Provider } from "./providers/Provider.ts"
+import * as Scripted from "./providers/Scripted.ts"
+import * as Unconfigured from "./providers/Unconfigured.ts"
+import { Bus } from "./runtime/Bus.ts"
+import { Config, DEFAULT_MAX_TURN_REQUESTS } from "./runtime/Config.ts"
+import { DEFAULT_MODE, type ModeId } from "./runtime/Modes.ts"
+import { Runtime } from "./runtime/Runtime.ts"
+import * as Toolkit from "./tools/Toolkit.ts"
+import { VERSION } from "./version.ts"
+
+export interface SkeinConfig {
+  /** Where sessions live (`<home>/sessions`). */
+  readonly home: string
+  /** The provider that answers model calls; wins over `script`. */
+  readonly provider?: Provider | undefined
+  /** A parsed script for the scripted provider (see `Scripted.parse`). */
+  readonly script?: Scripted.Script | undefined
+  readonly model?: string | undefined
+  readonly maxTurnRequests?: number | undefined
+  /** The mode of new sessions (default `default`). */
+  readonly mode?: ModeId | undefined
+}
+
+export const resolveProvider = (config: SkeinConfig): Provider =>
+  config.provider ?? (config.script !== undefined ? Scripted.make(config.script) : Unconfigured.make())
+
+/** The runtime's own layers over the given platform services. */
+export const layerWithoutPlatform = (config: SkeinConfig) =>
+  Runtime.layer.pipe(
+    Layer.provideMerge(Bus.layer),
+    Layer.provide(SessionLog.layer({ home: config.home })),
+    Layer.provide(Config.layer({
+      home: config.home,
+      provider: resolveProvider(config),
+      model: config.model,
+      maxTurnRequests: config.maxTurnRequests ?? DEFAULT_MAX_TURN_REQUESTS,
+      defaultMode: config.mode ?? DEFAULT_MODE,
+      toolkit: Toolkit.builtin(),
+      version: VERSION
+    }))
+  )
+
+/** Skein on Node: `Runtime` (and the `Bus`) from a configuration. */
+export const layer = (config: SkeinConfig) =>
+  layerWithoutPlatform(config).pipe(Layer.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)))
+
+export const Skein = { layer, layerWithoutPlatform }
+
+export { Runtime, RuntimeError } from "./runtime/Runtime.ts"
+export type { NewSessionOptions } from "./runtime/Runtime.ts"
+export type { Session, SessionError, Ticket, TurnOutcome } from "./runtime/Session.ts"
+export { Bus } from "./runtime/Bus.ts"
+export { AcpServer } from "./server/AcpServer.ts"
+export * as Scripted from "./providers/Scripted.ts"
+export type { Provider, ModelRequest, StreamPart, Message, ToolSpec } from "./providers/Provider.ts"
+export type { SessionEvent, UserBlock, StopReason } from "./log/Event.ts"
+export * as Translate from "./translate/Translate.ts"
+export { VERSION } from "./version.ts"

@@ -1,0 +1,345 @@
+/**
+ * A JSON-RPC 2.0 peer over a byte transport: it answers incoming requests and
+ * notifications, and sends requests and notifications of its own.
+ *
+ * Invariants:
+ * - One writer fiber drains a queue of encoded lines; everything the peer
+ *   writes goes through it, in enqueue order, so lines never interleave.
+ * - Every incoming request id gets exactly one response, whatever happens to
+ *   its handler (success, error, defect, cancellation, shutdown).
+ * - Nothing read from the input can stop the peer: bad lines are answered
+ *   with the matching error and reading goes on.
+ */
+import { Cause, Deferred, Effect, Exit, Fiber, FiberMap, MutableHashMap, Queue, Schema, Stream } from "effect"
+import type { Duration, Scope } from "effect"
+import * as Framing from "./Framing.ts"
+import * as Protocol from "./Protocol.ts"
+import type { Id, RpcError } from "./Protocol.ts"
+
+export interface Transport {
+  readonly input: Stream.Stream<Uint8Array, unknown>
+  /** Receives one or more complete `\n`-terminated lines. */
+  readonly write: (chunk: string) => Effect.Effect<void>
+}
+
+export interface Options {
+  /** Longest accepted incoming line in bytes. Default 16 MiB. */
+  readonly maxLineBytes?: number | undefined
+  /** Timeout of outgoing requests that do not give their own. Default: none. */
+  readonly defaultRequestTimeout?: Duration.Input | undefined
+  /** Lines the write queue holds before writers wait. Default 4096. */
+  readonly writeQueueCapacity?: number | undefined
+}
+
+export interface RequestContext {
+  readonly id: Id
+}
+
+export interface RequestHandler<R = never> {
+  readonly _tag: "RequestHandler"
+  readonly decode: (params: unknown) => Effect.Effect<unknown, RpcError, R>
+  readonly handle: (params: unknown, ctx: RequestContext) => Effect.Effect<unknown, RpcError, R>
+  readonly onCancel: ((params: unknown) => Effect.Effect<void, never, R>) | undefined
+}
+
+export interface NotificationHandler<R = never> {
+  readonly _tag: "NotificationHandler"
+  readonly decode: (params: unknown) => Effect.Effect<unknown, RpcError, R>
+  readonly handle: (params: unknown) => Effect.Effect<void, never, R>
+}
+
+export interface Handlers {
+  readonly requests?: Readonly<Record<string, RequestHandler<any>>> | undefined
+  readonly notifications?: Readonly<Record<string, NotificationHandler<any>>> | undefined
+}
+
+type ServicesOf<X> = X extends RequestHandler<infer R> ? R : X extends NotificationHandler<infer R> ? R : never
+type ValuesOf<T> = T extends Readonly<Record<string, infer V>> ? V : never
+
+/** The services the handlers of a `Handlers` record need. */
+export type HandlerServices<H extends Handlers> =
+  | ServicesOf<ValuesOf<NonNullable<H["requests"]>>>
+  | ServicesOf<ValuesOf<NonNullable<H["notifications"]>>>
+
+export interface RequestOptions {
+  readonly timeout?: Duration.Input | undefined
+}
+
+export interface Peer {
+  /** Sends a request and awaits its response. Interruption or timeout sends `$/cancel_request`. */
+  readonly request: (method: string, params?: unknown, options?: RequestOptions) => Effect.Effect<unknown, RpcError>
+  readonly notify: (method: string, params?: unknown) => Effect.Effect<void>
+  /**
+   * Reads the input until it ends (or fails), answering requests with
+   * `handlers`. Then interrupts in-flight handlers (each answers -32800),
+   * fails pending outgoing requests with `peerClosed`, flushes the writer and
+   * returns. Call it once.
+   *
+   * Notification handlers and `onCancel` run on the reading fiber, in order
+   * with the requests around them; keep them short, and never await a
+   * response of this peer from one (fork instead).
+   */
+  readonly serve: <H extends Handlers>(handlers: H) => Effect.Effect<void, never, HandlerServices<H>>
+}
+
+const decodeWith = <S extends Schema.Constraint>(schema: S) => {
+  const decode = Schema.decodeUnknownEffect(schema, { errors: "all" })
+  return (params: unknown): Effect.Effect<S["Type"], RpcError, S["DecodingServices"]> =>
+    Effect.mapError(decode(params), (error) => Protocol.invalidParams(Protocol.formatIssue(error.issue)))
+}
+
+/** A request handler: params decoded with `params` (failure → -32602), result JSON-ready. */
+export const request = <S extends Schema.Constraint, R, R2 = never>(
+  params: S,
+  handler: (params: S["Type"], ctx: RequestContext) => Effect.Effect<unknown, RpcError, R>,
+  options?: {
+    /**
+     * When given, `$/cancel_request` runs this instead of interrupting the
+     * handler, and the handler answers by itself (e.g. `stopReason: "cancelled"`).
+     */
+    readonly onCancel?: ((params: S["Type"]) => Effect.Effect<void, never, R2>) | undefined
+  }
+): RequestHandler<R | R2 | S["DecodingServices"]> => ({
+  _tag: "RequestHandler",
+  decode: decodeWith(params),
+  handle: handler,
+  onCancel: options?.onCancel
+})
+
+export const notification = <S extends Schema.Constraint, R>(
+  params: S,
+  handler: (params: S["Type"]) => Effect.Effect<void, never, R>
+): NotificationHandler<R | S["DecodingServices"]> => ({
+  _tag: "NotificationHandler",
+  decode: decodeWith(params),
+  handle: handler
+})
+
+export const CANCEL_METHOD = "$/cancel_request"
+
+interface InFlight {
+  /** Runs on the serve fiber, which provides the handlers' services. */
+  onCancel: Effect.Effect<void, never, any> | undefined
+  cancelRequested: boolean
+}
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null
+
+/** Encodes a response; a result JSON cannot represent becomes an internal error. */
+const encodeResponse = (id: Id, exit: Exit.Exit<unknown, RpcError>): Effect.Effect<string> => {
+  if (Exit.isSuccess(exit)) {
+    return Effect.try({ try: () => Framing.encode(Protocol.makeSuccess(id, exit.value)), catch: (e) => e }).pipe(
+      Effect.catchCause((cause) =>
+        Effect.logError("result is not JSON-serializable", cause).pipe(
+          Effect.as(Framing.encode(Protocol.makeError(id, Protocol.internalError())))
+        )
+      )
+    )
+  }
+  const cause = exit.cause
+  const error = Cause.findErrorOption(cause)
+  if (error._tag === "Some" && error.value instanceof Protocol.RpcError) {
+    return Effect.succeed(Framing.encode(Protocol.makeError(id, error.value)))
+  }
+  if (Cause.hasInterruptsOnly(cause)) {
+    return Effect.succeed(Framing.encode(Protocol.makeError(id, Protocol.requestCancelled())))
+  }
+  return Effect.logError("request handler failed", cause).pipe(
+    Effect.as(Framing.encode(Protocol.makeError(id, Protocol.internalError())))
+  )
+}
+
+export const make = Effect.fnUntraced(function*(transport: Transport, options?: Options) {
+  const maxLineBytes = options?.maxLineBytes
+  const defaultTimeout = options?.defaultRequestTimeout
+  const queue = yield* Queue.bounded<string, Cause.Done>(options?.writeQueueCapacity ?? 4096)
+
+  const writer = yield* Effect.forkScoped(
+    Effect.gen(function*() {
+      while (true) {
+        const batch = yield* Queue.takeBetween(queue, 1, 1024)
+        yield* transport.write(batch.length === 1 ? batch[0] : batch.join(""))
+      }
+    }).pipe(
+      Effect.catchCause((cause) =>
+        Cause.hasFails(cause) ? Effect.void : Effect.logError("writer stopped", cause)
+      ),
+      // If the writer dies, writers must not wait on a queue nobody drains.
+      Effect.ensuring(Queue.shutdown(queue))
+    )
+  )
+
+  const send = (line: string): Effect.Effect<void> => Effect.asVoid(Queue.offer(queue, line))
+
+  // ---- outgoing ------------------------------------------------------------
+
+  let nextId = 0
+  let inputClosed = false
+  const pending = MutableHashMap.empty<Id, Deferred.Deferred<unknown, RpcError>>()
+
+  const request = Effect.fn("Peer.request")(function*(method: string, params?: unknown, options?: RequestOptions) {
+    if (inputClosed) return yield* Protocol.peerClosed()
+    const id = nextId++
+    const line = Framing.encode(Protocol.makeRequest(id, method, params))
+    const deferred = Deferred.makeUnsafe<unknown, RpcError>()
+    MutableHashMap.set(pending, id, deferred)
+    const timeout = options?.timeout ?? defaultTimeout
+    const response = timeout === undefined
+      ? Deferred.await(deferred)
+      : Effect.timeoutOrElse(Deferred.await(deferred), {
+        duration: timeout,
+        orElse: () => Effect.fail(Protocol.requestTimeout(method))
+      })
+    let sent = false
+    return yield* send(line).pipe(
+      Effect.andThen(Effect.sync(() => {
+        sent = true
+      })),
+      Effect.andThen(response),
+      Effect.onExit(() =>
+        Effect.suspend(() => {
+          // Still pending: no response came (interrupted or timed out).
+          if (!MutableHashMap.has(pending, id)) return Effect.void
+          MutableHashMap.remove(pending, id)
+          return sent && !inputClosed
+            ? send(Framing.encode(Protocol.makeNotification(CANCEL_METHOD, { requestId: id })))
+            : Effect.void
+        })
+      )
+    )
+  })
+
+  const notify = Effect.fn("Peer.notify")(function*(method: string, params?: unknown) {
+    yield* send(Framing.encode(Protocol.makeNotification(method, params)))
+  })
+
+  const resolve = (id: Id, exit: Exit.Exit<unknown, RpcError>): Effect.Effect<void> => {
+    const deferred = MutableHashMap.get(pending, id)
+    if (deferred._tag === "None") return Effect.logDebug("response for an unknown request id ignored")
+    MutableHashMap.remove(pending, id)
+    return Effect.asVoid(Deferred.done(deferred.value, exit))
+  }
+
+  /** No response can arrive any more: fail what waits for one. */
+  const closeInput = Effect.suspend(() => {
+    inputClosed = true
+    const waiting = Array.from(MutableHashMap.values(pending))
+    MutableHashMap.clear(pending)
+    return Effect.forEach(waiting, (deferred) => Deferred.fail(deferred, Protocol.peerClosed()), { discard: true })
+  })
+
+  /** Flushes every enqueued line, then stops the writer. Idempotent. */
+  const shutdown = Effect.andThen(closeInput, Effect.andThen(Queue.end(queue), Fiber.await(writer)))
+
+  yield* Effect.addFinalizer(() => shutdown)
+
+  // ---- incoming ------------------------------------------------------------
+
+  const serveImpl = Effect.fn("Peer.serve")(
+    function*(handlers: Handlers) {
+      const requests = handlers.requests ?? {}
+      const notifications = handlers.notifications ?? {}
+      const inflight = MutableHashMap.empty<Id, InFlight>()
+      const scope = yield* Effect.scope
+      const fibers = yield* FiberMap.make<Id>()
+
+      const reply = (id: Id | null, error: RpcError) => send(Framing.encode(Protocol.makeError(id, error)))
+
+      const runRequest = (id: Id, handler: RequestHandler<any>, params: unknown, entry: InFlight) =>
+        Effect.uninterruptibleMask((restore) =>
+          restore(
+            Effect.flatMap(Effect.suspend(() => handler.decode(params)), (decoded) => {
+              if (handler.onCancel !== undefined) entry.onCancel = handler.onCancel(decoded)
+              return handler.handle(decoded, { id })
+            })
+          ).pipe(
+            Effect.exit,
+            Effect.flatMap((exit) => {
+              MutableHashMap.remove(inflight, id)
+              return Effect.flatMap(encodeResponse(id, exit), send)
+            })
+          )
+        )
+
+      const onRequest = (id: Id, method: string, params: unknown): Effect.Effect<void, never, any> => {
+        if (MutableHashMap.has(inflight, id)) return reply(id, Protocol.invalidRequest("Duplicate request id"))
+        if (!Object.hasOwn(requests, method)) return reply(id, Protocol.methodNotFound(method))
+        const entry: InFlight = { onCancel: undefined, cancelRequested: false }
+        MutableHashMap.set(inflight, id, entry)
+        return Effect.asVoid(
+          FiberMap.run(fibers, id, runRequest(id, requests[method], params, entry), { startImmediately: true })
+        )
+      }
+
+      const onCancelRequest = (params: unknown): Effect.Effect<void, never, any> => {
+        if (!isRecord(params) || !Protocol.isId(params.requestId)) return Effect.void
+        const requestId = params.requestId
+        const entry = MutableHashMap.get(inflight, requestId)
+        if (entry._tag === "None") return Effect.void
+        const { onCancel } = entry.value
+        if (onCancel === undefined) {
+          return Effect.asVoid(Effect.forkIn(FiberMap.remove(fibers, requestId), scope))
+        }
+        if (entry.value.cancelRequested) return Effect.void
+        entry.value.cancelRequested = true
+        return Effect.catchCause(onCancel, (cause) => Effect.logError("onCancel failed", cause))
+      }
+
+      const onNotification = (method: string, params: unknown): Effect.Effect<void, never, any> => {
+        if (method === CANCEL_METHOD) return onCancelRequest(params)
+        if (!Object.hasOwn(notifications, method)) return Effect.logDebug("unknown notification ignored", method)
+        const handler = notifications[method]
+        return Effect.suspend(() => handler.decode(params)).pipe(
+          Effect.flatMap(handler.handle),
+          Effect.catchCause((cause) => Effect.logWarning("notification handler failed", method, cause))
+        )
+      }
+
+      const onMessage = (message: Protocol.Incoming): Effect.Effect<void, never, any> => {
+        switch (message._tag) {
+          case "Request":
+            return onRequest(message.id, message.method, message.params)
+          case "Notification":
+            return onNotification(message.method, message.params)
+          case "Response":
+            return resolve(message.id, Exit.succeed(message.result))
+          case "ErrorResponse":
+            return message.id === null
+              ? Effect.logWarning("peer reported an error", message.error.code, message.error.message)
+              : resolve(message.id, Exit.fail(Protocol.fromErrorObject(message.error)))
+          case "Invalid":
+            return reply(message.id, Protocol.invalidRequest())
+        }
+      }
+
+      const onLine = (line: Framing.Line): Effect.Effect<void, never, any> => {
+        if (line._tag === "TooLong") return reply(null, Protocol.invalidRequest("Message too long"))
+        return Effect.try({ try: () => JSON.parse(line.text) as unknown, catch: Protocol.parseError }).pipe(
+          Effect.matchEffect({
+            onFailure: (error) => reply(null, error),
+            onSuccess: (json) => onMessage(Protocol.classify(json))
+          })
+        )
+      }
+
+      yield* transport.input.pipe(
+        Framing.lines({ maxLineBytes }),
+        Stream.runForEach(onLine),
+        Effect.catchCause((cause) =>
+          Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.logWarning("input failed", cause)
+        )
+      )
+      yield* closeInput
+      yield* FiberMap.clear(fibers)
+    },
+    Effect.scoped,
+    Effect.ensuring(shutdown)
+  )
+
+  const peer: Peer = {
+    request,
+    notify,
+    serve: serveImpl as Peer["serve"]
+  }
+  return peer
+}) as (transport: Transport, options?: Options) => Effect.Effect<Peer, never, Scope.Scope>

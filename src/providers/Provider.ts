@@ -1,0 +1,52 @@
+/**
+ * The Provider contract: one wire dialect to a model.
+ *
+ * A provider turns a model request into a stream of parts. The stream never
+ * fails: a failure is its last part (`Failure`), so the turn loop handles every
+ * outcome as data. Interrupting the stream aborts the call.
+ */
+import type * as Stream from "effect/Stream"
+import type { AssistantPart, ModelStop, Usage, UserBlock } from "../log/Event.ts"
+
+/** A tool as the model sees it. */
+export interface ToolSpec {
+  readonly name: string
+  readonly description: string
+  /** JSON Schema of the arguments. */
+  readonly parameters: Record<string, unknown>
+}
+
+/** The provider-neutral conversation history. */
+export type Message =
+  | { readonly role: "user"; readonly content: ReadonlyArray<UserBlock> }
+  | { readonly role: "assistant"; readonly parts: ReadonlyArray<AssistantPart> }
+  | { readonly role: "tool"; readonly id: string; readonly name: string; readonly ok: boolean; readonly content: string }
+
+export interface ModelRequest {
+  readonly sessionId: string
+  /** 1-based number of the turn within the session. */
+  readonly turn: number
+  /** 1-based number of the model call within the turn. */
+  readonly call: number
+  readonly system: string
+  readonly messages: ReadonlyArray<Message>
+  readonly tools: ReadonlyArray<ToolSpec>
+  readonly model?: string | undefined
+}
+
+export type StreamPart =
+  | { readonly _tag: "TextDelta"; readonly text: string }
+  | { readonly _tag: "ThinkingDelta"; readonly text: string; readonly signature?: string }
+  | { readonly _tag: "ToolCall"; readonly id: string; readonly name: string; readonly args: unknown }
+  | { readonly _tag: "Usage"; readonly usage: Usage }
+  | { readonly _tag: "Finish"; readonly stop: Exclude<ModelStop, "error" | "cancelled"> }
+  | { readonly _tag: "Failure"; readonly message: string; readonly retryable: boolean }
+
+export interface Provider {
+  /** The dialect name, e.g. `scripted`, `openai-chat`. */
+  readonly name: string
+  readonly stream: (request: ModelRequest) => Stream.Stream<StreamPart>
+}
+
+export const textDelta = (text: string): StreamPart => ({ _tag: "TextDelta", text })
+export const failure = (message: string, retryable = false): StreamPart => ({ _tag: "Failure", message, retryable })

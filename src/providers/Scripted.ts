@@ -1,0 +1,131 @@
+/**
+ * The scripted provider: answers model calls from a JSON script, for tests,
+ * demos and benchmarks. Turn N of a session consumes `turns[N-1]`; model call
+ * M of that turn consumes `calls[M-1]`.
+ */
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import { promptText } from "../log/Event.ts"
+import type { ModelRequest, Provider, StreamPart } from "./Provider.ts"
+
+const Part = Schema.Union([
+  Schema.Struct({ text: Schema.String, repeat: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))) }),
+  Schema.Struct({ think: Schema.String }),
+  Schema.Struct({ tool: Schema.String, args: Schema.optionalKey(Schema.Unknown), id: Schema.optionalKey(Schema.String) }),
+  Schema.Struct({
+    usage: Schema.Struct({ input: Schema.Number, output: Schema.Number, cached: Schema.optionalKey(Schema.Number) })
+  }),
+  Schema.Struct({ sleep_ms: Schema.Number.check(Schema.isGreaterThanOrEqualTo(0)) }),
+  Schema.Struct({ fail: Schema.String, retryable: Schema.optionalKey(Schema.Boolean) }),
+  Schema.Struct({ stop: Schema.Literals(["max_tokens", "refusal", "end_turn"]) })
+])
+export type Part = typeof Part.Type
+
+export const Script = Schema.Struct({
+  turns: Schema.Array(Schema.Struct({
+    expect: Schema.optionalKey(Schema.String),
+    calls: Schema.Array(Schema.Array(Part))
+  }))
+})
+export type Script = typeof Script.Type
+
+export class ScriptError extends Schema.TaggedError<ScriptError>()("ScriptError", {
+  message: Schema.String
+}) {}
+
+/** Parses a script from its JSON text; the message names what is wrong, not the text. */
+export const parse = (text: string, source = "script"): Effect.Effect<Script, ScriptError> =>
+  Effect.try({
+    try: () => JSON.parse(text) as unknown,
+    catch: () => new ScriptError({ message: `${source} is not valid JSON` })
+  }).pipe(
+    Effect.flatMap((json) => Schema.decodeUnknownEffect(Script)(json)),
+    Effect.mapError((error) =>
+      error._tag === "ScriptError" ? error : new ScriptError({ message: `${source} is not a valid script: ${error.message}` })
+    ),
+    Effect.flatMap((script) => validateExpects(script, source))
+  )
+
+const validateExpects = (script: Script, source: string) =>
+  Effect.forEach(script.turns, (turn, i) =>
+    turn.expect === undefined
+      ? Effect.void
+      : Effect.try({
+        try: () => new RegExp(turn.expect!),
+        catch: () => new ScriptError({ message: `${source}: turn ${i + 1} has an invalid "expect" regex` })
+      }), { discard: true }).pipe(Effect.as(script))
+
+function* expand(parts: ReadonlyArray<Part>, turn: number, call: number): Generator<StreamPart | { readonly sleep: number }> {
+  let toolIndex = 0
+  let sawTool = false
+  for (const part of parts) {
+    if ("text" in part) {
+      const n = part.repeat ?? 1
+      for (let i = 0; i < n; i++) yield { _tag: "TextDelta", text: part.text }
+    } else if ("think" in part) {
+      yield { _tag: "ThinkingDelta", text: part.think }
+    } else if ("tool" in part) {
+      sawTool = true
+      toolIndex++
+      yield { _tag: "ToolCall", id: part.id ?? `call_${turn}_${call}_${toolIndex}`, name: part.tool, args: part.args ?? {} }
+    } else if ("usage" in part) {
+      yield { _tag: "Usage", usage: part.usage }
+    } else if ("sleep_ms" in part) {
+      yield { sleep: part.sleep_ms }
+    } else if ("fail" in part) {
+      yield { _tag: "Failure", message: part.fail, retryable: part.retryable ?? false }
+      return
+    } else {
+      yield { _tag: "Finish", stop: part.stop }
+      return
+    }
+  }
+  yield { _tag: "Finish", stop: sawTool ? "tool_use" : "end_turn" }
+}
+
+const lastPrompt = (request: ModelRequest): string => {
+  for (let i = request.messages.length - 1; i >= 0; i--) {
+    const message = request.messages[i]!
+    if (message.role === "user") return promptText(message.content)
+  }
+  return ""
+}
+
+/** Runs of parts become chunked streams; sleeps between them are interruptible pauses. */
+const segments = (items: Iterable<StreamPart | { readonly sleep: number }>): Stream.Stream<StreamPart> => {
+  const streams: Array<Stream.Stream<StreamPart>> = []
+  let run: Array<StreamPart> = []
+  for (const item of items) {
+    if ("sleep" in item) {
+      if (run.length > 0) streams.push(Stream.fromArray(run))
+      run = []
+      streams.push(Stream.drain(Stream.fromEffect(Effect.sleep(item.sleep))))
+    } else {
+      run.push(item)
+    }
+  }
+  if (run.length > 0) streams.push(Stream.fromArray(run))
+  return streams.reduce((acc, s) => Stream.concat(acc, s), Stream.empty as Stream.Stream<StreamPart>)
+}
+
+const fail = (message: string): Stream.Stream<StreamPart> => Stream.succeed({ _tag: "Failure", message, retryable: false })
+
+export const make = (script: Script): Provider => ({
+  name: "scripted",
+  stream: (request) =>
+    Stream.suspend(() => {
+      const turn = script.turns[request.turn - 1]
+      if (turn === undefined) {
+        return fail(`The script has no turn ${request.turn} (it has ${script.turns.length})`)
+      }
+      if (request.call === 1 && turn.expect !== undefined && !new RegExp(turn.expect).test(lastPrompt(request))) {
+        return fail(`Turn ${request.turn} of the script expects a prompt matching /${turn.expect}/`)
+      }
+      const parts = turn.calls[request.call - 1]
+      if (parts === undefined) {
+        return fail(`The script's turn ${request.turn} has no model call ${request.call} (it has ${turn.calls.length})`)
+      }
+      return segments(expand(parts, request.turn, request.call))
+    })
+})

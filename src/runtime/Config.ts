@@ -1,0 +1,30 @@
+/**
+ * Runtime configuration: where sessions live, which provider answers, and the
+ * limits of a turn. Built by the CLI from flags and environment, or by an
+ * embedding program directly.
+ */
+import * as Context from "effect/Context"
+import * as Layer from "effect/Layer"
+import type { Provider } from "../providers/Provider.ts"
+import type { Toolkit } from "../tools/Toolkit.ts"
+import type { ModeId } from "./Modes.ts"
+
+export interface Settings {
+  /** `$SKEIN_HOME`: sessions live in `<home>/sessions`. */
+  readonly home: string
+  readonly provider: Provider
+  readonly model?: string | undefined
+  /** Model calls allowed in one turn before it ends with `max_turn_requests`. */
+  readonly maxTurnRequests: number
+  /** The mode of new sessions. */
+  readonly defaultMode: ModeId
+  readonly toolkit: Toolkit
+  /** Skein's version, recorded in log headers. */
+  readonly version: string
+}
+
+export class Config extends Context.Service<Config, Settings>()("skein/runtime/Config") {
+  static readonly layer = (settings: Settings) => Layer.succeed(Config, settings)
+}
+
+export const DEFAULT_MAX_TURN_REQUESTS = 50

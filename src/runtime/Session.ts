@@ -1,0 +1,296 @@
+/**
+ * The Session actor: one mailbox fiber owns a session's state (mode, config,
+ * the queue of prompts, the running turn). Every command is a message; the
+ * mailbox never blocks on a turn, so `cancel` is handled at once.
+ *
+ * A prompt becomes a turn supervised by a fiber in the session's scope. The
+ * supervisor logs `turn_start`, runs the loop as an interruptible child, and —
+ * whatever happens to the loop (end, failure, defect, cancel, shutdown) —
+ * finalizes open tool calls, logs `turn_end`, syncs the log and resolves the
+ * prompt. A defect in a turn is a failed turn for this session only.
+ */
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import type * as PubSub from "effect/PubSub"
+import * as Queue from "effect/Queue"
+import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
+import type { CanonicalBody, EphemeralBody, SessionEvent, UserBlock } from "../log/Event.ts"
+import * as History from "../log/History.ts"
+import type { LogError, Writer } from "../log/SessionLog.ts"
+import type { Provider } from "../providers/Provider.ts"
+import type { ToolEnv } from "../tools/Tool.ts"
+import type { Toolkit } from "../tools/Toolkit.ts"
+import type { Bus } from "./Bus.ts"
+import { isModeId, type ModeId } from "./Modes.ts"
+import * as SystemPrompt from "./SystemPrompt.ts"
+import * as Turn from "./Turn.ts"
+
+export type TurnOutcome = Turn.TurnOutcome
+
+/** A prompt accepted by a session: its turn number and its eventual outcome. */
+export interface Ticket {
+  readonly turn: number
+  readonly outcome: Deferred.Deferred<TurnOutcome>
+}
+
+export class SessionError extends Schema.TaggedError<SessionError>()("SessionError", {
+  reason: Schema.Literals(["closed", "invalid_mode", "invalid_config"]),
+  message: Schema.String
+}) {}
+
+export interface SessionInfo {
+  readonly id: string
+  readonly cwd: string
+  readonly additionalDirectories: ReadonlyArray<string>
+  readonly created: number
+}
+
+export interface Session extends SessionInfo {
+  /** Queues a prompt; resolves once the session accepted it (not when the turn ends). */
+  readonly submit: (content: ReadonlyArray<UserBlock>) => Effect.Effect<Ticket, SessionError>
+  /** Queues a prompt and waits for its turn to end. */
+  readonly prompt: (content: ReadonlyArray<UserBlock>) => Effect.Effect<TurnOutcome, SessionError>
+  /** Cancels the running turn and every queued one. */
+  readonly cancel: Effect.Effect<void>
+  readonly setMode: (mode: string) => Effect.Effect<void, SessionError>
+  readonly setConfig: (id: string, value: string) => Effect.Effect<void, SessionError>
+  readonly mode: Effect.Effect<ModeId>
+  /** A subscription to this session's events from now on (scoped). */
+  readonly subscribe: Effect.Effect<PubSub.Subscription<SessionEvent>, SessionError, Scope.Scope>
+  /** The history as the model sees it (read-only). */
+  readonly history: History.History
+}
+
+export interface Deps {
+  readonly bus: Bus["Service"]
+  readonly writer: Writer
+  readonly provider: Provider
+  readonly toolkit: Toolkit
+  readonly maxTurnRequests: number
+  readonly model?: string | undefined
+  readonly services: import("effect/Context").Context<ToolEnv>
+}
+
+type Message =
+  | { readonly _tag: "Submit"; readonly content: ReadonlyArray<UserBlock>; readonly reply: Deferred.Deferred<Ticket, SessionError> }
+  | { readonly _tag: "Cancel" }
+  | { readonly _tag: "SetMode"; readonly mode: ModeId; readonly reply: Deferred.Deferred<void, SessionError> }
+  | { readonly _tag: "SetConfig"; readonly id: string; readonly value: string; readonly reply: Deferred.Deferred<void, SessionError> }
+  | { readonly _tag: "TurnDone" }
+
+interface Pending {
+  readonly turn: number
+  readonly content: ReadonlyArray<UserBlock>
+  readonly outcome: Deferred.Deferred<TurnOutcome>
+  readonly epoch: number
+}
+
+const closedError = new SessionError({ reason: "closed", message: "The session is closed" })
+
+/**
+ * Starts a session actor in `scope`. `history` is the already-folded history
+ * (empty for a new session); the session keeps folding into it.
+ */
+export const make = (info: SessionInfo, history: History.History, initialMode: ModeId, deps: Deps, scope: Scope.Closeable) =>
+  Effect.gen(function*() {
+    const mailbox = yield* Queue.unbounded<Message>()
+    const lock = yield* Semaphore.make(1)
+    let seq = 0
+    let mode: ModeId = history.mode !== undefined && isModeId(history.mode) ? history.mode : initialMode
+    let accepted = history.turns
+    let epoch = 0
+    let closed = false
+    const pending: Array<Pending> = []
+    let running: { readonly turn: number; loop: Fiber.Fiber<unknown, unknown> | undefined } | undefined
+
+    yield* Scope.addFinalizer(scope, Effect.sync(() => {
+      closed = true
+    }))
+    yield* deps.bus.register(info.id).pipe(Scope.provide(scope))
+
+    /** Stamps, logs, folds and publishes one canonical event. */
+    const emitCanonical = (turn: number | null, body: CanonicalBody): Effect.Effect<void, LogError> =>
+      lock.withPermits(1)(
+        Effect.gen(function*() {
+          const ts = yield* Clock.currentTimeMillis
+          const event = { ...body, sessionId: info.id, seq: seq + 1, ts, turn } as SessionEvent<CanonicalBody>
+          yield* deps.writer.append([event])
+          seq = event.seq
+          History.apply(history, body)
+          yield* deps.bus.publish(event)
+        })
+      )
+
+    const emitEphemeral = (turn: number, body: EphemeralBody): Effect.Effect<void> =>
+      Effect.flatMap(Clock.currentTimeMillis, (ts) =>
+        deps.bus.publish({ ...body, sessionId: info.id, seq, ts, turn } as SessionEvent<EphemeralBody>))
+
+    const logProblem = (what: string) => (cause: Cause.Cause<unknown>) =>
+      Effect.logError(`session ${info.id}: ${what}`, Cause.pretty(cause))
+
+    /** Runs one turn under supervision; always ends with `turn_end` and a resolved outcome. */
+    const supervise = (p: Pending) =>
+      Effect.uninterruptibleMask((restore) =>
+        Effect.gen(function*() {
+          const state: Turn.TurnState = { partial: undefined, call: 0 }
+          const emit: Turn.Emit = {
+            canonical: (body) => emitCanonical(p.turn, body),
+            ephemeral: (body) => emitEphemeral(p.turn, body)
+          }
+          const started = yield* Effect.exit(emitCanonical(p.turn, { type: "turn_start", data: { content: p.content } }))
+          let exit: Exit.Exit<TurnOutcome, unknown>
+          if (Exit.isFailure(started)) {
+            exit = Exit.failCause(started.cause)
+          } else if (p.epoch < epoch) {
+            exit = Exit.interrupt()
+          } else {
+            const ctx: Turn.TurnContext = {
+              sessionId: info.id,
+              turn: p.turn,
+              cwd: info.cwd,
+              roots: [info.cwd, ...info.additionalDirectories],
+              system: SystemPrompt.make({ cwd: info.cwd, mode }),
+              model: deps.model,
+              provider: deps.provider,
+              toolkit: deps.toolkit,
+              history,
+              maxTurnRequests: deps.maxTurnRequests,
+              emit,
+              state
+            }
+            const loop = yield* Effect.forkChild(restore(Turn.run(ctx).pipe(Effect.provideContext(deps.services))))
+            if (running !== undefined) running.loop = loop
+            // A cancel that arrived while the loop was being started.
+            if (p.epoch < epoch) yield* Fiber.interrupt(loop)
+            const awaited = yield* Effect.exit(restore(Fiber.await(loop)))
+            if (Exit.isFailure(awaited)) yield* Fiber.interrupt(loop)
+            exit = yield* Fiber.await(loop)
+          }
+          const outcome = yield* finalize(p, state, exit)
+          yield* Deferred.succeed(p.outcome, outcome)
+        })
+      ).pipe(Effect.ensuring(Queue.offer(mailbox, { _tag: "TurnDone" })))
+
+    /** Logs what the loop left open, then `turn_end`, then syncs. Never fails. */
+    const finalize = (p: Pending, state: Turn.TurnState, exit: Exit.Exit<TurnOutcome, unknown>) =>
+      Effect.gen(function*() {
+        let outcome: TurnOutcome
+        if (Exit.isSuccess(exit)) {
+          outcome = exit.value
+        } else if (Cause.hasInterruptsOnly(exit.cause)) {
+          outcome = { stopReason: "cancelled" }
+        } else {
+          yield* logProblem(`turn ${p.turn} failed`)(exit.cause)
+          const error = Cause.squash(exit.cause)
+          const detail = error instanceof Error ? error.message : typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)
+          outcome = { stopReason: "end_turn", error: `The turn failed inside Skein: ${detail}` }
+        }
+        const why = outcome.stopReason === "cancelled" ? "Cancelled by the user" : "Not run: the turn failed"
+        const canonical = (body: CanonicalBody) => Effect.catchCause(emitCanonical(p.turn, body), logProblem("could not log the end of a turn"))
+        if (state.partial !== undefined) {
+          yield* canonical({
+            type: "model_response",
+            data: { call: state.call, parts: state.partial, stop: outcome.stopReason === "cancelled" ? "cancelled" : "error" }
+          })
+          state.partial = undefined
+        }
+        for (const [id, name] of [...history.openToolCalls]) {
+          yield* canonical({ type: "tool_result", data: { id, ok: false, content: why } })
+          void name
+        }
+        yield* canonical({
+          type: "turn_end",
+          data: { stopReason: outcome.stopReason, ...(outcome.error !== undefined ? { error: outcome.error } : {}) }
+        })
+        yield* Effect.catchCause(deps.writer.sync, logProblem("could not sync its log"))
+        return outcome
+      })
+
+    const startNext = Effect.gen(function*() {
+      if (running !== undefined || closed) return
+      const next = pending.shift()
+      if (next === undefined) return
+      running = { turn: next.turn, loop: undefined }
+      yield* Effect.forkIn(supervise(next), scope)
+    })
+
+    const handle = (message: Message): Effect.Effect<void> => {
+      switch (message._tag) {
+        case "Submit":
+          return Effect.gen(function*() {
+            const outcome = yield* Deferred.make<TurnOutcome>()
+            const ticket: Ticket = { turn: ++accepted, outcome }
+            pending.push({ turn: ticket.turn, content: message.content, outcome, epoch })
+            yield* Deferred.succeed(message.reply, ticket)
+            yield* startNext
+          })
+        case "Cancel":
+          return Effect.gen(function*() {
+            epoch++
+            if (running?.loop !== undefined) yield* Effect.forkIn(Fiber.interrupt(running.loop), scope)
+          })
+        case "TurnDone":
+          running = undefined
+          return startNext
+        case "SetMode":
+          return Effect.gen(function*() {
+            if (mode !== message.mode) {
+              mode = message.mode
+              yield* emitCanonical(running?.turn ?? null, { type: "mode_changed", data: { mode } }).pipe(
+                Effect.catchCause(logProblem("could not log a mode change"))
+              )
+            }
+            yield* Deferred.succeed(message.reply, undefined)
+          })
+        case "SetConfig":
+          return Deferred.fail(
+            message.reply,
+            new SessionError({ reason: "invalid_config", message: `Unknown config option "${message.id}"` })
+          ).pipe(Effect.asVoid)
+      }
+    }
+
+    yield* Effect.forkIn(Effect.forever(Effect.flatMap(Queue.take(mailbox), handle)), scope)
+
+    // On close: every prompt still waiting resolves as cancelled.
+    yield* Scope.addFinalizer(scope, Effect.suspend(() => {
+      const left = pending.splice(0)
+      return Effect.forEach(left, (p) => Deferred.succeed(p.outcome, { stopReason: "cancelled" }), { discard: true })
+    }))
+
+    const ask = <A>(make: (reply: Deferred.Deferred<A, SessionError>) => Message) =>
+      Effect.gen(function*() {
+        if (closed) return yield* closedError
+        const reply = yield* Deferred.make<A, SessionError>()
+        yield* Queue.offer(mailbox, make(reply))
+        return yield* Deferred.await(reply)
+      })
+
+    const submit = (content: ReadonlyArray<UserBlock>) =>
+      ask<Ticket>((reply) => ({ _tag: "Submit", content, reply }))
+
+    const session: Session = {
+      ...info,
+      history,
+      submit,
+      prompt: (content) => Effect.flatMap(submit(content), (ticket) => Deferred.await(ticket.outcome)),
+      cancel: Effect.asVoid(Queue.offer(mailbox, { _tag: "Cancel" })),
+      setMode: (id) =>
+        isModeId(id)
+          ? ask<void>((reply) => ({ _tag: "SetMode", mode: id, reply }))
+          : Effect.fail(new SessionError({ reason: "invalid_mode", message: `Unknown mode "${id}"` })),
+      setConfig: (id, value) =>
+        id === "mode"
+          ? session.setMode(value)
+          : ask<void>((reply) => ({ _tag: "SetConfig", id, value, reply })),
+      mode: Effect.sync(() => mode),
+      subscribe: Effect.flatMap(deps.bus.subscribe(info.id), (sub) => sub === undefined ? Effect.fail(closedError) : Effect.succeed(sub))
+    }
+    return session
+  })

@@ -1,0 +1,187 @@
+/**
+ * The turn loop: model call → tool calls → model call … until the model stops
+ * calling tools, fails, or the iteration cap is reached.
+ *
+ * Its edges are parameters (the provider, the tools, the event sink), so tests
+ * drive it with a scripted provider instead of mocking a network. It never
+ * fails for model or tool problems: those are outcomes. It is interruptible
+ * everywhere; the session's supervisor finalizes whatever it leaves open.
+ */
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
+import type { AssistantPart, CanonicalBody, EphemeralBody, ModelStop, StopReason, Usage, UserBlock } from "../log/Event.ts"
+import type { History } from "../log/History.ts"
+import type { LogError } from "../log/SessionLog.ts"
+import type { Provider, StreamPart } from "../providers/Provider.ts"
+import * as Tool from "../tools/Tool.ts"
+import type { Toolkit } from "../tools/Toolkit.ts"
+
+export interface TurnOutcome {
+  readonly stopReason: StopReason
+  /** The text shown to the user when the turn failed. */
+  readonly error?: string | undefined
+}
+
+/** What the loop shares with its supervisor, so an interrupted call can be finalized honestly. */
+export interface TurnState {
+  /** Parts of the model call in progress, streamed but not yet logged. */
+  partial: Array<AssistantPart> | undefined
+  call: number
+}
+
+export interface Emit {
+  /** Logs then publishes a canonical event of this turn. */
+  readonly canonical: (body: CanonicalBody) => Effect.Effect<void, LogError>
+  /** Publishes an ephemeral event of this turn. */
+  readonly ephemeral: (body: EphemeralBody) => Effect.Effect<void>
+}
+
+export interface TurnContext {
+  readonly sessionId: string
+  readonly turn: number
+  readonly cwd: string
+  readonly roots: ReadonlyArray<string>
+  readonly system: string
+  readonly model?: string | undefined
+  readonly provider: Provider
+  readonly toolkit: Toolkit
+  readonly history: History
+  readonly maxTurnRequests: number
+  readonly emit: Emit
+  readonly state: TurnState
+}
+
+const stopReasonOf = (stop: ModelStop): StopReason =>
+  stop === "max_tokens" ? "max_tokens" : stop === "refusal" ? "refusal" : "end_turn"
+
+/** Appends a delta to the last part when it is of the same kind, else starts a new part. */
+const appendText = (parts: Array<AssistantPart>, type: "text" | "thinking", text: string, signature?: string) => {
+  const last = parts[parts.length - 1]
+  if (last !== undefined && last.type === "text" && type === "text") {
+    parts[parts.length - 1] = { type, text: last.text + text }
+  } else if (last !== undefined && last.type === "thinking" && type === "thinking") {
+    const sig = signature ?? last.signature
+    parts[parts.length - 1] = sig === undefined ? { type, text: last.text + text } : { type, text: last.text + text, signature: sig }
+  } else if (type === "thinking" && signature !== undefined) {
+    parts.push({ type, text, signature })
+  } else {
+    parts.push({ type, text })
+  }
+}
+
+interface CallResult {
+  readonly parts: ReadonlyArray<AssistantPart>
+  readonly usage: Usage | undefined
+  readonly stop: ModelStop
+  readonly failure: string | undefined
+}
+
+/** Streams one model call, publishing deltas as they arrive. */
+const modelCall = (ctx: TurnContext, call: number): Effect.Effect<CallResult> => {
+  const parts: Array<AssistantPart> = []
+  ctx.state.partial = parts
+  ctx.state.call = call
+  let usage: Usage | undefined
+  let stop: ModelStop = "end_turn"
+  let failure: string | undefined
+  const onPart = (part: StreamPart): Effect.Effect<void> => {
+    switch (part._tag) {
+      case "TextDelta":
+        if (part.text.length === 0) return Effect.void
+        appendText(parts, "text", part.text)
+        return ctx.emit.ephemeral({ type: "text_delta", data: { text: part.text } })
+      case "ThinkingDelta":
+        appendText(parts, "thinking", part.text, part.signature)
+        return part.text.length === 0 ? Effect.void : ctx.emit.ephemeral({ type: "thinking_delta", data: { text: part.text } })
+      case "ToolCall":
+        parts.push({ type: "tool_call", id: part.id, name: part.name, args: part.args })
+        return Effect.void
+      case "Usage":
+        usage = part.usage
+        return Effect.void
+      case "Finish":
+        stop = part.stop
+        return Effect.void
+      case "Failure":
+        failure = part.message
+        stop = "error"
+        return Effect.void
+    }
+  }
+  return ctx.provider.stream({
+    sessionId: ctx.sessionId,
+    turn: ctx.turn,
+    call,
+    system: ctx.system,
+    messages: ctx.history.messages.slice(),
+    tools: ctx.toolkit.specs(),
+    model: ctx.model
+  }).pipe(
+    Stream.runForEach(onPart),
+    Effect.map(() => ({ parts, usage, stop, failure }))
+  )
+}
+
+/** Runs one tool call: announce, execute, report. */
+export const runToolCall = (ctx: TurnContext, call: { readonly id: string; readonly name: string; readonly args: unknown }) =>
+  Effect.gen(function*() {
+    const tool = ctx.toolkit.get(call.name)
+    const decoded = tool === undefined ? undefined : yield* Effect.option(Tool.decodeArgs(tool, call.args))
+    const args = decoded !== undefined && decoded._tag === "Some" ? decoded.value : undefined
+    yield* ctx.emit.canonical({
+      type: "tool_call",
+      data: {
+        id: call.id,
+        name: call.name,
+        args: call.args,
+        title: tool !== undefined && args !== undefined ? tool.title(args) : call.name,
+        kind: tool?.kind ?? "other",
+        ...(tool !== undefined && args !== undefined ? { locations: tool.locations(args, ctx.cwd) } : {})
+      }
+    })
+    yield* ctx.emit.ephemeral({ type: "tool_running", data: { id: call.id } })
+    const output = tool === undefined
+      ? Tool.error(`Unknown tool "${call.name}". Available tools: ${ctx.toolkit.tools.map((t) => t.name).join(", ")}`)
+      : yield* Tool.run(tool, call.args, {
+        sessionId: ctx.sessionId,
+        toolCallId: call.id,
+        cwd: ctx.cwd,
+        roots: ctx.roots,
+        progress: (output) => ctx.emit.ephemeral({ type: "tool_progress", data: { id: call.id, output } })
+      })
+    yield* ctx.emit.canonical({
+      type: "tool_result",
+      data: { id: call.id, ok: output.ok, content: output.content, ...(output.details !== undefined ? { details: output.details } : {}) }
+    })
+  })
+
+/** Runs the loop of one turn whose `turn_start` was already logged. */
+export const run = (ctx: TurnContext) =>
+  Effect.gen(function*() {
+    for (let call = 1; call <= ctx.maxTurnRequests; call++) {
+      const result = yield* modelCall(ctx, call)
+      yield* ctx.emit.canonical({
+        type: "model_response",
+        data: {
+          call,
+          parts: result.parts,
+          stop: result.stop,
+          ...(result.usage !== undefined ? { usage: result.usage } : {}),
+          ...(result.failure !== undefined ? { error: result.failure } : {})
+        }
+      })
+      ctx.state.partial = undefined
+      if (result.failure !== undefined) {
+        return { stopReason: "end_turn", error: `The model call failed: ${result.failure}` } satisfies TurnOutcome
+      }
+      const toolCalls = result.parts.filter((part) => part.type === "tool_call")
+      if (toolCalls.length === 0) return { stopReason: stopReasonOf(result.stop) } satisfies TurnOutcome
+      for (const toolCall of toolCalls) yield* runToolCall(ctx, toolCall)
+    }
+    return {
+      stopReason: "max_turn_requests",
+      error: `Stopped after ${ctx.maxTurnRequests} model calls in one turn (the maxTurnRequests limit).`
+    } satisfies TurnOutcome
+  })
+
+export type { UserBlock }

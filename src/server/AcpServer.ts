@@ -1,0 +1,174 @@
+/**
+ * AcpServer: the ACP v1 agent over a JSON-RPC peer. A presenter over the
+ * Runtime: it maps methods to runtime commands and a prompt's events to
+ * `session/update` notifications (through the pure Translate module).
+ *
+ * Ordering: a prompt handler subscribes to its session before submitting, and
+ * forwards its own turn's events until `turn_end`; only then does it answer.
+ * The peer writes in enqueue order, so every update of a turn precedes the
+ * turn's response, and nothing of the turn follows it.
+ */
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
+import * as Acp from "../acp/index.ts"
+import * as Peer from "../jsonrpc/Peer.ts"
+import * as Protocol from "../jsonrpc/Protocol.ts"
+import type { UserBlock } from "../log/Event.ts"
+import { Runtime, type RuntimeError } from "../runtime/Runtime.ts"
+import type { Session, SessionError } from "../runtime/Session.ts"
+import * as Translate from "../translate/Translate.ts"
+import * as Stdio from "./Stdio.ts"
+
+export const PROTOCOL_VERSION = 1
+
+export interface Options {
+  readonly name?: string
+  readonly version: string
+  readonly maxLineBytes?: number | undefined
+}
+
+/** What Skein can do, exactly: advertised only once it works. */
+export const agentCapabilities = {
+  loadSession: false,
+  promptCapabilities: { image: false, audio: false, embeddedContext: false },
+  mcpCapabilities: { http: false, sse: false },
+  sessionCapabilities: {}
+} as const
+
+const runtimeError = (error: RuntimeError): Protocol.RpcError => {
+  switch (error.reason) {
+    case "not_found":
+      return Protocol.resourceNotFound(error.message)
+    case "invalid_cwd":
+    case "invalid_mode":
+      return Protocol.invalidParams(error.message)
+    case "log":
+      return new Protocol.RpcError({ code: Protocol.ErrorCode.InternalError, message: error.message })
+  }
+}
+
+const sessionError = (error: SessionError): Protocol.RpcError =>
+  error.reason === "closed" ? Protocol.resourceNotFound(error.message) : Protocol.invalidParams(error.message)
+
+/** ACP prompt content → runtime user blocks; refuses kinds not advertised. */
+const userBlocks = (prompt: ReadonlyArray<Acp.Content.ContentBlock>): Effect.Effect<ReadonlyArray<UserBlock>, Protocol.RpcError> => {
+  const blocks: Array<UserBlock> = []
+  for (const block of prompt) {
+    switch (block.type) {
+      case "text":
+        blocks.push({ type: "text", text: block.text })
+        break
+      case "resource_link":
+        blocks.push({
+          type: "resource_link",
+          uri: block.uri,
+          name: block.name,
+          ...(block.mimeType != null ? { mimeType: block.mimeType } : {}),
+          ...(block.title != null ? { title: block.title } : {}),
+          ...(block.description != null ? { description: block.description } : {}),
+          ...(block.size != null ? { size: Number(block.size) } : {})
+        })
+        break
+      default:
+        return Effect.fail(Protocol.invalidParams(`Prompt content of type "${block.type}" is not supported (see promptCapabilities)`))
+    }
+  }
+  return Effect.succeed(blocks)
+}
+
+/** Builds the method table over a peer and the runtime. */
+export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: Options) => {
+  const session = (sessionId: string): Effect.Effect<Session, Protocol.RpcError> =>
+    Effect.mapError(runtime.getSession(sessionId), runtimeError)
+
+  const update = (sessionId: string, u: Translate.SessionUpdate) => peer.notify("session/update", { sessionId, update: u })
+
+  const prompt = (params: Acp.Session.PromptRequest) =>
+    Effect.scoped(Effect.gen(function*() {
+      const s = yield* session(params.sessionId)
+      const content = yield* userBlocks(params.prompt)
+      const subscription = yield* Effect.mapError(s.subscribe, sessionError)
+      const ticket = yield* Effect.mapError(s.submit(content), sessionError)
+      yield* Stream.fromSubscription(subscription).pipe(
+        Stream.filter((event) => event.turn === ticket.turn),
+        Stream.takeUntil((event) => event.type === "turn_end"),
+        Stream.runForEach((event) => {
+          const updates = Translate.live(event)
+          return updates.length === 0
+            ? Effect.void
+            : updates.length === 1
+            ? update(s.id, updates[0]!)
+            : Effect.forEach(updates, (u) => update(s.id, u), { discard: true })
+        })
+      )
+      const outcome = yield* Deferred.await(ticket.outcome)
+      return { stopReason: outcome.stopReason }
+    }))
+
+  const sessionState = (s: Session) =>
+    Effect.map(s.mode, (mode) => ({ modes: Translate.modeState(mode), configOptions: Translate.configOptions({ mode }) }))
+
+  return {
+    requests: {
+      initialize: Peer.request(Acp.Initialize.InitializeRequest, (params) =>
+        Effect.succeed({
+          // Skein speaks v1 only: the requested version if it is 1, else the latest it supports (also 1).
+          protocolVersion: params.protocolVersion === PROTOCOL_VERSION ? params.protocolVersion : PROTOCOL_VERSION,
+          agentCapabilities,
+          authMethods: [],
+          agentInfo: { name: options.name ?? "skein", title: "Skein", version: options.version }
+        })),
+      authenticate: Peer.request(Acp.Initialize.AuthenticateRequest, () => Effect.succeed({})),
+      "session/new": Peer.request(Acp.Session.NewSessionRequest, (params) =>
+        Effect.gen(function*() {
+          const s = yield* Effect.mapError(
+            runtime.newSession({ cwd: params.cwd, additionalDirectories: params.additionalDirectories }),
+            runtimeError
+          )
+          return { sessionId: s.id, ...(yield* sessionState(s)) }
+        })),
+      "session/prompt": Peer.request(Acp.Session.PromptRequest, prompt, {
+        // `$/cancel_request` on a prompt cancels its turn; the prompt then answers `cancelled`.
+        onCancel: (params) => Effect.ignore(Effect.flatMap(runtime.getSession(params.sessionId), (s) => s.cancel))
+      }),
+      "session/set_mode": Peer.request(Acp.Session.SetSessionModeRequest, (params) =>
+        Effect.gen(function*() {
+          const s = yield* session(params.sessionId)
+          yield* Effect.mapError(s.setMode(params.modeId), sessionError)
+          return {}
+        })),
+      "session/set_config_option": Peer.request(Acp.Session.SetSessionConfigOptionRequest, (params) =>
+        Effect.gen(function*() {
+          const s = yield* session(params.sessionId)
+          if (typeof params.value !== "string") {
+            return yield* Protocol.invalidParams(`Config option "${params.configId}" is not a boolean option`)
+          }
+          yield* Effect.mapError(s.setConfig(params.configId, params.value), sessionError)
+          return { configOptions: (yield* sessionState(s)).configOptions }
+        }))
+    },
+    notifications: {
+      "session/cancel": Peer.notification(Acp.Session.CancelNotification, (params) =>
+        Effect.ignore(Effect.flatMap(runtime.getSession(params.sessionId), (s) => s.cancel)))
+    }
+  }
+}
+
+/** Serves ACP over a transport until its input ends. */
+export const serve = (transport: Peer.Transport, options: Options) =>
+  Effect.scoped(Effect.gen(function*() {
+    const runtime = yield* Runtime
+    const peer = yield* Peer.make(transport, { maxLineBytes: options.maxLineBytes })
+    yield* peer.serve(handlers(peer, runtime, options))
+  }))
+
+export class AcpServer {
+  /** Serves any byte stream; the layer's build runs the server until the input ends. */
+  static readonly layer = (transport: Peer.Transport, options: Options): Layer.Layer<never, never, Runtime> =>
+    Layer.effectDiscard(serve(transport, options))
+  /** The ACP agent over this process's stdin and stdout. */
+  static readonly layerStdio = (options: Options): Layer.Layer<never, never, Runtime> =>
+    Layer.effectDiscard(serve(Stdio.transport(), options))
+}

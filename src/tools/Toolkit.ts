@@ -1,0 +1,27 @@
+/**
+ * The set of tools a session offers the model, looked up by name.
+ */
+import type { ToolSpec } from "../providers/Provider.ts"
+import { read } from "./read.ts"
+import * as Tool from "./Tool.ts"
+
+export interface Toolkit {
+  readonly tools: ReadonlyArray<Tool.Tool>
+  readonly get: (name: string) => Tool.Tool | undefined
+  /** The tools as the model sees them (name, description, JSON Schema). */
+  readonly specs: () => ReadonlyArray<ToolSpec>
+}
+
+export const make = (tools: ReadonlyArray<Tool.Tool>): Toolkit => {
+  const byName = new Map(tools.map((tool) => [tool.name, tool] as const))
+  let specs: ReadonlyArray<ToolSpec> | undefined
+  return {
+    tools,
+    get: (name) => byName.get(name),
+    specs: () =>
+      (specs ??= tools.map((tool) => ({ name: tool.name, description: tool.description, parameters: Tool.jsonSchema(tool) })))
+  }
+}
+
+/** The built-in tools. */
+export const builtin = (): Toolkit => make([read])

@@ -1,0 +1,221 @@
+/**
+ * Translate: the pure mapping from session events to ACP `session/update`
+ * payloads. No IO, no state beyond its arguments.
+ *
+ * - `live` is what a client sees while a turn runs: deltas as they stream,
+ *   tool calls and their results; never the final assistant text again.
+ * - `replay` is what `session/load` sends for a logged event: the canonical
+ *   events alone, with the full texts the deltas added up to.
+ */
+import type { Canonical, SessionEvent, ToolDetails, UserBlock } from "../log/Event.ts"
+import { modes, type ModeId } from "../runtime/Modes.ts"
+
+// The ACP v1 shapes this module produces (validated against the official schema in tests).
+export type ContentBlock =
+  | { readonly type: "text"; readonly text: string }
+  | { readonly type: "image"; readonly data: string; readonly mimeType: string; readonly uri?: string }
+  | {
+    readonly type: "resource_link"
+    readonly uri: string
+    readonly name: string
+    readonly mimeType?: string
+    readonly title?: string
+    readonly description?: string
+    readonly size?: number
+  }
+  | {
+    readonly type: "resource"
+    readonly resource:
+      | { readonly uri: string; readonly text: string; readonly mimeType?: string }
+      | { readonly uri: string; readonly blob: string; readonly mimeType?: string }
+  }
+
+export type ToolCallContent =
+  | { readonly type: "content"; readonly content: ContentBlock }
+  | { readonly type: "diff"; readonly path: string; readonly oldText?: string | null; readonly newText: string }
+
+export interface ToolCallLocation {
+  readonly path: string
+  readonly line?: number
+}
+
+export type ToolCallStatus = "pending" | "in_progress" | "completed" | "failed"
+
+export interface ConfigOption {
+  readonly id: string
+  readonly name: string
+  readonly description?: string
+  readonly category?: "mode" | "model" | "thought_level"
+  readonly type: "select"
+  readonly currentValue: string
+  readonly options: ReadonlyArray<{ readonly value: string; readonly name: string; readonly description?: string }>
+}
+
+export type SessionUpdate =
+  | { readonly sessionUpdate: "user_message_chunk" | "agent_message_chunk" | "agent_thought_chunk"; readonly content: ContentBlock }
+  | {
+    readonly sessionUpdate: "tool_call"
+    readonly toolCallId: string
+    readonly title: string
+    readonly kind: string
+    readonly status: ToolCallStatus
+    readonly rawInput?: unknown
+    readonly locations?: ReadonlyArray<ToolCallLocation>
+    readonly content?: ReadonlyArray<ToolCallContent>
+  }
+  | {
+    readonly sessionUpdate: "tool_call_update"
+    readonly toolCallId: string
+    readonly status?: ToolCallStatus
+    readonly content?: ReadonlyArray<ToolCallContent>
+    readonly rawOutput?: unknown
+  }
+  | {
+    readonly sessionUpdate: "plan"
+    readonly entries: ReadonlyArray<{ readonly content: string; readonly status: string; readonly priority: string }>
+  }
+  | { readonly sessionUpdate: "current_mode_update"; readonly currentModeId: string }
+  | { readonly sessionUpdate: "config_option_update"; readonly configOptions: ReadonlyArray<ConfigOption> }
+
+const none: ReadonlyArray<SessionUpdate> = []
+
+const text = (value: string): ContentBlock => ({ type: "text", text: value })
+
+/** A user block as ACP content. */
+export const userContent = (block: UserBlock): ContentBlock => {
+  switch (block.type) {
+    case "text":
+      return text(block.text)
+    case "image":
+      return block.uri !== undefined
+        ? { type: "image", data: block.data, mimeType: block.mimeType, uri: block.uri }
+        : { type: "image", data: block.data, mimeType: block.mimeType }
+    case "resource_link": {
+      const { type: _type, ...rest } = block
+      return { type: "resource_link", ...rest }
+    }
+    case "resource":
+      return {
+        type: "resource",
+        resource: block.blob !== undefined
+          ? { uri: block.uri, blob: block.blob, ...(block.mimeType !== undefined ? { mimeType: block.mimeType } : {}) }
+          : { uri: block.uri, text: block.text ?? "", ...(block.mimeType !== undefined ? { mimeType: block.mimeType } : {}) }
+      }
+  }
+}
+
+/** The content a client shows for a finished tool call. */
+export const toolResultContent = (content: string, details: ToolDetails | undefined): ReadonlyArray<ToolCallContent> => {
+  const out: Array<ToolCallContent> = []
+  if (details?.diff !== undefined) {
+    for (const d of details.diff) out.push({ type: "diff", path: d.path, oldText: d.oldText, newText: d.newText })
+  }
+  const shown = details?.output ?? content
+  if (shown.length > 0) out.push({ type: "content", content: text(shown) })
+  return out
+}
+
+const rawOutput = (ok: boolean, content: string, details: ToolDetails | undefined) => ({
+  ok,
+  content,
+  ...(details?.exitCode !== undefined ? { exitCode: details.exitCode } : {}),
+  ...(details?.truncated !== undefined ? { truncated: details.truncated } : {})
+})
+
+/** The mode selector and other session settings, as ACP config options. */
+export const configOptions = (state: { readonly mode: ModeId }): ReadonlyArray<ConfigOption> => [
+  {
+    id: "mode",
+    name: "Mode",
+    description: "What Skein may do without asking",
+    category: "mode",
+    type: "select",
+    currentValue: state.mode,
+    options: modes.map((mode) => ({ value: mode.id, name: mode.name, description: mode.description }))
+  }
+]
+
+/** The `modes` field of `session/new` and `session/load` responses. */
+export const modeState = (mode: ModeId) => ({
+  currentModeId: mode,
+  availableModes: modes.map((m) => ({ id: m.id, name: m.name, description: m.description }))
+})
+
+/** Updates for an event while its turn is live. */
+export const live = (event: SessionEvent): ReadonlyArray<SessionUpdate> => {
+  switch (event.type) {
+    case "text_delta":
+      return [{ sessionUpdate: "agent_message_chunk", content: text(event.data.text) }]
+    case "thinking_delta":
+      return [{ sessionUpdate: "agent_thought_chunk", content: text(event.data.text) }]
+    case "tool_running":
+      return [{ sessionUpdate: "tool_call_update", toolCallId: event.data.id, status: "in_progress" }]
+    case "tool_progress":
+      return [{ sessionUpdate: "tool_call_update", toolCallId: event.data.id, content: [{ type: "content", content: text(event.data.output) }] }]
+    case "turn_start":
+    case "model_response":
+      return none
+    default:
+      return common(event)
+  }
+}
+
+/** Updates that rebuild a logged event for `session/load`. */
+export const replay = (event: Canonical): ReadonlyArray<SessionUpdate> => {
+  switch (event.type) {
+    case "turn_start":
+      return event.data.content.map((block) => ({ sessionUpdate: "user_message_chunk", content: userContent(block) }))
+    case "model_response": {
+      const out: Array<SessionUpdate> = []
+      for (const part of event.data.parts) {
+        if (part.type === "thinking" && part.text.length > 0) out.push({ sessionUpdate: "agent_thought_chunk", content: text(part.text) })
+        if (part.type === "text" && part.text.length > 0) out.push({ sessionUpdate: "agent_message_chunk", content: text(part.text) })
+      }
+      return out
+    }
+    case "tool_call": {
+      const [call] = common(event)
+      return call === undefined || call.sessionUpdate !== "tool_call" ? none : [{ ...call, status: "in_progress" }]
+    }
+    default:
+      return common(event)
+  }
+}
+
+/** Events shown the same way live and in replay. */
+const common = (event: SessionEvent): ReadonlyArray<SessionUpdate> => {
+  switch (event.type) {
+    case "tool_call":
+      return [{
+        sessionUpdate: "tool_call",
+        toolCallId: event.data.id,
+        title: event.data.title,
+        kind: event.data.kind,
+        status: "pending",
+        rawInput: event.data.args,
+        ...(event.data.locations !== undefined && event.data.locations.length > 0 ? { locations: event.data.locations } : {})
+      }]
+    case "tool_result":
+      return [{
+        sessionUpdate: "tool_call_update",
+        toolCallId: event.data.id,
+        status: event.data.ok ? "completed" : "failed",
+        content: toolResultContent(event.data.content, event.data.details),
+        rawOutput: rawOutput(event.data.ok, event.data.content, event.data.details)
+      }]
+    case "turn_end":
+      return event.data.error === undefined ? none : [{ sessionUpdate: "agent_message_chunk", content: text(event.data.error) }]
+    case "plan":
+      return [{ sessionUpdate: "plan", entries: event.data.entries }]
+    case "mode_changed":
+      return [
+        { sessionUpdate: "current_mode_update", currentModeId: event.data.mode },
+        { sessionUpdate: "config_option_update", configOptions: configOptions({ mode: event.data.mode as ModeId }) }
+      ]
+    default:
+      return none
+  }
+}
+
+/** The ACP stop reason of a turn outcome. */
+export const stopReason = (outcome: { readonly stopReason: string }) => outcome.stopReason

@@ -1,0 +1,262 @@
+/**
+ * The official ACP v1 JSON Schema (`@agentclientprotocol/sdk/schema/v1/schema.json`) as a
+ * validator for tests: `validateDef` checks a value against one `$defs` entry, and
+ * `makeOutboundChecker` checks every JSON-RPC message an *agent* writes.
+ *
+ * Ajv runs the 2020-12 draft in strict mode, with the schema's vocabulary declared rather than
+ * waved through:
+ * - its annotation keywords (`x-side`, `x-method`, `x-deserialize-*`, `x-docs-ignore`) are
+ *   registered as keywords that validate nothing (they describe a Rust deserializer);
+ * - its `format`s (`int32`, `int64`, `uint16`, `uint32`, `uint64`, `double`, `uri`) are
+ *   registered with real range checks, so `used: -1` or a 2^40 `line` fails;
+ * - `discriminator` is enabled, which gives readable errors for tagged unions;
+ * - only `strictTypes` is off: the schema puts `discriminator` beside `oneOf` without a
+ *   `type: "object"` of its own (the branches carry it). That lint is about how a schema is
+ *   written, not about what it accepts.
+ * `useDefaults` stays off, so validation never changes the value it checks.
+ */
+import Ajv2020, { type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js"
+import { readFileSync } from "node:fs"
+import { createRequire } from "node:module"
+
+type Json = Record<string, unknown>
+
+const SCHEMA_KEY = "acp-v1"
+
+interface Loaded {
+  readonly ajv: Ajv2020
+  readonly schema: { readonly $defs: Record<string, Json> }
+  readonly validators: Map<string, ValidateFunction>
+}
+
+let loaded: Loaded | undefined
+
+const isObject = (u: unknown): u is Json => typeof u === "object" && u !== null && !Array.isArray(u)
+
+const collectXKeywords = (node: unknown, into: Set<string>): Set<string> => {
+  if (Array.isArray(node)) for (const item of node) collectXKeywords(item, into)
+  else if (isObject(node)) {
+    for (const [key, value] of Object.entries(node)) {
+      if (key.startsWith("x-")) into.add(key)
+      collectXKeywords(value, into)
+    }
+  }
+  return into
+}
+
+const integerIn = (min: number, max: number) => (n: number) => Number.isInteger(n) && n >= min && n <= max
+
+const load = (): Loaded => {
+  if (loaded) return loaded
+  const require = createRequire(import.meta.url)
+  const path = require.resolve("@agentclientprotocol/sdk/schema/v1/schema.json")
+  const schema = JSON.parse(readFileSync(path, "utf8")) as Loaded["schema"]
+  const ajv = new Ajv2020({ strict: true, strictTypes: false, allErrors: true, discriminator: true })
+  for (const keyword of collectXKeywords(schema, new Set())) ajv.addKeyword({ keyword })
+  ajv.addFormat("int32", { type: "number", validate: integerIn(-(2 ** 31), 2 ** 31 - 1) })
+  ajv.addFormat("int64", { type: "number", validate: integerIn(-(2 ** 63), 2 ** 63) })
+  ajv.addFormat("uint16", { type: "number", validate: integerIn(0, 2 ** 16 - 1) })
+  ajv.addFormat("uint32", { type: "number", validate: integerIn(0, 2 ** 32 - 1) })
+  ajv.addFormat("uint64", { type: "number", validate: integerIn(0, 2 ** 64) })
+  ajv.addFormat("double", { type: "number", validate: (n: number) => Number.isFinite(n) })
+  ajv.addFormat("uri", { type: "string", validate: (s: string) => URL.canParse(s) })
+  ajv.addSchema(schema as object, SCHEMA_KEY)
+  loaded = { ajv, schema, validators: new Map() }
+  return loaded
+}
+
+/** The `$defs` of the official schema (parsed once). */
+export const officialDefs = (): Readonly<Record<string, Json>> => load().schema.$defs
+
+const validatorFor = (defName: string): ValidateFunction => {
+  const { ajv, schema, validators } = load()
+  const cached = validators.get(defName)
+  if (cached) return cached
+  if (!Object.hasOwn(schema.$defs, defName)) throw new Error(`no $defs entry named ${defName} in the ACP schema`)
+  const compiled = ajv.getSchema(`${SCHEMA_KEY}#/$defs/${defName}`)
+  if (!compiled) throw new Error(`Ajv could not compile $defs/${defName}`)
+  validators.set(defName, compiled)
+  return compiled
+}
+
+const formatErrors = (errors: ReadonlyArray<ErrorObject> | null | undefined): string =>
+  (errors ?? [])
+    .map((e) => {
+      const params = Object.keys(e.params).length > 0 ? ` ${JSON.stringify(e.params)}` : ""
+      return `${e.instancePath || "/"} ${e.message ?? e.keyword}${params}`
+    })
+    .join("; ")
+
+export type Validation = { readonly ok: true } | { readonly ok: false; readonly errors: string }
+
+/** Validates `value` against `$defs/<defName>` of the official schema. */
+export const validateDef = (defName: string, value: unknown): Validation => {
+  const validate = validatorFor(defName)
+  return validate(value) ? { ok: true } : { ok: false, errors: formatErrors(validate.errors) }
+}
+
+// ---------------------------------------------------------------------------
+// Method → $defs tables, read off the schema's own `x-side` / `x-method` annotations
+// ---------------------------------------------------------------------------
+
+interface MethodTables {
+  /** client → agent method → the `…Response` def of the agent's `result`. */
+  readonly responses: ReadonlyMap<string, string>
+  /** agent → client request method → its `…Request` params def. */
+  readonly outboundRequests: ReadonlyMap<string, string>
+  /** agent → client (or protocol-level) notification method → its params def. */
+  readonly outboundNotifications: ReadonlyMap<string, string>
+}
+
+let tables: MethodTables | undefined
+
+/** What the schema says an agent may write, by method. */
+export const methodTables = (): MethodTables => {
+  if (tables) return tables
+  const responses = new Map<string, string>()
+  const outboundRequests = new Map<string, string>()
+  const outboundNotifications = new Map<string, string>()
+  for (const [name, def] of Object.entries(officialDefs())) {
+    const side = def["x-side"]
+    const method = def["x-method"]
+    if (typeof method !== "string") continue
+    if (side === "agent" && name.endsWith("Response")) responses.set(method, name)
+    if (side === "client" && name.endsWith("Request")) outboundRequests.set(method, name)
+    if ((side === "client" || side === "protocol") && name.endsWith("Notification")) {
+      outboundNotifications.set(method, name)
+    }
+  }
+  tables = { responses, outboundRequests, outboundNotifications }
+  return tables
+}
+
+// ---------------------------------------------------------------------------
+// The outbound checker
+// ---------------------------------------------------------------------------
+
+export interface OutboundChecker {
+  /**
+   * Records a message the client sent, so responses can be matched to their request's method.
+   * Accepts a parsed message or a raw line; anything that is not a request is ignored.
+   */
+  readonly sawRequest: (message: unknown) => void
+  /**
+   * Problems with one message the agent wrote (a parsed value or a raw stdout line); empty when
+   * it is valid ACP. A response settles its request: a second response to it is a problem.
+   */
+  readonly check: (message: unknown) => Array<string>
+  /** Client requests the agent has not answered yet, as `method#id`. */
+  readonly unanswered: () => Array<string>
+}
+
+const idKey = (id: unknown): string => `${typeof id}:${String(id)}`
+
+const parseLine = (line: string): { readonly value: unknown } | { readonly problem: string } => {
+  const body = line.endsWith("\n") ? line.slice(0, -1) : line
+  if (body.includes("\n")) return { problem: "a message must be a single line" }
+  try {
+    return { value: JSON.parse(body) }
+  } catch {
+    return { problem: "not valid JSON" }
+  }
+}
+
+const REQUEST_KEYS = new Set(["jsonrpc", "id", "method", "params"])
+const NOTIFICATION_KEYS = new Set(["jsonrpc", "method", "params"])
+const RESPONSE_KEYS = new Set(["jsonrpc", "id", "result", "error"])
+
+export const makeOutboundChecker = (): OutboundChecker => {
+  const { responses, outboundRequests, outboundNotifications } = methodTables()
+  /** id key → method (undefined when the client sent an id without a method). */
+  const pending = new Map<string, { readonly id: unknown; readonly method: string | undefined }>()
+
+  const sawRequest = (message: unknown): void => {
+    const value = typeof message === "string" ? parseLine(message) : { value: message }
+    if (!("value" in value) || !isObject(value.value)) return
+    const m = value.value
+    if (!("id" in m) || "result" in m || "error" in m) return
+    pending.set(idKey(m.id), { id: m.id, method: typeof m.method === "string" ? m.method : undefined })
+  }
+
+  const extraKeys = (m: Json, allowed: ReadonlySet<string>, what: string): Array<string> =>
+    Object.keys(m)
+      .filter((k) => !allowed.has(k))
+      .map((k) => `${what} has a member "${k}" JSON-RPC 2.0 does not define`)
+
+  const checkParams = (what: string, defName: string, params: unknown): Array<string> => {
+    const result = validateDef(defName, params)
+    return result.ok ? [] : [`${what} params do not match $defs/${defName}: ${result.errors}`]
+  }
+
+  const checkRequestId = (what: string, id: unknown): Array<string> =>
+    typeof id === "string" || Number.isInteger(id) ? [] : [`${what} id must be a string or an integer`]
+
+  const checkObject = (m: Json): Array<string> => {
+    const problems: Array<string> = []
+    if (m.jsonrpc !== "2.0") problems.push(`"jsonrpc" must be "2.0"`)
+
+    if ("method" in m) {
+      if (typeof m.method !== "string") return [...problems, `"method" must be a string`]
+      const method = m.method
+      if ("id" in m) {
+        const what = `request ${method}`
+        problems.push(...extraKeys(m, REQUEST_KEYS, what), ...checkRequestId(what, m.id))
+        const defName = outboundRequests.get(method)
+        if (defName === undefined) problems.push(`${what}: not a method an agent may call on a client`)
+        else problems.push(...checkParams(what, defName, m.params))
+      } else {
+        const what = `notification ${method}`
+        problems.push(...extraKeys(m, NOTIFICATION_KEYS, what))
+        const defName = outboundNotifications.get(method)
+        if (defName === undefined) problems.push(`${what}: not a notification an agent may send`)
+        else problems.push(...checkParams(what, defName, m.params))
+      }
+      return problems
+    }
+
+    if (!("id" in m)) return [...problems, "neither a request, a notification nor a response"]
+
+    const request = pending.get(idKey(m.id))
+    const what = `response to ${request?.method ?? "?"}#${JSON.stringify(m.id)}`
+    problems.push(...extraKeys(m, RESPONSE_KEYS, what))
+    const hasResult = "result" in m
+    const hasError = "error" in m
+    if (hasResult === hasError) return [...problems, `${what}: must have exactly one of "result" and "error"`]
+
+    if (request === undefined) {
+      // A parse error or an unreadable request is answered with id null and an error.
+      if (!(hasError && m.id === null)) problems.push(`${what}: answers no pending client request`)
+    } else {
+      pending.delete(idKey(m.id))
+    }
+
+    if (hasError) {
+      if (m.id !== null) problems.push(...checkRequestId(what, m.id))
+      const result = validateDef("Error", m.error)
+      if (!result.ok) problems.push(`${what}: error does not match $defs/Error: ${result.errors}`)
+      return problems
+    }
+
+    if (request === undefined) return problems
+    const method = request.method
+    if (method === undefined) return [...problems, `${what}: a request without a method must get an error`]
+    if (method.startsWith("_")) return problems // extension method: `ExtResponse` is any value
+    const defName = responses.get(method)
+    if (defName === undefined) return [...problems, `${what}: ${method} is not an agent method; answer with an error`]
+    const result = validateDef(defName, m.result)
+    if (!result.ok) problems.push(`${what}: result does not match $defs/${defName}: ${result.errors}`)
+    return problems
+  }
+
+  const check = (message: unknown): Array<string> => {
+    const value = typeof message === "string" ? parseLine(message) : { value: message }
+    if (!("value" in value)) return [value.problem]
+    if (!isObject(value.value)) return ["a message must be a JSON object"]
+    return checkObject(value.value)
+  }
+
+  const unanswered = (): Array<string> =>
+    [...pending.values()].map(({ id, method }) => `${method ?? "?"}#${JSON.stringify(id)}`)
+
+  return { sawRequest, check, unanswered }
+}
