@@ -149,7 +149,10 @@ const encodeResponse = (id: Id, exit: Exit.Exit<unknown, RpcError>): Effect.Effe
   )
 }
 
-export const make = Effect.fnUntraced(function*(transport: Transport, options?: Options) {
+export const make = Effect.fnUntraced(function*(
+  transport: Transport,
+  options?: Options
+): Effect.fn.Return<Peer, never, Scope.Scope> {
   const maxLineBytes = options?.maxLineBytes
   const defaultTimeout = options?.defaultRequestTimeout
   const queue = yield* Queue.bounded<string, Cause.Done>(options?.writeQueueCapacity ?? 4096)
@@ -209,9 +212,9 @@ export const make = Effect.fnUntraced(function*(transport: Transport, options?: 
     )
   })
 
-  const notify = Effect.fn("Peer.notify")(function*(method: string, params?: unknown) {
-    yield* send(Framing.encode(Protocol.makeNotification(method, params)))
-  })
+  // Hot path (every session/update): no span. `encode` throwing is a defect.
+  const notify = (method: string, params?: unknown): Effect.Effect<void> =>
+    Effect.suspend(() => send(Framing.encode(Protocol.makeNotification(method, params))))
 
   const resolve = (id: Id, exit: Exit.Exit<unknown, RpcError>): Effect.Effect<void> => {
     const deferred = MutableHashMap.get(pending, id)
@@ -245,7 +248,7 @@ export const make = Effect.fnUntraced(function*(transport: Transport, options?: 
 
       const reply = (id: Id | null, error: RpcError) => send(Framing.encode(Protocol.makeError(id, error)))
 
-      const runRequest = (id: Id, handler: RequestHandler<any>, params: unknown, entry: InFlight) =>
+      const runRequest = (id: Id, method: string, handler: RequestHandler<any>, params: unknown, entry: InFlight) =>
         Effect.uninterruptibleMask((restore) =>
           restore(
             Effect.flatMap(Effect.suspend(() => handler.decode(params)), (decoded) => {
@@ -259,7 +262,7 @@ export const make = Effect.fnUntraced(function*(transport: Transport, options?: 
               return Effect.flatMap(encodeResponse(id, exit), send)
             })
           )
-        )
+        ).pipe(Effect.annotateLogs({ rpcMethod: method, rpcId: id }))
 
       const onRequest = (id: Id, method: string, params: unknown): Effect.Effect<void, never, any> => {
         if (MutableHashMap.has(inflight, id)) return reply(id, Protocol.invalidRequest("Duplicate request id"))
@@ -267,7 +270,9 @@ export const make = Effect.fnUntraced(function*(transport: Transport, options?: 
         const entry: InFlight = { onCancel: undefined, cancelRequested: false }
         MutableHashMap.set(inflight, id, entry)
         return Effect.asVoid(
-          FiberMap.run(fibers, id, runRequest(id, requests[method], params, entry), { startImmediately: true })
+          FiberMap.run(fibers, id, runRequest(id, method, requests[method], params, entry), {
+            startImmediately: true
+          })
         )
       }
 
@@ -342,4 +347,4 @@ export const make = Effect.fnUntraced(function*(transport: Transport, options?: 
     serve: serveImpl as Peer["serve"]
   }
   return peer
-}) as (transport: Transport, options?: Options) => Effect.Effect<Peer, never, Scope.Scope>
+})

@@ -49,6 +49,8 @@ export interface TurnContext {
   readonly maxTurnRequests: number
   readonly emit: Emit
   readonly state: TurnState
+  /** The client's file and terminal access, when it offers them. */
+  readonly client?: Tool.ClientAccess | undefined
 }
 
 const stopReasonOf = (stop: ModelStop): StopReason =>
@@ -147,7 +149,12 @@ export const runToolCall = (ctx: TurnContext, call: { readonly id: string; reado
         toolCallId: call.id,
         cwd: ctx.cwd,
         roots: ctx.roots,
-        progress: (output) => ctx.emit.ephemeral({ type: "tool_progress", data: { id: call.id, output } })
+        progress: (output) => ctx.emit.ephemeral({ type: "tool_progress", data: { id: call.id, output } }),
+        plan: (entries) =>
+          ctx.emit.canonical({ type: "plan", data: { entries } }).pipe(
+            Effect.catchCause((cause) => Effect.logError("could not log a plan", cause))
+          ),
+        client: ctx.client
       })
     yield* ctx.emit.canonical({
       type: "tool_result",

@@ -29,6 +29,39 @@ export interface ToolContext {
   readonly roots: ReadonlyArray<string>
   /** Streams partial output (e.g. a running command) to presenters. */
   readonly progress: (output: string) => Effect.Effect<void>
+  /** Publishes the model's plan (the full list) to presenters and the log. */
+  readonly plan: (entries: ReadonlyArray<PlanEntry>) => Effect.Effect<void>
+  /**
+   * What the client offers to tools, when it offers it (ACP `fs/*` and
+   * `terminal/*`). Absent capabilities are undefined: tools then work locally.
+   */
+  readonly client?: ClientAccess | undefined
+}
+
+export interface PlanEntry {
+  readonly content: string
+  readonly status: "pending" | "in_progress" | "completed"
+  readonly priority: "high" | "medium" | "low"
+}
+
+/** The client's editor-side file and terminal access (ACP client capabilities). */
+export interface ClientAccess {
+  /** Reads a file as the editor sees it (unsaved buffers included). Fails with a message. */
+  readonly readTextFile?: ((path: string) => Effect.Effect<string, string>) | undefined
+  /** Writes a file through the editor (the edit lands in its buffer). Fails with a message. */
+  readonly writeTextFile?: ((path: string, content: string) => Effect.Effect<void, string>) | undefined
+  /** Runs a command in a client terminal the user can watch. */
+  readonly terminal?: ClientTerminal | undefined
+}
+
+export interface ClientTerminal {
+  /** Runs `command` through the client and returns its (bounded) output and exit status. */
+  readonly run: (options: {
+    readonly command: string
+    readonly cwd: string
+    readonly timeoutMs: number
+    readonly outputByteLimit: number
+  }) => Effect.Effect<{ readonly output: string; readonly truncated: boolean; readonly exitCode: number | null; readonly signal: string | null; readonly timedOut: boolean }, string>
 }
 
 /** What tools may use from the environment. */
@@ -46,6 +79,20 @@ export interface Tool<A = any> {
   /** Paths the call touches, relative paths resolved against the cwd. */
   readonly locations: (args: A, cwd: string) => ReadonlyArray<Location>
   readonly execute: (args: A, ctx: ToolContext) => Effect.Effect<ToolOutput, never, ToolEnv>
+  /**
+   * What an "always" permission answer for this call covers (mutating tools):
+   * edits under one directory, or commands starting with one prefix.
+   */
+  readonly scope?: ((args: A, cwd: string) => PermissionScope) | undefined
+}
+
+/** The reach of a remembered permission, shown to the user in the option's name. */
+export interface PermissionScope {
+  readonly kind: "path" | "command"
+  /** An absolute directory (`path`) or a command prefix (`command`). */
+  readonly value: string
+  /** How the user reads it, e.g. "edits in src/" or "`npm test`". */
+  readonly label: string
 }
 
 export const define = <A>(tool: Tool<A>): Tool<A> => tool

@@ -1,0 +1,10 @@
+import * as Peer from "../../src/jsonrpc/Peer.ts";
+export declare const h1: Peer.RequestHandler<never>;
+export declare const h2: Peer.RequestHandler<never>;
+export declare const h3: Peer.RequestHandler<never>;
+export declare const h4: Peer.RequestHandler<never>;
+type X1 = typeof h1;
+type X2 = typeof h2;
+type X3 = typeof h3;
+export declare const check: (x: X1, y: X2, z: X3) => [X1, X2, X3];
+export {};
