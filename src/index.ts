@@ -20,7 +20,7 @@ import type { Provider } from "./providers/Provider.ts"
 import * as Scripted from "./providers/Scripted.ts"
 import * as Unconfigured from "./providers/Unconfigured.ts"
 import { Bus } from "./runtime/Bus.ts"
-import { Config, DEFAULT_MAX_TURN_REQUESTS } from "./runtime/Config.ts"
+import { Config, DEFAULT_MAX_TURN_REQUESTS, DEFAULT_PERMISSION_TIMEOUT_MS } from "./runtime/Config.ts"
 import { DEFAULT_MODE, type ModeId } from "./runtime/Modes.ts"
 import { Runtime } from "./runtime/Runtime.ts"
 import * as Toolkit from "./tools/Toolkit.ts"
@@ -37,6 +37,8 @@ export interface SkeinConfig {
   readonly maxTurnRequests?: number | undefined
   /** The mode of new sessions (default `default`). */
   readonly mode?: ModeId | undefined
+  /** How long a permission request waits before it counts as a denial (default 30 min). */
+  readonly permissionTimeoutMs?: number | undefined
 }
 
 export const resolveProvider = (config: SkeinConfig): Provider =>
@@ -53,6 +55,7 @@ export const layerWithoutPlatform = (config: SkeinConfig) =>
       model: config.model,
       maxTurnRequests: config.maxTurnRequests ?? DEFAULT_MAX_TURN_REQUESTS,
       defaultMode: config.mode ?? DEFAULT_MODE,
+      permissionTimeoutMs: config.permissionTimeoutMs ?? DEFAULT_PERMISSION_TIMEOUT_MS,
       toolkit: Toolkit.builtin(),
       version: VERSION
     }))
@@ -67,6 +70,7 @@ export const Skein = { layer, layerWithoutPlatform }
 export { Runtime, RuntimeError } from "./runtime/Runtime.ts"
 export type { NewSessionOptions } from "./runtime/Runtime.ts"
 export type { Session, SessionError, Ticket, TurnOutcome } from "./runtime/Session.ts"
+export type { Asker, PermissionAnswer, PermissionRequest } from "./runtime/Gate.ts"
 export { Bus } from "./runtime/Bus.ts"
 export { AcpServer } from "./server/AcpServer.ts"
 export * as Scripted from "./providers/Scripted.ts"

@@ -30,6 +30,7 @@ export const skeinConfig = (common: Options.Common) =>
       script,
       model: common.model,
       maxTurnRequests: common.maxTurnRequests,
+      permissionTimeoutMs: common.permissionTimeoutMs,
       mode: common.mode
     }
   })

@@ -18,6 +18,10 @@ export interface Common {
   readonly script: string | undefined
   readonly mode: ModeId | undefined
   readonly maxTurnRequests: number | undefined
+  readonly permissionTimeoutMs: number | undefined
+  /** Use local files/processes even when the ACP client offers `fs` / `terminal`. */
+  readonly localFs: boolean
+  readonly localTerminal: boolean
 }
 
 export const commonOptions = {
@@ -27,6 +31,9 @@ export const commonOptions = {
   script: { type: "string" },
   mode: { type: "string" },
   "max-turn-requests": { type: "string" },
+  "permission-timeout-ms": { type: "string" },
+  "local-fs": { type: "boolean" },
+  "local-terminal": { type: "boolean" },
   help: { type: "boolean", short: "h" }
 } as const
 
@@ -44,6 +51,15 @@ Options (each also an environment variable):
   --model ID               Model id (SKEIN_MODEL)
   --mode ID                Mode of new sessions: default, acceptEdits, plan, bypassPermissions
   --max-turn-requests N    Model calls allowed in one turn (default 50)
+  --permission-timeout-ms N  Unanswered permission requests are denied after N ms
+                           (SKEIN_PERMISSION_TIMEOUT_MS, default 1800000)
+
+skein acp options:
+  --local-fs               Read and write files locally even when the client offers fs/*
+                           (SKEIN_LOCAL_FS=1; default: through the client, so unsaved
+                           editor buffers are seen and edits land in the editor)
+  --local-terminal         Run commands locally even when the client offers terminal/*
+                           (SKEIN_LOCAL_TERMINAL=1; default: in client terminals)
 
 skein run options:
   --cwd DIR                Working directory of the session (default: the current directory)
@@ -68,6 +84,14 @@ export const common = (values: Record<string, string | boolean | undefined>): Co
   if (maxTurnRequests !== undefined && (!Number.isInteger(maxTurnRequests) || maxTurnRequests < 1)) {
     throw new UsageError("--max-turn-requests must be a positive integer")
   }
+  const positiveInt = (key: string, envName: string) => {
+    const raw = str(key) ?? env(envName)
+    if (raw === undefined) return undefined
+    const n = Number(raw)
+    if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${key} must be a positive integer`)
+    return n
+  }
+  const flag = (key: string, envName: string) => values[key] === true || ["1", "true", "yes"].includes(env(envName) ?? "")
   const home = str("home") ?? env("SKEIN_HOME") ?? nodePath.join(os.homedir(), ".skein")
   return {
     home: nodePath.resolve(home),
@@ -75,7 +99,10 @@ export const common = (values: Record<string, string | boolean | undefined>): Co
     model: str("model") ?? env("SKEIN_MODEL"),
     script: str("script") ?? env("SKEIN_SCRIPT"),
     mode,
-    maxTurnRequests
+    maxTurnRequests,
+    permissionTimeoutMs: positiveInt("permission-timeout-ms", "SKEIN_PERMISSION_TIMEOUT_MS"),
+    localFs: flag("local-fs", "SKEIN_LOCAL_FS"),
+    localTerminal: flag("local-terminal", "SKEIN_LOCAL_TERMINAL")
   }
 }
 

@@ -31,8 +31,12 @@ export const run = (args: ReadonlyArray<string>) =>
       return 0
     }
     if (parsed.positionals.length > 0) return yield* Effect.fail(new Options.UsageError("skein acp takes no arguments"))
-    const config = yield* skeinConfig(Options.common(parsed.values))
+    const common = Options.common(parsed.values)
+    const config = yield* skeinConfig(common)
     guardStdout()
-    yield* serve(Stdio.transport(), { version: VERSION }).pipe(Effect.provide(Skein.layer(config)))
+    yield* serve(Stdio.transport(), {
+      version: VERSION,
+      clientAccess: { useClientFs: !common.localFs, useClientTerminal: !common.localTerminal }
+    }).pipe(Effect.provide(Skein.layer(config)))
     return 0
   })

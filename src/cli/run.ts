@@ -8,8 +8,10 @@ import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
+import * as readline from "node:readline"
 import { Skein } from "../index.ts"
 import type { SessionEvent } from "../log/Event.ts"
+import type { Asker, PermissionAnswer } from "../runtime/Gate.ts"
 import { Runtime } from "../runtime/Runtime.ts"
 import { skeinConfig } from "./Config.ts"
 import * as Options from "./Options.ts"
@@ -51,6 +53,31 @@ export const render = (event: SessionEvent, out: (s: string) => void, err: (s: s
   }
 }
 
+/** Asks at the terminal (stdin must be a TTY); anything but a clear answer is a denial. */
+const terminalAsker: Asker = (request) =>
+  Effect.callback<PermissionAnswer>((resume) => {
+    const rl = readline.createInterface({ input: process.stdin, output: process.stderr, terminal: true })
+    const always = request.options.find((o) => o.kind === "allow_always")?.name ?? "Always allow"
+    const never = request.options.find((o) => o.kind === "reject_always")?.name ?? "Always reject"
+    rl.question(
+      `\nAllow ${request.toolCall.title}?  [y] once  [a] ${always}  [n] no  [N] ${never}  > `,
+      (answer) => {
+        rl.close()
+        const choice = answer.trim()
+        const optionId = choice === "y" || choice === "Y" || choice === "yes"
+          ? "allow_once"
+          : choice === "a"
+          ? "allow_always"
+          : choice === "N"
+          ? "reject_always"
+          : "reject_once"
+        resume(Effect.succeed({ outcome: "selected", optionId }))
+      }
+    )
+    rl.once("close", () => resume(Effect.succeed({ outcome: "cancelled" })))
+    return Effect.sync(() => rl.close())
+  })
+
 const readStdin = () => (process.stdin.isTTY === true ? "" : fs.readFileSync(0, "utf8"))
 
 export const run = (args: ReadonlyArray<string>) =>
@@ -71,7 +98,9 @@ export const run = (args: ReadonlyArray<string>) =>
 
     return yield* Effect.scoped(Effect.gen(function*() {
       const runtime = yield* Runtime
-      const session = yield* runtime.newSession({ cwd, mode: config.mode })
+      // Questions need a person at a terminal; piped runs deny what would need asking.
+      const ask = process.stdin.isTTY === true && parsed.positionals.length > 0 ? terminalAsker : undefined
+      const session = yield* runtime.newSession({ cwd, mode: config.mode, ask })
       const subscription = yield* session.subscribe
       const ticket = yield* session.submit([{ type: "text", text: prompt }])
       const state = { atLineStart: true }

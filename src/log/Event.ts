@@ -121,7 +121,21 @@ export const Plan = event("plan", {
   }))
 })
 
-export const CanonicalBody = Schema.Union([TurnStart, ModelResponse, ToolCall, ToolResult, TurnEnd, ModeChanged, ConfigChanged, Plan])
+export const PermissionRule = Schema.Struct({
+  decision: Schema.Literals(["allow", "reject"]),
+  kind: Schema.Literals(["path", "command", "tool"]),
+  value: Schema.String,
+  label: Schema.String
+})
+export type PermissionRule = typeof PermissionRule.Type
+/** The user's answer to a permission request; an "always" answer carries the rule it made. */
+export const Permission = event("permission", {
+  toolCallId: Schema.String,
+  outcome: Schema.Literals(["allow_once", "allow_always", "reject_once", "reject_always", "cancelled", "timeout", "unanswerable"]),
+  rule: Schema.optionalKey(PermissionRule)
+})
+
+export const CanonicalBody = Schema.Union([TurnStart, ModelResponse, ToolCall, ToolResult, TurnEnd, ModeChanged, ConfigChanged, Plan, Permission])
 export type CanonicalBody = typeof CanonicalBody.Type
 
 /** Ephemeral bodies: shown live, never logged (the canonical events hold their sum). */

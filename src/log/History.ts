@@ -6,7 +6,7 @@
  * is logged or read back. Providers receive a read-only view.
  */
 import type { Message } from "../providers/Provider.ts"
-import type { CanonicalBody } from "./Event.ts"
+import type { CanonicalBody, PermissionRule } from "./Event.ts"
 
 export interface History {
   readonly messages: Array<Message>
@@ -18,6 +18,8 @@ export interface History {
   readonly openToolCalls: Map<string, string>
   mode: string | undefined
   readonly config: Map<string, string>
+  /** Permission rules made by "always" answers, oldest first. */
+  readonly rules: Array<PermissionRule>
 }
 
 export const make = (): History => ({
@@ -26,7 +28,8 @@ export const make = (): History => ({
   turns: 0,
   openToolCalls: new Map(),
   mode: undefined,
-  config: new Map()
+  config: new Map(),
+  rules: []
 })
 
 /** Applies one canonical event to the history. */
@@ -65,6 +68,9 @@ export const apply = (history: History, event: CanonicalBody): void => {
       return
     case "turn_end":
       history.openToolCalls.clear()
+      return
+    case "permission":
+      if (event.data.rule !== undefined) history.rules.push(event.data.rule)
       return
     case "tool_call":
     case "plan":

@@ -19,6 +19,8 @@ export interface Settings {
   /** The mode of new sessions. */
   readonly defaultMode: ModeId
   readonly toolkit: Toolkit
+  /** How long a permission request may wait for an answer before it counts as a denial. */
+  readonly permissionTimeoutMs: number
   /** Skein's version, recorded in log headers. */
   readonly version: string
 }
@@ -28,3 +30,4 @@ export class Config extends Context.Service<Config, Settings>()("skein/runtime/C
 }
 
 export const DEFAULT_MAX_TURN_REQUESTS = 50
+export const DEFAULT_PERMISSION_TIMEOUT_MS = 30 * 60 * 1000

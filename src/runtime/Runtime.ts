@@ -17,9 +17,10 @@ import * as Stream from "effect/Stream"
 import { LOG_VERSION, type SessionEvent } from "../log/Event.ts"
 import * as History from "../log/History.ts"
 import { SessionLog } from "../log/SessionLog.ts"
-import type { ToolEnv } from "../tools/Tool.ts"
+import type { ClientAccess, ToolEnv } from "../tools/Tool.ts"
 import { Bus } from "./Bus.ts"
 import { Config } from "./Config.ts"
+import type * as Gate from "./Gate.ts"
 import { isModeId, type ModeId } from "./Modes.ts"
 import * as Session from "./Session.ts"
 
@@ -33,6 +34,10 @@ export interface NewSessionOptions {
   readonly cwd: string
   readonly additionalDirectories?: ReadonlyArray<string> | undefined
   readonly mode?: string | undefined
+  /** Asks the user about tool calls that need permission; without it they are denied. */
+  readonly ask?: Gate.Asker | undefined
+  /** The client's file and terminal access (ACP `fs/*`, `terminal/*`) for the new session's id, when offered. */
+  readonly client?: ((sessionId: string) => ClientAccess | undefined) | undefined
 }
 
 export class Runtime extends Context.Service<Runtime, {
@@ -98,7 +103,18 @@ export class Runtime extends Context.Service<Runtime, {
             { id, cwd: options.cwd, additionalDirectories, created },
             History.make(),
             mode,
-            { bus, writer, provider: config.provider, toolkit: config.toolkit, maxTurnRequests: config.maxTurnRequests, model: config.model, services },
+            {
+              bus,
+              writer,
+              provider: config.provider,
+              toolkit: config.toolkit,
+              maxTurnRequests: config.maxTurnRequests,
+              model: config.model,
+              services,
+              ask: options.ask,
+              client: options.client?.(id),
+              permissionTimeoutMs: config.permissionTimeoutMs
+            },
             scope
           )
         }).pipe(

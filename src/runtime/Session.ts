@@ -24,9 +24,10 @@ import type { CanonicalBody, EphemeralBody, SessionEvent, UserBlock } from "../l
 import * as History from "../log/History.ts"
 import type { LogError, Writer } from "../log/SessionLog.ts"
 import type { Provider } from "../providers/Provider.ts"
-import type { ToolEnv } from "../tools/Tool.ts"
+import type { ClientAccess, ToolEnv } from "../tools/Tool.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
 import type { Bus } from "./Bus.ts"
+import * as Gate from "./Gate.ts"
 import { isModeId, type ModeId } from "./Modes.ts"
 import * as SystemPrompt from "./SystemPrompt.ts"
 import * as Turn from "./Turn.ts"
@@ -75,6 +76,11 @@ export interface Deps {
   readonly maxTurnRequests: number
   readonly model?: string | undefined
   readonly services: import("effect/Context").Context<ToolEnv>
+  /** Asks the user about a tool call; without one, calls that need asking are denied. */
+  readonly ask?: Gate.Asker | undefined
+  readonly permissionTimeoutMs: number
+  /** The client's file and terminal access, when it offers them. */
+  readonly client?: ClientAccess | undefined
 }
 
 type Message =
@@ -131,6 +137,16 @@ export const make = (info: SessionInfo, history: History.History, initialMode: M
       Effect.flatMap(Clock.currentTimeMillis, (ts) =>
         deps.bus.publish({ ...body, sessionId: info.id, seq, ts, turn } as SessionEvent<EphemeralBody>))
 
+    const permit = Gate.make({
+      sessionId: info.id,
+      cwd: info.cwd,
+      mode: () => mode,
+      history,
+      ask: deps.ask,
+      timeoutMs: deps.permissionTimeoutMs,
+      record: (body) => emitCanonical(running?.turn ?? null, body)
+    })
+
     const logProblem = (what: string) => (cause: Cause.Cause<unknown>) =>
       Effect.logError(`session ${info.id}: ${what}`, Cause.pretty(cause))
 
@@ -162,7 +178,9 @@ export const make = (info: SessionInfo, history: History.History, initialMode: M
               history,
               maxTurnRequests: deps.maxTurnRequests,
               emit,
-              state
+              state,
+              client: deps.client,
+              permit
             }
             const loop = yield* Effect.forkChild(restore(Turn.run(ctx).pipe(Effect.provideContext(deps.services))))
             if (running !== undefined) running.loop = loop
@@ -242,7 +260,8 @@ export const make = (info: SessionInfo, history: History.History, initialMode: M
           return Effect.gen(function*() {
             if (mode !== message.mode) {
               mode = message.mode
-              yield* emitCanonical(running?.turn ?? null, { type: "mode_changed", data: { mode } }).pipe(
+              // Session-level: presenters of the change (set_mode, set_config_option) announce it.
+              yield* emitCanonical(null, { type: "mode_changed", data: { mode } }).pipe(
                 Effect.catchCause(logProblem("could not log a mode change"))
               )
             }

@@ -9,7 +9,17 @@
  */
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
-import type { AssistantPart, CanonicalBody, EphemeralBody, ModelStop, StopReason, Usage, UserBlock } from "../log/Event.ts"
+import type {
+  AssistantPart,
+  CanonicalBody,
+  EphemeralBody,
+  Location,
+  ModelStop,
+  StopReason,
+  ToolKind,
+  Usage,
+  UserBlock
+} from "../log/Event.ts"
 import type { History } from "../log/History.ts"
 import type { LogError } from "../log/SessionLog.ts"
 import type { Provider, StreamPart } from "../providers/Provider.ts"
@@ -51,7 +61,20 @@ export interface TurnContext {
   readonly state: TurnState
   /** The client's file and terminal access, when it offers them. */
   readonly client?: Tool.ClientAccess | undefined
+  /** The permission gate: may this announced call run? A denial's reason goes to the model. */
+  readonly permit: (call: AnnouncedCall, tool: Tool.Tool, args: unknown) => Effect.Effect<Permit>
 }
+
+export interface AnnouncedCall {
+  readonly id: string
+  readonly name: string
+  readonly args: unknown
+  readonly title: string
+  readonly kind: ToolKind
+  readonly locations?: ReadonlyArray<Location> | undefined
+}
+
+export type Permit = { readonly _tag: "allow" } | { readonly _tag: "deny"; readonly reason: string }
 
 const stopReasonOf = (stop: ModelStop): StopReason =>
   stop === "max_tokens" ? "max_tokens" : stop === "refusal" ? "refusal" : "end_turn"
@@ -130,17 +153,21 @@ export const runToolCall = (ctx: TurnContext, call: { readonly id: string; reado
     const tool = ctx.toolkit.get(call.name)
     const decoded = tool === undefined ? undefined : yield* Effect.option(Tool.decodeArgs(tool, call.args))
     const args = decoded !== undefined && decoded._tag === "Some" ? decoded.value : undefined
-    yield* ctx.emit.canonical({
-      type: "tool_call",
-      data: {
-        id: call.id,
-        name: call.name,
-        args: call.args,
-        title: tool !== undefined && args !== undefined ? tool.title(args) : call.name,
-        kind: tool?.kind ?? "other",
-        ...(tool !== undefined && args !== undefined ? { locations: tool.locations(args, ctx.cwd) } : {})
-      }
-    })
+    const announced: AnnouncedCall = {
+      id: call.id,
+      name: call.name,
+      args: call.args,
+      title: tool !== undefined && args !== undefined ? tool.title(args) : call.name,
+      kind: tool?.kind ?? "other",
+      ...(tool !== undefined && args !== undefined ? { locations: tool.locations(args, ctx.cwd) } : {})
+    }
+    yield* ctx.emit.canonical({ type: "tool_call", data: announced })
+    // Bad arguments and unknown tools are reported without asking: nothing would run.
+    const permit: Permit = tool !== undefined && args !== undefined ? yield* ctx.permit(announced, tool, args) : { _tag: "allow" }
+    if (permit._tag === "deny") {
+      yield* ctx.emit.canonical({ type: "tool_result", data: { id: call.id, ok: false, content: permit.reason } })
+      return
+    }
     yield* ctx.emit.ephemeral({ type: "tool_running", data: { id: call.id } })
     const output = tool === undefined
       ? Tool.error(`Unknown tool "${call.name}". Available tools: ${ctx.toolkit.tools.map((t) => t.name).join(", ")}`)

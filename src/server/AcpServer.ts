@@ -19,6 +19,7 @@ import type { UserBlock } from "../log/Event.ts"
 import { Runtime, type RuntimeError } from "../runtime/Runtime.ts"
 import type { Session, SessionError } from "../runtime/Session.ts"
 import * as Translate from "../translate/Translate.ts"
+import * as ClientBridge from "./ClientBridge.ts"
 import * as Stdio from "./Stdio.ts"
 
 export const PROTOCOL_VERSION = 1
@@ -27,6 +28,8 @@ export interface Options {
   readonly name?: string
   readonly version: string
   readonly maxLineBytes?: number | undefined
+  /** Whether tools use the client's `fs` and `terminal` when it offers them (default: both true). */
+  readonly clientAccess?: ClientBridge.Settings | undefined
 }
 
 /** What Skein can do, exactly: advertised only once it works. */
@@ -34,7 +37,7 @@ export const agentCapabilities = {
   loadSession: false,
   promptCapabilities: { image: false, audio: false, embeddedContext: false },
   mcpCapabilities: { http: false, sse: false },
-  sessionCapabilities: {}
+  sessionCapabilities: { additionalDirectories: {} }
 } as const
 
 const runtimeError = (error: RuntimeError): Protocol.RpcError => {
@@ -85,6 +88,19 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
 
   const update = (sessionId: string, u: Translate.SessionUpdate) => peer.notify("session/update", { sessionId, update: u })
 
+  // What the client offered in `initialize` (nothing until it says otherwise).
+  let offered: ClientBridge.Capabilities = { readTextFile: false, writeTextFile: false, terminal: false }
+  const clientSettings = options.clientAccess ?? { useClientFs: true, useClientTerminal: true }
+  const ask = ClientBridge.asker(peer)
+
+  /** Tells the client about a mode change it did not necessarily make itself. */
+  const announceMode = (s: Session) =>
+    Effect.gen(function*() {
+      const mode = yield* s.mode
+      yield* update(s.id, { sessionUpdate: "current_mode_update", currentModeId: mode })
+      yield* update(s.id, { sessionUpdate: "config_option_update", configOptions: Translate.configOptions({ mode }) })
+    })
+
   const prompt = (params: Acp.Session.PromptRequest) =>
     Effect.scoped(Effect.gen(function*() {
       const s = yield* session(params.sessionId)
@@ -113,18 +129,29 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
   return {
     requests: {
       initialize: Peer.request(Acp.Initialize.InitializeRequest, (params) =>
-        Effect.succeed({
+        Effect.sync(() => {
+          offered = {
+            readTextFile: params.clientCapabilities.fs.readTextFile === true,
+            writeTextFile: params.clientCapabilities.fs.writeTextFile === true,
+            terminal: params.clientCapabilities.terminal === true
+          }
+        }).pipe(Effect.as({
           // Skein speaks v1 only: the requested version if it is 1, else the latest it supports (also 1).
           protocolVersion: params.protocolVersion === PROTOCOL_VERSION ? params.protocolVersion : PROTOCOL_VERSION,
           agentCapabilities,
           authMethods: [],
           agentInfo: { name: options.name ?? "skein", title: "Skein", version: options.version }
-        })),
+        }))),
       authenticate: Peer.request(Acp.Initialize.AuthenticateRequest, () => Effect.succeed({})),
       "session/new": Peer.request(Acp.Session.NewSessionRequest, (params) =>
         Effect.gen(function*() {
           const s = yield* Effect.mapError(
-            runtime.newSession({ cwd: params.cwd, additionalDirectories: params.additionalDirectories }),
+            runtime.newSession({
+              cwd: params.cwd,
+              additionalDirectories: params.additionalDirectories,
+              ask,
+              client: (sessionId) => ClientBridge.access(peer, sessionId, offered, clientSettings)
+            }),
             runtimeError
           )
           return { sessionId: s.id, ...(yield* sessionState(s)) }
@@ -137,6 +164,7 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
         Effect.gen(function*() {
           const s = yield* session(params.sessionId)
           yield* Effect.mapError(s.setMode(params.modeId), sessionError)
+          yield* announceMode(s)
           return {}
         })),
       "session/set_config_option": Peer.request(Acp.Session.SetSessionConfigOptionRequest, (params) =>
@@ -146,6 +174,7 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
             return yield* Protocol.invalidParams(`Config option "${params.configId}" is not a boolean option`)
           }
           yield* Effect.mapError(s.setConfig(params.configId, params.value), sessionError)
+          if (params.configId === "mode") yield* announceMode(s)
           return { configOptions: (yield* sessionState(s)).configOptions }
         }))
     },

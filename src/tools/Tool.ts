@@ -57,6 +57,8 @@ export interface ClientAccess {
 export interface ClientTerminal {
   /** Runs `command` through the client and returns its (bounded) output and exit status. */
   readonly run: (options: {
+    /** The tool call running it, so the client can show the terminal inside it. */
+    readonly toolCallId?: string | undefined
     readonly command: string
     readonly cwd: string
     readonly timeoutMs: number

@@ -52,6 +52,27 @@ interface Window {
   readonly firstChunk: Uint8Array
 }
 
+/** The same window over text already in memory (a file read through the client). */
+const windowOf = (text: string, offset: number, limit: number): Window => {
+  const all = text.split("\n")
+  if (all.length > 0 && all[all.length - 1] === "") all.pop()
+  const lines: Array<string> = []
+  let bytes = 0
+  let cutByBytes = false
+  for (let i = offset - 1; i < all.length && lines.length < limit; i++) {
+    const raw = all[i]!.endsWith("\r") ? all[i]!.slice(0, -1) : all[i]!
+    const shown = raw.length > MAX_LINE_CHARS ? `${raw.slice(0, MAX_LINE_CHARS)}… [line truncated]` : raw
+    if (bytes + shown.length > MAX_BYTES && lines.length > 0) {
+      cutByBytes = true
+      break
+    }
+    bytes += shown.length + 1
+    lines.push(shown)
+  }
+  const reachedEnd = offset - 1 + lines.length >= all.length
+  return { lines, reachedEnd, totalLines: all.length, cutByBytes, firstChunk: new Uint8Array(0) }
+}
+
 /** Reads lines [offset, offset+limit) without loading more of the file than needed. */
 const readWindow = (file: FileSystem.File, offset: number, limit: number) =>
   Effect.gen(function*() {
@@ -126,9 +147,16 @@ export const read = Tool.define<Params>({
       if (image !== undefined) return Tool.ok(`${shown} is an image (${image}, ${size} bytes); its contents are not shown as text.`)
       const offset = args.offset ?? 1
       const limit = args.limit ?? DEFAULT_LIMIT
-      const window = yield* Effect.scoped(
+      const local = Effect.scoped(
         fs.open(resolved, { flag: "r" }).pipe(Effect.flatMap((file) => readWindow(file, offset, limit)))
       ).pipe(Effect.mapError((e) => `Cannot read ${shown}: ${e.reason._tag}`))
+      // Through the editor when it offers fs: unsaved buffers are what the user sees.
+      const viaClient = ctx.client?.readTextFile
+      const window = viaClient === undefined
+        ? yield* local
+        : yield* local.pipe(Effect.flatMap((w) =>
+          looksBinary(w.firstChunk) ? Effect.succeed(w) : Effect.map(viaClient(resolved), (text) => windowOf(text, offset, limit))
+        ))
       if (looksBinary(window.firstChunk)) return Tool.ok(`${shown} is a binary file (${size} bytes); its contents are not shown.`)
       if (size === 0) return Tool.ok(`${shown} is empty.`)
       if (window.lines.length === 0) {

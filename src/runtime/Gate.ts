@@ -1,0 +1,113 @@
+/**
+ * The permission gate of a session: applies the pure policy of
+ * `tools/Permissions.ts`, asks the presenter when the policy says so, records
+ * the answer in the log and remembers "always" answers as rules.
+ *
+ * A cancelled, malformed, failed or timed-out answer is a denial. Interrupting
+ * the turn interrupts the question (the ACP presenter withdraws it with
+ * `$/cancel_request`).
+ */
+import * as Effect from "effect/Effect"
+import type { CanonicalBody, Location, ToolKind } from "../log/Event.ts"
+import type { History } from "../log/History.ts"
+import type { LogError } from "../log/SessionLog.ts"
+import * as Permissions from "../tools/Permissions.ts"
+import { isReadOnlyCommand } from "../tools/ReadOnlyCommands.ts"
+import type { Tool } from "../tools/Tool.ts"
+import type { ModeId } from "./Modes.ts"
+import type { AnnouncedCall, Permit } from "./Turn.ts"
+
+/** What a presenter is asked: the live tool call and the four options. */
+export interface PermissionRequest {
+  readonly sessionId: string
+  readonly toolCall: {
+    readonly toolCallId: string
+    readonly title: string
+    readonly kind: ToolKind
+    readonly status: "pending"
+    readonly rawInput: unknown
+    readonly locations?: ReadonlyArray<Location> | undefined
+  }
+  readonly options: ReadonlyArray<Permissions.Option>
+}
+
+export type PermissionAnswer =
+  | { readonly outcome: "selected"; readonly optionId: string }
+  | { readonly outcome: "cancelled" }
+
+/** Asks the user. Must not fail; a problem is `cancelled`. */
+export type Asker = (request: PermissionRequest) => Effect.Effect<PermissionAnswer>
+
+export interface Options {
+  readonly sessionId: string
+  readonly cwd: string
+  readonly mode: () => ModeId
+  readonly history: History
+  readonly ask: Asker | undefined
+  readonly timeoutMs: number
+  readonly record: (body: CanonicalBody) => Effect.Effect<void, LogError>
+}
+
+const denied = (reason: string): Permit => ({ _tag: "deny", reason })
+
+const optionKinds: ReadonlySet<string> = new Set(["allow_once", "allow_always", "reject_once", "reject_always"])
+
+export const make = (options: Options) => (call: AnnouncedCall, tool: Tool, args: unknown): Effect.Effect<Permit> =>
+  Effect.gen(function*() {
+    const command = tool.kind === "execute" && typeof (args as { command?: unknown }).command === "string"
+      ? (args as { command: string }).command
+      : undefined
+    const verdict = Permissions.decide({
+      mode: options.mode(),
+      rules: options.history.rules,
+      tool,
+      args,
+      cwd: options.cwd,
+      command,
+      isReadOnlyCommand
+    })
+    if (verdict._tag === "allow") return { _tag: "allow" } as Permit
+    if (verdict._tag === "deny") return denied(verdict.reason)
+    const record = (body: CanonicalBody) =>
+      options.record(body).pipe(Effect.catchCause((cause) => Effect.logError("could not log a permission answer", cause)))
+    if (options.ask === undefined) {
+      yield* record({ type: "permission", data: { toolCallId: call.id, outcome: "unanswerable" } })
+      return denied(`Permission is needed to run ${call.title}, and no one is there to answer. It was not run.`)
+    }
+    const choices = Permissions.options(tool, verdict.scope)
+    const answer = yield* options.ask({
+      sessionId: options.sessionId,
+      toolCall: {
+        toolCallId: call.id,
+        title: call.title,
+        kind: call.kind,
+        status: "pending",
+        rawInput: call.args,
+        ...(call.locations !== undefined && call.locations.length > 0 ? { locations: call.locations } : {})
+      },
+      options: choices
+    }).pipe(Effect.timeoutOption(options.timeoutMs))
+    const outcome = answer._tag === "None"
+      ? "timeout" as const
+      : answer.value.outcome === "selected" && optionKinds.has(answer.value.optionId)
+      ? answer.value.optionId as Permissions.OptionKind
+      : "cancelled" as const
+    const rule = outcome === "allow_always"
+      ? Permissions.ruleFor(tool, verdict.scope, "allow")
+      : outcome === "reject_always"
+      ? Permissions.ruleFor(tool, verdict.scope, "reject")
+      : undefined
+    yield* record({ type: "permission", data: { toolCallId: call.id, outcome, ...(rule !== undefined ? { rule } : {}) } })
+    switch (outcome) {
+      case "allow_once":
+      case "allow_always":
+        return { _tag: "allow" } as Permit
+      case "reject_once":
+      case "reject_always":
+        return denied(`The user denied permission for ${call.title}. It was not run.`)
+      case "timeout":
+        return denied(`No answer to the permission request for ${call.title} in time; it was not run.`)
+      case "cancelled":
+        return denied(`The permission request for ${call.title} was cancelled; it was not run.`)
+    }
+  })

@@ -1,0 +1,103 @@
+/**
+ * Permissions: whether a tool call may run without asking, must be refused,
+ * or needs the user's answer — from the session's mode and the rules the user
+ * made with "always" answers. Pure; the session does the asking.
+ *
+ * - `bypassPermissions` asks nothing.
+ * - Read-only tools never ask, in any mode.
+ * - `plan` refuses every mutating call without asking.
+ * - A remembered rule decides when it covers the call (reject wins).
+ * - `acceptEdits` allows edits (always inside the workspace: tools are confined).
+ * - `default` allows read-only shell commands and asks for everything else.
+ */
+import type { ModeId } from "../runtime/Modes.ts"
+import type { PermissionScope, Tool } from "./Tool.ts"
+
+export type OptionKind = "allow_once" | "allow_always" | "reject_once" | "reject_always"
+
+export interface Rule {
+  readonly decision: "allow" | "reject"
+  readonly kind: PermissionScope["kind"] | "tool"
+  /** Directory, command prefix, or tool name. */
+  readonly value: string
+  readonly label: string
+}
+
+export type Verdict =
+  | { readonly _tag: "allow" }
+  | { readonly _tag: "deny"; readonly reason: string }
+  | { readonly _tag: "ask"; readonly scope: PermissionScope }
+
+export interface Option {
+  readonly optionId: OptionKind
+  readonly name: string
+  readonly kind: OptionKind
+}
+
+const isInside = (dir: string, path: string): boolean =>
+  path === dir || path.startsWith(dir.endsWith("/") ? dir : `${dir}/`)
+
+/** A command with no chaining, substitution, redirection or backgrounding. */
+export const isSimpleCommand = (command: string): boolean => !/[;&|<>`\n\r]|\$\(/.test(command)
+
+/** Tools without a narrower scope are remembered as a whole. */
+const toolScope = (tool: Tool): PermissionScope => ({ kind: "command", value: `tool:${tool.name}`, label: `${tool.name} calls` })
+
+/** Whether a remembered rule covers a call with this scope (and full command, for commands). */
+export const covers = (rule: Rule, tool: Tool, scope: PermissionScope, command: string | undefined): boolean => {
+  if (rule.kind === "tool") return rule.value === tool.name
+  if (scope.kind !== rule.kind) return false
+  if (rule.kind === "path") return tool.kind === "edit" && isInside(rule.value, scope.value)
+  // A command rule covers only simple commands with its prefix: "npm test" never covers "npm test && rm -rf ~".
+  return command !== undefined && isSimpleCommand(command) && (command === rule.value || command.startsWith(`${rule.value} `))
+}
+
+export interface Input<A> {
+  readonly mode: ModeId
+  readonly rules: ReadonlyArray<Rule>
+  readonly tool: Tool<A>
+  readonly args: A
+  readonly cwd: string
+  /** Whether a shell command only reads (the `default` mode runs those without asking). */
+  readonly isReadOnlyCommand?: ((command: string) => boolean) | undefined
+  /** The full command of an `execute` call, when there is one. */
+  readonly command?: string | undefined
+}
+
+export const decide = <A>(input: Input<A>): Verdict => {
+  const { mode, tool } = input
+  if (mode === "bypassPermissions" || !tool.mutating) return { _tag: "allow" }
+  if (mode === "plan") {
+    return {
+      _tag: "deny",
+      reason: `Plan mode is read-only: ${tool.name} is not allowed. Describe the change you would make instead; the user can switch modes to let you make it.`
+    }
+  }
+  const scope = tool.scope !== undefined ? tool.scope(input.args, input.cwd) : toolScope(tool)
+  const covering = input.rules.filter((rule) => covers(rule, tool, scope, input.command))
+  const reject = covering.find((rule) => rule.decision === "reject")
+  if (reject !== undefined) return { _tag: "deny", reason: `The user chose to always reject ${reject.label}.` }
+  if (covering.some((rule) => rule.decision === "allow")) return { _tag: "allow" }
+  if (mode === "acceptEdits" && tool.kind === "edit") return { _tag: "allow" }
+  if (tool.kind === "execute" && input.command !== undefined && input.isReadOnlyCommand?.(input.command) === true) {
+    return { _tag: "allow" }
+  }
+  return { _tag: "ask", scope }
+}
+
+/** The rule an "always" answer makes for a scope. */
+export const ruleFor = (tool: Tool, scope: PermissionScope, decision: Rule["decision"]): Rule =>
+  scope.value.startsWith("tool:")
+    ? { decision, kind: "tool", value: tool.name, label: `${tool.name} calls` }
+    : { decision, kind: scope.kind, value: scope.value, label: scope.label }
+
+/** The four options of a permission request; the "always" ones name their scope. */
+export const options = (tool: Tool, scope: PermissionScope): ReadonlyArray<Option> => {
+  const label = ruleFor(tool, scope, "allow").label
+  return [
+    { optionId: "allow_once", name: "Allow once", kind: "allow_once" },
+    { optionId: "allow_always", name: `Always allow ${label}`, kind: "allow_always" },
+    { optionId: "reject_once", name: "Reject", kind: "reject_once" },
+    { optionId: "reject_always", name: `Always reject ${label}`, kind: "reject_always" }
+  ]
+}
