@@ -48,9 +48,14 @@ export interface NotificationHandler<R = never> {
   readonly handle: (params: unknown) => Effect.Effect<void, never, R>
 }
 
+/**
+ * The handler tables. The values are typed by their tag only, so that the
+ * services a handler needs are inferred from the handler itself and never
+ * from this contextual type (which would make them `any`).
+ */
 export interface Handlers {
-  readonly requests?: Readonly<Record<string, RequestHandler<any>>> | undefined
-  readonly notifications?: Readonly<Record<string, NotificationHandler<any>>> | undefined
+  readonly requests?: Readonly<Record<string, { readonly _tag: "RequestHandler" }>> | undefined
+  readonly notifications?: Readonly<Record<string, { readonly _tag: "NotificationHandler" }>> | undefined
 }
 
 type ServicesOf<X> = X extends RequestHandler<infer R> ? R : X extends NotificationHandler<infer R> ? R : never
@@ -71,9 +76,10 @@ export interface Peer {
   readonly notify: (method: string, params?: unknown) => Effect.Effect<void>
   /**
    * Reads the input until it ends (or fails), answering requests with
-   * `handlers`. Then interrupts in-flight handlers (each answers -32800),
-   * fails pending outgoing requests with `peerClosed`, flushes the writer and
-   * returns. Call it once.
+   * `handlers`. Then fails pending outgoing requests with `peerClosed` (no
+   * response can come any more, and no handler must wait for one), interrupts
+   * in-flight handlers (each answers -32800), flushes the writer and returns.
+   * Call it once; afterwards `request` fails with `peerClosed` at once.
    *
    * Notification handlers and `onCancel` run on the reading fiber, in order
    * with the requests around them; keep them short, and never await a
@@ -89,7 +95,7 @@ const decodeWith = <S extends Schema.Constraint>(schema: S) => {
 }
 
 /** A request handler: params decoded with `params` (failure → -32602), result JSON-ready. */
-export const request = <S extends Schema.Constraint, R, R2 = never>(
+export const request = <S extends Schema.Constraint, R = never, R2 = never>(
   params: S,
   handler: (params: S["Type"], ctx: RequestContext) => Effect.Effect<unknown, RpcError, R>,
   options?: {
@@ -106,7 +112,7 @@ export const request = <S extends Schema.Constraint, R, R2 = never>(
   onCancel: options?.onCancel
 })
 
-export const notification = <S extends Schema.Constraint, R>(
+export const notification = <S extends Schema.Constraint, R = never>(
   params: S,
   handler: (params: S["Type"]) => Effect.Effect<void, never, R>
 ): NotificationHandler<R | S["DecodingServices"]> => ({
@@ -125,25 +131,24 @@ interface InFlight {
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null
 
-/** Encodes a response; a result JSON cannot represent becomes an internal error. */
+/** Encodes a response; a result or error data JSON cannot represent becomes an internal error. */
 const encodeResponse = (id: Id, exit: Exit.Exit<unknown, RpcError>): Effect.Effect<string> => {
-  if (Exit.isSuccess(exit)) {
-    return Effect.try({ try: () => Framing.encode(Protocol.makeSuccess(id, exit.value)), catch: (e) => e }).pipe(
+  const encoded = (message: () => Protocol.Message) =>
+    Effect.try({ try: () => Framing.encode(message()), catch: (e) => e }).pipe(
       Effect.catchCause((cause) =>
-        Effect.logError("result is not JSON-serializable", cause).pipe(
+        Effect.logError("response is not JSON-serializable", cause).pipe(
           Effect.as(Framing.encode(Protocol.makeError(id, Protocol.internalError())))
         )
       )
     )
-  }
+  if (Exit.isSuccess(exit)) return encoded(() => Protocol.makeSuccess(id, exit.value))
   const cause = exit.cause
   const error = Cause.findErrorOption(cause)
   if (error._tag === "Some" && error.value instanceof Protocol.RpcError) {
-    return Effect.succeed(Framing.encode(Protocol.makeError(id, error.value)))
+    const rpcError = error.value
+    return encoded(() => Protocol.makeError(id, rpcError))
   }
-  if (Cause.hasInterruptsOnly(cause)) {
-    return Effect.succeed(Framing.encode(Protocol.makeError(id, Protocol.requestCancelled())))
-  }
+  if (Cause.hasInterruptsOnly(cause)) return encoded(() => Protocol.makeError(id, Protocol.requestCancelled()))
   return Effect.logError("request handler failed", cause).pipe(
     Effect.as(Framing.encode(Protocol.makeError(id, Protocol.internalError())))
   )
@@ -165,7 +170,7 @@ export const make = Effect.fnUntraced(function*(
       }
     }).pipe(
       Effect.catchCause((cause) =>
-        Cause.hasFails(cause) ? Effect.void : Effect.logError("writer stopped", cause)
+        Cause.hasFails(cause) || Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.logError("writer stopped", cause)
       ),
       // If the writer dies, writers must not wait on a queue nobody drains.
       Effect.ensuring(Queue.shutdown(queue))
@@ -240,8 +245,8 @@ export const make = Effect.fnUntraced(function*(
 
   const serveImpl = Effect.fn("Peer.serve")(
     function*(handlers: Handlers) {
-      const requests = handlers.requests ?? {}
-      const notifications = handlers.notifications ?? {}
+      const requests = (handlers.requests ?? {}) as Readonly<Record<string, RequestHandler<any>>>
+      const notifications = (handlers.notifications ?? {}) as Readonly<Record<string, NotificationHandler<any>>>
       const inflight = MutableHashMap.empty<Id, InFlight>()
       const scope = yield* Effect.scope
       const fibers = yield* FiberMap.make<Id>()
