@@ -26,3 +26,18 @@ await build({
   logLevel: "warning"
 })
 chmodSync("dist/skein.mjs", 0o755)
+
+// The embedding API as a library: Effect and the platform stay external, so an embedding
+// program shares its own copy of Effect with Skein.
+await build({
+  entryPoints: ["src/index.ts"],
+  outfile: "dist/index.mjs",
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node22",
+  packages: "external",
+  sourcemap: false,
+  legalComments: "none",
+  logLevel: "warning"
+})
