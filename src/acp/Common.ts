@@ -27,23 +27,48 @@ const notNull = <A>(value: A | null): value is A => value !== null
 const notUndefined = <A>(value: A | undefined): value is A => value !== undefined
 
 /**
- * An optional field. On the wire it may be absent or `null`; both decode to an absent key.
- * Encoding omits the key when it is absent or `undefined`.
+ * Builds each field combinator once per inner schema: `lenient(Schema.String)` is used by dozens
+ * of fields, and building a schema is not free at start-up. Schemas are immutable, so sharing
+ * one field schema between structs is safe.
  */
-export const optional = <S extends Schema.Top>(schema: S) =>
+const memo = <S extends Schema.Top, R>(build: (schema: S) => R): ((schema: S) => R) => {
+  const cache = new WeakMap<S, R>()
+  return (schema) => {
+    let field = cache.get(schema)
+    if (field === undefined) {
+      field = build(schema)
+      cache.set(schema, field)
+    }
+    return field
+  }
+}
+
+const makeOptional = <S extends Schema.Top>(schema: S) =>
   Schema.optionalKey(Schema.NullOr(schema)).pipe(
     Schema.decodeTo(Schema.optionalKey(Schema.UndefinedOr(Schema.toType(schema))), {
       decode: SchemaGetter.transformOptional((o: Option.Option<S["Type"] | null>) => Option.filter(o, notNull)),
       encode: SchemaGetter.transformOptional((o: Option.Option<S["Type"] | undefined>) => Option.filter(o, notUndefined))
     })
   )
+const makeLenient = <S extends Schema.Top>(schema: S) =>
+  optional(schema).pipe(Schema.catchDecoding(() => Effect.succeedNone))
+
+const optionalMemo = memo(makeOptional)
+const lenientMemo = memo(makeLenient)
+
+/**
+ * An optional field. On the wire it may be absent or `null`; both decode to an absent key.
+ * Encoding omits the key when it is absent or `undefined`.
+ */
+export const optional = <S extends Schema.Top>(schema: S): ReturnType<typeof makeOptional<S>> =>
+  optionalMemo(schema) as ReturnType<typeof makeOptional<S>>
 
 /**
  * An optional field the spec marks `x-deserialize-default-on-error`: like {@link optional}, and a
  * value that does not decode is dropped instead of failing the whole message.
  */
-export const lenient = <S extends Schema.Top>(schema: S) =>
-  optional(schema).pipe(Schema.catchDecoding(() => Effect.succeedNone))
+export const lenient = <S extends Schema.Top>(schema: S): ReturnType<typeof makeLenient<S>> =>
+  lenientMemo(schema) as ReturnType<typeof makeLenient<S>>
 
 /**
  * An optional field where `null` means something of its own ("clear it"), as in

@@ -537,7 +537,13 @@ describe("the outbound checker", () => {
       [rpc({ method: "session/update", params: {} }), "SessionNotification"],
       [rpc({ id: null, error: { code: 1.5, message: "x" } }), "Error"],
       [rpc({ id: null, error: { code: -32603 } }), "Error"],
-      [rpc({ method: "session/update", params: { sessionId: "s", update: { sessionUpdate: "usage_update", used: -1, size: 1 } } }), "SessionNotification"],
+      [
+        rpc({
+          method: "session/update",
+          params: { sessionId: "s", update: { sessionUpdate: "usage_update", used: -1, size: 1 } }
+        }),
+        "SessionNotification"
+      ],
       [rpc({ method: "$/cancel_request", params: {}, extra: true }), "extra"]
     ]
     for (const [message, expected] of cases) {
