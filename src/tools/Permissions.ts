@@ -11,6 +11,7 @@
  * - `default` allows read-only shell commands and asks for everything else.
  */
 import type { ModeId } from "../runtime/Modes.ts"
+import { matchesCommandPrefix } from "./ReadOnlyCommands.ts"
 import type { PermissionScope, Tool } from "./Tool.ts"
 
 export type OptionKind = "allow_once" | "allow_always" | "reject_once" | "reject_always"
@@ -37,9 +38,6 @@ export interface Option {
 const isInside = (dir: string, path: string): boolean =>
   path === dir || path.startsWith(dir.endsWith("/") ? dir : `${dir}/`)
 
-/** A command with no chaining, substitution, redirection or backgrounding. */
-export const isSimpleCommand = (command: string): boolean => !/[;&|<>`\n\r]|\$\(/.test(command)
-
 /** Tools without a narrower scope are remembered as a whole. */
 const toolScope = (tool: Tool): PermissionScope => ({ kind: "command", value: `tool:${tool.name}`, label: `${tool.name} calls` })
 
@@ -48,8 +46,9 @@ export const covers = (rule: Rule, tool: Tool, scope: PermissionScope, command: 
   if (rule.kind === "tool") return rule.value === tool.name
   if (scope.kind !== rule.kind) return false
   if (rule.kind === "path") return tool.kind === "edit" && isInside(rule.value, scope.value)
-  // A command rule covers only simple commands with its prefix: "npm test" never covers "npm test && rm -rf ~".
-  return command !== undefined && isSimpleCommand(command) && (command === rule.value || command.startsWith(`${rule.value} `))
+  // A command rule covers its prefix word by word, with nothing chained after it
+  // ("npm test" never covers "npm test && rm -rf ~"; it does cover "npm test 2>&1 | tail").
+  return command !== undefined && matchesCommandPrefix(command, rule.value)
 }
 
 export interface Input<A> {

@@ -2,6 +2,7 @@
  * The set of tools a session offers the model, looked up by name.
  */
 import type { ToolSpec } from "../providers/Provider.ts"
+import { bash } from "./bash.ts"
 import { read } from "./read.ts"
 import * as Tool from "./Tool.ts"
 
@@ -24,4 +25,4 @@ export const make = (tools: ReadonlyArray<Tool.Tool>): Toolkit => {
 }
 
 /** The built-in tools. */
-export const builtin = (): Toolkit => make([read])
+export const builtin = (): Toolkit => make([read, bash])

@@ -1,0 +1,186 @@
+/**
+ * `bash {command, timeout_ms?}`: runs a shell command in the session cwd.
+ *
+ * The command is the leader of its own process group; on timeout, on
+ * interruption (the user cancelled) and when it finishes, whatever is left of
+ * the group is killed (SIGTERM, then SIGKILL) and the call returns only once
+ * it is dead. Output is bounded in memory (head and tail kept, the middle
+ * counted), streamed to presenters while it runs, and the environment is the
+ * process's minus secrets. A non-zero exit is a result with `ok: false`.
+ */
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as FileSystem from "effect/FileSystem"
+import * as Schema from "effect/Schema"
+import * as OutputBuffer from "./process/OutputBuffer.ts"
+import * as ProcessGroup from "./process/ProcessGroup.ts"
+import { commandPrefix } from "./ReadOnlyCommands.ts"
+import * as Tool from "./Tool.ts"
+
+export const DEFAULT_TIMEOUT_MS = 120_000
+export const MAX_TIMEOUT_MS = 600_000
+export const HEAD_BYTES = OutputBuffer.DEFAULT_HEAD_BYTES
+export const TAIL_BYTES = OutputBuffer.DEFAULT_TAIL_BYTES
+/** How often running output is pushed to presenters (at most). */
+export const PROGRESS_INTERVAL_MS = 150
+/** After the shell exits, how long output may keep arriving before leftovers are killed. */
+const DRAIN_MS = 100
+
+const Params = Schema.Struct({
+  command: Schema.String.annotate({ description: "The shell command to run (bash -c), in the working directory" }),
+  timeout_ms: Schema.optionalKey(
+    Schema.Int.check(Schema.isGreaterThan(0), Schema.isLessThanOrEqualTo(MAX_TIMEOUT_MS)).annotate({
+      description: `Timeout in milliseconds (default ${DEFAULT_TIMEOUT_MS}, at most ${MAX_TIMEOUT_MS})`
+    })
+  )
+})
+type Params = typeof Params.Type
+
+// ---------------------------------------------------------------------------
+// Environment
+// ---------------------------------------------------------------------------
+
+const SECRET_SUFFIX = /_(?:API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|SECRET_KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?)$/i
+const SECRET_NAMES = new Set(["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "API_KEY", "TOKEN", "SECRET", "PASSWORD"])
+const SKEIN_SECRET = /^SKEIN_.*(?:KEY|SECRET|TOKEN|PASSWORD|AUTH|CREDENTIAL)/i
+
+/** Whether an environment variable's name says it holds a secret. */
+export const isSecretName = (name: string): boolean =>
+  SECRET_NAMES.has(name.toUpperCase()) || SECRET_SUFFIX.test(name) || SKEIN_SECRET.test(name)
+
+/** The environment a command sees: ours minus provider keys, tokens, passwords and Skein's secrets. */
+export const scrubEnv = (env: Readonly<Record<string, string | undefined>>): Record<string, string> => {
+  const out: Record<string, string> = {}
+  for (const [name, value] of Object.entries(env)) {
+    if (value !== undefined && !isSecretName(name)) out[name] = value
+  }
+  return out
+}
+
+// ---------------------------------------------------------------------------
+// Result shaping
+// ---------------------------------------------------------------------------
+
+const withStatus = (output: string, status: string): string =>
+  output.length === 0 ? `(no output)\n${status}` : `${output}${output.endsWith("\n") ? "" : "\n"}${status}`
+
+const timeoutLine = (signal: string, timeoutMs: number) => `[killed by ${signal} after timeout of ${timeoutMs} ms]`
+
+const shorten = (command: string): string => {
+  const lines = command.trim().split("\n")
+  const first = lines[0] ?? ""
+  const cut = first.length > 80 ? `${first.slice(0, 79)}…` : lines.length > 1 ? `${first} …` : first
+  return `\`${cut}\``
+}
+
+// ---------------------------------------------------------------------------
+// Running
+// ---------------------------------------------------------------------------
+
+const progressLoop = (output: OutputBuffer.OutputBuffer, ctx: Tool.ToolContext) =>
+  Effect.gen(function*() {
+    let seen = 0
+    for (;;) {
+      yield* Effect.sleep(PROGRESS_INTERVAL_MS)
+      const version = output.version()
+      if (version !== seen) {
+        seen = version
+        yield* ctx.progress(output.render().text)
+      }
+    }
+  })
+
+const runLocal = Effect.fn("bash.runLocal")(function*(command: string, timeoutMs: number, ctx: Tool.ToolContext) {
+  const fs = yield* FileSystem.FileSystem
+  const isDirectory = yield* fs.stat(ctx.cwd).pipe(
+    Effect.map((info) => info.type === "Directory"),
+    Effect.orElseSucceed(() => false)
+  )
+  if (!isDirectory) return Tool.error(`The working directory does not exist: ${ctx.cwd}`)
+  const shell = (yield* fs.exists("/bin/bash").pipe(Effect.orElseSucceed(() => false))) ? "/bin/bash" : "/bin/sh"
+  const output = OutputBuffer.make(HEAD_BYTES, TAIL_BYTES)
+
+  return yield* Effect.acquireUseRelease(
+    ProcessGroup.spawn({ shell, command, cwd: ctx.cwd, env: scrubEnv(process.env), onOutput: output.push }),
+    (group) =>
+      Effect.gen(function*() {
+        const progress = yield* Effect.forkChild(progressLoop(output, ctx))
+        const exit = yield* Deferred.await(group.exited).pipe(
+          Effect.raceFirst(Effect.sleep(timeoutMs).pipe(Effect.as(undefined)))
+        )
+        let status: string
+        let exitCode: number | null = null
+        if (exit === undefined) {
+          const signal = yield* ProcessGroup.terminate(group)
+          yield* ProcessGroup.awaitFor(group.exited, 250)
+          status = timeoutLine(signal ?? "SIGTERM", timeoutMs)
+        } else {
+          // Let buffered output arrive, then kill what the command left behind (`cmd &`).
+          yield* ProcessGroup.awaitFor(group.drained, DRAIN_MS)
+          const leftovers = yield* ProcessGroup.terminate(group)
+          exitCode = exit.code
+          status = exit.code !== null ? `[exit code ${exit.code}]` : `[killed by ${exit.signal ?? "a signal"}]`
+          if (leftovers !== null) status += `\n[background processes still running at exit were killed (${leftovers})]`
+        }
+        yield* ProcessGroup.awaitFor(group.drained, DRAIN_MS)
+        yield* Fiber.interrupt(progress)
+        const rendered = output.render()
+        const details = { output: rendered.text, exitCode, truncated: rendered.truncated }
+        const content = withStatus(rendered.text, status)
+        return exitCode === 0 ? Tool.ok(content, details) : Tool.error(content, details)
+      }),
+    (group) => ProcessGroup.release(group)
+  )
+})
+
+const runInClient = (terminal: Tool.ClientTerminal, command: string, timeoutMs: number, ctx: Tool.ToolContext) =>
+  terminal.run({ toolCallId: ctx.toolCallId, command, cwd: ctx.cwd, timeoutMs, outputByteLimit: HEAD_BYTES + TAIL_BYTES }).pipe(
+    Effect.map((result) => {
+      // The client was asked for a limit; bound again in case it ignored it.
+      const rendered = OutputBuffer.boundString(result.output, HEAD_BYTES, TAIL_BYTES)
+      const truncated = result.truncated || rendered.truncated
+      const status = result.timedOut
+        ? timeoutLine(result.signal ?? "SIGTERM", timeoutMs)
+        : result.exitCode !== null
+        ? `[exit code ${result.exitCode}]`
+        : result.signal !== null
+        ? `[killed by ${result.signal}]`
+        : "[exit status unknown]"
+      const exitCode = result.timedOut ? null : result.exitCode
+      const details = { output: rendered.text, exitCode, truncated }
+      const content = withStatus(truncated && !rendered.truncated ? `[output truncated by the terminal]\n${rendered.text}` : rendered.text, status)
+      return exitCode === 0 ? Tool.ok(content, details) : Tool.error(content, details)
+    }),
+    Effect.catch((message: string) => Effect.succeed(Tool.error(`The client's terminal could not run the command: ${message}`)))
+  )
+
+export const bash = Tool.define<Params>({
+  name: "bash",
+  kind: "execute",
+  mutating: true,
+  description: [
+    "Run a shell command with `bash -c` in the working directory and return its output (stdout and stderr merged) and exit code.",
+    `Times out after ${DEFAULT_TIMEOUT_MS / 1000} s by default; set timeout_ms (at most ${MAX_TIMEOUT_MS}) for longer commands. On timeout the command and all its child processes are killed.`,
+    `Output is capped: the first and last ${HEAD_BYTES / 1024} KB are kept and the middle is dropped, so pipe long output through head, tail or grep.`,
+    "Each call is a fresh non-interactive shell with stdin closed and no terminal: `cd` and exported variables do not carry over, and commands that prompt for input fail.",
+    "Processes left running in the background (`&`) are killed when the command finishes; do not use it to start servers that must keep running.",
+    "API keys, tokens and passwords are removed from the environment. Prefer the read, grep and glob tools for reading and searching files."
+  ].join(" "),
+  parameters: Params,
+  title: (args) => shorten(args.command),
+  locations: () => [],
+  scope: (args) => {
+    const prefix = commandPrefix(args.command)
+    return { kind: "command", value: prefix, label: `\`${prefix}\`` }
+  },
+  execute: (args, ctx) =>
+    Effect.gen(function*() {
+      if (args.command.trim() === "") return Tool.error("The command is empty")
+      if (args.command.includes("\0")) return Tool.error("The command contains a NUL character")
+      const timeoutMs = args.timeout_ms ?? DEFAULT_TIMEOUT_MS
+      const terminal = ctx.client?.terminal
+      if (terminal !== undefined) return yield* runInClient(terminal, args.command, timeoutMs, ctx)
+      return yield* runLocal(args.command, timeoutMs, ctx)
+    }).pipe(Effect.catch((message: string) => Effect.succeed(Tool.error(message))))
+})
