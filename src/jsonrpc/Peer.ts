@@ -123,6 +123,9 @@ export const notification = <S extends Schema.Constraint, R = never>(
 
 export const CANCEL_METHOD = "$/cancel_request"
 
+/** How long, after the input ends, requests with `onCancel` get to answer before they are interrupted. */
+export const SHUTDOWN_GRACE_MS = 2_000
+
 interface InFlight {
   /** Runs on the serve fiber, which provides the handlers' services. */
   onCancel: Effect.Effect<void, never, any> | undefined
@@ -340,6 +343,19 @@ export const make = Effect.fnUntraced(function*(
         )
       )
       yield* closeInput
+      // Requests that answer cancellation themselves (a prompt answers `cancelled`) are
+      // cancelled and given a moment to answer; every other one is interrupted (-32800).
+      const entries = [...inflight]
+      for (const [id, entry] of entries) {
+        if (entry.onCancel === undefined) yield* FiberMap.remove(fibers, id)
+      }
+      for (const [, entry] of entries) {
+        if (entry.onCancel !== undefined && !entry.cancelRequested) {
+          entry.cancelRequested = true
+          yield* Effect.catchCause(entry.onCancel, (cause) => Effect.logError("onCancel failed", cause))
+        }
+      }
+      yield* FiberMap.awaitEmpty(fibers).pipe(Effect.timeoutOption(SHUTDOWN_GRACE_MS), Effect.ignore)
       yield* FiberMap.clear(fibers)
     },
     Effect.scoped,

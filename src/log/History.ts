@@ -16,6 +16,8 @@ export interface History {
   turns: number
   /** Tool call ids of the last model response that have no result yet. */
   readonly openToolCalls: Map<string, string>
+  /** Open tool calls that were announced (`tool_call` logged). */
+  readonly announced: Set<string>
   mode: string | undefined
   readonly config: Map<string, string>
   /** Permission rules made by "always" answers, oldest first. */
@@ -27,6 +29,7 @@ export const make = (): History => ({
   toolNames: new Map(),
   turns: 0,
   openToolCalls: new Map(),
+  announced: new Set(),
   mode: undefined,
   config: new Map(),
   rules: []
@@ -52,6 +55,7 @@ export const apply = (history: History, event: CanonicalBody): void => {
     }
     case "tool_result":
       history.openToolCalls.delete(event.data.id)
+      history.announced.delete(event.data.id)
       history.messages.push({
         role: "tool",
         id: event.data.id,
@@ -68,11 +72,14 @@ export const apply = (history: History, event: CanonicalBody): void => {
       return
     case "turn_end":
       history.openToolCalls.clear()
+      history.announced.clear()
       return
     case "permission":
       if (event.data.rule !== undefined) history.rules.push(event.data.rule)
       return
     case "tool_call":
+      history.announced.add(event.data.id)
+      return
     case "plan":
       return
   }

@@ -20,6 +20,7 @@ import * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
+import * as Stream from "effect/Stream"
 import type { CanonicalBody, EphemeralBody, SessionEvent, UserBlock } from "../log/Event.ts"
 import * as History from "../log/History.ts"
 import type { LogError, Writer } from "../log/SessionLog.ts"
@@ -62,6 +63,11 @@ export interface Session extends SessionInfo {
   readonly setMode: (mode: string) => Effect.Effect<void, SessionError>
   readonly setConfig: (id: string, value: string) => Effect.Effect<void, SessionError>
   readonly mode: Effect.Effect<ModeId>
+  /**
+   * This session's events as a Stream, from the moment it starts running (fork
+   * it with `startImmediately` before prompting to see a whole turn).
+   */
+  readonly events: Stream.Stream<SessionEvent>
   /** A subscription to this session's events from now on (scoped). */
   readonly subscribe: Effect.Effect<PubSub.Subscription<SessionEvent>, SessionError, Scope.Scope>
   /** The history as the model sees it (read-only). */
@@ -115,22 +121,26 @@ export const make = (info: SessionInfo, history: History.History, initialMode: M
     const pending: Array<Pending> = []
     let running: { readonly turn: number; loop: Fiber.Fiber<unknown, unknown> | undefined } | undefined
 
-    yield* Scope.addFinalizer(scope, Effect.sync(() => {
-      closed = true
-    }))
+    // Completed when the session starts closing: requests waiting on the mailbox give up.
+    const closing = yield* Deferred.make<void>()
     yield* deps.bus.register(info.id).pipe(Scope.provide(scope))
 
-    /** Stamps, logs, folds and publishes one canonical event. */
-    const emitCanonical = (turn: number | null, body: CanonicalBody): Effect.Effect<void, LogError> =>
+    /**
+     * Stamps, logs, folds and publishes one canonical event — as one
+     * uninterruptible step, so a cancel never leaves a line on disk that the
+     * session does not know about.
+     */
+    const emitCanonical = (turn: number | null, body: CanonicalBody, committed?: () => void): Effect.Effect<void, LogError> =>
       lock.withPermits(1)(
-        Effect.gen(function*() {
+        Effect.uninterruptible(Effect.gen(function*() {
           const ts = yield* Clock.currentTimeMillis
           const event = { ...body, sessionId: info.id, seq: seq + 1, ts, turn } as SessionEvent<CanonicalBody>
           yield* deps.writer.append([event])
           seq = event.seq
           History.apply(history, body)
+          committed?.()
           yield* deps.bus.publish(event)
-        })
+        }))
       )
 
     const emitEphemeral = (turn: number, body: EphemeralBody): Effect.Effect<void> =>
@@ -154,9 +164,14 @@ export const make = (info: SessionInfo, history: History.History, initialMode: M
     const supervise = (p: Pending) =>
       Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
-          const state: Turn.TurnState = { partial: undefined, call: 0 }
+          const state: Turn.TurnState = { partial: undefined, call: 0, requested: new Map() }
           const emit: Turn.Emit = {
-            canonical: (body) => emitCanonical(p.turn, body),
+            // A logged model response is no longer partial: cleared in the same step, so
+            // a cancel right after it cannot log it twice.
+            canonical: (body) =>
+              emitCanonical(p.turn, body, body.type === "model_response" ? () => {
+                state.partial = undefined
+              } : undefined),
             ephemeral: (body) => emitEphemeral(p.turn, body)
           }
           const started = yield* Effect.exit(emitCanonical(p.turn, { type: "turn_start", data: { content: p.content } }))
@@ -219,8 +234,13 @@ export const make = (info: SessionInfo, history: History.History, initialMode: M
           state.partial = undefined
         }
         for (const [id, name] of [...history.openToolCalls]) {
+          // A call the model asked for but that never started is shown too, so every
+          // result a client sees belongs to a tool call it was told about.
+          if (!history.announced.has(id)) {
+            const args = state.requested.get(id)
+            yield* canonical({ type: "tool_call", data: { id, name, args: args ?? {}, title: name, kind: "other" } })
+          }
           yield* canonical({ type: "tool_result", data: { id, ok: false, content: why } })
-          void name
         }
         yield* canonical({
           type: "turn_end",
@@ -277,10 +297,14 @@ export const make = (info: SessionInfo, history: History.History, initialMode: M
 
     yield* Effect.forkIn(Effect.forever(Effect.flatMap(Queue.take(mailbox), handle)), scope)
 
-    // On close: every prompt still waiting resolves as cancelled.
+    // On close: every prompt still waiting resolves as cancelled. Finalizers run in
+    // reverse order, so this one (registered last) runs first, before the mailbox stops.
     yield* Scope.addFinalizer(scope, Effect.suspend(() => {
+      closed = true
       const left = pending.splice(0)
-      return Effect.forEach(left, (p) => Deferred.succeed(p.outcome, { stopReason: "cancelled" }), { discard: true })
+      return Effect.forEach(left, (p) => Deferred.succeed(p.outcome, { stopReason: "cancelled" }), { discard: true }).pipe(
+        Effect.andThen(Deferred.succeed(closing, undefined))
+      )
     }))
 
     const ask = <A>(make: (reply: Deferred.Deferred<A, SessionError>) => Message) =>
@@ -288,7 +312,10 @@ export const make = (info: SessionInfo, history: History.History, initialMode: M
         if (closed) return yield* closedError
         const reply = yield* Deferred.make<A, SessionError>()
         yield* Queue.offer(mailbox, make(reply))
-        return yield* Deferred.await(reply)
+        return yield* Effect.raceFirst(
+          Deferred.await(reply),
+          Effect.andThen(Deferred.await(closing), Effect.fail(closedError))
+        )
       })
 
     const submit = (content: ReadonlyArray<UserBlock>) =>
@@ -299,6 +326,9 @@ export const make = (info: SessionInfo, history: History.History, initialMode: M
       history,
       submit,
       prompt: (content) => Effect.flatMap(submit(content), (ticket) => Deferred.await(ticket.outcome)),
+      events: Stream.unwrap(
+        Effect.map(deps.bus.subscribe(info.id), (sub) => (sub === undefined ? Stream.empty : Stream.fromSubscription(sub)))
+      ),
       cancel: Effect.asVoid(Queue.offer(mailbox, { _tag: "Cancel" })),
       setMode: (id) =>
         isModeId(id)

@@ -37,6 +37,8 @@ export interface TurnState {
   /** Parts of the model call in progress, streamed but not yet logged. */
   partial: Array<AssistantPart> | undefined
   call: number
+  /** Arguments of the tool calls of the current call, by id (for finalizing unstarted ones). */
+  readonly requested: Map<string, unknown>
 }
 
 export interface Emit {
@@ -119,6 +121,7 @@ const modelCall = (ctx: TurnContext, call: number): Effect.Effect<CallResult> =>
         appendText(parts, "thinking", part.text, part.signature)
         return part.text.length === 0 ? Effect.void : ctx.emit.ephemeral({ type: "thinking_delta", data: { text: part.text } })
       case "ToolCall":
+        ctx.state.requested.set(part.id, part.args)
         parts.push({ type: "tool_call", id: part.id, name: part.name, args: part.args })
         return Effect.void
       case "Usage":

@@ -3,8 +3,13 @@
  */
 import type { ToolSpec } from "../providers/Provider.ts"
 import { bash } from "./bash.ts"
+import { edit } from "./edit.ts"
+import { glob } from "./glob.ts"
+import { grep } from "./grep.ts"
 import { read } from "./read.ts"
 import * as Tool from "./Tool.ts"
+import { update_plan } from "./update_plan.ts"
+import { write } from "./write.ts"
 
 export interface Toolkit {
   readonly tools: ReadonlyArray<Tool.Tool>
@@ -25,4 +30,4 @@ export const make = (tools: ReadonlyArray<Tool.Tool>): Toolkit => {
 }
 
 /** The built-in tools. */
-export const builtin = (): Toolkit => make([read, bash])
+export const builtin = (): Toolkit => make([read, write, edit, bash, grep, glob, update_plan])

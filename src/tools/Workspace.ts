@@ -15,31 +15,46 @@ export interface Roots {
 
 const isInside = (path: Path.Path, root: string, candidate: string): boolean => {
   const rel = path.relative(root, candidate)
-  return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel))
+  return rel === "" || (rel !== ".." && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel))
 }
 
-/** The real path of `target`, or of its nearest existing ancestor joined with the rest. */
+const MAX_LINKS = 40
+
+/**
+ * The real path of `target`, or of its nearest existing ancestor joined with
+ * the rest. A dangling symlink on the way is followed to where it points (a
+ * write through it would land there), so a link to a missing file outside the
+ * roots is judged by its target.
+ */
 const realPathOrAncestor = Effect.fnUntraced(function*(target: string) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const rest: Array<string> = []
   let current = target
+  let links = 0
   for (;;) {
     const real = yield* fs.realPath(current).pipe(
       Effect.map((p) => ({ _tag: "found" as const, path: p })),
       Effect.catch((error) => {
         const code = error.reason._tag
-        return Effect.succeed(code === "NotFound" ? { _tag: "missing" as const } : { _tag: "error" as const, code, message: error.message })
+        const cause = (error.reason as { readonly cause?: { readonly code?: unknown } }).cause
+        const loop = cause?.code === "ELOOP"
+        return Effect.succeed(
+          code === "NotFound" ? { _tag: "missing" as const } : loop ? { _tag: "loop" as const } : { _tag: "error" as const, code }
+        )
       })
     )
-    if (real._tag === "found") return rest.length === 0 ? real.path : path.join(real.path, ...rest.reverse())
-    if (real._tag === "error") {
-      return yield* Effect.fail(
-        /ELOOP/.test(real.message) ? `Path ${JSON.stringify(target)} is a symlink loop` : `Cannot resolve ${JSON.stringify(target)}: ${real.code}`
-      )
+    if (real._tag === "found") return rest.length === 0 ? real.path : path.join(real.path, ...[...rest].reverse())
+    if (real._tag === "loop") return yield* Effect.fail(`Path ${JSON.stringify(target)} is a symlink loop`)
+    if (real._tag === "error") return yield* Effect.fail(`Cannot resolve ${JSON.stringify(target)}: ${real.code}`)
+    const link = yield* fs.readLink(current).pipe(Effect.option)
+    if (link._tag === "Some") {
+      if (++links > MAX_LINKS) return yield* Effect.fail(`Path ${JSON.stringify(target)} is a symlink loop`)
+      current = path.resolve(path.dirname(current), link.value)
+      continue
     }
     const parent = path.dirname(current)
-    if (parent === current) return target
+    if (parent === current) return path.join(current, ...[...rest].reverse())
     rest.push(path.basename(current))
     current = parent
   }
@@ -68,5 +83,5 @@ export const resolve = Effect.fnUntraced(function*(input: string, roots: Roots) 
 /** A path as shown to people: relative to the cwd when inside it. */
 export const display = (path: Path.Path, cwd: string, absolute: string): string => {
   const rel = path.relative(cwd, absolute)
-  return rel === "" ? "." : rel.startsWith("..") || path.isAbsolute(rel) ? absolute : rel
+  return rel === "" ? "." : rel === ".." || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel) ? absolute : rel
 }

@@ -62,11 +62,12 @@ const windowOf = (text: string, offset: number, limit: number): Window => {
   for (let i = offset - 1; i < all.length && lines.length < limit; i++) {
     const raw = all[i]!.endsWith("\r") ? all[i]!.slice(0, -1) : all[i]!
     const shown = raw.length > MAX_LINE_CHARS ? `${raw.slice(0, MAX_LINE_CHARS)}… [line truncated]` : raw
-    if (bytes + shown.length > MAX_BYTES && lines.length > 0) {
+    const size = Buffer.byteLength(shown) + 1
+    if (bytes + size > MAX_BYTES && lines.length > 0) {
       cutByBytes = true
       break
     }
-    bytes += shown.length + 1
+    bytes += size
     lines.push(shown)
   }
   const reachedEnd = offset - 1 + lines.length >= all.length
@@ -89,11 +90,12 @@ const readWindow = (file: FileSystem.File, offset: number, limit: number) =>
       if (lineNo < offset) return true
       if (lines.length >= limit) return false
       const shown = line.length > MAX_LINE_CHARS ? `${line.slice(0, MAX_LINE_CHARS)}… [line truncated]` : line
-      if (bytes + shown.length > MAX_BYTES && lines.length > 0) {
+      const size = Buffer.byteLength(shown) + 1
+      if (bytes + size > MAX_BYTES && lines.length > 0) {
         cutByBytes = true
         return false
       }
-      bytes += shown.length + 1
+      bytes += size
       lines.push(shown)
       return true
     }

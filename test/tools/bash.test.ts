@@ -332,7 +332,7 @@ describe("bash: client terminal", () => {
       assert.isTrue(out.ok)
       assert.strictEqual(out.content, "from the editor\n[exit code 0]")
       assert.deepStrictEqual(out.details, { output: "from the editor\n", exitCode: 0, truncated: false })
-      assert.deepStrictEqual(calls, [{ command: "exit 7", cwd: "/nowhere", timeoutMs: 5_000, outputByteLimit: 64 * 1024 }])
+      assert.deepStrictEqual(calls, [{ toolCallId: "t1", command: "exit 7", cwd: "/nowhere", timeoutMs: 5_000, outputByteLimit: 64 * 1024 }])
     }))
 
   it.live("a timeout, a non-zero exit and a failure of the terminal", () =>

@@ -1,0 +1,138 @@
+/**
+ * End to end: one `skein acp` process per test, driven by the official ACP client over stdio.
+ * Basics: initialize, text turns, thoughts, the read tool.
+ */
+import { writeFileSync } from "node:fs"
+import { describe, expect, it } from "vitest"
+import { expectClean, message, thought, useAgents } from "../support/AgentProcess.ts"
+
+const agents = useAgents()
+
+describe("e2e: basics", () => {
+  it("initialize answers protocol v1, no auth methods, agentInfo skein, loadSession false", async () => {
+    const agent = agents.start({ script: { turns: [] } })
+    const result = await agent.initialize()
+    expect(result.protocolVersion).toBe(1)
+    expect(result.authMethods).toEqual([])
+    expect(result.agentInfo?.name).toBe("skein")
+    expect(result.agentCapabilities?.loadSession).toBe(false)
+    expect(agent.unanswered()).toEqual([])
+    expectClean(agent)
+  })
+
+  it("initialize with a protocol version the agent does not speak answers the one it does (1)", async () => {
+    const agent = agents.start({ script: { turns: [] } })
+    const result = await agent.sdk.request("initialize", { protocolVersion: 2, clientCapabilities: {} })
+    expect(result.protocolVersion).toBe(1)
+    expectClean(agent)
+  })
+
+  it("streams a single text turn as deltas and ends it with end_turn", async () => {
+    const agent = await agents.ready({ script: { turns: [{ calls: [[{ text: "Hello" }, { text: ", world." }]] }] } })
+    const sessionId = await agent.newSession()
+    const response = await agent.prompt(sessionId, "hi")
+    expect(response).toEqual({ stopReason: "end_turn" })
+    expect(agent.updates(sessionId)).toEqual([message("Hello"), message(", world.")])
+    expect(agent.unanswered()).toEqual([])
+    expectClean(agent)
+  })
+
+  it("two prompts in sequence consume script turns 1 and 2", async () => {
+    const agent = await agents.ready({
+      script: {
+        turns: [
+          { expect: "^first$", calls: [[{ text: "one" }]] },
+          { expect: "^second$", calls: [[{ text: "two" }, { text: "!", repeat: 2 }]] }
+        ]
+      }
+    })
+    const sessionId = await agent.newSession()
+    expect(await agent.prompt(sessionId, "first")).toEqual({ stopReason: "end_turn" })
+    expect(agent.updates(sessionId)).toEqual([message("one")])
+    expect(await agent.prompt(sessionId, "second")).toEqual({ stopReason: "end_turn" })
+    expect(agent.updates(sessionId)).toEqual([message("one"), message("two"), message("!"), message("!")])
+    expectClean(agent)
+  })
+
+  it("reasoning deltas become agent_thought_chunk updates", async () => {
+    const agent = await agents.ready({
+      script: { turns: [{ calls: [[{ think: "Let me " }, { think: "think." }, { text: "Answer." }]] }] }
+    })
+    const sessionId = await agent.newSession()
+    expect(await agent.prompt(sessionId, "why?")).toEqual({ stopReason: "end_turn" })
+    expect(agent.updates(sessionId)).toEqual([thought("Let me "), thought("think."), message("Answer.")])
+    expectClean(agent)
+  })
+
+  it("a read tool call is announced, run and completed with the file's content", async () => {
+    const agent = await agents.ready({
+      files: { "notes.txt": "alpha\nbeta\n" },
+      script: {
+        turns: [{
+          calls: [
+            [{ text: "Reading it." }, { tool: "read", args: { path: "notes.txt" } }],
+            [{ text: "Done." }]
+          ]
+        }]
+      }
+    })
+    const sessionId = await agent.newSession()
+    expect(await agent.prompt(sessionId, "read notes")).toEqual({ stopReason: "end_turn" })
+    const content = "1\talpha\n2\tbeta"
+    expect(agent.updates(sessionId)).toEqual([
+      message("Reading it."),
+      {
+        sessionUpdate: "tool_call",
+        toolCallId: "call_1_1_1",
+        title: "Read notes.txt",
+        kind: "read",
+        status: "pending",
+        rawInput: { path: "notes.txt" },
+        locations: [{ path: `${agent.cwd}/notes.txt` }]
+      },
+      { sessionUpdate: "tool_call_update", toolCallId: "call_1_1_1", status: "in_progress" },
+      {
+        sessionUpdate: "tool_call_update",
+        toolCallId: "call_1_1_1",
+        status: "completed",
+        content: [{ type: "content", content: { type: "text", text: content } }],
+        rawOutput: { ok: true, content }
+      },
+      message("Done.")
+    ])
+    expectClean(agent)
+  })
+
+  it("a read outside the cwd fails and the turn goes on", async () => {
+    const agent = await agents.ready({
+      files: { "inside.txt": "in\n" },
+      script: {
+        turns: [{
+          calls: [
+            [{ tool: "read", args: { path: "../outside.txt" } }],
+            [{ text: "I may not read that." }]
+          ]
+        }]
+      }
+    })
+    // A real file next to the workspace: refused because of where it is, not because it is missing.
+    writeFileSync(`${agent.root}/outside.txt`, "secret\n")
+    const sessionId = await agent.newSession()
+    expect(await agent.prompt(sessionId, "read it")).toEqual({ stopReason: "end_turn" })
+    const updates = agent.updates(sessionId)
+    expect(updates.map((u) => [u.sessionUpdate, "status" in u ? u.status : undefined])).toEqual([
+      ["tool_call", "pending"],
+      ["tool_call_update", "in_progress"],
+      ["tool_call_update", "failed"],
+      ["agent_message_chunk", undefined]
+    ])
+    expect(updates[0]).toMatchObject({ toolCallId: "call_1_1_1", kind: "read", rawInput: { path: "../outside.txt" } })
+    const failed = updates[2] as { content: Array<{ content: { text: string } }>; rawOutput: { ok: boolean; content: string } }
+    expect(failed.rawOutput.ok).toBe(false)
+    expect(failed.rawOutput.content).toMatch(/outside the workspace/)
+    expect(failed.rawOutput.content).not.toContain("secret")
+    expect(failed.content).toEqual([{ type: "content", content: { type: "text", text: failed.rawOutput.content } }])
+    expect(updates[3]).toEqual(message("I may not read that."))
+    expectClean(agent)
+  })
+})

@@ -1,0 +1,190 @@
+/**
+ * The Session actor built directly with `Session.make`, over an in-memory log writer: the order
+ * of truth (stamp → append → publish), syncs at turn ends, and races between the mailbox and
+ * closing.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import type * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import type * as FileSystem from "effect/FileSystem"
+import * as Logger from "effect/Logger"
+import type * as Path from "effect/Path"
+import * as PubSub from "effect/PubSub"
+import * as Scope from "effect/Scope"
+import type { Canonical } from "../../src/log/Event.ts"
+import * as History from "../../src/log/History.ts"
+import { LogError, type Writer } from "../../src/log/SessionLog.ts"
+import * as Scripted from "../../src/providers/Scripted.ts"
+import { Bus } from "../../src/runtime/Bus.ts"
+import * as Session from "../../src/runtime/Session.ts"
+import * as Toolkit from "../../src/tools/Toolkit.ts"
+import { makeDirs, text, types } from "../support/Sessions.ts"
+import * as TempDir from "../support/TempDir.ts"
+
+interface MemoryWriter extends Writer {
+  readonly lines: Array<Canonical>
+  syncs: number
+  /** When set, `append` fails with this message. */
+  failWith: string | undefined
+  /** When set, `append` stores the events, then waits this long before returning (a slow disk). */
+  slowMs: number
+}
+
+const memoryWriter = (): MemoryWriter => {
+  const writer: MemoryWriter = {
+    path: "memory",
+    lines: [],
+    syncs: 0,
+    failWith: undefined,
+    slowMs: 0,
+    append: (events) =>
+      Effect.suspend(() => {
+        if (writer.failWith !== undefined) return Effect.fail(new LogError({ message: writer.failWith }))
+        writer.lines.push(...events)
+        return writer.slowMs > 0 ? Effect.sleep(writer.slowMs) : Effect.void
+      }),
+    sync: Effect.sync(() => {
+      writer.syncs++
+    })
+  }
+  return writer
+}
+
+/** A session actor in its own scope, with the given script and writer. */
+const start = (script: Scripted.Script, writer: MemoryWriter) =>
+  Effect.gen(function*() {
+    const { cwd } = yield* makeDirs
+    const bus = yield* Bus
+    const services = (yield* Effect.context<FileSystem.FileSystem | Path.Path>()) as Context.Context<FileSystem.FileSystem | Path.Path>
+    const scope = yield* Scope.make()
+    yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
+    const session = yield* Session.make(
+      { id: "s-actor", cwd, additionalDirectories: [], created: 0 },
+      History.make(),
+      "default",
+      { bus, writer, provider: Scripted.make(script), toolkit: Toolkit.builtin(), maxTurnRequests: 10, services, permissionTimeoutMs: 60_000 },
+      scope
+    )
+    const sub = yield* session.subscribe
+    const published = Effect.map(PubSub.takeUpTo(sub, 100_000), (events) => [...events])
+    return { session, scope, published }
+  }).pipe(Effect.provide(Bus.layer), Effect.provide(TempDir.platform))
+
+const quietly = Effect.provide(Logger.layer([]))
+
+describe("Session actor", () => {
+  it.live("syncs the log at every turn end", () =>
+    Effect.gen(function*() {
+      const writer = memoryWriter()
+      const { session } = yield* start({ turns: [{ calls: [[{ text: "a" }]] }, { calls: [[{ text: "b" }]] }] }, writer)
+      yield* session.prompt(text("1"))
+      assert.strictEqual(writer.syncs, 1)
+      yield* session.prompt(text("2"))
+      assert.strictEqual(writer.syncs, 2)
+      assert.deepStrictEqual(writer.lines.map((e) => [e.seq, e.type]), [
+        [1, "turn_start"],
+        [2, "model_response"],
+        [3, "turn_end"],
+        [4, "turn_start"],
+        [5, "model_response"],
+        [6, "turn_end"]
+      ])
+    }))
+
+  it.live("an event that cannot be appended is never published; the prompt still resolves", () =>
+    Effect.gen(function*() {
+      const writer = memoryWriter()
+      const { session, published } = yield* start({ turns: [{ calls: [[{ text: "a" }]] }] }, writer)
+      writer.failWith = "disk full"
+      const outcome = yield* session.prompt(text("1")).pipe(Effect.timeout("5 seconds"))
+      assert.strictEqual(outcome.stopReason, "end_turn")
+      assert.strictEqual(outcome.error, "The turn failed inside Skein: disk full")
+      assert.deepStrictEqual(yield* published, [])
+      assert.deepStrictEqual(writer.lines, [])
+    }).pipe(quietly))
+
+  it.live("closing the session mid-turn logs turn_end as cancelled, then syncs", () =>
+    Effect.gen(function*() {
+      const writer = memoryWriter()
+      const { session, scope, published } = yield* start({ turns: [{ calls: [[{ text: "a" }, { sleep_ms: 30_000 }]] }] }, writer)
+      const ticket = yield* session.submit(text("1"))
+      const queued = yield* session.submit(text("2"))
+      const seen: Array<string> = []
+      while (!seen.includes("text_delta")) {
+        seen.push(...types(yield* published))
+        yield* Effect.sleep("5 millis")
+      }
+      assert.strictEqual(writer.syncs, 0)
+      yield* Scope.close(scope, Exit.void)
+      assert.deepStrictEqual(yield* Deferred.await(ticket.outcome), { stopReason: "cancelled" })
+      assert.deepStrictEqual(yield* Deferred.await(queued.outcome), { stopReason: "cancelled" })
+      assert.deepStrictEqual(writer.lines.map((e) => [e.seq, e.type, e.turn]), [[1, "turn_start", 1], [2, "model_response", 1], [3, "turn_end", 1]])
+      assert.strictEqual(writer.syncs, 1)
+    }))
+
+  it.live("a closed session refuses new prompts and subscriptions", () =>
+    Effect.gen(function*() {
+      const writer = memoryWriter()
+      const { session, scope } = yield* start({ turns: [] }, writer)
+      yield* Scope.close(scope, Exit.void)
+      assert.strictEqual((yield* Effect.flip(session.submit(text("x")))).reason, "closed")
+      assert.strictEqual((yield* Effect.flip(Effect.scoped(session.subscribe))).reason, "closed")
+      assert.strictEqual((yield* Effect.flip(session.setMode("plan"))).reason, "closed")
+    }))
+
+  // BUG (src/runtime/Session.ts, `ask` + close): `ask` checks `closed`, offers to the mailbox and
+  // waits for the reply. `closed` is set by the scope's *first* finalizer, so it runs *last*; a
+  // message offered while the scope is closing (or not yet taken when the mailbox fiber is
+  // interrupted) is never answered, and `submit`/`prompt`/`setMode` hang forever. Expected: they
+  // fail with SessionError "closed" (or the prompt resolves as cancelled).
+  it.live("a prompt racing the session's close resolves instead of hanging", () =>
+    Effect.gen(function*() {
+      const writer = memoryWriter()
+      const { session, scope } = yield* start({ turns: [{ calls: [[{ text: "a" }]] }] }, writer)
+      const prompt = yield* Effect.forkChild(Effect.exit(session.prompt(text("x"))), { startImmediately: true })
+      yield* Scope.close(scope, Exit.void)
+      const exit = yield* Fiber.join(prompt).pipe(Effect.timeout("1 second"), Effect.exit)
+      // Either way is fine, as long as it ends: cancelled, or failed as closed.
+      assert.isTrue(Exit.isSuccess(exit), "the prompt never resolved")
+    }))
+
+  // BUG (src/runtime/Session.ts, emitCanonical): the append runs interruptibly inside the lock. A
+  // cancel that lands while a write is in flight interrupts the fiber after the line reached the
+  // log but before `seq` was advanced and the event published; the supervisor then logs the same
+  // model call again as "cancelled" under the same seq. The log ends up with two `model_response`
+  // lines numbered 2 (seq must be strictly increasing), one of which no subscriber ever saw.
+  // Expected: stamp → append → publish is atomic with respect to interruption.
+  it.live("a cancel during a slow append never duplicates a seq", () =>
+    Effect.gen(function*() {
+      const writer = memoryWriter()
+      const { session } = yield* start({ turns: [{ calls: [[{ text: "a" }]] }] }, writer)
+      writer.slowMs = 200
+      const ticket = yield* session.submit(text("1"))
+      // Cancel while the model_response line is written but its append has not returned yet.
+      while (!writer.lines.some((e) => e.type === "model_response")) yield* Effect.sleep("5 millis")
+      yield* Effect.sleep("20 millis")
+      yield* session.cancel
+      yield* Deferred.await(ticket.outcome).pipe(Effect.timeout("5 seconds"))
+      const seqs = writer.lines.map((e) => e.seq)
+      assert.deepStrictEqual(seqs, [...new Set(seqs)].sort((a, b) => a - b), `log: ${JSON.stringify(writer.lines.map((e) => [e.seq, e.type]))}`)
+      assert.strictEqual(writer.lines.filter((e) => e.type === "model_response").length, 1)
+    }))
+
+  it.live("events carry the session id and the turn; session-level events have turn null", () =>
+    Effect.gen(function*() {
+      const writer = memoryWriter()
+      const { session, published } = yield* start({ turns: [{ calls: [[{ text: "a" }]] }] }, writer)
+      yield* session.setMode("plan")
+      yield* session.prompt(text("1"))
+      const events = yield* published
+      assert.deepStrictEqual(types(events), ["mode_changed", "turn_start", "text_delta", "model_response", "turn_end"])
+      assert.deepStrictEqual(events.map((e) => e.turn), [null, 1, 1, 1, 1])
+      assert.isTrue(events.every((e) => e.sessionId === "s-actor"))
+      assert.deepStrictEqual(writer.lines.map((e) => e.seq), [1, 2, 3, 4])
+    }))
+})
+
+

@@ -1,0 +1,190 @@
+/**
+ * Helpers for tests that drive sessions through the Runtime: a workspace and a home in a temp
+ * directory, the runtime built from `Skein.layer` or from its pieces (for a custom toolkit or
+ * provider), a recorder of a session's events, the log read back from disk, and a provider that
+ * answers scripted calls chosen by the prompt text.
+ */
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as PubSub from "effect/PubSub"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Skein, type SkeinConfig } from "../../src/index.ts"
+import { promptText, type SessionEvent } from "../../src/log/Event.ts"
+import { SessionLog } from "../../src/log/SessionLog.ts"
+import type { ModelRequest, Provider } from "../../src/providers/Provider.ts"
+import * as Scripted from "../../src/providers/Scripted.ts"
+import { Bus } from "../../src/runtime/Bus.ts"
+import { Config } from "../../src/runtime/Config.ts"
+import { Runtime } from "../../src/runtime/Runtime.ts"
+import type * as Session from "../../src/runtime/Session.ts"
+import type { Toolkit } from "../../src/tools/Toolkit.ts"
+import * as TempDir from "./TempDir.ts"
+
+export interface Env {
+  readonly home: string
+  /** The session cwd; holds `notes.txt` ("Hello notes\n"). */
+  readonly cwd: string
+  readonly runtime: Runtime["Service"]
+}
+
+/** A temp home and workspace. */
+export const makeDirs = Effect.gen(function*() {
+  const base = yield* TempDir.make()
+  const home = join(base, "home")
+  const cwd = join(base, "ws")
+  mkdirSync(cwd)
+  writeFileSync(join(cwd, "notes.txt"), "Hello notes\n")
+  return { base, home, cwd }
+})
+
+/** Runs `body` with a Runtime from `Skein.layer` over a fresh home and workspace. */
+export const withSkein = <A, E>(
+  config: Omit<SkeinConfig, "home">,
+  body: (env: Env) => Effect.Effect<A, E, Scope.Scope>
+) =>
+  Effect.gen(function*() {
+    const { home, cwd } = yield* makeDirs
+    return yield* Effect.gen(function*() {
+      const runtime = yield* Runtime
+      return yield* body({ home, cwd, runtime })
+    }).pipe(
+      Effect.provide(Skein.layer({ home, ...config }))
+    )
+  })
+
+/** The runtime from its pieces, for a custom toolkit or provider. */
+export const piecesLayer = (options: {
+  readonly home: string
+  readonly provider: Provider
+  readonly toolkit: Toolkit
+  readonly maxTurnRequests?: number
+}) =>
+  Runtime.layer.pipe(
+    Layer.provideMerge(Bus.layer),
+    Layer.provide(SessionLog.layer({ home: options.home })),
+    Layer.provide(Config.layer({
+      home: options.home,
+      provider: options.provider,
+      model: undefined,
+      maxTurnRequests: options.maxTurnRequests ?? 50,
+      permissionTimeoutMs: 60_000,
+      defaultMode: "default",
+      toolkit: options.toolkit,
+      version: "test"
+    })),
+    Layer.provide(TempDir.platform)
+  )
+
+export const withPieces = <A, E>(
+  options: { readonly provider: Provider; readonly toolkit: Toolkit; readonly maxTurnRequests?: number },
+  body: (env: Env) => Effect.Effect<A, E, Scope.Scope>
+) =>
+  Effect.gen(function*() {
+    const { home, cwd } = yield* makeDirs
+    return yield* Effect.gen(function*() {
+      const runtime = yield* Runtime
+      return yield* body({ home, cwd, runtime })
+    }).pipe(
+      Effect.provide(piecesLayer({ home, ...options }))
+    )
+  })
+
+export const text = (value: string) => [{ type: "text" as const, text: value }]
+
+export interface Recorder {
+  /** Every event received so far, in order. */
+  readonly seen: Array<SessionEvent>
+  /** Waits (at most `ms`, default 5 s) until an event matching `pred` has arrived. */
+  readonly until: (pred: (event: SessionEvent) => boolean, ms?: number) => Effect.Effect<SessionEvent>
+  /** Takes whatever has arrived without waiting; returns everything seen. */
+  readonly drain: Effect.Effect<ReadonlyArray<SessionEvent>>
+}
+
+/** Subscribes to a session's events (before anything is submitted). */
+export const record = (session: Session.Session) =>
+  Effect.gen(function*() {
+    const sub = yield* Effect.orDie(session.subscribe)
+    const seen: Array<SessionEvent> = []
+    const until = (pred: (event: SessionEvent) => boolean, ms = 5_000) =>
+      Effect.gen(function*() {
+        const found = seen.find(pred)
+        if (found !== undefined) return found
+        for (;;) {
+          const event = yield* PubSub.take(sub)
+          seen.push(event)
+          if (pred(event)) return event
+        }
+      }).pipe(
+        Effect.timeoutOrElse({
+          duration: ms,
+          orElse: () => Effect.die(new Error(`no matching event within ${ms} ms; saw ${seen.map((e) => e.type).join(", ")}`))
+        })
+      )
+    const drain = Effect.map(PubSub.takeUpTo(sub, 1_000_000), (more) => {
+      seen.push(...more)
+      return seen
+    })
+    return { seen, until, drain } satisfies Recorder
+  })
+
+export const types = (events: ReadonlyArray<{ readonly type: string }>) => events.map((e) => e.type)
+
+/** The canonical fields of an event as the log stores them. */
+export const logged = (event: SessionEvent): LogLine => ({ seq: event.seq, ts: event.ts, turn: event.turn, type: event.type, data: event.data })
+
+/** `[type, data]` of each event, for comparing against a literal. */
+export const typeData = (events: ReadonlyArray<{ readonly type: string; readonly data: unknown }>): Array<[string, unknown]> =>
+  events.map((e) => [e.type, e.data])
+
+/** One event line of a log file. */
+export interface LogLine {
+  readonly seq: number
+  readonly ts: number
+  readonly turn: number | null
+  readonly type: string
+  readonly data: unknown
+}
+
+export interface LogFile {
+  readonly text: string
+  readonly header: Record<string, unknown>
+  readonly events: ReadonlyArray<LogLine>
+}
+
+/** Reads `<home>/sessions/<id>.ndjson` back. */
+export const readLog = (home: string, sessionId: string): LogFile => {
+  const text = readFileSync(join(home, "sessions", `${sessionId}.ndjson`), "utf8")
+  const lines = text.split("\n")
+  if (lines.pop() !== "") throw new Error("the log does not end with a newline")
+  const [header, ...events] = lines.map((line) => JSON.parse(line) as Record<string, unknown>)
+  return { text, header: header!, events: events as unknown as LogFile["events"] }
+}
+
+const lastPrompt = (request: ModelRequest): string => {
+  for (let i = request.messages.length - 1; i >= 0; i--) {
+    const message = request.messages[i]!
+    if (message.role === "user") return promptText(message.content)
+  }
+  return ""
+}
+
+/**
+ * A provider that answers each turn with the scripted calls listed under its prompt text, so
+ * sessions of one runtime can follow different scripts. An unknown prompt fails the call.
+ */
+export const byPrompt = (
+  turns: Record<string, ReadonlyArray<ReadonlyArray<Scripted.Part>>>,
+  onRequest?: (request: ModelRequest) => void
+): Provider => ({
+  name: "by-prompt",
+  stream: (request) =>
+    Stream.suspend(() => {
+      onRequest?.(request)
+      const calls = turns[lastPrompt(request)]
+      if (calls === undefined) return Stream.succeed({ _tag: "Failure", message: `no script for ${lastPrompt(request)}`, retryable: false })
+      return Scripted.make({ turns: [{ calls }] }).stream({ ...request, turn: 1 })
+    })
+})

@@ -1,0 +1,153 @@
+/**
+ * The write tool through `Tool.run` on real files: creation with parents, replacement keeping
+ * the mode, confinement, atomicity (no temp files left), and writing through the client.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as Layer from "effect/Layer"
+import * as PlatformError from "effect/PlatformError"
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import * as Tool from "../../src/tools/Tool.ts"
+import { write } from "../../src/tools/write.ts"
+import * as TempDir from "../support/TempDir.ts"
+
+const setup = (client?: Tool.ClientAccess) =>
+  Effect.gen(function*() {
+    const base = yield* TempDir.make()
+    const cwd = join(base, "ws")
+    mkdirSync(cwd)
+    const ctx: Tool.ToolContext = { sessionId: "s-1", toolCallId: "call-1", cwd, roots: [cwd], progress: () => Effect.void, plan: () => Effect.void, client }
+    const run = (args: unknown) => Tool.run(write, args, ctx).pipe(Effect.provide(TempDir.platform))
+    return { base, cwd, ctx, run }
+  })
+
+/** Every entry under `dir`, recursively, relative. */
+const tree = (dir: string): Array<string> =>
+  (readdirSync(dir, { recursive: true }) as Array<string>).map(String).sort()
+
+describe("write", () => {
+  it.effect("creates a file in new nested directories and reports a diff with oldText null", () =>
+    Effect.gen(function*() {
+      const { cwd, run } = yield* setup()
+      const out = yield* run({ path: "src/deep/a.ts", content: "one\ntwo\n" })
+      assert.deepStrictEqual(out, {
+        ok: true,
+        content: "Created src/deep/a.ts (2 lines)",
+        details: { diff: [{ path: join(cwd, "src/deep/a.ts"), oldText: null, newText: "one\ntwo\n" }] }
+      })
+      assert.strictEqual(readFileSync(join(cwd, "src/deep/a.ts"), "utf8"), "one\ntwo\n")
+      assert.deepStrictEqual(tree(cwd), ["src", "src/deep", "src/deep/a.ts"])
+    }))
+
+  it.effect("replaces a file, keeps its mode, and leaves no temp file", () =>
+    Effect.gen(function*() {
+      const { cwd, run } = yield* setup()
+      const file = join(cwd, "run.sh")
+      writeFileSync(file, "#!/bin/sh\necho old\n")
+      chmodSync(file, 0o751)
+      const out = yield* run({ path: file, content: "#!/bin/sh\necho new\nexit 0\n" })
+      assert.isTrue(out.ok)
+      assert.strictEqual(out.content, "Replaced run.sh (2 lines before, 3 lines now)")
+      assert.deepStrictEqual(out.details?.diff, [{ path: file, oldText: "#!/bin/sh\necho old\n", newText: "#!/bin/sh\necho new\nexit 0\n" }])
+      assert.strictEqual(readFileSync(file, "utf8"), "#!/bin/sh\necho new\nexit 0\n")
+      assert.strictEqual(statSync(file).mode & 0o7777, 0o751)
+      assert.deepStrictEqual(tree(cwd), ["run.sh"])
+    }))
+
+  it.effect("refuses paths outside the roots and creates nothing", () =>
+    Effect.gen(function*() {
+      const { base, cwd, run } = yield* setup()
+      const outside = yield* run({ path: "../escape/x.txt", content: "no" })
+      assert.isFalse(outside.ok)
+      assert.match(outside.content, /outside the workspace/)
+      assert.isFalse(existsSync(join(base, "escape")))
+      const absolute = yield* run({ path: join(base, "x.txt"), content: "no" })
+      assert.isFalse(absolute.ok)
+      assert.isFalse(existsSync(join(base, "x.txt")))
+      assert.deepStrictEqual(tree(cwd), [])
+    }))
+
+  it.effect("a failed write leaves no temp file behind (parent is a file; target is a directory)", () =>
+    Effect.gen(function*() {
+      const { cwd, run } = yield* setup()
+      writeFileSync(join(cwd, "plain"), "x")
+      const under = yield* run({ path: "plain/child.txt", content: "data" })
+      assert.isFalse(under.ok)
+      // Refused while resolving (a path component is a file) or when creating the directory.
+      assert.include(under.content, "plain/child.txt")
+      mkdirSync(join(cwd, "dir"))
+      const dir = yield* run({ path: "dir", content: "data" })
+      assert.deepStrictEqual(dir, { ok: false, content: "dir is a directory; give the path of a file", details: undefined })
+      assert.deepStrictEqual(tree(cwd), ["dir", "plain"])
+      assert.strictEqual(readFileSync(join(cwd, "plain"), "utf8"), "x")
+    }))
+
+  it.effect("a failed rename removes the temp file and leaves the target as it was", () =>
+    Effect.gen(function*() {
+      const { cwd, ctx } = yield* setup()
+      writeFileSync(join(cwd, "a.txt"), "old")
+      const renames: Array<string> = []
+      // The Node file system, except that rename fails (after the temp file was written and fsynced).
+      const failingRename = Layer.effect(
+        FileSystem.FileSystem,
+        Effect.gen(function*() {
+          const fs = yield* FileSystem.FileSystem
+          return FileSystem.FileSystem.of({
+            ...fs,
+            rename: (from) =>
+              Effect.sync(() => renames.push(from)).pipe(
+                Effect.andThen(Effect.fail(PlatformError.systemError({ _tag: "Busy", module: "FileSystem", method: "rename", cause: { code: "EBUSY" } })))
+              )
+          })
+        })
+      ).pipe(Layer.provide(NodeFileSystem.layer))
+      const out = yield* Tool.run(write, { path: "a.txt", content: "new" }, ctx).pipe(
+        Effect.provide(Layer.mergeAll(failingRename, NodePath.layer))
+      )
+      assert.deepStrictEqual(out, { ok: false, content: "Cannot write a.txt: busy (EBUSY)", details: undefined })
+      assert.strictEqual(renames.length, 1)
+      assert.match(renames[0]!, /\/\.a\.txt\..*\.skein\.tmp$/)
+      assert.strictEqual(readFileSync(join(cwd, "a.txt"), "utf8"), "old")
+      assert.deepStrictEqual(tree(cwd), ["a.txt"])
+    }))
+
+  it.effect("writes through the client's writeTextFile when offered, not to disk", () =>
+    Effect.gen(function*() {
+      const calls: Array<[string, string]> = []
+      const client: Tool.ClientAccess = {
+        writeTextFile: (path, content) => Effect.sync(() => void calls.push([path, content]))
+      }
+      const { cwd, run } = yield* setup(client)
+      const out = yield* run({ path: "a.txt", content: "hello\n" })
+      assert.isTrue(out.ok)
+      assert.strictEqual(out.content, "Created a.txt (1 line)")
+      assert.deepStrictEqual(calls, [[join(cwd, "a.txt"), "hello\n"]])
+      assert.isFalse(existsSync(join(cwd, "a.txt")))
+    }))
+
+  it.effect("a client write failure is a tool error; confinement still applies first", () =>
+    Effect.gen(function*() {
+      const calls: Array<string> = []
+      const client: Tool.ClientAccess = {
+        writeTextFile: (path) => Effect.sync(() => calls.push(path)).pipe(Effect.andThen(Effect.fail("buffer is read-only")))
+      }
+      const { run } = yield* setup(client)
+      const failed = yield* run({ path: "a.txt", content: "x" })
+      assert.deepStrictEqual(failed, { ok: false, content: "Cannot write a.txt through the editor: buffer is read-only", details: undefined })
+      const outside = yield* run({ path: "/etc/passwd", content: "x" })
+      assert.isFalse(outside.ok)
+      assert.strictEqual(calls.length, 1)
+    }))
+
+  it("scope covers the file's directory", () => {
+    assert.deepStrictEqual(write.scope?.({ path: "src/a/b.ts", content: "" }, "/p"), { kind: "path", value: "/p/src/a", label: "edits in src/a/" })
+    assert.deepStrictEqual(write.scope?.({ path: "b.ts", content: "" }, "/p"), { kind: "path", value: "/p", label: "edits in the project root" })
+    assert.deepStrictEqual(write.scope?.({ path: "/q/b.ts", content: "" }, "/p"), { kind: "path", value: "/q", label: "edits in /q/" })
+    assert.deepStrictEqual(write.scope?.({ path: "..cache/b.ts", content: "" }, "/p"), { kind: "path", value: "/p/..cache", label: "edits in ..cache/" })
+    assert.deepStrictEqual(write.locations({ path: "x/../b.ts", content: "" }, "/p"), [{ path: "/p/b.ts" }])
+  })
+})
