@@ -55,7 +55,7 @@ export const editScope = (input: string, cwd: string): Tool.PermissionScope => {
   const dir = NodePath.dirname(absoluteOf(input, cwd))
   const rel = NodePath.relative(cwd, dir)
   const label = rel === ""
-    ? "edits in the project root"
+    ? "edits in this project"
     : rel === ".." || rel.startsWith(`..${NodePath.sep}`) || NodePath.isAbsolute(rel)
     ? `edits in ${dir}/`
     : `edits in ${rel}/`

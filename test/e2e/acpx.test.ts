@@ -3,7 +3,7 @@
  * agent, runs one prompt with `exec`, and prints the whole exchange as JSON lines.
  */
 import { spawn } from "node:child_process"
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -111,5 +111,44 @@ describe("e2e: acpx", () => {
     }
     expect(problems).toEqual([])
     expect(checker.unanswered()).toEqual([])
+  })
+  // acpx offers fs/* and terminal/*: edits go through its fs/write_text_file and commands run in
+  // its terminals (created, waited on and released), with --approve-all answering permissions.
+  it.skipIf(ACPX === undefined)("acpx exec: writes and commands go through the client's fs and terminal", async () => {
+    root = realpathSync(mkdtempSync(path.join(os.tmpdir(), "skein-acpx-")))
+    const workspace = path.join(root, "workspace")
+    const home = path.join(root, "home")
+    const userHome = path.join(root, "user")
+    for (const dir of [workspace, home, userHome]) mkdirSync(dir)
+    const script = path.join(root, "script.json")
+    writeFileSync(script, JSON.stringify({
+      turns: [{
+        calls: [
+          [{ tool: "write", args: { path: "hello.txt", content: "hi from skein\n" }, id: "w1" }],
+          [{ tool: "bash", args: { command: "cat hello.txt && echo ran" }, id: "b1" }],
+          [{ text: "Wrote and ran." }]
+        ]
+      }]
+    }))
+    const agentCommand = `${NODE} ${SKEIN} acp --home ${home} --script ${script}`
+    const result = await run(
+      ["--agent", agentCommand, "--approve-all", "--format", "json", "--cwd", workspace, "exec", "Write and run"],
+      { cwd: workspace, env: { ...process.env, HOME: userHome, XDG_CONFIG_HOME: path.join(userHome, ".config") } }
+    )
+    expect(result.code, result.stderr).toBe(0)
+    const messages = result.stdout.split("\n").filter((line) => line.trim().length > 0).map((line) => JSON.parse(line))
+    const methods = messages.map((m) => m.method).filter((m) => typeof m === "string")
+    expect(methods).toContain("fs/write_text_file")
+    expect(methods).toContain("terminal/create")
+    expect(methods).toContain("terminal/release")
+    expect(readFileSync(path.join(workspace, "hello.txt"), "utf8")).toBe("hi from skein\n")
+    const updates = messages.filter((m) => m.method === "session/update").map((m) => m.params.update)
+    const bash = updates.filter((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === "b1")
+    expect(bash.some((u) => Array.isArray(u.content) && u.content.some((c: any) => c.type === "terminal"))).toBe(true)
+    expect(bash.at(-1)).toMatchObject({ status: "completed" })
+    expect(JSON.stringify(bash.at(-1).content)).toContain("hi from skein")
+    const creates = messages.filter((m) => m.method === "terminal/create").length
+    const releases = messages.filter((m) => m.method === "terminal/release").length
+    expect(releases).toBe(creates)
   })
 })

@@ -49,6 +49,11 @@ export interface StartOptions {
   readonly args?: ReadonlyArray<string>
   /** Extra environment variables. */
   readonly env?: Readonly<Record<string, string>>
+  /**
+   * How the client answers `session/request_permission` (default: the `allow_once` option).
+   * May return a promise that never settles, to leave a request pending.
+   */
+  readonly permission?: ((request: acp.RequestPermissionRequest) => acp.RequestPermissionResponse | Promise<acp.RequestPermissionResponse>) | undefined
 }
 
 export interface Exit {
@@ -114,6 +119,8 @@ export class AgentProcess {
   readonly written: Array<SessionUpdateNotification> = []
   /** Errors the agent wrote with `id: null` (parse errors and unreadable requests). */
   readonly nullIdErrors: Array<JsonRpcMessage> = []
+  /** Every `session/request_permission` the client received, in order. */
+  readonly permissionRequests: Array<acp.RequestPermissionRequest> = []
 
   private stderrText = ""
   private partial = ""
@@ -202,6 +209,8 @@ export class AgentProcess {
         this.received.push({ sessionId: params.sessionId, update: params.update })
       })
       .onRequest("session/request_permission", ({ params }) => {
+        this.permissionRequests.push(params)
+        if (options.permission !== undefined) return options.permission(params)
         const allow = params.options.find((o) => o.kind === "allow_once") ?? params.options[0]
         return allow === undefined
           ? { outcome: { outcome: "cancelled" } }

@@ -145,7 +145,7 @@ describe("write", () => {
 
   it("scope covers the file's directory", () => {
     assert.deepStrictEqual(write.scope?.({ path: "src/a/b.ts", content: "" }, "/p"), { kind: "path", value: "/p/src/a", label: "edits in src/a/" })
-    assert.deepStrictEqual(write.scope?.({ path: "b.ts", content: "" }, "/p"), { kind: "path", value: "/p", label: "edits in the project root" })
+    assert.deepStrictEqual(write.scope?.({ path: "b.ts", content: "" }, "/p"), { kind: "path", value: "/p", label: "edits in this project" })
     assert.deepStrictEqual(write.scope?.({ path: "/q/b.ts", content: "" }, "/p"), { kind: "path", value: "/q", label: "edits in /q/" })
     assert.deepStrictEqual(write.scope?.({ path: "..cache/b.ts", content: "" }, "/p"), { kind: "path", value: "/p/..cache", label: "edits in ..cache/" })
     assert.deepStrictEqual(write.locations({ path: "x/../b.ts", content: "" }, "/p"), [{ path: "/p/b.ts" }])

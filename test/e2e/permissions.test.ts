@@ -1,0 +1,185 @@
+/**
+ * Permissions end to end: a real ACP client answers `session/request_permission` and the
+ * agent's behaviour follows each answer, each mode and each remembered rule.
+ */
+import { existsSync, readFileSync } from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "vitest"
+import { expectClean, message, useAgents, waitUntil } from "../support/AgentProcess.ts"
+
+const agents = useAgents()
+
+const select = (optionId: string) => () => ({ outcome: { outcome: "selected" as const, optionId } })
+
+/** A turn that writes `file` with `content`, then says "done". */
+const writeTurn = (file: string, content = "hello\n", id = "w1") => ({
+  calls: [[{ tool: "write", args: { path: file, content }, id }], [{ text: "done" }]]
+})
+
+const toolUpdates = (updates: ReadonlyArray<any>, id: string) =>
+  updates.filter((u) => (u.sessionUpdate === "tool_call" || u.sessionUpdate === "tool_call_update") && u.toolCallId === id)
+
+describe("e2e: permissions in default mode", () => {
+  it("asks with the live tool call and four scoped options; allow once runs the edit", async () => {
+    const agent = await agents.ready({ script: { turns: [writeTurn("a.txt")] }, permission: select("allow_once") })
+    const sessionId = await agent.newSession()
+    expect((await agent.prompt(sessionId, "write it")).stopReason).toBe("end_turn")
+
+    expect(agent.permissionRequests).toHaveLength(1)
+    const request = agent.permissionRequests[0]!
+    const call = agent.updates(sessionId).find((u) => u.sessionUpdate === "tool_call")!
+    expect(request.toolCall).toMatchObject({ toolCallId: "w1", title: "Write a.txt", kind: "edit" })
+    expect(call).toMatchObject({ toolCallId: "w1", title: request.toolCall.title, kind: request.toolCall.kind })
+    expect(request.options.map((o) => [o.optionId, o.kind, o.name])).toEqual([
+      ["allow_once", "allow_once", "Allow once"],
+      ["allow_always", "allow_always", "Always allow edits in this project"],
+      ["reject_once", "reject_once", "Reject"],
+      ["reject_always", "reject_always", "Always reject edits in this project"]
+    ])
+    expect(readFileSync(path.join(agent.cwd, "a.txt"), "utf8")).toBe("hello\n")
+    const last = toolUpdates(agent.updates(sessionId), "w1").at(-1) as any
+    expect(last.status).toBe("completed")
+    expect(last.content[0]).toEqual({ type: "diff", path: path.join(agent.cwd, "a.txt"), oldText: null, newText: "hello\n" })
+    const logged = agent.readLog(sessionId).filter((e: any) => e.type === "permission")
+    expect(logged.map((e: any) => e.data)).toEqual([{ toolCallId: "w1", outcome: "allow_once" }])
+    expectClean(agent)
+  })
+
+  it("reject once refuses the call, tells the model, and the turn goes on", async () => {
+    const agent = await agents.ready({ script: { turns: [writeTurn("a.txt")] }, permission: select("reject_once") })
+    const sessionId = await agent.newSession()
+    expect((await agent.prompt(sessionId, "write it")).stopReason).toBe("end_turn")
+    expect(existsSync(path.join(agent.cwd, "a.txt"))).toBe(false)
+    const last = toolUpdates(agent.updates(sessionId), "w1").at(-1) as any
+    expect(last.status).toBe("failed")
+    expect(JSON.stringify(last.content)).toContain("denied")
+    expect(agent.updates(sessionId).at(-1)).toEqual(message("done"))
+    expectClean(agent)
+  })
+
+  it("allow always is remembered for its scope: the second edit is not asked, and the rule is logged", async () => {
+    const agent = await agents.ready({
+      script: {
+        turns: [
+          { calls: [[{ tool: "write", args: { path: "src/a.txt", content: "a" }, id: "w1" }], [{ tool: "write", args: { path: "src/deep/b.txt", content: "b" }, id: "w2" }], [{ tool: "write", args: { path: "c.txt", content: "c" }, id: "w3" }], [{ text: "done" }]] }
+        ]
+      },
+      files: { "src/.keep": "" },
+      permission: (request) => ({
+        outcome: { outcome: "selected", optionId: request.toolCall.toolCallId === "w1" ? "allow_always" : "reject_once" }
+      })
+    })
+    const sessionId = await agent.newSession()
+    await agent.prompt(sessionId, "go")
+    // w1 asked and allowed always ("edits in src/"); w2 is inside src/: not asked; w3 is outside: asked.
+    expect(agent.permissionRequests.map((r) => r.toolCall.toolCallId)).toEqual(["w1", "w3"])
+    expect(agent.permissionRequests[0]!.options.find((o) => o.kind === "allow_always")!.name).toBe("Always allow edits in src/")
+    expect(readFileSync(path.join(agent.cwd, "src/deep/b.txt"), "utf8")).toBe("b")
+    expect(existsSync(path.join(agent.cwd, "c.txt"))).toBe(false)
+    const rule = agent.readLog(sessionId).find((e: any) => e.type === "permission" && e.data.rule !== undefined)
+    expect(rule.data).toEqual({
+      toolCallId: "w1",
+      outcome: "allow_always",
+      rule: { decision: "allow", kind: "path", value: path.join(agent.cwd, "src"), label: "edits in src/" }
+    })
+    expectClean(agent)
+  })
+
+  it("reject always refuses later calls in its scope without asking", async () => {
+    const agent = await agents.ready({
+      script: {
+        turns: [{ calls: [[{ tool: "bash", args: { command: "touch one" }, id: "b1" }], [{ tool: "bash", args: { command: "touch two" }, id: "b2" }], [{ text: "done" }]] }]
+      },
+      permission: select("reject_always")
+    })
+    const sessionId = await agent.newSession()
+    await agent.prompt(sessionId, "go")
+    expect(agent.permissionRequests).toHaveLength(1)
+    expect(agent.permissionRequests[0]!.options.find((o) => o.kind === "reject_always")!.name).toBe("Always reject `touch`")
+    const second = toolUpdates(agent.updates(sessionId), "b2").at(-1) as any
+    expect(second.status).toBe("failed")
+    expect(JSON.stringify(second.content)).toContain("always reject")
+    expect(existsSync(path.join(agent.cwd, "one"))).toBe(false)
+    expect(existsSync(path.join(agent.cwd, "two"))).toBe(false)
+    expectClean(agent)
+  })
+
+  it("read-only tools and read-only commands never ask", async () => {
+    const agent = await agents.ready({
+      script: {
+        turns: [{ calls: [[{ tool: "read", args: { path: "n.txt" } }, { tool: "grep", args: { pattern: "x" } }, { tool: "bash", args: { command: "ls" } }], [{ text: "done" }]] }]
+      },
+      files: { "n.txt": "x\n" }
+    })
+    const sessionId = await agent.newSession()
+    await agent.prompt(sessionId, "go")
+    expect(agent.permissionRequests).toEqual([])
+    const statuses = agent.updates(sessionId).filter((u: any) => u.sessionUpdate === "tool_call_update" && u.status !== "in_progress")
+    expect(statuses.map((u: any) => u.status)).toEqual(["completed", "completed", "completed"])
+    expectClean(agent)
+  })
+
+  it("a session/cancel while a request is pending withdraws it and the prompt answers cancelled", async () => {
+    const agent = await agents.ready({
+      script: { turns: [writeTurn("a.txt")] },
+      permission: () => new Promise(() => {})
+    })
+    const sessionId = await agent.newSession()
+    const prompt = agent.prompt(sessionId, "write it")
+    await waitUntil(() => agent.permissionRequests.length === 1, "the permission request")
+    await agent.cancel(sessionId)
+    expect((await prompt).stopReason).toBe("cancelled")
+    const requestLine = agent.messages().find((m) => m.method === "session/request_permission")!
+    const withdrawn = agent.messages().find((m) => m.method === "$/cancel_request")
+    expect(withdrawn?.params).toEqual({ requestId: requestLine.id })
+    expect(existsSync(path.join(agent.cwd, "a.txt"))).toBe(false)
+    expect(agent.readLog(sessionId).at(-1)).toMatchObject({ type: "turn_end", data: { stopReason: "cancelled" } })
+  })
+})
+
+describe("e2e: modes", () => {
+  it("plan mode refuses mutations without asking and tells the client about the switch", async () => {
+    const agent = await agents.ready({ script: { turns: [writeTurn("a.txt")] } })
+    const sessionId = await agent.newSession()
+    await agent.sdk.request("session/set_mode", { sessionId, modeId: "plan" })
+    await waitUntil(() => agent.updates(sessionId).length >= 2, "the mode updates")
+    expect(agent.updates(sessionId).slice(0, 2)).toMatchObject([
+      { sessionUpdate: "current_mode_update", currentModeId: "plan" },
+      { sessionUpdate: "config_option_update", configOptions: [{ id: "mode", currentValue: "plan" }] }
+    ])
+    await agent.prompt(sessionId, "write it")
+    expect(agent.permissionRequests).toEqual([])
+    expect(existsSync(path.join(agent.cwd, "a.txt"))).toBe(false)
+    const last = toolUpdates(agent.updates(sessionId), "w1").at(-1) as any
+    expect(last.status).toBe("failed")
+    expect(JSON.stringify(last.content)).toContain("Plan mode is read-only")
+    expect(agent.readLog(sessionId).find((e: any) => e.type === "mode_changed")).toMatchObject({ turn: null, data: { mode: "plan" } })
+    expectClean(agent)
+  })
+
+  it("bypassPermissions (set through the mode config option) asks nothing", async () => {
+    const agent = await agents.ready({ script: { turns: [{ calls: [[{ tool: "write", args: { path: "a.txt", content: "x" } }, { tool: "bash", args: { command: "touch b" } }], [{ text: "done" }]] }] } })
+    const sessionId = await agent.newSession()
+    const response = await agent.sdk.request("session/set_config_option", { sessionId, configId: "mode", value: "bypassPermissions" })
+    expect(response.configOptions.find((o: any) => o.id === "mode")).toMatchObject({ currentValue: "bypassPermissions", category: "mode" })
+    await agent.prompt(sessionId, "go")
+    expect(agent.permissionRequests).toEqual([])
+    expect(existsSync(path.join(agent.cwd, "a.txt"))).toBe(true)
+    expect(existsSync(path.join(agent.cwd, "b"))).toBe(true)
+    expectClean(agent)
+  })
+
+  it("acceptEdits allows edits but still asks for commands", async () => {
+    const agent = await agents.ready({
+      script: { turns: [{ calls: [[{ tool: "write", args: { path: "a.txt", content: "x" } }, { tool: "bash", args: { command: "touch b" }, id: "b1" }], [{ text: "done" }]] }] },
+      args: ["--mode", "acceptEdits"],
+      permission: select("reject_once")
+    })
+    const sessionId = await agent.newSession()
+    await agent.prompt(sessionId, "go")
+    expect(agent.permissionRequests.map((r) => r.toolCall.toolCallId)).toEqual(["b1"])
+    expect(existsSync(path.join(agent.cwd, "a.txt"))).toBe(true)
+    expect(existsSync(path.join(agent.cwd, "b"))).toBe(false)
+    expectClean(agent)
+  })
+})
