@@ -1,30 +1,38 @@
-// Bundles the CLI into one ESM file, dist/skein.mjs, that `bin.skein` points to.
-// One file keeps cold start short: Node resolves and compiles a single module.
+// Bundles the CLI into one ESM file, dist/skein-main.mjs, loaded by the small entry
+// dist/skein.mjs that `bin.skein` points to. One bundle keeps cold start short: Node
+// resolves and compiles a single module (and caches its compilation).
 import { build } from "esbuild"
-import { chmodSync } from "node:fs"
+import { chmodSync, writeFileSync } from "node:fs"
 
 const banner = [
-  "#!/usr/bin/env node",
-  // Node's on-disk compile cache makes every start after the first faster.
-  "import __skeinModule from 'node:module'; try { __skeinModule.enableCompileCache?.() } catch {}",
   "import { createRequire as __skeinCreateRequire } from 'node:module';",
   "const require = __skeinCreateRequire(import.meta.url);"
 ].join("\n")
 
+// dist/skein.mjs is a tiny entry that turns on Node's on-disk compile cache and then loads
+// the bundle: the cache only covers modules loaded after it is enabled, so enabling it
+// inside the bundle itself would never help.
+const entry = `#!/usr/bin/env node
+import module from "node:module"
+try { module.enableCompileCache?.() } catch {}
+await import("./skein-main.mjs")
+`
+
 await build({
   entryPoints: ["src/cli/main.ts"],
-  outfile: "dist/skein.mjs",
+  outfile: "dist/skein-main.mjs",
   bundle: true,
   platform: "node",
   format: "esm",
   target: "node22",
-  minifySyntax: true,
+  minify: true,
   treeShaking: true,
   sourcemap: false,
   legalComments: "none",
   banner: { js: banner },
   logLevel: "warning"
 })
+writeFileSync("dist/skein.mjs", entry)
 chmodSync("dist/skein.mjs", 0o755)
 
 // The embedding API as a library: Effect and the platform stay external, so an embedding

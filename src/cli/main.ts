@@ -8,7 +8,9 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Logger from "effect/Logger"
 import { VERSION } from "../version.ts"
+import * as Acp from "./acp.ts"
 import * as Options from "./Options.ts"
+import * as Run from "./run.ts"
 
 type Command = (args: ReadonlyArray<string>) => Effect.Effect<number, unknown>
 
@@ -18,9 +20,11 @@ export interface CommandModule {
   readonly signalExitCode: number
 }
 
+// `acp` and `run` share almost all their code and are imported statically: lazy module
+// wrappers would cost start-up time instead of saving it.
 const commands: Record<string, () => Promise<CommandModule>> = {
-  acp: () => import("./acp.ts"),
-  run: () => import("./run.ts")
+  acp: () => Promise.resolve(Acp),
+  run: () => Promise.resolve(Run)
 }
 
 /** Runs a command effect; SIGINT/SIGTERM interrupt it and shut everything down cleanly. */

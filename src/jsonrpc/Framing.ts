@@ -9,7 +9,7 @@
  * Memory is bounded: a line longer than `maxLineBytes` is not buffered; its
  * bytes are dropped up to the next `\n` and a single `TooLong` item reports it.
  */
-import { Stream } from "effect"
+import * as Stream from "effect/Stream"
 
 export type Line =
   | { readonly _tag: "Line"; readonly text: string }

@@ -10,8 +10,18 @@
  * - Nothing read from the input can stop the peer: bad lines are answered
  *   with the matching error and reading goes on.
  */
-import { Cause, Deferred, Effect, Exit, Fiber, FiberMap, MutableHashMap, Queue, Schema, Stream } from "effect"
-import type { Duration, Scope } from "effect"
+import * as Cause from "effect/Cause"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as FiberMap from "effect/FiberMap"
+import * as MutableHashMap from "effect/MutableHashMap"
+import * as Queue from "effect/Queue"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import type * as Duration from "effect/Duration"
+import type * as Scope from "effect/Scope"
 import * as Framing from "./Framing.ts"
 import * as Protocol from "./Protocol.ts"
 import type { Id, RpcError } from "./Protocol.ts"

@@ -6,7 +6,8 @@
  * Invariant: no error message built here contains a params value (params may
  * hold secrets); method names and schema paths are fine.
  */
-import { Schema, SchemaIssue } from "effect"
+import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
 
 /** A request id. `null` only ever appears in error responses to unreadable messages. */
 export type Id = string | number
