@@ -11,6 +11,14 @@
  *   const outcome = yield* session.prompt([{ type: "text", text: "Summarise notes.txt" }])
  * }).pipe(Effect.provide(Skein.layer({ home: "/tmp/skein", script })))
  * ```
+ *
+ * Saved sessions: `runtime.listSessions({ cwd })` pages through them,
+ * `runtime.loadSession({ sessionId })` makes one live again (with its logged
+ * events, for a presenter to replay), `runtime.readSession(id)` reads a log
+ * without loading it, `runtime.deleteSession(id)` removes one.
+ * `Replay.updates(events)` / `Replay.transcript(header, events)` show a log,
+ * and `Rerun.run({ header, events, home, cwd })` re-executes it and reports
+ * where tool results differ.
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
@@ -61,14 +69,31 @@ export const layerWithoutPlatform = (config: SkeinConfig) =>
     }))
   )
 
-/** Skein on Node: `Runtime` (and the `Bus`) from a configuration. */
+/**
+ * Skein on Node: `Runtime` (and the `Bus`) from a configuration, plus the Node
+ * `FileSystem` and `Path` it runs on (which `Rerun.run` also uses).
+ */
 export const layer = (config: SkeinConfig) =>
-  layerWithoutPlatform(config).pipe(Layer.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)))
+  layerWithoutPlatform(config).pipe(Layer.provideMerge(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)))
 
 export const Skein = { layer, layerWithoutPlatform }
 
 export { Runtime, RuntimeError } from "./runtime/Runtime.ts"
-export type { NewSessionOptions } from "./runtime/Runtime.ts"
+export type {
+  ListQuery,
+  LoadedSession,
+  LoadSessionOptions,
+  NewSessionOptions,
+  SessionPage,
+  SessionRecord,
+  SessionSummary
+} from "./runtime/Runtime.ts"
+export * as Replay from "./log/Replay.ts"
+export * as Rerun from "./runtime/Rerun.ts"
+export * as ReplayProvider from "./providers/Replay.ts"
+export { LogError } from "./log/LogError.ts"
+export { LOG_VERSION } from "./log/Event.ts"
+export type { Canonical, LogHeader } from "./log/Event.ts"
 export type { Session, SessionError, Ticket, TurnOutcome } from "./runtime/Session.ts"
 export type { Asker, PermissionAnswer, PermissionRequest } from "./runtime/Gate.ts"
 export { Bus } from "./runtime/Bus.ts"

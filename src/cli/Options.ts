@@ -42,6 +42,14 @@ export const HELP = `skein — an ACP coding agent on Effect
 Usage:
   skein acp [options]            Serve the Agent Client Protocol over stdio (for editors)
   skein run [options] PROMPT     Run one turn in this terminal; --json prints events as NDJSON
+  skein sessions [list|show ID|rm ID]
+                                 The saved sessions: list them (--cwd DIR, --limit N, --json),
+                                 show one's transcript, delete one
+  skein replay ID|FILE [--acp|--rerun [--cwd DIR]]
+                                 Print a saved session's transcript; --acp: the session/update
+                                 stream session/load sends; --rerun: run every turn again (model
+                                 answers from the log, tools for real) and report where tool
+                                 results differ (exit 1 when they do)
   skein --version | --help
 
 Options (each also an environment variable):
@@ -65,7 +73,9 @@ skein run options:
   --cwd DIR                Working directory of the session (default: the current directory)
   --json                   Print every event as one JSON line
 
-Exit codes: 0 ok, 1 runtime failure, 2 usage, 130 interrupted.
+Sessions live in $SKEIN_HOME/sessions/<id>.ndjson (one append-only log each).
+
+Exit codes: 0 ok, 1 runtime failure (replay --rerun: a difference), 2 usage, 130 interrupted.
 `
 
 const env = (name: string): string | undefined => {

@@ -24,7 +24,10 @@ export interface CommandModule {
 // wrappers would cost start-up time instead of saving it.
 const commands: Record<string, () => Promise<CommandModule>> = {
   acp: () => Promise.resolve(Acp),
-  run: () => Promise.resolve(Run)
+  run: () => Promise.resolve(Run),
+  // Commands for saved sessions load lazily: `acp` never pays for them.
+  sessions: () => import("./sessions.ts"),
+  replay: () => import("./replay.ts")
 }
 
 /** Runs a command effect; SIGINT/SIGTERM interrupt it and shut everything down cleanly. */

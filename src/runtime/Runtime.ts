@@ -2,7 +2,12 @@
  * Runtime: the public API every presenter uses (the ACP server, `skein run`,
  * an embedding Effect program). It owns the session registry: each live
  * session is an actor in its own scope, a child of the runtime's scope, so
- * closing the runtime closes every session (turns interrupted, logs synced).
+ * closing the runtime closes every session (turns interrupted, logs synced,
+ * locks released).
+ *
+ * A session is live in at most one process: creating or loading one takes the
+ * lock of its log. Loading folds the log into the history once, closes a turn
+ * a crash left open, and continues numbering where the log stopped.
  */
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -13,10 +18,13 @@ import * as Layer from "effect/Layer"
 import * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
-import { LOG_VERSION, type SessionEvent } from "../log/Event.ts"
+import { type Canonical, LOG_VERSION, type LogHeader, type SessionEvent } from "../log/Event.ts"
 import * as History from "../log/History.ts"
-import { SessionLog } from "../log/SessionLog.ts"
+import type * as Listing from "../log/Listing.ts"
+import * as Recovery from "../log/Recovery.ts"
+import { type LogError, SessionLog, type Writer } from "../log/SessionLog.ts"
 import type { ClientAccess, ToolEnv } from "../tools/Tool.ts"
 import { Bus } from "./Bus.ts"
 import { Config } from "./Config.ts"
@@ -25,9 +33,15 @@ import { isModeId, type ModeId } from "./Modes.ts"
 import * as Session from "./Session.ts"
 
 export class RuntimeError extends Schema.TaggedError<RuntimeError>()("RuntimeError", {
-  reason: Schema.Literals(["not_found", "invalid_cwd", "invalid_mode", "log"]),
+  reason: Schema.Literals(["not_found", "invalid_cwd", "invalid_mode", "invalid_request", "locked", "log"]),
   message: Schema.String
 }) {}
+
+const fromLogError = (error: LogError): RuntimeError =>
+  new RuntimeError({
+    reason: error.reason === "not_found" ? "not_found" : error.reason === "locked" ? "locked" : "log",
+    message: error.message
+  })
 
 export interface NewSessionOptions {
   /** Absolute working directory of the session. */
@@ -40,10 +54,51 @@ export interface NewSessionOptions {
   readonly client?: ((sessionId: string) => ClientAccess | undefined) | undefined
 }
 
+export interface LoadSessionOptions {
+  readonly sessionId: string
+  /** When given, must be the session's working directory. */
+  readonly cwd?: string | undefined
+  /** The session's additional directories from now on (default: those it was created with). */
+  readonly additionalDirectories?: ReadonlyArray<string> | undefined
+  /** Asks the user about tool calls that need permission; without it they are denied. */
+  readonly ask?: Gate.Asker | undefined
+  /** The client's file and terminal access (ACP `fs/*`, `terminal/*`), when offered. */
+  readonly client?: ((sessionId: string) => ClientAccess | undefined) | undefined
+}
+
+/** A loaded session and the events of its log (what `session/load` replays). */
+export interface LoadedSession {
+  readonly session: Session.Session
+  readonly events: ReadonlyArray<Canonical>
+}
+
+/** A session's log as read from disk, without loading it. */
+export interface SessionRecord {
+  readonly header: LogHeader
+  readonly events: ReadonlyArray<Canonical>
+  readonly file: string
+}
+
+export type SessionSummary = Listing.Entry
+export type SessionPage = Listing.Page
+export type ListQuery = Listing.Query
+
 export class Runtime extends Context.Service<Runtime, {
   readonly newSession: (options: NewSessionOptions) => Effect.Effect<Session.Session, RuntimeError>
+  /**
+   * Makes a logged session live again, in this process only (it takes the
+   * log's lock): mode, config and remembered permissions as they were. A
+   * session already live here is returned as it is.
+   */
+  readonly loadSession: (options: LoadSessionOptions) => Effect.Effect<LoadedSession, RuntimeError>
+  /** One page of the logged sessions, newest first. */
+  readonly listSessions: (query?: ListQuery) => Effect.Effect<SessionPage, RuntimeError>
+  /** Reads a session's log without loading it (no lock; works while another process has it open). */
+  readonly readSession: (sessionId: string) => Effect.Effect<SessionRecord, RuntimeError>
+  /** Closes the session if it is live, then removes its log. An unknown id is not an error. */
+  readonly deleteSession: (sessionId: string) => Effect.Effect<void, RuntimeError>
   readonly getSession: (sessionId: string) => Effect.Effect<Session.Session, RuntimeError>
-  /** Stops a live session: cancels its turn, syncs its log, frees its memory. */
+  /** Stops a live session: cancels its turn, syncs its log, releases its lock, frees its memory. */
   readonly closeSession: (sessionId: string) => Effect.Effect<void>
   /** The live sessions. */
   readonly liveSessions: Effect.Effect<ReadonlyArray<Session.SessionInfo>>
@@ -78,6 +133,27 @@ export class Runtime extends Context.Service<Runtime, {
           }
         })
 
+      const depsFor = (id: string, writer: Writer, options: { readonly ask?: Gate.Asker | undefined; readonly client?: NewSessionOptions["client"] }): Session.Deps => ({
+        bus,
+        writer,
+        provider: config.provider,
+        toolkit: config.toolkit,
+        maxTurnRequests: config.maxTurnRequests,
+        model: config.model,
+        services,
+        ask: options.ask,
+        client: options.client?.(id),
+        permissionTimeoutMs: config.permissionTimeoutMs
+      })
+
+      /** Registers a live session; it leaves the registry when its scope closes. */
+      const register = (session: Session.Session, scope: Scope.Closeable) =>
+        Effect.gen(function*() {
+          live.set(session.id, { session, scope })
+          yield* Scope.addFinalizer(scope, Effect.sync(() => live.delete(session.id)))
+          return session
+        })
+
       const newSession = Effect.fn("Runtime.newSession")(function*(options: NewSessionOptions) {
         const mode: ModeId = options.mode === undefined ? config.defaultMode : isModeId(options.mode)
           ? options.mode
@@ -103,28 +179,98 @@ export class Runtime extends Context.Service<Runtime, {
             { id, cwd: options.cwd, additionalDirectories, created },
             History.make(),
             mode,
-            {
-              bus,
-              writer,
-              provider: config.provider,
-              toolkit: config.toolkit,
-              maxTurnRequests: config.maxTurnRequests,
-              model: config.model,
-              services,
-              ask: options.ask,
-              client: options.client?.(id),
-              permissionTimeoutMs: config.permissionTimeoutMs
-            },
+            depsFor(id, writer, options),
             scope
           )
         }).pipe(
-          Effect.mapError((error) => new RuntimeError({ reason: "log", message: error.message })),
+          Effect.mapError(fromLogError),
           Effect.onError(() => Scope.close(scope, Exit.void))
         )
-        live.set(id, { session, scope })
-        yield* Scope.addFinalizer(scope, Effect.sync(() => live.delete(id)))
-        return session
+        return yield* register(session, scope)
       })
+
+      /** Whether two absolute paths name the same directory. */
+      const sameDirectory = (a: string, b: string) =>
+        path.resolve(a) === path.resolve(b)
+          ? Effect.succeed(true)
+          : Effect.map(
+            Effect.all([fs.realPath(a), fs.realPath(b)]).pipe(Effect.orElseSucceed(() => [a, b] as const)),
+            ([x, y]) => x === y
+          )
+
+      const checkCwd = (requested: string | undefined, cwd: string) =>
+        Effect.gen(function*() {
+          if (requested === undefined || (yield* sameDirectory(requested, cwd))) return
+          return yield* new RuntimeError({ reason: "invalid_cwd", message: "cwd does not match the session's working directory" })
+        })
+
+      /** Loads, recovers and starts a session that is not live here. */
+      const start = (options: LoadSessionOptions) =>
+        Effect.gen(function*() {
+          const scope = yield* Scope.fork(parent)
+          const loaded = yield* Effect.gen(function*() {
+            const { contents, writer } = yield* Effect.mapError(log.open(options.sessionId).pipe(Scope.provide(scope)), fromLogError)
+            const header = contents.header
+            yield* checkCwd(options.cwd, header.cwd)
+            const additionalDirectories = options.additionalDirectories ?? header.additionalDirectories ?? []
+            for (const dir of additionalDirectories) yield* checkDirectory(dir, "An additional directory")
+            const history = History.make()
+            const events = contents.events
+            for (const event of events) History.apply(history, event)
+            let lastSeq = events.length > 0 ? events[events.length - 1]!.seq : 0
+            const closing = Recovery.closing(events, history)
+            if (closing !== undefined) {
+              const ts = yield* Clock.currentTimeMillis
+              const stamped = closing.bodies.map((body, i) =>
+                ({ ...body, sessionId: header.id, seq: lastSeq + 1 + i, ts, turn: closing.turn }) as Canonical
+              )
+              yield* Effect.mapError(Effect.andThen(writer.append(stamped), writer.sync), fromLogError)
+              for (const event of stamped) {
+                History.apply(history, event)
+                events.push(event)
+              }
+              lastSeq += stamped.length
+            }
+            const mode: ModeId = header.mode !== undefined && isModeId(header.mode) ? header.mode : config.defaultMode
+            const session = yield* Session.make(
+              { id: header.id, cwd: header.cwd, additionalDirectories, created: header.created },
+              history,
+              mode,
+              depsFor(header.id, writer, options),
+              scope,
+              lastSeq
+            )
+            return { session, events } satisfies LoadedSession
+          }).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
+          yield* register(loaded.session, scope)
+          return loaded
+        })
+
+      // Loading and deleting one id must not interleave (both look at the registry, then the disk).
+      const lifecycle = yield* Semaphore.make(1)
+
+      const loadSession = Effect.fn("Runtime.loadSession")(function*(options: LoadSessionOptions) {
+        return yield* lifecycle.withPermits(1)(Effect.gen(function*() {
+          const entry = live.get(options.sessionId)
+          if (entry === undefined) return yield* start(options)
+          yield* checkCwd(options.cwd, entry.session.cwd)
+          const contents = yield* Effect.mapError(log.read(options.sessionId), fromLogError)
+          return { session: entry.session, events: contents.events } satisfies LoadedSession
+        }))
+      })
+
+      const listSessions = (query?: ListQuery) =>
+        log.list(query ?? {}).pipe(
+          Effect.mapError((error) =>
+            error.message === "Invalid cursor" ? new RuntimeError({ reason: "invalid_request", message: error.message }) : fromLogError(error)
+          )
+        )
+
+      const readSession = (sessionId: string) =>
+        log.read(sessionId).pipe(
+          Effect.map((contents): SessionRecord => ({ header: contents.header, events: contents.events, file: contents.file })),
+          Effect.mapError(fromLogError)
+        )
 
       const getSession = (sessionId: string) =>
         Effect.suspend(() => {
@@ -140,8 +286,18 @@ export class Runtime extends Context.Service<Runtime, {
           return entry === undefined ? Effect.void : Scope.close(entry.scope, Exit.void)
         })
 
+      const deleteSession = Effect.fn("Runtime.deleteSession")(function*(sessionId: string) {
+        yield* lifecycle.withPermits(1)(
+          Effect.andThen(closeSession(sessionId), Effect.mapError(log.remove(sessionId), fromLogError))
+        )
+      })
+
       return Runtime.of({
         newSession,
+        loadSession,
+        listSessions,
+        readSession,
+        deleteSession,
         getSession,
         closeSession,
         liveSessions: Effect.sync(() =>

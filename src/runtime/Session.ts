@@ -103,17 +103,30 @@ interface Pending {
   readonly epoch: number
 }
 
+/** The result logged for a tool call a cancel stopped, and for one a failed turn never ran. */
+export const CANCELLED_TOOL = "Cancelled by the user"
+export const NOT_RUN_TOOL = "Not run: the turn failed"
+
 const closedError = new SessionError({ reason: "closed", message: "The session is closed" })
 
 /**
  * Starts a session actor in `scope`. `history` is the already-folded history
- * (empty for a new session); the session keeps folding into it.
+ * (empty for a new session); the session keeps folding into it. `lastSeq` is
+ * the `seq` of the last logged event (0 for a new session): numbering goes on
+ * from there, as turn numbers go on from `history.turns`.
  */
-export const make = (info: SessionInfo, history: History.History, initialMode: ModeId, deps: Deps, scope: Scope.Closeable) =>
+export const make = (
+  info: SessionInfo,
+  history: History.History,
+  initialMode: ModeId,
+  deps: Deps,
+  scope: Scope.Closeable,
+  lastSeq = 0
+) =>
   Effect.gen(function*() {
     const mailbox = yield* Queue.unbounded<Message>()
     const lock = yield* Semaphore.make(1)
-    let seq = 0
+    let seq = lastSeq
     let mode: ModeId = history.mode !== undefined && isModeId(history.mode) ? history.mode : initialMode
     let accepted = history.turns
     let epoch = 0
@@ -224,7 +237,7 @@ export const make = (info: SessionInfo, history: History.History, initialMode: M
           const detail = error instanceof Error ? error.message : typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)
           outcome = { stopReason: "end_turn", error: `The turn failed inside Skein: ${detail}` }
         }
-        const why = outcome.stopReason === "cancelled" ? "Cancelled by the user" : "Not run: the turn failed"
+        const why = outcome.stopReason === "cancelled" ? CANCELLED_TOOL : NOT_RUN_TOOL
         const canonical = (body: CanonicalBody) => Effect.catchCause(emitCanonical(p.turn, body), logProblem("could not log the end of a turn"))
         if (state.partial !== undefined) {
           yield* canonical({
@@ -282,6 +295,7 @@ export const make = (info: SessionInfo, history: History.History, initialMode: M
               mode = message.mode
               // Session-level: presenters of the change (set_mode, set_config_option) announce it.
               yield* emitCanonical(null, { type: "mode_changed", data: { mode } }).pipe(
+                Effect.andThen(deps.writer.sync),
                 Effect.catchCause(logProblem("could not log a mode change"))
               )
             }

@@ -16,6 +16,7 @@ import * as Acp from "../acp/index.ts"
 import * as Peer from "../jsonrpc/Peer.ts"
 import * as Protocol from "../jsonrpc/Protocol.ts"
 import type { UserBlock } from "../log/Event.ts"
+import * as Replay from "../log/Replay.ts"
 import { Runtime, type RuntimeError } from "../runtime/Runtime.ts"
 import type { Session, SessionError } from "../runtime/Session.ts"
 import * as Translate from "../translate/Translate.ts"
@@ -34,10 +35,10 @@ export interface Options {
 
 /** What Skein can do, exactly: advertised only once it works. */
 export const agentCapabilities = {
-  loadSession: false,
+  loadSession: true,
   promptCapabilities: { image: false, audio: false, embeddedContext: false },
   mcpCapabilities: { http: false, sse: false },
-  sessionCapabilities: { additionalDirectories: {} }
+  sessionCapabilities: { additionalDirectories: {}, list: {}, resume: {}, close: {}, delete: {} }
 } as const
 
 const runtimeError = (error: RuntimeError): Protocol.RpcError => {
@@ -46,7 +47,9 @@ const runtimeError = (error: RuntimeError): Protocol.RpcError => {
       return Protocol.resourceNotFound(error.message)
     case "invalid_cwd":
     case "invalid_mode":
+    case "invalid_request":
       return Protocol.invalidParams(error.message)
+    case "locked":
     case "log":
       return new Protocol.RpcError({ code: Protocol.ErrorCode.InternalError, message: error.message })
   }
@@ -126,6 +129,42 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
   const sessionState = (s: Session) =>
     Effect.map(s.mode, (mode) => ({ modes: Translate.modeState(mode), configOptions: Translate.configOptions({ mode }) }))
 
+  /** `session/load` and `session/resume`: the session live again; `load` replays its history first. */
+  const reopen = (params: Acp.Session.LoadSessionRequest, replay: boolean) =>
+    Effect.gen(function*() {
+      const loaded = yield* Effect.mapError(
+        runtime.loadSession({
+          sessionId: params.sessionId,
+          cwd: params.cwd,
+          additionalDirectories: params.additionalDirectories,
+          ask,
+          client: (sessionId) => ClientBridge.access(peer, sessionId, offered, clientSettings)
+        }),
+        runtimeError
+      )
+      // Every replayed update is enqueued before the response, and the peer writes in order.
+      if (replay) yield* Effect.forEach(Replay.updates(loaded.events), (u) => update(params.sessionId, u), { discard: true })
+      return yield* sessionState(loaded.session)
+    })
+
+  const list = (params: Acp.Session.ListSessionsRequest) =>
+    Effect.gen(function*() {
+      const page = yield* Effect.mapError(
+        runtime.listSessions({ cwd: params.cwd ?? undefined, cursor: params.cursor ?? undefined }),
+        runtimeError
+      )
+      return {
+        sessions: page.sessions.map((entry) => ({
+          sessionId: entry.id,
+          cwd: entry.cwd,
+          ...(entry.additionalDirectories.length > 0 ? { additionalDirectories: entry.additionalDirectories } : {}),
+          ...(entry.title !== undefined ? { title: entry.title } : {}),
+          updatedAt: new Date(entry.updatedAt).toISOString()
+        })),
+        ...(page.nextCursor !== undefined ? { nextCursor: page.nextCursor } : {})
+      }
+    })
+
   return {
     requests: {
       initialize: Peer.request(Acp.Initialize.InitializeRequest, (params) =>
@@ -156,6 +195,13 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
           )
           return { sessionId: s.id, ...(yield* sessionState(s)) }
         })),
+      "session/load": Peer.request(Acp.Session.LoadSessionRequest, (params) => reopen(params, true)),
+      "session/resume": Peer.request(Acp.Session.ResumeSessionRequest, (params) => reopen(params, false)),
+      "session/list": Peer.request(Acp.Session.ListSessionsRequest, list),
+      "session/close": Peer.request(Acp.Session.CloseSessionRequest, (params) =>
+        Effect.as(runtime.closeSession(params.sessionId), {})),
+      "session/delete": Peer.request(Acp.Session.DeleteSessionRequest, (params) =>
+        Effect.as(Effect.mapError(runtime.deleteSession(params.sessionId), runtimeError), {})),
       "session/prompt": Peer.request(Acp.Session.PromptRequest, prompt, {
         // `$/cancel_request` on a prompt cancels its turn; the prompt then answers `cancelled`.
         onCancel: (params) => Effect.ignore(Effect.flatMap(runtime.getSession(params.sessionId), (s) => s.cancel))

@@ -9,13 +9,13 @@ import { expectClean, message, thought, useAgents } from "../support/AgentProces
 const agents = useAgents()
 
 describe("e2e: basics", () => {
-  it("initialize answers protocol v1, no auth methods, agentInfo skein, loadSession false", async () => {
+  it("initialize answers protocol v1, no auth methods, agentInfo skein, loadSession true", async () => {
     const agent = agents.start({ script: { turns: [] } })
     const result = await agent.initialize()
     expect(result.protocolVersion).toBe(1)
     expect(result.authMethods).toEqual([])
     expect(result.agentInfo?.name).toBe("skein")
-    expect(result.agentCapabilities?.loadSession).toBe(false)
+    expect(result.agentCapabilities?.loadSession).toBe(true)
     expect(agent.unanswered()).toEqual([])
     expectClean(agent)
   })

@@ -139,10 +139,7 @@ describe("embedding Skein in an Effect program", () => {
       assert.isTrue(Stream.isStream(events))
     }))
 
-  // GAP (src/runtime/Runtime.ts): DESIGN.md "Embedding" promises `loadSession` and
-  // `listSessions` on the Runtime; it has `newSession`, `getSession`, `closeSession`,
-  // `liveSessions` and `events`.
-  it.fails("the Runtime offers loadSession and listSessions (DESIGN: Embedding)", () =>
+  it("the Runtime offers loadSession and listSessions (DESIGN: Embedding)", () =>
     withDirs(async ({ home }) => {
       const runtime = await Effect.runPromise(Effect.provide(Effect.gen(function*() {
         return yield* Runtime

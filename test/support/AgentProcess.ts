@@ -224,12 +224,15 @@ export class AgentProcess {
     return new AgentProcess(options)
   }
 
-  /** Every line the client writes: shown to the checker; prompts are tracked until answered. */
+  /**
+   * Every line the client writes: shown to the checker; prompts (and loads, which replay a
+   * session's history as turn updates before answering) are tracked until answered.
+   */
   private sawClientLine(line: string): void {
     this.checker.sawRequest(line)
     try {
       const m = JSON.parse(line) as JsonRpcMessage
-      if (m.method === "session/prompt" && "id" in m && typeof m.params?.sessionId === "string") {
+      if ((m.method === "session/prompt" || m.method === "session/load") && "id" in m && typeof m.params?.sessionId === "string") {
         this.promptsInFlight.set(JSON.stringify(m.id), m.params.sessionId)
       }
     } catch {

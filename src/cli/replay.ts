@@ -1,0 +1,141 @@
+/**
+ * `skein replay ID|FILE [--acp | --rerun [--cwd DIR]]`: a saved session again.
+ *
+ * - no flag: the transcript, for people;
+ * - `--acp`: exactly the `session/update` notifications `session/load` sends,
+ *   one JSON-RPC line each;
+ * - `--rerun`: every turn again with model calls answered from the log and the
+ *   tools run for real (in `--cwd DIR`, default the logged cwd), then a report
+ *   per turn of where tool results differ. Exit 0: all the same; 1: they
+ *   differ (or the re-run failed). `--json` prints the report as JSON;
+ *   `--rerun-home DIR` keeps the re-run's own log there (default: a temporary
+ *   folder, removed afterwards).
+ */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as Layer from "effect/Layer"
+import * as nodePath from "node:path"
+import * as Replay from "../log/Replay.ts"
+import * as Rerun from "../runtime/Rerun.ts"
+import * as Options from "./Options.ts"
+import { asLoaded, logLayer, readRef, reportErrors, writeOut } from "./sessions.ts"
+
+export const signalExitCode = 130
+
+const HELP = `Usage:
+  skein replay ID|FILE                  Print the session's transcript
+  skein replay ID|FILE --acp            Print the session/update stream session/load sends
+  skein replay ID|FILE --rerun [--cwd DIR] [--json] [--rerun-home DIR]
+                                        Re-run every turn (model answers from the log, tools for
+                                        real, in DIR or the logged cwd) and report per turn where
+                                        tool results differ. Exit 0: same; 1: different.
+`
+
+const describe = (d: Rerun.Difference): Array<string> => {
+  const what = d.tool !== undefined ? `${d.tool} (${d.toolCallId})` : d.toolCallId ?? ""
+  switch (d.kind) {
+    case "missing":
+      return [`${what}: has a result in the log, none in the re-run`]
+    case "extra":
+      return [`${what}: ran in the re-run only`]
+    case "outcome":
+      return [`the turn ended differently (${d.field}): logged ${d.recorded}, now ${d.rerun}`]
+    case "changed":
+      return [`${what}: ${d.field} differs`, `  logged  ${d.recorded}`, `  now     ${d.rerun}`]
+  }
+}
+
+/** The report as people read it. */
+export const formatReport = (report: Rerun.Report, cwd: string): string => {
+  const out = [`Re-ran session ${report.sessionId} in ${cwd}`]
+  for (const turn of report.turns) {
+    const head = `turn ${turn.turn}  "${turn.prompt}"`
+    if (turn.differences.length === 0) {
+      out.push(`${head}  ✓ same (${turn.compared} tool result${turn.compared === 1 ? "" : "s"})`)
+    } else {
+      out.push(`${head}  ✗ differs`)
+      for (const d of turn.differences) for (const line of describe(d)) out.push(`    ${line}`)
+    }
+  }
+  const differing = report.turns.filter((t) => t.differences.length > 0).length
+  out.push(
+    differing === 0
+      ? `All ${report.turns.length} turns behave as logged.`
+      : `${differing} of ${report.turns.length} turns differ from the log.`
+  )
+  return out.join("\n") + "\n"
+}
+
+const rerun = (contents: { readonly header: Rerun.Options["header"]; readonly events: Rerun.Options["events"] }, options: {
+  readonly cwd: string | undefined
+  readonly home: string | undefined
+  readonly json: boolean
+}) =>
+  Effect.scoped(Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const home = options.home ?? (yield* fs.makeTempDirectoryScoped({ prefix: "skein-rerun-" }))
+    const cwd = options.cwd ?? contents.header.cwd
+    const isDirectory = yield* fs.stat(cwd).pipe(Effect.map((info) => info.type === "Directory"), Effect.orElseSucceed(() => false))
+    if (!isDirectory) {
+      return yield* Effect.fail(
+        new Options.UsageError(
+          options.cwd === undefined
+            ? `The session's cwd ${cwd} does not exist here; pass --cwd DIR to re-run it elsewhere`
+            : `--cwd ${cwd} is not a directory`
+        )
+      )
+    }
+    const report = yield* Rerun.run({ header: contents.header, events: contents.events, cwd, home })
+    yield* writeOut(options.json ? JSON.stringify(report, null, 2) + "\n" : formatReport(report, cwd))
+    return report.diverged ? 1 : 0
+  }))
+
+export const run = (args: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const parsed = yield* Effect.try({
+      try: () =>
+        Options.parse(args, {
+          ...Options.commonOptions,
+          acp: { type: "boolean" },
+          rerun: { type: "boolean" },
+          cwd: { type: "string" },
+          json: { type: "boolean" },
+          "rerun-home": { type: "string" }
+        }),
+      catch: (e) => e
+    })
+    if (parsed.values.help === true) {
+      process.stdout.write(HELP)
+      return 0
+    }
+    const [ref, ...extra] = parsed.positionals
+    if (ref === undefined || extra.length > 0) return yield* Effect.fail(new Options.UsageError("skein replay takes one session ID or log FILE"))
+    if (parsed.values.acp === true && parsed.values.rerun === true) {
+      return yield* Effect.fail(new Options.UsageError("--acp and --rerun do not go together"))
+    }
+    if (parsed.values.rerun !== true && (parsed.values.cwd !== undefined || parsed.values["rerun-home"] !== undefined)) {
+      return yield* Effect.fail(new Options.UsageError("--cwd and --rerun-home go with --rerun"))
+    }
+    const common = Options.common(parsed.values)
+    const program = Effect.gen(function*() {
+      const contents = yield* readRef(ref)
+      if (parsed.values.rerun === true) {
+        const cwd = parsed.values.cwd !== undefined ? nodePath.resolve(parsed.values.cwd) : undefined
+        const home = parsed.values["rerun-home"] !== undefined ? nodePath.resolve(parsed.values["rerun-home"]) : undefined
+        return yield* rerun(contents, { cwd, home, json: parsed.values.json === true })
+      }
+      const events = yield* asLoaded(contents)
+      if (parsed.values.acp === true) {
+        yield* writeOut(Replay.notificationLines(contents.header.id, events).join(""))
+      } else {
+        yield* writeOut(Replay.transcript(contents.header, events))
+      }
+      return 0
+    })
+    return yield* reportErrors(program).pipe(
+      Effect.provide(logLayer(common.home)),
+      Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer))
+    )
+  })

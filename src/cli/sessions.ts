@@ -1,0 +1,167 @@
+/**
+ * `skein sessions [list|show ID|rm ID]`: the logged sessions, for people at a
+ * terminal. Reads the logs directly (no runtime, no provider); `rm` refuses a
+ * session another Skein process has open. An ID may be shortened to any
+ * unique prefix.
+ */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as Layer from "effect/Layer"
+import * as nodePath from "node:path"
+import * as Listing from "../log/Listing.ts"
+import * as Lock from "../log/Lock.ts"
+import { LogError } from "../log/LogError.ts"
+import type * as Reader from "../log/Reader.ts"
+import * as Replay from "../log/Replay.ts"
+import { SessionLog } from "../log/SessionLog.ts"
+import * as Options from "./Options.ts"
+
+export const signalExitCode = 130
+
+/** The log service and the Node platform, for commands that only read or remove logs. */
+export const logLayer = (home: string) =>
+  SessionLog.layer({ home }).pipe(Layer.provideMerge(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)))
+
+/** A session id from an id or a unique prefix of one. */
+export const resolveId = (ref: string) =>
+  Effect.gen(function*() {
+    const log = yield* SessionLog
+    const fs = yield* FileSystem.FileSystem
+    if (!Listing.isSessionId(ref)) return yield* new LogError({ reason: "not_found", message: `Not a session id: ${ref}` })
+    if (yield* fs.exists(log.pathOf(ref)).pipe(Effect.orElseSucceed(() => false))) return ref
+    const names = yield* fs.readDirectory(log.directory).pipe(Effect.orElseSucceed(() => [] as Array<string>))
+    const matches = names.filter((n) => n.endsWith(".ndjson") && n.startsWith(ref)).map((n) => n.slice(0, -".ndjson".length))
+    if (matches.length === 1) return matches[0]!
+    if (matches.length > 1) {
+      return yield* Effect.fail(new Options.UsageError(`"${ref}" matches ${matches.length} sessions; give more of the id`))
+    }
+    return yield* new LogError({ reason: "not_found", message: `No session ${ref} in ${log.directory}` })
+  })
+
+/** Reads a session's log from an id, an id prefix, or the path of a log file. */
+export const readRef = (ref: string) =>
+  Effect.gen(function*() {
+    const log = yield* SessionLog
+    const fs = yield* FileSystem.FileSystem
+    const isFile = (ref.includes("/") || ref.endsWith(".ndjson")) && (yield* fs.exists(ref).pipe(Effect.orElseSucceed(() => false)))
+    if (isFile) return yield* log.readFile(ref)
+    return yield* log.read(yield* resolveId(ref))
+  })
+
+/**
+ * The events as the next `session/load` would see them: a turn a crash left open is shown
+ * closed, unless a live process holds the session (its turn may still be running).
+ */
+export const asLoaded = (contents: Reader.Contents) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const owner = yield* Lock.owner(fs, contents.file.replace(/\.ndjson$/, ".lock"))
+    return owner !== undefined && Lock.isLive(owner) ? contents.events : Replay.withRecovery(contents.events)
+  })
+
+const reported: ReadonlySet<string> = new Set(["LogError", "RuntimeError", "SessionError"])
+
+/** Prints a log or runtime error as one line and answers exit code 1; anything else goes on. */
+export const reportErrors = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  effect.pipe(
+    Effect.catchIf(
+      (error): error is E & { readonly _tag: string; readonly message: string } =>
+        typeof error === "object" && error !== null && "_tag" in error && reported.has(String(error._tag)),
+      (error) => Effect.sync(() => {
+        process.stderr.write(`skein: ${error.message}\n`)
+        return 1 as const
+      })
+    )
+  )
+
+/** Writes to stdout and waits until it is handed off (large outputs, then exit). */
+export const writeOut = (text: string) =>
+  Effect.callback<void>((resume) => {
+    process.stdout.write(text, () => resume(Effect.void))
+  })
+
+const when = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace("T", " ")
+
+const list = (query: Listing.Query, json: boolean) =>
+  Effect.gen(function*() {
+    const log = yield* SessionLog
+    const page = yield* log.list(query)
+    if (json) {
+      for (const s of page.sessions) process.stdout.write(JSON.stringify(s) + "\n")
+      return 0
+    }
+    if (page.sessions.length === 0) {
+      process.stdout.write(`No sessions in ${log.directory}\n`)
+      return 0
+    }
+    for (const s of page.sessions) {
+      process.stdout.write(`${s.id}  ${when(s.updatedAt)}  ${s.cwd}\n    ${s.title ?? "(no prompt yet)"}\n`)
+    }
+    if (page.nextCursor !== undefined) process.stdout.write(`… more sessions: use --limit N to see more\n`)
+    return 0
+  })
+
+const show = (contents: Reader.Contents) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const info = yield* fs.stat(contents.file).pipe(Effect.option)
+    const events = contents.events
+    const turns = events.filter((e) => e.type === "turn_start").length
+    const out: Array<string> = [`log      ${contents.file}`]
+    if (info._tag === "Some") out.push(`size     ${Number(info.value.size)} bytes, ${events.length} events, ${turns} turns`)
+    if (contents.torn !== undefined) out.push(`note     the last line (${contents.torn.line}) is torn; it is cut when the session next loads`)
+    yield* writeOut(out.join("\n") + "\n" + Replay.transcript(contents.header, yield* asLoaded(contents)))
+    return 0
+  })
+
+const remove = (ref: string) =>
+  Effect.gen(function*() {
+    const log = yield* SessionLog
+    const id = yield* resolveId(ref)
+    yield* log.remove(id)
+    process.stdout.write(`Removed session ${id}\n`)
+    return 0
+  })
+
+const HELP = `Usage:
+  skein sessions [list] [--cwd DIR] [--limit N] [--json]   The sessions, newest first
+  skein sessions show ID                                    A session's details and transcript
+  skein sessions rm ID                                      Delete a session's log
+ID may be any unique prefix of a session id. Sessions live in $SKEIN_HOME/sessions (--home).
+`
+
+export const run = (args: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const parsed = yield* Effect.try({
+      try: () => Options.parse(args, { ...Options.commonOptions, cwd: { type: "string" }, limit: { type: "string" }, json: { type: "boolean" } }),
+      catch: (e) => e
+    })
+    if (parsed.values.help === true) {
+      process.stdout.write(HELP)
+      return 0
+    }
+    const common = Options.common(parsed.values)
+    const [sub = "list", ...rest] = parsed.positionals
+    const limit = parsed.values.limit === undefined ? 50 : Number(parsed.values.limit)
+    if (!Number.isInteger(limit) || limit < 1) return yield* Effect.fail(new Options.UsageError("--limit must be a positive integer"))
+    const one = (what: string) =>
+      rest.length === 1 ? Effect.succeed(rest[0]!) : Effect.fail(new Options.UsageError(`skein sessions ${what} takes one session ID`))
+    const program = Effect.gen(function*() {
+      switch (sub) {
+        case "list":
+        case "ls":
+          if (rest.length > 0) return yield* Effect.fail(new Options.UsageError("skein sessions list takes no arguments"))
+          return yield* list({ cwd: parsed.values.cwd !== undefined ? nodePath.resolve(parsed.values.cwd) : undefined, limit }, parsed.values.json === true)
+        case "show":
+          return yield* show(yield* readRef(yield* one("show")))
+        case "rm":
+        case "delete":
+          return yield* remove(yield* one("rm"))
+        default:
+          return yield* Effect.fail(new Options.UsageError(`Unknown sessions command "${sub}" (expected list, show or rm)`))
+      }
+    })
+    return yield* reportErrors(program).pipe(Effect.provide(logLayer(common.home)))
+  })

@@ -1,0 +1,111 @@
+/**
+ * The write lease on a session: `<id>.lock` beside its log, holding the owner
+ * `{pid, host, started}`. Only the holder appends to the log; reading needs no
+ * lease. Two Skein processes therefore never write the same session.
+ *
+ * The lock file appears atomically with its content (written to a private
+ * temporary file, then hard-linked into place, which fails if a lock exists).
+ * A lock whose owner is a process of this host that no longer runs (a crash,
+ * `kill -9`) is stale and taken over. A lock held by another host cannot be
+ * checked and is respected; the error says which file to remove.
+ */
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import type * as FileSystem from "effect/FileSystem"
+import type * as Scope from "effect/Scope"
+import * as os from "node:os"
+import { LogError } from "./LogError.ts"
+
+export interface Owner {
+  readonly pid: number
+  readonly host: string
+  /** When the owner took the lock (ms since the epoch). */
+  readonly started: number
+}
+
+const parseOwner = (text: string): Owner | undefined => {
+  try {
+    const o = JSON.parse(text) as Partial<Owner>
+    return typeof o.pid === "number" && typeof o.host === "string" && typeof o.started === "number"
+      ? { pid: o.pid, host: o.host, started: o.started }
+      : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** Whether a process of this host runs with that pid (EPERM: it runs, as someone else). */
+const running = (pid: number): boolean => {
+  if (!Number.isInteger(pid) || pid <= 0) return false
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
+/** Whether the lock's owner may still write: another host, or a running process here. */
+export const isLive = (owner: Owner | undefined): boolean =>
+  owner !== undefined && (owner.host !== os.hostname() || owner.pid === process.pid || running(owner.pid))
+
+const lockedError = (sessionId: string, lockFile: string, owner: Owner) =>
+  new LogError({
+    reason: "locked",
+    message: owner.pid === process.pid && owner.host === os.hostname()
+      ? `Session ${sessionId} is already open in this Skein process (pid ${owner.pid})`
+      : `Session ${sessionId} is open in another Skein process (pid ${owner.pid} on ${owner.host}). ` +
+        `Close it there first; if that process is gone, remove ${lockFile}`
+  })
+
+/** The current owner of a lock file, if there is a readable one. */
+export const owner = (fs: FileSystem.FileSystem, lockFile: string): Effect.Effect<Owner | undefined> =>
+  fs.readFileString(lockFile).pipe(Effect.map(parseOwner), Effect.orElseSucceed(() => undefined))
+
+/** Fails with `locked` when a live process other than this one holds the lock. */
+export const checkFree = (fs: FileSystem.FileSystem, lockFile: string, sessionId: string) =>
+  Effect.flatMap(owner(fs, lockFile), (o) => (o !== undefined && isLive(o) ? Effect.fail(lockedError(sessionId, lockFile, o)) : Effect.void))
+
+/**
+ * Takes the lock for the scope's lifetime; it is removed when the scope closes
+ * (only if it is still ours). Fails with `locked` when a live owner has it.
+ */
+export const acquire = (
+  fs: FileSystem.FileSystem,
+  lockFile: string,
+  sessionId: string
+): Effect.Effect<void, LogError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const me: Owner = { pid: process.pid, host: os.hostname(), started: yield* Clock.currentTimeMillis }
+    const mine = JSON.stringify(me)
+    const io = (what: string) => (error: { readonly reason: { readonly _tag: string } }) =>
+      new LogError({ reason: "io", message: `Cannot ${what} the lock ${lockFile}: ${error.reason._tag}` })
+    const temp = `${lockFile}.${process.pid}.${me.started}.tmp`
+    yield* fs.writeFileString(temp, mine, { flag: "w" }).pipe(Effect.mapError(io("write")))
+    const link = fs.link(temp, lockFile).pipe(
+      Effect.as(true),
+      Effect.catch((error) => error.reason._tag === "AlreadyExists" ? Effect.succeed(false) : Effect.fail(io("create")(error)))
+    )
+    const taken = yield* Effect.gen(function*() {
+      if (yield* link) return true
+      const text = yield* fs.readFileString(lockFile).pipe(Effect.orElseSucceed(() => undefined))
+      if (text === undefined) return yield* link // removed meanwhile
+      const current = parseOwner(text)
+      if (current !== undefined && isLive(current)) return yield* lockedError(sessionId, lockFile, current)
+      // Stale: remove it only if it is still the stale one, then race for it once more.
+      const again = yield* fs.readFileString(lockFile).pipe(Effect.orElseSucceed(() => undefined))
+      if (again === text) yield* Effect.ignore(fs.remove(lockFile))
+      yield* Effect.logWarning(`Took over the stale lock ${lockFile} (its owner, pid ${current?.pid ?? "?"}, is gone)`)
+      return yield* link
+    }).pipe(Effect.ensuring(Effect.ignore(fs.remove(temp))))
+    if (!taken) {
+      const current = yield* owner(fs, lockFile)
+      return yield* lockedError(sessionId, lockFile, current ?? me)
+    }
+    yield* Effect.addFinalizer(() =>
+      Effect.flatMap(
+        fs.readFileString(lockFile).pipe(Effect.orElseSucceed(() => undefined)),
+        (text) => (text === mine ? Effect.ignore(fs.remove(lockFile)) : Effect.void)
+      )
+    )
+  })

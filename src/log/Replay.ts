@@ -1,0 +1,106 @@
+/**
+ * Replaying a log for presenters, purely: the `session/update` stream that
+ * `session/load` sends (through `Translate.replay`), those updates as ACP
+ * notification lines, and a plain-text transcript for people.
+ */
+import * as Translate from "../translate/Translate.ts"
+import { type Canonical, type LogHeader, promptText } from "./Event.ts"
+import * as History from "./History.ts"
+import * as Recovery from "./Recovery.ts"
+
+/**
+ * The events as `session/load` sees them: a log a crash left mid-turn gets
+ * the closing events loading appends (stamped after the last event, at its
+ * time), so a replay shows exactly what a load would.
+ */
+export const withRecovery = (events: ReadonlyArray<Canonical>): ReadonlyArray<Canonical> => {
+  if (Recovery.openTurn(events) === undefined) return events
+  const history = History.make()
+  for (const event of events) History.apply(history, event)
+  const closing = Recovery.closing(events, history)
+  if (closing === undefined) return events
+  const last = events[events.length - 1]!
+  return [
+    ...events,
+    ...closing.bodies.map((body, i) => ({ ...body, sessionId: last.sessionId, seq: last.seq + 1 + i, ts: last.ts, turn: closing.turn }) as Canonical)
+  ]
+}
+
+/** Every update that rebuilds the logged history, in order. */
+export const updates = (events: ReadonlyArray<Canonical>): Array<Translate.SessionUpdate> => {
+  const out: Array<Translate.SessionUpdate> = []
+  for (const event of events) {
+    for (const update of Translate.replay(event)) out.push(update)
+  }
+  return out
+}
+
+/** The `session/update` notifications `session/load` writes, one JSON-RPC line each (with `\n`). */
+export const notificationLines = (sessionId: string, events: ReadonlyArray<Canonical>): Array<string> =>
+  updates(events).map((update) =>
+    JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: { sessionId, update } }) + "\n"
+  )
+
+const indent = (text: string, prefix: string) => text.split("\n").map((line) => prefix + line).join("\n")
+
+const firstLines = (text: string, max: number) => {
+  const lines = text.split("\n")
+  return lines.length <= max ? text : `${lines.slice(0, max).join("\n")}\n… (${lines.length - max} more lines)`
+}
+
+/** A readable transcript of a session: prompts, answers, thoughts, tool calls and results, plans, modes. */
+export const transcript = (header: LogHeader, events: ReadonlyArray<Canonical>): string => {
+  const out: Array<string> = []
+  out.push(`Session ${header.id}`)
+  out.push(`  cwd      ${header.cwd}`)
+  if (header.additionalDirectories !== undefined && header.additionalDirectories.length > 0) {
+    out.push(`  also     ${header.additionalDirectories.join(", ")}`)
+  }
+  out.push(`  created  ${new Date(header.created).toISOString()}`)
+  if (header.mode !== undefined) out.push(`  mode     ${header.mode}`)
+  const titles = new Map<string, string>()
+  for (const event of events) {
+    switch (event.type) {
+      case "turn_start":
+        out.push("", `── turn ${event.turn} ${"─".repeat(40)}`, indent(promptText(event.data.content), "> "))
+        break
+      case "model_response":
+        for (const part of event.data.parts) {
+          if (part.type === "thinking" && part.text.length > 0) out.push(indent(part.text, "  (thinking) "))
+          if (part.type === "text" && part.text.length > 0) out.push(part.text)
+        }
+        if (event.data.error !== undefined) out.push(`  (model call ${event.data.call} failed: ${event.data.error})`)
+        break
+      case "tool_call":
+        titles.set(event.data.id, event.data.title)
+        out.push(`→ ${event.data.title}`)
+        break
+      case "tool_result": {
+        const mark = event.data.ok ? "✓" : "✗"
+        const shown = event.data.details?.output ?? event.data.content
+        out.push(`  ${mark} ${titles.get(event.data.id) ?? event.data.id}`)
+        for (const diff of event.data.details?.diff ?? []) out.push(`    (diff of ${diff.path})`)
+        if (shown.length > 0) out.push(indent(firstLines(shown, 20), "    "))
+        break
+      }
+      case "permission":
+        out.push(`  [permission: ${event.data.outcome}${event.data.rule !== undefined ? ` — ${event.data.rule.label}` : ""}]`)
+        break
+      case "plan":
+        out.push("  plan:")
+        for (const entry of event.data.entries) out.push(`    [${entry.status}] ${entry.content}`)
+        break
+      case "mode_changed":
+        out.push(`[mode: ${event.data.mode}]`)
+        break
+      case "config_changed":
+        out.push(`[${event.data.id}: ${event.data.value}]`)
+        break
+      case "turn_end":
+        if (event.data.error !== undefined) out.push(event.data.error)
+        out.push(`[${event.data.stopReason}]`)
+        break
+    }
+  }
+  return out.join("\n") + "\n"
+}

@@ -1,0 +1,109 @@
+/**
+ * The replay provider: answers every model call from a session's log. Turn N
+ * of the session that uses it (counted from 1, in the order the log started
+ * them) consumes the log's N-th turn; model call M of it streams exactly the
+ * logged `model_response` with call number M: its text, thinking (with
+ * signatures) and tool calls (same ids and arguments) in order, its usage and
+ * its stop reason. A logged failure is streamed as the same failure.
+ *
+ * A call the log ended by a cancel, or a call the log never got to in a turn
+ * that was cancelled (or cut by a crash), is a *cancel point*: the logged
+ * parts stream, `onCancelPoint` runs (a re-run cancels its turn there), and
+ * the stream waits to be interrupted. Anything else the log does not have is
+ * a failure naming the turn and call.
+ */
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
+import type { Canonical, ModelResponse, UserBlock } from "../log/Event.ts"
+import type { Provider, StreamPart } from "./Provider.ts"
+
+type ResponseData = typeof ModelResponse.Type["data"]
+
+/** One logged turn, as the replay provider and a re-run read it. */
+export interface RecordedTurn {
+  /** The turn's number in the log. */
+  readonly turn: number
+  readonly content: ReadonlyArray<UserBlock>
+  /** Logged model responses by call number. */
+  readonly calls: ReadonlyMap<number, ResponseData>
+  /** How the turn ended in the log (undefined: the log stops inside it). */
+  readonly stopReason: string | undefined
+}
+
+/** The log's turns, in the order they started. */
+export const turnsOf = (events: ReadonlyArray<Canonical>): Array<RecordedTurn> => {
+  const turns: Array<{ turn: number; content: ReadonlyArray<UserBlock>; calls: Map<number, ResponseData>; stopReason: string | undefined }> = []
+  const byNumber = new Map<number, (typeof turns)[number]>()
+  for (const event of events) {
+    if (event.type === "turn_start" && event.turn !== null) {
+      const t = { turn: event.turn, content: event.data.content, calls: new Map<number, ResponseData>(), stopReason: undefined }
+      turns.push(t)
+      byNumber.set(event.turn, t)
+    } else if (event.type === "model_response" && event.turn !== null) {
+      byNumber.get(event.turn)?.calls.set(event.data.call, event.data)
+    } else if (event.type === "turn_end" && event.turn !== null) {
+      const t = byNumber.get(event.turn)
+      if (t !== undefined) t.stopReason = event.data.stopReason
+    }
+  }
+  return turns
+}
+
+export interface Options {
+  /** Runs at a cancel point, with the log's turn number; the stream then waits to be interrupted. */
+  readonly onCancelPoint?: ((turn: number) => Effect.Effect<void>) | undefined
+}
+
+const partsOf = (data: ResponseData): Array<StreamPart> => {
+  const out: Array<StreamPart> = []
+  for (const part of data.parts) {
+    switch (part.type) {
+      case "text":
+        out.push({ _tag: "TextDelta", text: part.text })
+        break
+      case "thinking":
+        out.push(part.signature !== undefined ? { _tag: "ThinkingDelta", text: part.text, signature: part.signature } : { _tag: "ThinkingDelta", text: part.text })
+        break
+      case "tool_call":
+        out.push({ _tag: "ToolCall", id: part.id, name: part.name, args: part.args })
+        break
+    }
+  }
+  if (data.usage !== undefined) out.push({ _tag: "Usage", usage: data.usage })
+  return out
+}
+
+const failure = (message: string): Stream.Stream<StreamPart> => Stream.succeed({ _tag: "Failure", message, retryable: false })
+
+export const make = (events: ReadonlyArray<Canonical>, options?: Options): Provider => {
+  const turns = turnsOf(events)
+  const cancelPoint = (turn: number, parts: Array<StreamPart>): Stream.Stream<StreamPart> =>
+    Stream.concat(
+      Stream.fromArray(parts),
+      Stream.fromEffect(Effect.andThen(options?.onCancelPoint?.(turn) ?? Effect.void, Effect.never))
+    )
+  return {
+    name: "replay",
+    stream: (request) =>
+      Stream.suspend(() => {
+        const turn = turns[request.turn - 1]
+        if (turn === undefined) return failure(`The log has no turn ${request.turn} (it has ${turns.length})`)
+        const data = turn.calls.get(request.call)
+        const interrupted = turn.stopReason === "cancelled" || turn.stopReason === undefined
+        if (data === undefined) {
+          return interrupted
+            ? cancelPoint(turn.turn, [])
+            : failure(`The log's turn ${turn.turn} has no model call ${request.call}`)
+        }
+        const parts = partsOf(data)
+        switch (data.stop) {
+          case "cancelled":
+            return cancelPoint(turn.turn, parts)
+          case "error":
+            return Stream.fromArray([...parts, { _tag: "Failure", message: data.error ?? "The logged model call failed", retryable: false }])
+          default:
+            return Stream.fromArray([...parts, { _tag: "Finish", stop: data.stop }])
+        }
+      })
+  }
+}

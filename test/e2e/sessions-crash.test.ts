@@ -1,0 +1,116 @@
+/**
+ * End to end: crash safety. A real `kill -9` of the agent mid-stream and mid-tool, then the
+ * session is loaded by a new process: every event written before the crash is there, a torn
+ * last line is cut (and said on stderr), the stale lock is taken over, the interrupted turn is
+ * closed, and the session goes on.
+ */
+import { appendFileSync, existsSync, readFileSync } from "node:fs"
+import { join } from "node:path"
+import { describe, expect, it } from "vitest"
+import { INTERRUPTED_TOOL, INTERRUPTED_TURN } from "../../src/log/Recovery.ts"
+import * as Toolkit from "../../src/tools/Toolkit.ts"
+import { type AgentProcess, expectClean, useAgents } from "../support/AgentProcess.ts"
+
+const agents = useAgents()
+
+const logFile = (agent: AgentProcess, sessionId: string) => join(agent.home, "sessions", `${sessionId}.ndjson`)
+
+/** Kills the agent with SIGKILL (no finalizer runs) and waits for it to be gone. */
+const crash = async (agent: AgentProcess) => {
+  agent.child.kill("SIGKILL")
+  expect(await agent.waitExit()).toEqual({ code: null, signal: "SIGKILL" })
+}
+
+const hasBash = Toolkit.builtin().get("bash") !== undefined
+
+describe("e2e: kill -9 and load", () => {
+  it("mid-stream: nothing completed is lost, a torn tail is cut and reported, the turn reads as interrupted", async () => {
+    const script = {
+      turns: [
+        { calls: [[{ text: "Reading." }, { tool: "read", args: { path: "notes.txt" } }], [{ text: "It says hello." }]] },
+        { calls: [[{ text: "Half an ans" }, { sleep_ms: 60_000 }, { text: "wer." }]] },
+        { calls: [[{ text: "Back again." }]] }
+      ]
+    }
+    const first = await agents.ready({ script, files: { "notes.txt": "hello\n" } })
+    const sessionId = await first.newSession()
+    await first.prompt(sessionId, "Read the notes")
+    void first.prompt(sessionId, "Now think").catch(() => undefined)
+    await first.waitForUpdate(sessionId, (u) => u.sessionUpdate === "agent_message_chunk" && (u.content as { text: string }).text === "Half an ans")
+    await crash(first)
+
+    const file = logFile(first, sessionId)
+    const beforeCrash = readFileSync(file, "utf8")
+    const written = beforeCrash.trimEnd().split("\n").map((l) => JSON.parse(l))
+    expect(written.slice(1).map((e) => e.type)).toEqual(["turn_start", "model_response", "tool_call", "tool_result", "model_response", "turn_end", "turn_start"])
+    expect(existsSync(join(first.home, "sessions", `${sessionId}.lock`))).toBe(true)
+    // What a crash in the middle of an append leaves behind.
+    appendFileSync(file, '{"seq":8,"ts":1,"turn":2,"type":"model_resp')
+
+    const second = await agents.ready({ script, args: ["--home", first.home] })
+    const response = await second.sdk.request("session/load", { sessionId, cwd: first.cwd, mcpServers: [] })
+    await second.settled(sessionId)
+    expect(response.modes?.currentModeId).toBe("default")
+    expect(second.stderr).toContain(`Session log ${file}: cut a torn last line (line 9`)
+    expect(second.stderr).toContain("stale lock")
+
+    const updates = second.updates(sessionId)
+    expect(updates.map((u) => [u.sessionUpdate, (u as { content?: { text?: string } }).content?.text ?? (u as { status?: string }).status])).toEqual([
+      ["user_message_chunk", "Read the notes"],
+      ["agent_message_chunk", "Reading."],
+      ["tool_call", "in_progress"],
+      ["tool_call_update", "completed"],
+      ["agent_message_chunk", "It says hello."],
+      ["user_message_chunk", "Now think"],
+      ["agent_message_chunk", INTERRUPTED_TURN]
+    ])
+
+    // The log keeps every byte written before the crash (minus the torn tail), then the closing turn_end.
+    const after = readFileSync(file, "utf8")
+    expect(after.startsWith(beforeCrash)).toBe(true)
+    const appended = after.slice(beforeCrash.length).trimEnd().split("\n").map((l) => JSON.parse(l))
+    expect(appended).toEqual([{ seq: 8, ts: expect.any(Number), turn: 2, type: "turn_end", data: { stopReason: "cancelled", error: INTERRUPTED_TURN } }])
+
+    // And the session goes on in the new process.
+    expect(await second.prompt(sessionId, "Still there?")).toEqual({ stopReason: "end_turn" })
+    const log = readFileSync(file, "utf8").trimEnd().split("\n").map((l) => JSON.parse(l))
+    expect(log.slice(-3).map((e) => [e.seq, e.turn, e.type])).toEqual([[9, 3, "turn_start"], [10, 3, "model_response"], [11, 3, "turn_end"]])
+    expectClean(second)
+  })
+
+  it.skipIf(!hasBash)("mid-tool: the running call is failed as not finished and the turn as interrupted", async () => {
+    const script = {
+      turns: [
+        { calls: [[{ text: "Waiting." }, { tool: "bash", args: { command: "sleep 5" } }], [{ text: "never" }]] },
+        { calls: [[{ text: "Recovered." }]] }
+      ]
+    }
+    const first = await agents.ready({ script })
+    const sessionId = await first.newSession()
+    void first.prompt(sessionId, "Wait a bit").catch(() => undefined)
+    await first.waitForUpdate(sessionId, (u) => u.sessionUpdate === "tool_call_update" && (u as { status?: string }).status === "in_progress")
+    await crash(first)
+    const file = logFile(first, sessionId)
+    const beforeCrash = readFileSync(file, "utf8")
+    const types = beforeCrash.trimEnd().split("\n").slice(1).map((l) => JSON.parse(l).type)
+    expect(types.filter((t) => t !== "permission")).toEqual(["turn_start", "model_response", "tool_call"])
+
+    const second = await agents.ready({ script, args: ["--home", first.home] })
+    await second.sdk.request("session/load", { sessionId, cwd: first.cwd, mcpServers: [] })
+    await second.settled(sessionId)
+    const updates = second.updates(sessionId)
+    expect(updates.at(-2)).toMatchObject({
+      sessionUpdate: "tool_call_update",
+      toolCallId: "call_1_1_1",
+      status: "failed",
+      content: [{ type: "content", content: { type: "text", text: INTERRUPTED_TOOL } }]
+    })
+    expect(updates.at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: INTERRUPTED_TURN } })
+    const after = readFileSync(file, "utf8")
+    expect(after.startsWith(beforeCrash)).toBe(true)
+    expect(after.slice(beforeCrash.length).trimEnd().split("\n").map((l) => JSON.parse(l).type)).toEqual(["tool_result", "turn_end"])
+    expect(await second.prompt(sessionId, "Again")).toEqual({ stopReason: "end_turn" })
+    expect(second.updates(sessionId).at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Recovered." } })
+    expectClean(second)
+  })
+})

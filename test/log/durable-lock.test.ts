@@ -1,0 +1,120 @@
+/**
+ * The write lease of a session (`<id>.lock`): one writer per session across processes, stale
+ * owners (dead processes of this host) taken over, foreign hosts respected.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FileSystem from "effect/FileSystem"
+import * as Logger from "effect/Logger"
+import * as Scope from "effect/Scope"
+import { spawn, spawnSync } from "node:child_process"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { hostname } from "node:os"
+import { join } from "node:path"
+import * as Lock from "../../src/log/Lock.ts"
+import * as TempDir from "../support/TempDir.ts"
+
+const withFs = <A, E>(f: (fs: FileSystem.FileSystem, dir: string) => Effect.Effect<A, E, Scope.Scope>) =>
+  Effect.gen(function*() {
+    const dir = yield* TempDir.make()
+    const fs = yield* FileSystem.FileSystem
+    return yield* f(fs, dir)
+  }).pipe(Effect.provide(TempDir.platform))
+
+/** The pid of a process that has exited. */
+const deadPid = () => spawnSync(process.execPath, ["-e", ""]).pid!
+
+const owner = (pid: number, host = hostname()) => JSON.stringify({ pid, host, started: 1 })
+
+const captureWarnings = () => {
+  const lines: Array<string> = []
+  const logger = Logger.make<unknown, void>(({ message }) => {
+    lines.push((Array.isArray(message) ? message : [message]).map(String).join(" "))
+  })
+  return { lines, layer: Logger.layer([logger]) }
+}
+
+describe("Lock", () => {
+  it.effect("holds {pid, host, started} while the scope is open and removes it when it closes", () =>
+    withFs((fs, dir) =>
+      Effect.gen(function*() {
+        const file = join(dir, "s.lock")
+        const scope = yield* Scope.make()
+        yield* Lock.acquire(fs, file, "s").pipe(Scope.provide(scope))
+        const held = JSON.parse(readFileSync(file, "utf8"))
+        assert.strictEqual(held.pid, process.pid)
+        assert.strictEqual(held.host, hostname())
+        assert.isNumber(held.started)
+        // No temporary file is left behind.
+        assert.deepStrictEqual((yield* fs.readDirectory(dir)).sort(), ["s.lock"])
+        yield* Scope.close(scope, Exit.void)
+        assert.isFalse(existsSync(file))
+      })))
+
+  it.effect("a second holder in the same process is refused", () =>
+    withFs((fs, dir) =>
+      Effect.gen(function*() {
+        const file = join(dir, "s.lock")
+        yield* Lock.acquire(fs, file, "s")
+        const error = yield* Effect.flip(Lock.acquire(fs, file, "s"))
+        assert.strictEqual(error.reason, "locked")
+        assert.include(error.message, `already open in this Skein process (pid ${process.pid})`)
+      })))
+
+  it.effect("a lock held by another live process is refused with its pid and the lock file", () =>
+    withFs((fs, dir) =>
+      Effect.gen(function*() {
+        const child = spawn(process.execPath, ["-e", "setTimeout(() => {}, 30000)"], { stdio: "ignore" })
+        yield* Effect.addFinalizer(() => Effect.sync(() => child.kill("SIGKILL")))
+        const file = join(dir, "s.lock")
+        writeFileSync(file, owner(child.pid!))
+        const error = yield* Effect.flip(Lock.acquire(fs, file, "s"))
+        assert.strictEqual(error.reason, "locked")
+        assert.include(error.message, `another Skein process (pid ${child.pid}`)
+        assert.include(error.message, file)
+        const checked = yield* Effect.flip(Lock.checkFree(fs, file, "s"))
+        assert.strictEqual(checked.reason, "locked")
+        // Refusing never removes someone else's lock.
+        assert.strictEqual(readFileSync(file, "utf8"), owner(child.pid!))
+      })))
+
+  it.effect("a lock whose owner process is gone is stale: taken over, with a warning", () =>
+    withFs((fs, dir) =>
+      Effect.gen(function*() {
+        const file = join(dir, "s.lock")
+        const dead = deadPid()
+        writeFileSync(file, owner(dead))
+        yield* Lock.checkFree(fs, file, "s")
+        const logs = captureWarnings()
+        yield* Lock.acquire(fs, file, "s").pipe(Effect.provide(logs.layer))
+        assert.strictEqual(JSON.parse(readFileSync(file, "utf8")).pid, process.pid)
+        assert.isTrue(logs.lines.some((l) => l.includes(`stale lock ${file}`) && l.includes(`pid ${dead}`)), logs.lines.join("\n"))
+      })))
+
+  it.effect("an unreadable lock counts as stale; a lock of another host is respected", () =>
+    withFs((fs, dir) =>
+      Effect.gen(function*() {
+        const garbage = join(dir, "g.lock")
+        writeFileSync(garbage, "{torn")
+        yield* Lock.acquire(fs, garbage, "g").pipe(Effect.provide(Logger.layer([])))
+        assert.strictEqual(JSON.parse(readFileSync(garbage, "utf8")).pid, process.pid)
+
+        const foreign = join(dir, "f.lock")
+        writeFileSync(foreign, owner(deadPid(), "another-host.example"))
+        const error = yield* Effect.flip(Lock.acquire(fs, foreign, "f"))
+        assert.strictEqual(error.reason, "locked")
+        assert.include(error.message, "on another-host.example")
+      })))
+
+  it.effect("closing the scope leaves a lock alone once it is no longer ours", () =>
+    withFs((fs, dir) =>
+      Effect.gen(function*() {
+        const file = join(dir, "s.lock")
+        const scope = yield* Scope.make()
+        yield* Lock.acquire(fs, file, "s").pipe(Scope.provide(scope))
+        writeFileSync(file, owner(12345, "elsewhere"))
+        yield* Scope.close(scope, Exit.void)
+        assert.strictEqual(readFileSync(file, "utf8"), owner(12345, "elsewhere"))
+      })))
+})
