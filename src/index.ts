@@ -24,6 +24,7 @@ import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
 import * as Layer from "effect/Layer"
 import { SessionLog } from "./log/SessionLog.ts"
+import type { Catalog } from "./providers/Models.ts"
 import type { Provider } from "./providers/Provider.ts"
 import * as Scripted from "./providers/Scripted.ts"
 import * as Unconfigured from "./providers/Unconfigured.ts"
@@ -41,7 +42,10 @@ export interface SkeinConfig {
   readonly provider?: Provider | undefined
   /** A parsed script for the scripted provider (see `Scripted.parse`). */
   readonly script?: Scripted.Script | undefined
+  /** The model of new sessions: a key of `models` (`provider/id`) when given. */
   readonly model?: string | undefined
+  /** The models sessions may switch between (from `Registry.resolve(…).models`). */
+  readonly models?: Catalog | undefined
   readonly maxTurnRequests?: number | undefined
   /** The mode of new sessions (default `default`). */
   readonly mode?: ModeId | undefined
@@ -61,6 +65,7 @@ export const layerWithoutPlatform = (config: SkeinConfig) =>
       home: config.home,
       provider: resolveProvider(config),
       model: config.model,
+      models: config.models,
       maxTurnRequests: config.maxTurnRequests ?? DEFAULT_MAX_TURN_REQUESTS,
       defaultMode: config.mode ?? DEFAULT_MODE,
       permissionTimeoutMs: config.permissionTimeoutMs ?? DEFAULT_PERMISSION_TIMEOUT_MS,
@@ -100,6 +105,9 @@ export { Bus } from "./runtime/Bus.ts"
 export { AcpServer } from "./server/AcpServer.ts"
 export * as Scripted from "./providers/Scripted.ts"
 export type { Provider, ModelRequest, StreamPart, Message, ToolSpec } from "./providers/Provider.ts"
+export type { Catalog, CatalogEntry, ModelInfo, Price } from "./providers/Models.ts"
+/** The built-in providers, `$SKEIN_HOME/config.json` and `skein doctor`'s setup: `Registry.resolve(options)`. */
+export * as Registry from "./providers/Registry.ts"
 export type { SessionEvent, UserBlock, StopReason } from "./log/Event.ts"
 export * as Translate from "./translate/Translate.ts"
 export { VERSION } from "./version.ts"

@@ -1,14 +1,19 @@
 /**
- * Turns command-line options into the runtime's configuration.
+ * Turns command-line options into the runtime's configuration: the scripted
+ * provider with `--script`, else the providers of the environment and
+ * `$SKEIN_HOME/config.json` (see `providers/Registry.ts`).
  */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as fs from "node:fs"
+import * as Registry from "../providers/Registry.ts"
 import * as Scripted from "../providers/Scripted.ts"
 import * as Options from "./Options.ts"
 
-const loadScript = (path: string | undefined) =>
+const loadScript = (path: string) =>
   Effect.gen(function*() {
-    if (path === undefined) return undefined
     const text = yield* Effect.try({
       try: () => fs.readFileSync(path, "utf8"),
       catch: () => new Options.UsageError(`Cannot read the script file ${path}`)
@@ -18,20 +23,22 @@ const loadScript = (path: string | undefined) =>
 
 export const skeinConfig = (common: Options.Common) =>
   Effect.gen(function*() {
-    if (common.provider !== undefined && common.provider !== "scripted") {
-      return yield* Effect.fail(new Options.UsageError(`Unknown provider "${common.provider}" (available: scripted)`))
-    }
-    if (common.provider === "scripted" && common.script === undefined) {
-      return yield* Effect.fail(new Options.UsageError("The scripted provider needs --script FILE"))
-    }
-    const script = yield* loadScript(common.script)
-    return {
+    const limits = {
       home: common.home,
-      script,
-      model: common.model,
       maxTurnRequests: common.maxTurnRequests,
       permissionTimeoutMs: common.permissionTimeoutMs,
       mode: common.mode
     }
+    if (common.provider === "scripted" || (common.provider === undefined && common.script !== undefined)) {
+      if (common.script === undefined) return yield* Effect.fail(new Options.UsageError("The scripted provider needs --script FILE"))
+      return { ...limits, script: yield* loadScript(common.script), model: common.model }
+    }
+    if (common.script !== undefined) {
+      return yield* Effect.fail(new Options.UsageError(`--script selects the scripted provider; it cannot be combined with --provider ${common.provider}`))
+    }
+    const resolved = yield* Registry.resolve({ home: common.home, env: process.env, provider: common.provider, model: common.model }).pipe(
+      Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)),
+      Effect.mapError((error) => new Options.UsageError(error.message))
+    )
+    return { ...limits, provider: resolved.provider, model: resolved.model, models: resolved.models }
   })
-

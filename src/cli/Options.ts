@@ -50,13 +50,16 @@ Usage:
                                  stream session/load sends; --rerun: run every turn again (model
                                  answers from the log, tools for real) and report where tool
                                  results differ (exit 1 when they do)
+  skein doctor [options]         Show the configured providers and models, and what is
+                                 missing (no network; keys shown as set or not set)
   skein --version | --help
 
 Options (each also an environment variable):
   --home DIR               Where sessions live (SKEIN_HOME, default ~/.skein)
   --script FILE            Answer model calls from a JSON script (SKEIN_SCRIPT)
-  --provider NAME          Model provider (SKEIN_PROVIDER)
-  --model ID               Model id (SKEIN_MODEL)
+  --provider NAME          Model provider: openai-responses, openai-chat, anthropic-messages,
+                           scripted, or one from $SKEIN_HOME/config.json (SKEIN_PROVIDER)
+  --model ID               Model id, or provider/id (SKEIN_MODEL)
   --mode ID                Mode of new sessions: default, acceptEdits, plan, bypassPermissions
   --max-turn-requests N    Model calls allowed in one turn (default 50)
   --permission-timeout-ms N  Unanswered permission requests are denied after N ms
@@ -73,7 +76,9 @@ skein run options:
   --cwd DIR                Working directory of the session (default: the current directory)
   --json                   Print every event as one JSON line
 
-Sessions live in $SKEIN_HOME/sessions/<id>.ndjson (one append-only log each).
+Providers read OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL like
+the vendors' SDKs, and $SKEIN_HOME/config.json; SKEIN_IDLE_TIMEOUT_MS (default 120000) fails a
+stream that stalls. Sessions live in $SKEIN_HOME/sessions/<id>.ndjson (one append-only log each).
 
 Exit codes: 0 ok, 1 runtime failure (replay --rerun: a difference), 2 usage, 130 interrupted.
 `

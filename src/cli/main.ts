@@ -27,7 +27,8 @@ const commands: Record<string, () => Promise<CommandModule>> = {
   run: () => Promise.resolve(Run),
   // Commands for saved sessions load lazily: `acp` never pays for them.
   sessions: () => import("./sessions.ts"),
-  replay: () => import("./replay.ts")
+  replay: () => import("./replay.ts"),
+  doctor: () => import("./doctor.ts")
 }
 
 /** Runs a command effect; SIGINT/SIGTERM interrupt it and shut everything down cleanly. */

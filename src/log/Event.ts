@@ -144,11 +144,13 @@ export type EphemeralBody =
   | { readonly type: "thinking_delta"; readonly data: { readonly text: string } }
   | { readonly type: "tool_running"; readonly data: { readonly id: string } }
   | { readonly type: "tool_progress"; readonly data: { readonly id: string; readonly output: string } }
+  /** After a model call: the context it used (`used` of the window's `size` tokens) and the session's cost so far (USD). */
+  | { readonly type: "usage"; readonly data: { readonly used: number; readonly size: number; readonly cost?: number } }
 
 export type EventBody = CanonicalBody | EphemeralBody
 export type EventType = EventBody["type"]
 
-const ephemeralTypes: ReadonlySet<string> = new Set(["text_delta", "thinking_delta", "tool_running", "tool_progress"])
+const ephemeralTypes: ReadonlySet<string> = new Set(["text_delta", "thinking_delta", "tool_running", "tool_progress", "usage"])
 export const isEphemeral = (body: EventBody): body is EphemeralBody => ephemeralTypes.has(body.type)
 
 /** An event as it travels on the bus: stamped with its session, sequence, time and turn. */

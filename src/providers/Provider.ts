@@ -32,6 +32,8 @@ export interface ModelRequest {
   readonly messages: ReadonlyArray<Message>
   readonly tools: ReadonlyArray<ToolSpec>
   readonly model?: string | undefined
+  /** The session's reasoning effort (its `thought_level` option), when the model supports one. */
+  readonly reasoningEffort?: string | undefined
 }
 
 export type StreamPart =

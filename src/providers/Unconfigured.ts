@@ -8,9 +8,13 @@ import type { Provider, StreamPart } from "./Provider.ts"
 export const MESSAGE = [
   "Skein has no model provider configured, so it cannot answer yet.",
   "",
-  "To try it without a model, run with a script: `skein acp --script FILE` (see the README's \"Scripted provider\").",
-  "To use a model, start Skein with a provider and model, e.g. `skein acp --provider openai-chat --model llama3`",
-  "with OPENAI_BASE_URL (and OPENAI_API_KEY) set, or set SKEIN_PROVIDER and SKEIN_MODEL."
+  "To use a model, set one of these in the agent's environment, then restart it:",
+  "- ANTHROPIC_API_KEY for Claude (provider anthropic-messages)",
+  "- OPENAI_API_KEY for OpenAI (provider openai-responses)",
+  "- OPENAI_BASE_URL=http://127.0.0.1:11434/v1 with --model llama3 (or SKEIN_MODEL) for Ollama, vLLM, llama.cpp,",
+  "  LM Studio or any OpenAI-compatible server (provider openai-chat)",
+  "or declare providers and models in $SKEIN_HOME/config.json; `--provider`/`--model` (SKEIN_PROVIDER/SKEIN_MODEL) choose.",
+  "`skein doctor` shows what is configured. To try Skein without a model, run it with a script: `skein acp --script FILE`."
 ].join("\n")
 
 export const make = (message: string = MESSAGE): Provider => ({

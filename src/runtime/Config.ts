@@ -5,6 +5,7 @@
  */
 import * as Context from "effect/Context"
 import * as Layer from "effect/Layer"
+import type { Catalog } from "../providers/Models.ts"
 import type { Provider } from "../providers/Provider.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
 import type { ModeId } from "./Modes.ts"
@@ -13,7 +14,10 @@ export interface Settings {
   /** `$SKEIN_HOME`: sessions live in `<home>/sessions`. */
   readonly home: string
   readonly provider: Provider
+  /** The model of new sessions (a catalog key, `provider/id`, when `models` is given). */
   readonly model?: string | undefined
+  /** The models a session may switch to (its `model` option) and what is known of each. */
+  readonly models?: Catalog | undefined
   /** Model calls allowed in one turn before it ends with `max_turn_requests`. */
   readonly maxTurnRequests: number
   /** The mode of new sessions. */

@@ -25,6 +25,7 @@ import * as History from "../log/History.ts"
 import type * as Listing from "../log/Listing.ts"
 import * as Recovery from "../log/Recovery.ts"
 import { type LogError, SessionLog, type Writer } from "../log/SessionLog.ts"
+import type { Catalog } from "../providers/Models.ts"
 import type { ClientAccess, ToolEnv } from "../tools/Tool.ts"
 import { Bus } from "./Bus.ts"
 import { Config } from "./Config.ts"
@@ -104,6 +105,8 @@ export class Runtime extends Context.Service<Runtime, {
   readonly liveSessions: Effect.Effect<ReadonlyArray<Session.SessionInfo>>
   /** Every event of every session, from the moment the stream is run. */
   readonly events: Stream.Stream<SessionEvent>
+  /** The models sessions may switch between, when a provider registry configured them. */
+  readonly models: Catalog | undefined
 }>()("skein/runtime/Runtime") {
   static readonly layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | FileSystem.FileSystem | Path.Path> = Layer.effect(
     Runtime,
@@ -140,6 +143,7 @@ export class Runtime extends Context.Service<Runtime, {
         toolkit: config.toolkit,
         maxTurnRequests: config.maxTurnRequests,
         model: config.model,
+        models: config.models,
         services,
         ask: options.ask,
         client: options.client?.(id),
@@ -308,7 +312,8 @@ export class Runtime extends Context.Service<Runtime, {
             created: session.created
           }))
         ),
-        events: Stream.unwrap(Effect.map(bus.subscribeAll, Stream.fromSubscription))
+        events: Stream.unwrap(Effect.map(bus.subscribeAll, Stream.fromSubscription)),
+        models: config.models
       })
     })
   )

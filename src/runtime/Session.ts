@@ -21,16 +21,17 @@ import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
-import type { CanonicalBody, EphemeralBody, SessionEvent, UserBlock } from "../log/Event.ts"
+import type { CanonicalBody, EphemeralBody, SessionEvent, Usage, UserBlock } from "../log/Event.ts"
 import * as History from "../log/History.ts"
 import type { LogError, Writer } from "../log/SessionLog.ts"
+import * as Models from "../providers/Models.ts"
+import * as Prompt from "../providers/Prompt.ts"
 import type { Provider } from "../providers/Provider.ts"
 import type { ClientAccess, ToolEnv } from "../tools/Tool.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
 import type { Bus } from "./Bus.ts"
 import * as Gate from "./Gate.ts"
 import { isModeId, type ModeId } from "./Modes.ts"
-import * as SystemPrompt from "./SystemPrompt.ts"
 import * as Turn from "./Turn.ts"
 
 export type TurnOutcome = Turn.TurnOutcome
@@ -63,6 +64,8 @@ export interface Session extends SessionInfo {
   readonly setMode: (mode: string) => Effect.Effect<void, SessionError>
   readonly setConfig: (id: string, value: string) => Effect.Effect<void, SessionError>
   readonly mode: Effect.Effect<ModeId>
+  /** The session's choices: its mode, model (catalog key) and reasoning effort. */
+  readonly settings: Effect.Effect<Settings>
   /**
    * This session's events as a Stream, from the moment it starts running (fork
    * it with `startImmediately` before prompting to see a whole turn).
@@ -74,6 +77,12 @@ export interface Session extends SessionInfo {
   readonly history: History.History
 }
 
+export interface Settings {
+  readonly mode: ModeId
+  readonly model: string | undefined
+  readonly effort: string | undefined
+}
+
 export interface Deps {
   readonly bus: Bus["Service"]
   readonly writer: Writer
@@ -81,6 +90,8 @@ export interface Deps {
   readonly toolkit: Toolkit
   readonly maxTurnRequests: number
   readonly model?: string | undefined
+  /** The models the session may switch to; without it, `model` is fixed. */
+  readonly models?: Models.Catalog | undefined
   readonly services: import("effect/Context").Context<ToolEnv>
   /** Asks the user about a tool call; without one, calls that need asking are denied. */
   readonly ask?: Gate.Asker | undefined
@@ -134,6 +145,14 @@ export const make = (
     const pending: Array<Pending> = []
     let running: { readonly turn: number; loop: Fiber.Fiber<unknown, unknown> | undefined } | undefined
 
+    // The model and effort the session chose (remembered in its log as `config_changed`).
+    const currentModel = () => history.config.get("model") ?? deps.model
+    const currentEffort = () => history.config.get("thought_level")
+    // The project part of the system prompt, read once: a stable prefix for the providers' caches.
+    const project = yield* Effect.cached(Prompt.load(info.cwd).pipe(Effect.provideContext(deps.services)))
+    // The session's cost so far (USD), when the model's price is known.
+    let spent = 0
+
     // Completed when the session starts closing: requests waiting on the mailbox give up.
     const closing = yield* Deferred.make<void>()
     yield* deps.bus.register(info.id).pipe(Scope.provide(scope))
@@ -160,6 +179,18 @@ export const make = (
       Effect.flatMap(Clock.currentTimeMillis, (ts) =>
         deps.bus.publish({ ...body, sessionId: info.id, seq, ts, turn } as SessionEvent<EphemeralBody>))
 
+    /** After a model call with usage: the context it used of the window, and the cost so far. */
+    const usageUpdate = (turn: number, usage: Usage): Effect.Effect<void> => {
+      const model = deps.models?.info(currentModel())
+      const cost = Models.cost(usage, model?.price)
+      if (cost !== undefined) spent += cost
+      if (model?.contextWindow === undefined) return Effect.void
+      return emitEphemeral(turn, {
+        type: "usage",
+        data: { used: Models.contextUsed(usage), size: model.contextWindow, ...(cost !== undefined ? { cost: spent } : {}) }
+      })
+    }
+
     const permit = Gate.make({
       sessionId: info.id,
       cwd: info.cwd,
@@ -184,7 +215,9 @@ export const make = (
             canonical: (body) =>
               emitCanonical(p.turn, body, body.type === "model_response" ? () => {
                 state.partial = undefined
-              } : undefined),
+              } : undefined).pipe(
+                Effect.andThen(body.type === "model_response" && body.data.usage !== undefined ? usageUpdate(p.turn, body.data.usage) : Effect.void)
+              ),
             ephemeral: (body) => emitEphemeral(p.turn, body)
           }
           const started = yield* Effect.exit(emitCanonical(p.turn, { type: "turn_start", data: { content: p.content } }))
@@ -199,8 +232,9 @@ export const make = (
               turn: p.turn,
               cwd: info.cwd,
               roots: [info.cwd, ...info.additionalDirectories],
-              system: SystemPrompt.make({ cwd: info.cwd, mode }),
-              model: deps.model,
+              system: Prompt.render(yield* project, { mode, tools: deps.toolkit.specs() }),
+              model: currentModel(),
+              reasoningEffort: currentEffort(),
               provider: deps.provider,
               toolkit: deps.toolkit,
               history,
@@ -302,10 +336,29 @@ export const make = (
             yield* Deferred.succeed(message.reply, undefined)
           })
         case "SetConfig":
-          return Deferred.fail(
-            message.reply,
-            new SessionError({ reason: "invalid_config", message: `Unknown config option "${message.id}"` })
-          ).pipe(Effect.asVoid)
+          return Effect.gen(function*() {
+            const invalid = (text: string) => Deferred.fail(message.reply, new SessionError({ reason: "invalid_config", message: text }))
+            if (message.id === "model") {
+              if (deps.models === undefined || !deps.models.entries.some((e) => e.key === message.value)) {
+                return yield* invalid(`Unknown model "${message.value}"`)
+              }
+            } else if (message.id === "thought_level") {
+              const efforts = deps.models?.info(currentModel())?.efforts ?? []
+              if (!efforts.includes(message.value)) {
+                return yield* invalid(`The model does not take the reasoning effort "${message.value}"${efforts.length > 0 ? ` (it takes ${efforts.join(", ")})` : ""}`)
+              }
+            } else {
+              return yield* invalid(`Unknown config option "${message.id}"`)
+            }
+            if (history.config.get(message.id) !== message.value) {
+              // Session-level, like a mode change; the log remembers it for session/load.
+              yield* emitCanonical(null, { type: "config_changed", data: { id: message.id, value: message.value } }).pipe(
+                Effect.andThen(deps.writer.sync),
+                Effect.catchCause(logProblem("could not log a config change"))
+              )
+            }
+            yield* Deferred.succeed(message.reply, undefined)
+          })
       }
     }
 
@@ -353,6 +406,7 @@ export const make = (
           ? session.setMode(value)
           : ask<void>((reply) => ({ _tag: "SetConfig", id, value, reply })),
       mode: Effect.sync(() => mode),
+      settings: Effect.sync(() => ({ mode, model: currentModel(), effort: currentEffort() })),
       subscribe: Effect.flatMap(deps.bus.subscribe(info.id), (sub) => sub === undefined ? Effect.fail(closedError) : Effect.succeed(sub))
     }
     return session

@@ -55,6 +55,8 @@ export interface TurnContext {
   readonly roots: ReadonlyArray<string>
   readonly system: string
   readonly model?: string | undefined
+  /** The session's reasoning effort (`thought_level`), if it chose one. */
+  readonly reasoningEffort?: string | undefined
   readonly provider: Provider
   readonly toolkit: Toolkit
   readonly history: History
@@ -143,7 +145,8 @@ const modelCall = (ctx: TurnContext, call: number): Effect.Effect<CallResult> =>
     system: ctx.system,
     messages: ctx.history.messages.slice(),
     tools: ctx.toolkit.specs(),
-    model: ctx.model
+    model: ctx.model,
+    reasoningEffort: ctx.reasoningEffort
   }).pipe(
     Stream.runForEach(onPart),
     Effect.map(() => ({ parts, usage, stop, failure }))

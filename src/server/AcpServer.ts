@@ -36,7 +36,8 @@ export interface Options {
 /** What Skein can do, exactly: advertised only once it works. */
 export const agentCapabilities = {
   loadSession: true,
-  promptCapabilities: { image: false, audio: false, embeddedContext: false },
+  // Images go to models that accept them; others are told one was left out.
+  promptCapabilities: { image: true, audio: false, embeddedContext: false },
   mcpCapabilities: { http: false, sse: false },
   sessionCapabilities: { additionalDirectories: {}, list: {}, resume: {}, close: {}, delete: {} }
 } as const
@@ -77,6 +78,9 @@ const userBlocks = (prompt: ReadonlyArray<Acp.Content.ContentBlock>): Effect.Eff
           ...(block.size != null ? { size: Number(block.size) } : {})
         })
         break
+      case "image":
+        blocks.push({ type: "image", data: block.data, mimeType: block.mimeType, ...(block.uri != null ? { uri: block.uri } : {}) })
+        break
       default:
         return Effect.fail(Protocol.invalidParams(`Prompt content of type "${block.type}" is not supported (see promptCapabilities)`))
     }
@@ -96,12 +100,16 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
   const clientSettings = options.clientAccess ?? { useClientFs: true, useClientTerminal: true }
   const ask = ClientBridge.asker(peer)
 
+  /** The session's config options: mode, model and (where the model has one) reasoning effort. */
+  const configOptionsOf = (s: Session) =>
+    Effect.map(s.settings, (settings) => Translate.configOptions({ ...settings, models: runtime.models }))
+
   /** Tells the client about a mode change it did not necessarily make itself. */
   const announceMode = (s: Session) =>
     Effect.gen(function*() {
       const mode = yield* s.mode
       yield* update(s.id, { sessionUpdate: "current_mode_update", currentModeId: mode })
-      yield* update(s.id, { sessionUpdate: "config_option_update", configOptions: Translate.configOptions({ mode }) })
+      yield* update(s.id, { sessionUpdate: "config_option_update", configOptions: yield* configOptionsOf(s) })
     })
 
   const prompt = (params: Acp.Session.PromptRequest) =>
@@ -127,7 +135,10 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
     }))
 
   const sessionState = (s: Session) =>
-    Effect.map(s.mode, (mode) => ({ modes: Translate.modeState(mode), configOptions: Translate.configOptions({ mode }) }))
+    Effect.gen(function*() {
+      const mode = yield* s.mode
+      return { modes: Translate.modeState(mode), configOptions: yield* configOptionsOf(s) }
+    })
 
   /** `session/load` and `session/resume`: the session live again; `load` replays its history first. */
   const reopen = (params: Acp.Session.LoadSessionRequest, replay: boolean) =>

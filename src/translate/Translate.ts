@@ -8,6 +8,7 @@
  *   events alone, with the full texts the deltas added up to.
  */
 import type { Canonical, SessionEvent, ToolDetails, UserBlock } from "../log/Event.ts"
+import { type Catalog, effortFor } from "../providers/Models.ts"
 import { modes, type ModeId } from "../runtime/Modes.ts"
 
 // The ACP v1 shapes this module produces (validated against the official schema in tests).
@@ -76,6 +77,12 @@ export type SessionUpdate =
   }
   | { readonly sessionUpdate: "current_mode_update"; readonly currentModeId: string }
   | { readonly sessionUpdate: "config_option_update"; readonly configOptions: ReadonlyArray<ConfigOption> }
+  | {
+    readonly sessionUpdate: "usage_update"
+    readonly used: number
+    readonly size: number
+    readonly cost?: { readonly amount: number; readonly currency: string }
+  }
 
 const none: ReadonlyArray<SessionUpdate> = []
 
@@ -122,8 +129,46 @@ const rawOutput = (ok: boolean, content: string, details: ToolDetails | undefine
   ...(details?.truncated !== undefined ? { truncated: details.truncated } : {})
 })
 
+/** What the config options show: the session's choices, and the models on offer. */
+export interface ConfigState {
+  readonly mode: ModeId
+  /** The session's model (a catalog key). */
+  readonly model?: string | undefined
+  readonly effort?: string | undefined
+  readonly models?: Catalog | undefined
+}
+
+const capitalized = (s: string) => s.charAt(0).toUpperCase() + s.slice(1)
+
+/** The model selector, and the reasoning effort where the model has one to choose. */
+const modelOptions = (state: ConfigState): ReadonlyArray<ConfigOption> => {
+  const { models, model } = state
+  if (models === undefined || model === undefined || !models.entries.some((e) => e.key === model)) return []
+  const out: Array<ConfigOption> = [{
+    id: "model",
+    name: "Model",
+    category: "model",
+    type: "select",
+    currentValue: model,
+    options: models.entries.map((e) => ({ value: e.key, name: e.info.name ?? e.info.id, description: e.provider }))
+  }]
+  const info = models.info(model)
+  const effort = info === undefined ? undefined : effortFor(info, state.effort) ?? info.efforts[0]
+  if (info !== undefined && info.efforts.length > 0 && effort !== undefined) {
+    out.push({
+      id: "thought_level",
+      name: "Reasoning effort",
+      category: "thought_level",
+      type: "select",
+      currentValue: effort,
+      options: info.efforts.map((e) => ({ value: e, name: capitalized(e) }))
+    })
+  }
+  return out
+}
+
 /** The mode selector and other session settings, as ACP config options. */
-export const configOptions = (state: { readonly mode: ModeId }): ReadonlyArray<ConfigOption> => [
+export const configOptions = (state: ConfigState): ReadonlyArray<ConfigOption> => [
   {
     id: "mode",
     name: "Mode",
@@ -132,7 +177,8 @@ export const configOptions = (state: { readonly mode: ModeId }): ReadonlyArray<C
     type: "select",
     currentValue: state.mode,
     options: modes.map((mode) => ({ value: mode.id, name: mode.name, description: mode.description }))
-  }
+  },
+  ...modelOptions(state)
 ]
 
 /** The `modes` field of `session/new` and `session/load` responses. */
@@ -152,6 +198,13 @@ export const live = (event: SessionEvent): ReadonlyArray<SessionUpdate> => {
       return [{ sessionUpdate: "tool_call_update", toolCallId: event.data.id, status: "in_progress" }]
     case "tool_progress":
       return [{ sessionUpdate: "tool_call_update", toolCallId: event.data.id, content: [{ type: "content", content: text(event.data.output) }] }]
+    case "usage":
+      return [{
+        sessionUpdate: "usage_update",
+        used: event.data.used,
+        size: event.data.size,
+        ...(event.data.cost !== undefined ? { cost: { amount: event.data.cost, currency: "USD" } } : {})
+      }]
     case "turn_start":
     case "model_response":
       return none

@@ -89,12 +89,12 @@ describe("e2e: protocol errors", () => {
     expectClean(agent)
   })
 
-  it("prompt content the agent did not advertise (an image) is -32602", async () => {
+  it("prompt content the agent did not advertise (audio) is -32602", async () => {
     const agent = await agents.ready({ script })
     const sessionId = await agent.newSession()
     const prompt = agent.sdk.request("session/prompt", {
       sessionId,
-      prompt: [{ type: "image", data: "iVBORw0KGgo=", mimeType: "image/png" }]
+      prompt: [{ type: "audio", data: "UklGRg==", mimeType: "audio/wav" }]
     })
     expect(await errorCode(prompt)).toBe(-32602)
     expect(agent.updates(sessionId)).toEqual([])

@@ -154,7 +154,20 @@ export class AgentProcess {
     this.child = spawn(NODE, [SKEIN, "acp", "--home", this.home, "--script", this.scriptPath, ...(options.args ?? [])], {
       cwd: this.cwd,
       // The flags decide; SKEIN_* variables of the caller's shell must not leak in.
-      env: { ...process.env, SKEIN_HOME: "", SKEIN_PROVIDER: "", SKEIN_SCRIPT: "", SKEIN_MODEL: "", ...options.env },
+      // A developer's own provider keys must not make the suite call a real model either.
+      env: {
+        ...process.env,
+        SKEIN_HOME: "",
+        SKEIN_PROVIDER: "",
+        SKEIN_SCRIPT: "",
+        SKEIN_MODEL: "",
+        OPENAI_API_KEY: "",
+        OPENAI_BASE_URL: "",
+        ANTHROPIC_API_KEY: "",
+        ANTHROPIC_AUTH_TOKEN: "",
+        ANTHROPIC_BASE_URL: "",
+        ...options.env
+      },
       stdio: ["pipe", "pipe", "pipe"]
     })
     this.exited = new Promise<Exit>((resolve) => {

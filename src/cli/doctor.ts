@@ -1,0 +1,120 @@
+/**
+ * `skein doctor`: what is configured and what is missing, without a network
+ * call. Prints the home, the config file (and whether it parsed), the
+ * environment variables Skein reads (keys as set or not set, never their
+ * values), the providers, the models, and what a prompt would be answered by.
+ * Exit code 0 when a prompt would reach a model, 1 otherwise.
+ */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Errors from "../providers/Errors.ts"
+import type { ModelInfo } from "../providers/Models.ts"
+import * as Registry from "../providers/Registry.ts"
+import * as Options from "./Options.ts"
+
+export const signalExitCode = 130
+
+export const HELP = `skein doctor — show which providers and models are configured (no network)
+
+Usage: skein doctor [--home DIR] [--provider NAME] [--model ID] [--script FILE]
+
+Reads $SKEIN_HOME/config.json and the environment (OPENAI_API_KEY, OPENAI_BASE_URL,
+ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, SKEIN_PROVIDER, SKEIN_MODEL, …). Keys are shown
+as set or not set, never their values. Exits 0 when a prompt would reach a model.
+`
+
+const VALUE_SHOWN = new Set(["OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "SKEIN_PROVIDER", "SKEIN_MODEL", "SKEIN_IDLE_TIMEOUT_MS"])
+
+const pad = (s: string, n: number) => (s.length >= n ? `${s} ` : s + " ".repeat(n - s.length))
+
+export const describeModel = (info: ModelInfo): string =>
+  [
+    `context ${info.contextWindow ?? "unknown"}`,
+    `max output ${info.maxOutput ?? "default"}`,
+    `reasoning ${info.efforts.length > 0 ? `${info.efforts.join("/")} (default ${info.defaultEffort ?? "provider's"})` : info.reasoning ? "yes" : "no"}`,
+    `images ${info.images ? "yes" : "no"}`,
+    `price ${info.price !== undefined ? `$${info.price.input}/$${info.price.output} per Mtok in/out` : "not set"}`
+  ].join(", ")
+
+/** The report, as text. `env` is only read for which variables are set. */
+export const report = (s: Registry.Setup, env: Registry.Env, options: { readonly home: string; readonly script?: string | undefined }): string => {
+  const out: Array<string> = []
+  const line = (text = "") => out.push(text)
+  line("Skein doctor: what is configured (no network calls made)")
+  line()
+  line(`${pad("Home", 13)}${options.home}`)
+  const status = s.config.status
+  line(`${pad("Config file", 13)}${s.config.path}: ${status._tag === "missing" ? "not found (optional)" : status._tag === "ok" ? "parsed" : `INVALID: ${status.message}`}`)
+  line()
+
+  line("Environment")
+  const names = new Set<string>(Registry.ENV_VARS)
+  for (const p of s.providers) if (p.target.keySource !== undefined && /^[A-Z0-9_]+$/.test(p.target.keySource)) names.add(p.target.keySource)
+  for (const name of names) {
+    const value = env[name]
+    const set = value !== undefined && value.trim() !== ""
+    const shown = !set ? "not set" : VALUE_SHOWN.has(name) ? (name.endsWith("_URL") ? Errors.safeUrl(value) : value) : "set"
+    line(`  ${pad(name, 24)}${shown}`)
+  }
+  line()
+
+  line("Providers")
+  for (const p of s.providers) {
+    const t = p.target
+    const hasKey = t.apiKey !== undefined || t.headers.authorization !== undefined || t.headers["x-api-key"] !== undefined
+    const key = t.keySource === undefined && !hasKey
+      ? "no key"
+      : `key from ${t.keySource ?? "headers"} (${hasKey ? "set" : p.keyRequired ? "NOT SET, required" : "not set, optional here"})`
+    const origin = p.declared ? (p.builtin ? "built in, configured in config.json" : "config.json") : "built in"
+    line(`  ${pad(t.name, 20)}${pad(t.dialect, 20)}${Errors.safeUrl(t.baseUrl)}`)
+    line(`  ${pad("", 20)}${origin}; ${key}; idle timeout ${t.idleTimeoutMs} ms${t.defaultModel !== undefined ? `; default model ${t.defaultModel}` : ""}`)
+    const headerNames = Object.keys(t.headers).filter((h) => h !== "authorization")
+    if (headerNames.length > 0) line(`  ${pad("", 20)}extra headers: ${headerNames.join(", ")}`)
+  }
+  line()
+
+  line("Models")
+  if (s.catalog.length === 0) line("  (none yet: pass --model, or list models under a provider in config.json)")
+  for (const entry of s.catalog) line(`  ${entry.key}\n      ${describeModel(entry.info)}`)
+  line()
+
+  if (s.errors.length > 0) {
+    line("Problems")
+    for (const e of s.errors) line(`  - ${e}`)
+    line()
+  }
+
+  if (options.script !== undefined) {
+    line(`Scripted: prompts are answered by the scripted provider from ${options.script}.`)
+  } else if (s.errors.length === 0 && s.unconfigured === undefined && s.choice !== undefined) {
+    line(`Ready: prompts go to ${s.choice.model ?? s.choice.provider.target.name} (provider chosen because: ${s.choice.why}).`)
+  } else {
+    line("Not ready:")
+    for (const l of (s.errors.length > 0 ? s.errors.join("\n") : s.unconfigured ?? "").split("\n")) line(`  ${l}`)
+  }
+  return `${out.join("\n")}\n`
+}
+
+export const run = (args: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const parsed = yield* Effect.try({ try: () => Options.parse(args, Options.commonOptions), catch: (e) => e })
+    if (parsed.values.help === true) {
+      process.stdout.write(HELP)
+      return 0
+    }
+    if (parsed.positionals.length > 0) return yield* Effect.fail(new Options.UsageError("skein doctor takes no arguments"))
+    const common = Options.common(parsed.values)
+    const scripted = common.provider === "scripted" || (common.provider === undefined && common.script !== undefined)
+    const setup = yield* Registry.setup({
+      home: common.home,
+      env: process.env,
+      provider: scripted ? undefined : common.provider,
+      model: common.model
+    }).pipe(Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)))
+    const script = scripted ? common.script ?? "(missing: the scripted provider needs --script FILE)" : undefined
+    process.stdout.write(report(setup, process.env, { home: common.home, script }))
+    const ready = scripted ? common.script !== undefined : setup.errors.length === 0 && setup.unconfigured === undefined
+    return ready ? 0 : 1
+  })
