@@ -2,9 +2,14 @@
  * `skein acp`: the ACP agent over stdio. stdout carries JSON-RPC only; every
  * diagnostic goes to stderr.
  */
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { Skein } from "../index.ts"
-import { serve } from "../server/AcpServer.ts"
+import { Runtime, RuntimeError } from "../runtime/Runtime.ts"
+import { awaiting, serveWith } from "../server/AcpServer.ts"
 import * as Stdio from "../server/Stdio.ts"
 import { VERSION } from "../version.ts"
 import { skeinConfig } from "./Config.ts"
@@ -32,11 +37,31 @@ export const run = (args: ReadonlyArray<string>) =>
     }
     if (parsed.positionals.length > 0) return yield* Effect.fail(new Options.UsageError("skein acp takes no arguments"))
     const common = Options.common(parsed.values)
+    // A bad flag, script or config file is a usage error (exit 2) before anything is served.
     const config = yield* skeinConfig(common)
     guardStdout()
-    yield* serve(Stdio.transport(), {
-      version: VERSION,
-      clientAccess: { useClientFs: !common.localFs, useClientTerminal: !common.localTerminal }
-    }).pipe(Effect.provide(Skein.layer(config)))
+    yield* Effect.scoped(Effect.gen(function*() {
+      // The runtime is built while `initialize` is answered: only session/* requests need
+      // it, and they wait for it.
+      const ready = yield* Deferred.make<Runtime["Service"], RuntimeError>()
+      yield* Effect.forkScoped(
+        Effect.gen(function*() {
+          const context = yield* Layer.build(Skein.layer(config))
+          yield* Deferred.succeed(ready, Context.get(context, Runtime))
+        }).pipe(
+          Effect.catchCause((cause) => {
+            const error = Cause.squash(cause)
+            const message = error instanceof Error ? error.message : String(error)
+            return Effect.logError(`skein: ${message}`).pipe(
+              Effect.andThen(Deferred.fail(ready, new RuntimeError({ reason: "unavailable", message })))
+            )
+          })
+        )
+      )
+      yield* serveWith(Stdio.transport(), {
+        version: VERSION,
+        clientAccess: { useClientFs: !common.localFs, useClientTerminal: !common.localTerminal }
+      }, awaiting(Deferred.await(ready)))
+    }))
     return 0
   })

@@ -34,7 +34,7 @@ import { isModeId, type ModeId } from "./Modes.ts"
 import * as Session from "./Session.ts"
 
 export class RuntimeError extends Schema.TaggedError<RuntimeError>()("RuntimeError", {
-  reason: Schema.Literals(["not_found", "invalid_cwd", "invalid_mode", "invalid_request", "locked", "log"]),
+  reason: Schema.Literals(["not_found", "invalid_cwd", "invalid_mode", "invalid_request", "locked", "log", "unavailable"]),
   message: Schema.String
 }) {}
 

@@ -17,7 +17,7 @@ import * as Peer from "../jsonrpc/Peer.ts"
 import * as Protocol from "../jsonrpc/Protocol.ts"
 import type { UserBlock } from "../log/Event.ts"
 import * as Replay from "../log/Replay.ts"
-import { Runtime, type RuntimeError } from "../runtime/Runtime.ts"
+import { Runtime, RuntimeError } from "../runtime/Runtime.ts"
 import type { Session, SessionError } from "../runtime/Session.ts"
 import * as Translate from "../translate/Translate.ts"
 import * as ClientBridge from "./ClientBridge.ts"
@@ -52,6 +52,7 @@ const runtimeError = (error: RuntimeError): Protocol.RpcError => {
       return Protocol.invalidParams(error.message)
     case "locked":
     case "log":
+    case "unavailable":
       return new Protocol.RpcError({ code: Protocol.ErrorCode.InternalError, message: error.message })
   }
 }
@@ -244,11 +245,41 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
 
 /** Serves ACP over a transport until its input ends. */
 export const serve = (transport: Peer.Transport, options: Options) =>
+  Effect.flatMap(Runtime, (runtime: Runtime["Service"]) => serveWith(transport, options, runtime))
+
+/** Serves ACP with a given runtime (or one still being built: see `awaiting`). */
+export const serveWith = (transport: Peer.Transport, options: Options, runtime: Runtime["Service"]) =>
   Effect.scoped(Effect.gen(function*() {
-    const runtime = yield* Runtime
     const peer = yield* Peer.make(transport, { maxLineBytes: options.maxLineBytes })
     yield* peer.serve(handlers(peer, runtime, options))
   }))
+
+/**
+ * A Runtime whose operations wait for the real one. The agent answers
+ * `initialize` while its configuration is read and its layers are built; the
+ * first `session/*` request waits for them. If they could not be built, every
+ * such request fails with the reason.
+ */
+export const awaiting = (ready: Effect.Effect<Runtime["Service"], RuntimeError>): Runtime["Service"] => {
+  let resolved: Runtime["Service"] | undefined
+  const rt = Effect.tap(ready, (r) => Effect.sync(() => {
+    resolved = r
+  }))
+  return {
+    newSession: (o) => Effect.flatMap(rt, (r) => r.newSession(o)),
+    loadSession: (o) => Effect.flatMap(rt, (r) => r.loadSession(o)),
+    listSessions: (q) => Effect.flatMap(rt, (r) => r.listSessions(q)),
+    readSession: (id) => Effect.flatMap(rt, (r) => r.readSession(id)),
+    deleteSession: (id) => Effect.flatMap(rt, (r) => r.deleteSession(id)),
+    getSession: (id) => Effect.flatMap(rt, (r) => r.getSession(id)),
+    closeSession: (id) => Effect.flatMap(Effect.orDie(rt), (r) => r.closeSession(id)),
+    liveSessions: Effect.flatMap(Effect.orDie(rt), (r) => r.liveSessions),
+    events: Stream.unwrap(Effect.map(Effect.orDie(rt), (r) => r.events)),
+    get models() {
+      return resolved?.models
+    }
+  } as Runtime["Service"]
+}
 
 export class AcpServer {
   /** Serves any byte stream; the layer's build runs the server until the input ends. */
