@@ -1,26 +1,65 @@
-// `npm run bench`: start-up of Skein against baselines measured in the same run.
+// `npm run bench`: Skein's performance budgets, each figure against a baseline measured in the
+// same run (see "Performance budgets" in the design notes). Writes bench/results.json and
+// bench/results.md, prints the table, and refreshes the table in README.md (between the
+// `bench:results` markers). A missed target is reported in the table, not by the exit code; only
+// a broken run fails.
 //
-// For each agent, every run spawns a fresh process, writes `initialize` right after spawn,
-// and times (process.hrtime.bigint) the arrival of the response line; then it sends
-// `session/new` and times its response, measured from the same spawn ("ready").
-// Agents: Skein (dist/skein.mjs acp), a plain-Node floor (bench/floor.mjs) and a minimal
-// agent on the official ACP SDK (bench/sdk-agent.mjs). Runs are interleaved so drift in
-// machine load hits every agent alike. Writes bench/results.json and bench/results.md.
+// Agents are spawned on this Node (node_modules/.bin/node under npm) and driven over stdio by one
+// raw client (bench/client.mjs), the same for every agent:
+// - Skein:  dist/skein.mjs acp --home <tmp> [--script <tmp>] (the build `npm run bench` just made);
+// - floor:  bench/floor.mjs, plain Node answering the same requests with no library at all;
+// - SDK:    bench/sdk-agent.mjs, a minimal agent on the official @agentclientprotocol/sdk.
 //
-// Options: --runs N (default 15, or BENCH_RUNS), --warmup N (default 2, or BENCH_WARMUP).
-// A missed target is reported in the table, not by the exit code; only a broken run fails.
-import { spawn } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+// Figures (medians of several runs; p90 is the 90th-percentile run on the slow side):
+// 1. cold start: spawn → `initialize` response, and → `session/new` response (initialize first);
+//    fresh processes, interleaved; baseline: the floor (target ≤ 2×), context: the SDK agent, and
+//    the main thread's on-CPU time to the `session/new` response (robust to a busy machine).
+// 2. first chunk: `session/prompt` written → first `agent_message_chunk` line read, on an
+//    initialized agent with a session; one scripted turn per prompt (one text delta); baseline:
+//    the SDK agent answering with one chunk.
+// 3. streaming throughput: one turn of 100,000 scripted text deltas; `session/update` lines per
+//    second from the prompt written to its response read; baseline: the SDK agent relaying as
+//    many deltas (target ≥ 1×); context: the agent's CPU time per turn, and the floor, which only
+//    writes lines (the reader's ceiling).
+// 4. memory: VmRSS (/proc/<pid>/status) after initialize and a settle, then with 100 and 1,000
+//    live idle sessions; the added RSS per session (target < 1 MB); also after a forced GC.
+// 5. sessions: `session/list` over 1,000 logged sessions (target < 50 ms for a page) and
+//    `session/load` of a 100,000-event log (target < 1 s), by scripts/bench-sessions.mjs; the
+//    same over the floor by scripts/bench-sessions-floor.mjs.
+// 6. log append: events/s of Skein's log writer, and of the whole canonical event path of a
+//    session, against plain `writeSync` of the same lines, by scripts/bench-log.mjs.
+//
+// Options (or environment):
+//   --runs N        cold starts per agent (15, BENCH_RUNS)     --warmup N   (2, BENCH_WARMUP)
+//   --prompts N     first-chunk prompts per agent (15)         --deltas N   deltas per turn (100000)
+//   --turns N       throughput turns per agent after one warm-up turn (5)
+//   --mem-runs N    memory runs (3)                            --sessions-runs N (5)
+//   --only LIST     comma-separated sections: cold,chunk,throughput,memory,sessions,log
+//   --no-readme     do not touch README.md
+// A partial run (--only) prints its table and writes nothing.
+import { execFile } from "node:child_process"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import os from "node:os"
 import { dirname, join, relative } from "node:path"
 import { parseArgs } from "node:util"
 import { fileURLToPath } from "node:url"
+import { Agent, msSince, sleep } from "../bench/client.mjs"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const { values } = parseArgs({
-  options: { runs: { type: "string" }, warmup: { type: "string" } }
+  options: {
+    runs: { type: "string" },
+    warmup: { type: "string" },
+    prompts: { type: "string" },
+    deltas: { type: "string" },
+    turns: { type: "string" },
+    "mem-runs": { type: "string" },
+    "sessions-runs": { type: "string" },
+    only: { type: "string" },
+    "no-readme": { type: "boolean" }
+  }
 })
-const positiveInt = (value, fallback, name) => {
+const nonNegative = (value, fallback, name) => {
   if (value === undefined || value === "") return fallback
   const n = Number(value)
   if (!Number.isInteger(n) || n < 0) {
@@ -29,101 +68,77 @@ const positiveInt = (value, fallback, name) => {
   }
   return n
 }
-const RUNS = Math.max(1, positiveInt(values.runs ?? process.env.BENCH_RUNS, 15, "--runs"))
-const WARMUP = positiveInt(values.warmup ?? process.env.BENCH_WARMUP, 2, "--warmup")
-const RUN_TIMEOUT_MS = 10_000
+const RUNS = Math.max(1, nonNegative(values.runs ?? process.env.BENCH_RUNS, 15, "--runs"))
+const WARMUP = nonNegative(values.warmup ?? process.env.BENCH_WARMUP, 2, "--warmup")
+const PROMPTS = Math.max(1, nonNegative(values.prompts, 15, "--prompts"))
+const PROMPT_WARMUP = 3
+const DELTAS = Math.max(1, nonNegative(values.deltas, 100_000, "--deltas"))
+const TURNS = Math.max(1, nonNegative(values.turns, 5, "--turns"))
+const MEM_RUNS = Math.max(1, nonNegative(values["mem-runs"], 3, "--mem-runs"))
+const SESSIONS_RUNS = Math.max(1, nonNegative(values["sessions-runs"], 5, "--sessions-runs"))
+const SECTIONS = ["cold", "chunk", "throughput", "memory", "sessions", "log"]
+const only = values.only === undefined ? SECTIONS : values.only.split(",").map((s) => s.trim())
+for (const s of only) {
+  if (!SECTIONS.includes(s)) {
+    process.stderr.write(`bench: unknown section "${s}" (sections: ${SECTIONS.join(", ")})\n`)
+    process.exit(2)
+  }
+}
+const MEM_COUNTS = [100, 1000]
+const SETTLE_MS = 500
 
-const TARGETS = { initialize: 2.5, ready: 2 }
+const TARGETS = {
+  coldStart: 2, // × the floor, initialize and session/new
+  throughput: 1, // × the SDK agent, at least
+  sessionKB: 1024, // added RSS per idle session, under
+  loadMs: 1000, // session/load of 100,000 events, under
+  listMs: 50 // session/list page over 1,000 sessions, under
+}
 
 const tmp = realpathSync(mkdtempSync(join(os.tmpdir(), "skein-bench-")))
-const home = join(tmp, "home")
 const workspace = join(tmp, "workspace")
 mkdirSync(workspace, { recursive: true })
+let homes = 0
+const freshHome = () => join(tmp, `home-${++homes}`)
 
-const agents = [
-  { id: "skein", name: "Skein", args: [join(root, "dist", "skein.mjs"), "acp", "--home", home] },
-  { id: "floor", name: "plain-Node floor", args: [join(root, "bench", "floor.mjs")] },
-  { id: "sdk", name: "ACP SDK agent", args: [join(root, "bench", "sdk-agent.mjs")] }
-]
-for (const agent of agents) {
-  if (!existsSync(agent.args[0])) {
-    process.stderr.write(`bench: ${relative(root, agent.args[0])} is missing${agent.id === "skein" ? " (run `npm run build`)" : ""}\n`)
+const SKEIN = join(root, "dist", "skein.mjs")
+const FLOOR = join(root, "bench", "floor.mjs")
+const SDK = join(root, "bench", "sdk-agent.mjs")
+const GC_PROBE = join(root, "bench", "gc-probe.mjs")
+for (const file of [SKEIN, FLOOR, SDK]) {
+  if (!existsSync(file)) {
+    process.stderr.write(`bench: ${relative(root, file)} is missing${file === SKEIN ? " (run `npm run build`)" : ""}\n`)
     process.exit(1)
   }
 }
 
-const line = (message) => JSON.stringify({ jsonrpc: "2.0", ...message }) + "\n"
-const INITIALIZE = line({
-  id: 1,
-  method: "initialize",
-  params: {
-    protocolVersion: 1,
-    clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
-    clientInfo: { name: "skein-bench", version: "1" }
-  }
-})
-const SESSION_NEW = line({ id: 2, method: "session/new", params: { cwd: workspace, mcpServers: [] } })
-
 const env = { ...process.env }
 delete env.NODE_OPTIONS // the same flags for every agent: none
+for (const k of Object.keys(env)) if (k.startsWith("SKEIN_")) delete env[k]
 
-/** One cold start: spawn → initialize response → session/new response → stdin closed → exit. */
-const runOnce = (agent) =>
-  new Promise((resolve, reject) => {
-    const t0 = process.hrtime.bigint()
-    const child = spawn(process.execPath, agent.args, { cwd: workspace, env, stdio: ["pipe", "pipe", "pipe"] })
-    child.stdin.write(INITIALIZE)
-    let initNs
-    let readyNs
-    let buffer = ""
-    let stderr = ""
-    let settled = false
-    const finish = (error, value) => {
-      if (settled) return
-      settled = true
-      clearTimeout(timer)
-      if (error) {
-        child.kill("SIGKILL")
-        reject(new Error(`${agent.name}: ${error}${stderr.trim() ? `\n${stderr.trim()}` : ""}`))
-      } else {
-        resolve(value)
-      }
+const NAMES = { skein: "Skein", floor: "plain-Node floor", sdk: "ACP SDK agent" }
+
+/** Starts an agent; Skein gets a fresh home and, when given, a script. */
+const start = (id, { script, nodeArgs } = {}) => {
+  if (id === "skein") {
+    const args = [SKEIN, "acp", "--home", freshHome()]
+    if (script !== undefined) {
+      const file = join(tmp, `script-${homes}.json`)
+      writeFileSync(file, JSON.stringify(script))
+      args.push("--script", file)
     }
-    const timer = setTimeout(() => finish(`no answer within ${RUN_TIMEOUT_MS / 1000} s`), RUN_TIMEOUT_MS)
-    child.stderr.setEncoding("utf8")
-    child.stderr.on("data", (d) => (stderr += d))
-    child.stdin.on("error", () => {})
-    child.on("error", (e) => finish(`cannot spawn: ${e.message}`))
-    child.stdout.setEncoding("utf8")
-    child.stdout.on("data", (chunk) => {
-      const now = process.hrtime.bigint()
-      buffer += chunk
-      let newline
-      while ((newline = buffer.indexOf("\n")) >= 0) {
-        const text = buffer.slice(0, newline)
-        buffer = buffer.slice(newline + 1)
-        let message
-        try {
-          message = JSON.parse(text)
-        } catch {
-          return finish(`not JSON on stdout: ${text.slice(0, 200)}`)
-        }
-        if (message.error !== undefined) return finish(`request ${message.id} failed: ${JSON.stringify(message.error)}`)
-        if (message.id === 1 && initNs === undefined) {
-          initNs = now - t0
-          child.stdin.write(SESSION_NEW)
-        } else if (message.id === 2 && readyNs === undefined) {
-          readyNs = now - t0
-          child.stdin.end()
-        }
-      }
-    })
-    child.on("exit", (code, signal) => {
-      if (readyNs === undefined) return finish(`exited early (${signal ?? `code ${code}`})`)
-      if (code !== 0) return finish(`exited with ${signal ?? `code ${code}`} after stdin closed`)
-      finish(undefined, { initialize: Number(initNs) / 1e6, ready: Number(readyNs) / 1e6 })
-    })
-  })
+    return new Agent(NAMES.skein, args, { cwd: workspace, env, nodeArgs })
+  }
+  return new Agent(NAMES[id], [id === "floor" ? FLOOR : SDK], { cwd: workspace, env, nodeArgs })
+}
+
+const progress = (text) => {
+  if (process.stdout.isTTY) process.stdout.write(`\r\x1b[K${text}`)
+}
+const section = (text) => {
+  if (process.stdout.isTTY) process.stdout.write("\r\x1b[K")
+  process.stdout.write(`bench: ${text}\n`)
+}
 
 // ── statistics ────────────────────────────────────────────────────────────────────────────
 const quantile = (sorted, q) => {
@@ -133,138 +148,543 @@ const quantile = (sorted, q) => {
   const hi = Math.ceil(pos)
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo)
 }
-const round = (x, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits
-const summarize = (samples) => {
+const round = (x, digits = 2) => (x === null || x === undefined ? x : Math.round(x * 10 ** digits) / 10 ** digits)
+/** Median and p90 (on the slow side: the 10th percentile when higher is better). */
+const summarize = (samples, higherIsBetter = false) => {
   const sorted = [...samples].sort((a, b) => a - b)
   return {
     median: round(quantile(sorted, 0.5)),
-    p90: round(quantile(sorted, 0.9)),
+    p90: round(quantile(sorted, higherIsBetter ? 0.1 : 0.9)),
     min: round(sorted[0]),
     max: round(sorted[sorted.length - 1]),
     samples: samples.map((x) => round(x))
   }
 }
 
+// ── 1. cold start ─────────────────────────────────────────────────────────────────────────
+const coldOnce = async (id) => {
+  const agent = start(id)
+  try {
+    const init = await agent.request("initialize", {
+      protocolVersion: 1,
+      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+      clientInfo: { name: "skein-bench", version: "1" }
+    }, 10_000)
+    const initSched = agent.schedMs()
+    const ready = await agent.request("session/new", { cwd: workspace, mcpServers: [] }, 10_000)
+    const readySched = agent.schedMs()
+    const exit = await agent.close()
+    if (exit.code !== 0) throw new Error(`${agent.name} exited with ${exit.signal ?? `code ${exit.code}`} after stdin closed${agent.stderrTail()}`)
+    return {
+      initialize: msSince(agent.t0, init.t),
+      ready: msSince(agent.t0, ready.t),
+      // The child's main thread, at the response (includes the read of the response by nobody else).
+      initializeCpu: initSched?.cpu ?? null,
+      readyCpu: readySched?.cpu ?? null,
+      readyWait: readySched?.wait ?? null
+    }
+  } finally {
+    agent.kill()
+  }
+}
+
+const coldStart = async () => {
+  const ids = ["skein", "floor", "sdk"]
+  section(`cold start: ${WARMUP} warm-up + ${RUNS} runs per agent, interleaved`)
+  const keys = ["initialize", "ready", "initializeCpu", "readyCpu", "readyWait"]
+  const samples = Object.fromEntries(ids.map((id) => [id, Object.fromEntries(keys.map((k) => [k, []]))]))
+  for (let i = 0; i < WARMUP; i++) for (const id of ids) await coldOnce(id)
+  for (let i = 0; i < RUNS; i++) {
+    for (let k = 0; k < ids.length; k++) {
+      const id = ids[(i + k) % ids.length] // rotate: no agent always runs right after another
+      const r = await coldOnce(id)
+      for (const k of keys) if (r[k] !== null) samples[id][k].push(r[k])
+    }
+    progress(`  run ${i + 1}/${RUNS}`)
+  }
+  return Object.fromEntries(
+    ids.map((id) => [id, Object.fromEntries(keys.filter((k) => samples[id][k].length > 0).map((k) => [k, summarize(samples[id][k])]))])
+  )
+}
+
+// ── 2. first chunk ────────────────────────────────────────────────────────────────────────
+const firstChunk = async () => {
+  const ids = ["skein", "sdk", "floor"]
+  const total = PROMPT_WARMUP + PROMPTS
+  section(`first chunk: ${PROMPT_WARMUP} warm-up + ${PROMPTS} prompts per agent (one delta each), interleaved`)
+  const script = { turns: Array.from({ length: total }, () => ({ calls: [[{ text: "x" }]] })) }
+  const agents = Object.fromEntries(ids.map((id) => [id, start(id, { script })]))
+  try {
+    const sessions = {}
+    for (const id of ids) {
+      await agents[id].initialize()
+      sessions[id] = await agents[id].newSession(workspace)
+    }
+    const samples = Object.fromEntries(ids.map((id) => [id, []]))
+    for (let i = 0; i < total; i++) {
+      for (let k = 0; k < ids.length; k++) {
+        const id = ids[(i + k) % ids.length]
+        const agent = agents[id]
+        let first
+        agent.onChunk = (t) => {
+          if (first === undefined) first = t
+        }
+        const r = await agent.prompt(sessions[id], "deltas:1", 10_000)
+        agent.onChunk = undefined
+        if (first === undefined) throw new Error(`${agent.name}: no agent_message_chunk before the prompt response`)
+        if (r.result?.stopReason !== "end_turn") throw new Error(`${agent.name}: prompt ended ${JSON.stringify(r.result)}`)
+        if (i >= PROMPT_WARMUP) samples[id].push(msSince(r.sent, first))
+      }
+      progress(`  prompt ${i + 1}/${total}`)
+    }
+    return Object.fromEntries(ids.map((id) => [id, summarize(samples[id])]))
+  } finally {
+    await Promise.all(ids.map((id) => agents[id].close()))
+  }
+}
+
+// ── 3. streaming throughput ───────────────────────────────────────────────────────────────
+const throughput = async () => {
+  const ids = ["skein", "sdk", "floor"]
+  section(`throughput: 1 warm-up + ${TURNS} turns of ${DELTAS.toLocaleString("en")} deltas per agent, interleaved`)
+  const script = { turns: Array.from({ length: TURNS + 1 }, () => ({ calls: [[{ text: "x", repeat: DELTAS }]] })) }
+  const samples = Object.fromEntries(ids.map((id) => [id, []]))
+  const rss = Object.fromEntries(ids.map((id) => [id, []]))
+  const cpu = Object.fromEntries(ids.map((id) => [id, []]))
+  const agents = Object.fromEntries(ids.map((id) => [id, start(id, { script })]))
+  try {
+    const sessions = {}
+    for (const id of ids) {
+      await agents[id].initialize()
+      sessions[id] = await agents[id].newSession(workspace)
+    }
+    for (let i = 0; i <= TURNS; i++) {
+      for (let k = 0; k < ids.length; k++) {
+        const id = ids[(i + k) % ids.length]
+        const agent = agents[id]
+        const before = agent.updates
+        const cpu0 = agent.cpuMs()
+        const r = await agent.prompt(sessions[id], `deltas:${DELTAS}`, 120_000)
+        const cpu1 = agent.cpuMs()
+        const updates = r.updates - before
+        if (updates < DELTAS) throw new Error(`${agent.name}: ${updates} updates for ${DELTAS} deltas`)
+        if (i > 0) {
+          samples[id].push((updates / msSince(r.sent, r.t)) * 1000)
+          rss[id].push(agent.rssKB())
+          if (cpu0 !== null && cpu1 !== null) cpu[id].push(cpu1 - cpu0)
+        }
+      }
+      progress(`  turn ${i + 1}/${TURNS + 1}`)
+    }
+    return Object.fromEntries(
+      ids.map((id) => [id, { ...summarize(samples[id], true), cpuMsPerTurn: cpu[id].length ? summarize(cpu[id]) : null, rssAfterTurnKB: rss[id] }])
+    )
+  } finally {
+    await Promise.all(ids.map((id) => agents[id].close()))
+  }
+}
+
+// ── 4. memory ─────────────────────────────────────────────────────────────────────────────
+/** RSS after a forced full GC, from the preloaded probe (bench/gc-probe.mjs), in KB. */
+const probe = async (agent) => {
+  const from = agent.stderr.length
+  process.kill(agent.pid, "SIGUSR2")
+  for (let i = 0; i < 200; i++) {
+    await sleep(10)
+    const m = /skein-bench-mem (\{.*\})\n/.exec(agent.stderr.slice(from))
+    if (m !== null) {
+      const u = JSON.parse(m[1])
+      return { rssKB: Math.round(u.rss / 1024), heapUsedKB: Math.round(u.heapUsed / 1024), externalKB: Math.round(u.external / 1024) }
+    }
+  }
+  throw new Error(`${agent.name}: the GC probe did not answer${agent.stderrTail()}`)
+}
+
+const memoryOnce = async (id, counts) => {
+  const agent = start(id, { nodeArgs: ["--expose-gc", "--import", GC_PROBE] })
+  try {
+    await agent.initialize()
+    await sleep(SETTLE_MS)
+    const points = [{ sessions: 0, rssKB: agent.rssKB(), gc: await probe(agent) }]
+    let live = 0
+    for (const n of counts) {
+      while (live < n) {
+        const batch = Math.min(50, n - live)
+        await Promise.all(Array.from({ length: batch }, () => agent.newSession(workspace)))
+        live += batch
+      }
+      await sleep(SETTLE_MS)
+      points.push({ sessions: n, rssKB: agent.rssKB(), gc: await probe(agent) })
+    }
+    return points
+  } finally {
+    await agent.close()
+  }
+}
+
+const memory = async () => {
+  section(`memory: ${MEM_RUNS} runs; RSS idle, then with ${MEM_COUNTS.join(" and ")} live sessions`)
+  const runs = { skein: [], floor: [], sdk: [] }
+  for (let i = 0; i < MEM_RUNS; i++) {
+    runs.floor.push(await memoryOnce("floor", []))
+    runs.sdk.push(await memoryOnce("sdk", []))
+    runs.skein.push(await memoryOnce("skein", MEM_COUNTS))
+    progress(`  run ${i + 1}/${MEM_RUNS}`)
+  }
+  const idle = (id) => summarize(runs[id].map((p) => p[0].rssKB))
+  const idleGc = (id) => summarize(runs[id].map((p) => p[0].gc.rssKB))
+  const perSession = Object.fromEntries(MEM_COUNTS.map((n, j) => [n, {
+    rssKB: summarize(runs.skein.map((p) => p[j + 1].rssKB)),
+    addedKBPerSession: summarize(runs.skein.map((p) => (p[j + 1].rssKB - p[0].rssKB) / n)),
+    afterGc: {
+      rssKB: summarize(runs.skein.map((p) => p[j + 1].gc.rssKB)),
+      addedKBPerSession: summarize(runs.skein.map((p) => (p[j + 1].gc.rssKB - p[0].gc.rssKB) / n)),
+      addedHeapKBPerSession: summarize(runs.skein.map((p) => (p[j + 1].gc.heapUsedKB - p[0].gc.heapUsedKB) / n))
+    }
+  }]))
+  return {
+    idleKB: { skein: idle("skein"), floor: idle("floor"), sdk: idle("sdk") },
+    idleAfterGcKB: { skein: idleGc("skein"), floor: idleGc("floor"), sdk: idleGc("sdk") },
+    sessions: perSession,
+    raw: runs
+  }
+}
+
+// ── 5. sessions (list, load) and 6. log append: helper scripts ───────────────────────────
+const runScript = (script, args) =>
+  new Promise((resolve) => {
+    const file = join(root, "scripts", script)
+    if (!existsSync(file)) return resolve({ missing: true, file: `scripts/${script}` })
+    const childEnv = { ...env }
+    for (const k of ["BENCH_RUNS", "BENCH_SESSIONS", "BENCH_EVENTS"]) delete childEnv[k]
+    execFile(process.execPath, [file, ...args], { cwd: root, env: childEnv, maxBuffer: 64 * 1024 * 1024, timeout: 300_000 }, (error, stdout, stderr) => {
+      if (error) return resolve({ error: `${script}: ${error.message.split("\n")[0]}\n${String(stderr).trim().slice(-2000)}` })
+      try {
+        resolve({ value: JSON.parse(stdout) })
+      } catch {
+        resolve({ error: `${script}: its output is not one JSON object: ${String(stdout).slice(0, 300)}` })
+      }
+    })
+  })
+
+const sessionsBench = async () => {
+  // HOOK: scripts/bench-sessions.mjs (a colleague's) measures Skein; its JSON is read as is:
+  //   { list: { sessions, firstPageMs, allPagesMs, cwdFilterFirstPageMs, samples? },
+  //     load: { events, loadMs, replayedUpdates, samples? } }
+  // Without it, the rows say the hook is missing.
+  section(`sessions: scripts/bench-sessions.mjs (Skein) and scripts/bench-sessions-floor.mjs (floor), ${SESSIONS_RUNS} runs each`)
+  const skein = await runScript("bench-sessions.mjs", ["--runs", String(SESSIONS_RUNS)])
+  const floor = await runScript("bench-sessions-floor.mjs", ["--runs", String(SESSIONS_RUNS)])
+  return { skein, floor }
+}
+
+const logBench = async () => {
+  section("log append: scripts/bench-log.mjs (writer, runtime, floor)")
+  return runScript("bench-log.mjs", [])
+}
+
+// ── figures ───────────────────────────────────────────────────────────────────────────────
+const figures = []
+/**
+ * target: { kind: "ratio<=" | "ratio>=" | "<", value, text } — the value compared is the ratio
+ * for ratio targets, the median for absolute ones.
+ */
+const addFigure = (f) => {
+  const ratio = f.ratio !== undefined ? f.ratio : f.median != null && f.baseline?.median ? round(f.median / f.baseline.median) : null
+  let met = null
+  if (f.target != null && f.median != null) {
+    if (f.target.kind === "ratio<=") met = ratio !== null && ratio <= f.target.value
+    else if (f.target.kind === "ratio>=") met = ratio !== null && ratio >= f.target.value
+    else if (f.target.kind === "<") met = f.median < f.target.value
+  }
+  figures.push({ ...f, ratio, target: f.target ?? null, met })
+}
+
+const missing = (group, id, label, unit, target, note) =>
+  addFigure({ group, id, label, unit, subject: "Skein", median: null, p90: null, baseline: null, target, note })
+
+const buildFigures = (r) => {
+  if (r.cold) {
+    const c = r.cold
+    const floor = (m) => ({ name: NAMES.floor, median: c.floor[m].median, p90: c.floor[m].p90 })
+    const sdk = (m) => ({ name: NAMES.sdk, median: c.sdk[m].median, p90: c.sdk[m].p90 })
+    const target = { kind: "ratio<=", value: TARGETS.coldStart, text: `≤ ${TARGETS.coldStart}× floor` }
+    addFigure({ group: "cold start", id: "cold.initialize", label: "spawn → `initialize` response", unit: "ms", subject: "Skein", ...c.skein.initialize, baseline: floor("initialize"), target })
+    addFigure({ group: "cold start", id: "cold.ready", label: "spawn → `session/new` response", unit: "ms", subject: "Skein", ...c.skein.ready, baseline: floor("ready"), target })
+    if (c.skein.readyCpu && c.floor.readyCpu) {
+      addFigure({ group: "cold start", id: "cold.ready.cpu", label: "main-thread CPU to `session/new` response", unit: "ms", subject: "Skein", ...c.skein.readyCpu, baseline: { name: NAMES.floor, median: c.floor.readyCpu.median, p90: c.floor.readyCpu.p90 }, note: "on-CPU time of the agent's main thread (/proc/<pid>/schedstat): hardly affected by a busy machine" })
+    }
+    addFigure({ group: "cold start", id: "cold.initialize.sdk", label: "spawn → `initialize` (vs SDK agent)", unit: "ms", subject: "Skein", ...c.skein.initialize, baseline: sdk("initialize") })
+    addFigure({ group: "cold start", id: "cold.ready.sdk", label: "spawn → `session/new` (vs SDK agent)", unit: "ms", subject: "Skein", ...c.skein.ready, baseline: sdk("ready") })
+  }
+  if (r.chunk) {
+    const c = r.chunk
+    addFigure({ group: "first chunk", id: "chunk.first", label: "prompt → first `agent_message_chunk`", unit: "ms", subject: "Skein", ...c.skein, baseline: { name: NAMES.sdk, median: c.sdk.median, p90: c.sdk.p90 } })
+    addFigure({ group: "first chunk", id: "chunk.first.floor", label: "prompt → first chunk (vs floor)", unit: "ms", subject: "Skein", ...c.skein, baseline: { name: NAMES.floor, median: c.floor.median, p90: c.floor.p90 } })
+  }
+  if (r.throughput) {
+    const t = r.throughput
+    addFigure({
+      group: "throughput",
+      id: "throughput.updates",
+      label: `${DELTAS.toLocaleString("en")} text deltas → updates/s`,
+      unit: "updates/s",
+      higherIsBetter: true,
+      subject: "Skein",
+      median: t.skein.median,
+      p90: t.skein.p90,
+      samples: t.skein.samples,
+      baseline: { name: NAMES.sdk, median: t.sdk.median, p90: t.sdk.p90 },
+      target: { kind: "ratio>=", value: TARGETS.throughput, text: `≥ ${TARGETS.throughput}× SDK agent` }
+    })
+    if (t.skein.cpuMsPerTurn && t.sdk.cpuMsPerTurn) {
+      addFigure({
+        group: "throughput",
+        id: "throughput.cpu",
+        label: `agent CPU per turn of ${DELTAS.toLocaleString("en")} deltas`,
+        unit: "ms",
+        subject: "Skein",
+        ...t.skein.cpuMsPerTurn,
+        baseline: { name: NAMES.sdk, median: t.sdk.cpuMsPerTurn.median, p90: t.sdk.cpuMsPerTurn.p90 },
+        note: "user + system time of the agent process (/proc/<pid>/stat, 10 ms ticks)"
+      })
+    }
+    addFigure({
+      group: "throughput",
+      id: "throughput.updates.floor",
+      label: "updates/s (vs floor: the reader's ceiling)",
+      unit: "updates/s",
+      higherIsBetter: true,
+      subject: "Skein",
+      median: t.skein.median,
+      p90: t.skein.p90,
+      baseline: { name: NAMES.floor, median: t.floor.median, p90: t.floor.p90 }
+    })
+  }
+  if (r.memory) {
+    const m = r.memory
+    addFigure({ group: "memory", id: "memory.idle", label: "RSS idle (after `initialize`)", unit: "KB", subject: "Skein", ...m.idleKB.skein, baseline: { name: NAMES.floor, median: m.idleKB.floor.median, p90: m.idleKB.floor.p90 } })
+    addFigure({ group: "memory", id: "memory.idle.sdk", label: "RSS idle (vs SDK agent)", unit: "KB", subject: "Skein", ...m.idleKB.skein, baseline: { name: NAMES.sdk, median: m.idleKB.sdk.median, p90: m.idleKB.sdk.p90 } })
+    for (const n of MEM_COUNTS) {
+      const s = m.sessions[n]
+      addFigure({
+        group: "memory",
+        id: `memory.perSession.${n}`,
+        label: `added RSS per session, ${n.toLocaleString("en")} live (ratio: RSS ÷ idle RSS)`,
+        unit: "KB",
+        subject: "Skein",
+        ...s.addedKBPerSession,
+        // The baseline is Skein idle; the ratio is the RSS with n sessions over the idle RSS.
+        baseline: { name: "Skein idle RSS", median: m.idleKB.skein.median, p90: m.idleKB.skein.p90 },
+        ratio: round(s.rssKB.median / m.idleKB.skein.median),
+        ratioNote: `RSS with ${n} sessions ÷ idle RSS`,
+        target: { kind: "<", value: TARGETS.sessionKB, text: "< 1 MB" },
+        afterGc: s.afterGc
+      })
+    }
+  }
+  if (r.sessions) {
+    const { skein, floor } = r.sessions
+    const fl = floor.value
+    const sk = skein.value
+    const stat = (v, samples) => (samples?.length ? summarize(samples) : { median: v ?? null, p90: null })
+    const listTarget = { kind: "<", value: TARGETS.listMs, text: `< ${TARGETS.listMs} ms` }
+    const loadTarget = { kind: "<", value: TARGETS.loadMs, text: "< 1 s" }
+    const base = (v, samples) => (fl ? { name: NAMES.floor, ...stat(v, samples) } : null)
+    const note = skein.missing ? `hook: ${skein.file} is missing` : skein.error ? `error: ${skein.error}` : undefined
+    if (sk) {
+      const n = sk.list?.sessions ?? 1000
+      const e = sk.load?.events ?? 100_000
+      addFigure({ group: "sessions", id: "sessions.list.first", label: `\`session/list\`, first page of ${n.toLocaleString("en")}`, unit: "ms", subject: "Skein", ...stat(sk.list?.firstPageMs, sk.list?.samples?.firstPageMs), baseline: base(fl?.list.firstPageMs, fl?.list.samples?.firstPageMs), target: listTarget })
+      addFigure({ group: "sessions", id: "sessions.list.cwd", label: "`session/list`, first page, `cwd` filter", unit: "ms", subject: "Skein", ...stat(sk.list?.cwdFilterFirstPageMs, sk.list?.samples?.cwdFilterFirstPageMs), baseline: base(fl?.list.cwdFilterFirstPageMs), target: listTarget })
+      addFigure({ group: "sessions", id: "sessions.list.all", label: `\`session/list\`, every page (${Math.ceil(n / 50)})`, unit: "ms", subject: "Skein", ...stat(sk.list?.allPagesMs, sk.list?.samples?.allPagesMs), baseline: base(fl?.list.allPagesMs, fl?.list.samples?.allPagesMs) })
+      addFigure({ group: "sessions", id: "sessions.load", label: `\`session/load\`, ${e.toLocaleString("en")} events`, unit: "ms", subject: "Skein", ...stat(sk.load?.loadMs, sk.load?.samples?.loadMs), baseline: base(fl?.load.loadMs, fl?.load.samples?.loadMs), target: loadTarget, replayedUpdates: sk.load?.replayedUpdates })
+    } else {
+      missing("sessions", "sessions.list.first", "`session/list`, first page of 1,000", "ms", listTarget, note)
+      missing("sessions", "sessions.load", "`session/load`, 100,000 events", "ms", loadTarget, note)
+    }
+    if (floor.error || floor.missing) figures[figures.length - 1].note = `floor: ${floor.error ?? "missing"}`
+  }
+  if (r.log) {
+    const l = r.log.value
+    if (l) {
+      const base = { name: "plain `writeSync` per line", ...summarize(l.floor.samples, true) }
+      addFigure({ group: "log append", id: "log.writer", label: `log writer, ${l.events.toLocaleString("en")} appends, 1 fsync`, unit: "events/s", higherIsBetter: true, subject: "Skein", ...summarize(l.writer.samples, true), baseline: base })
+      addFigure({ group: "log append", id: "log.runtime", label: `session turn, ${l.runtimeEvents.toLocaleString("en")} canonical events`, unit: "events/s", higherIsBetter: true, subject: "Skein", ...summarize(l.runtime.samples, true), baseline: base })
+      addFigure({ group: "log append", id: "log.appendFileSync", label: "log writer (vs `appendFileSync` per line)", unit: "events/s", higherIsBetter: true, subject: "Skein", ...summarize(l.writer.samples, true), baseline: { name: "`appendFileSync` per line", ...summarize(l.appendFileSync.samples, true) } })
+    } else {
+      missing("log append", "log.writer", "log writer", "events/s", null, r.log.error ?? "scripts/bench-log.mjs is missing")
+    }
+  }
+}
+
+// ── output ────────────────────────────────────────────────────────────────────────────────
+const fmt = (x, unit) => {
+  if (x === null || x === undefined) return "—"
+  switch (unit) {
+    case "ms":
+      return `${x < 10 ? x.toFixed(2) : x.toFixed(1)} ms`
+    case "KB":
+      return x >= 10_000 ? `${(x / 1024).toFixed(1)} MB` : `${Math.round(x)} KB`
+    case "updates/s":
+    case "events/s":
+      return `${Math.round(x).toLocaleString("en")}/s`
+    default:
+      return String(x)
+  }
+}
+const cell = (median, p90, unit) => (median === null || median === undefined ? "—" : `${fmt(median, unit)}${p90 == null ? "" : ` (p90 ${fmt(p90, unit)})`}`)
+
+const tableOf = (figs) => {
+  const header = ["figure", "Skein", "baseline", "ratio", "target", "met?"]
+  const rows = figs.map((f) => [
+    `${f.group}: ${f.label}`,
+    f.median === null ? `not measured${f.note ? ` (${f.note.split("\n")[0]})` : ""}` : cell(f.median, f.p90, f.unit),
+    f.baseline ? `${cell(f.baseline.median, f.baseline.p90, f.unit)}, ${f.baseline.name}` : "—",
+    f.ratio === null || f.ratio === undefined ? "—" : `${f.ratio.toFixed(2)}×`,
+    f.target ? f.target.text : "—",
+    f.met === null ? (f.target ? "**not measured**" : "—") : f.met ? "yes" : "**no**"
+  ])
+  return [
+    `| ${header.join(" | ")} |`,
+    `| ${header.map((_, i) => (i === 0 ? "---" : "---:")).join(" | ")} |`,
+    ...rows.map((r) => `| ${r.join(" | ")} |`)
+  ].join("\n")
+}
+
+const machineLine = (m, date) =>
+  `${date.slice(0, 10)}, ${m.cpu}, ${m.cores} cores, ${m.memoryGB} GB, Node ${m.node}, ${m.platform}; 1-minute load average ${m.loadAverage.before} → ${m.loadAverage.after}.`
+
+const README_START = "<!-- bench:results:start -->"
+const README_END = "<!-- bench:results:end -->"
+
+const updateReadme = (block) => {
+  const file = join(root, "README.md")
+  if (!existsSync(file)) return false
+  const text = readFileSync(file, "utf8")
+  const a = text.indexOf(README_START)
+  const b = text.indexOf(README_END)
+  if (a === -1 || b === -1 || b < a) return false
+  writeFileSync(file, `${text.slice(0, a + README_START.length)}\n${block}\n${text.slice(b)}`)
+  return true
+}
+
 // ── run ───────────────────────────────────────────────────────────────────────────────────
 const main = async () => {
   const started = Date.now()
   const loadBefore = os.loadavg()[0]
-  process.stdout.write(`bench: ${WARMUP} warm-up + ${RUNS} measured runs per agent (${agents.map((a) => a.name).join(", ")}), node ${process.version}\n`)
-  const samples = Object.fromEntries(agents.map((a) => [a.id, { initialize: [], ready: [] }]))
-  for (let i = 0; i < WARMUP; i++) for (const agent of agents) await runOnce(agent)
-  for (let i = 0; i < RUNS; i++) {
-    // Rotate the order so no agent always runs right after another.
-    for (let k = 0; k < agents.length; k++) {
-      const agent = agents[(i + k) % agents.length]
-      const result = await runOnce(agent)
-      samples[agent.id].initialize.push(result.initialize)
-      samples[agent.id].ready.push(result.ready)
-    }
-    if (process.stdout.isTTY) process.stdout.write(`\r  run ${i + 1}/${RUNS}`)
-  }
-  process.stdout.write(process.stdout.isTTY ? "\n\n" : "\n")
-
-  const stats = Object.fromEntries(
-    agents.map((a) => [a.id, { initialize: summarize(samples[a.id].initialize), ready: summarize(samples[a.id].ready) }])
-  )
-  const figure = (metric, subject, baseline, target, description) => {
-    const s = stats[subject][metric]
-    const b = stats[baseline][metric]
-    const ratio = round(s.median / b.median)
-    return {
-      metric,
-      description,
-      subject: agents.find((a) => a.id === subject).name,
-      baselineName: agents.find((a) => a.id === baseline).name,
-      median: s.median,
-      p90: s.p90,
-      baseline: { median: b.median, p90: b.p90 },
-      ratio,
-      ratioP90: round(s.p90 / b.p90),
-      target: target ?? null,
-      met: target === undefined ? null : ratio <= target
-    }
-  }
-  const figures = [
-    figure("initialize", "skein", "floor", TARGETS.initialize, "spawn → initialize response"),
-    figure("ready", "skein", "floor", TARGETS.ready, "spawn → session/new response (initialize, then session/new)"),
-    figure("initialize", "skein", "sdk", undefined, "spawn → initialize response, against the ACP SDK agent"),
-    figure("ready", "skein", "sdk", undefined, "spawn → session/new response, against the ACP SDK agent"),
-    figure("initialize", "sdk", "floor", undefined, "the ACP SDK agent against the floor (context)")
-  ]
+  process.stdout.write(`bench: node ${process.version}, sections ${only.join(", ")}\n`)
+  const results = {}
+  if (only.includes("cold")) results.cold = await coldStart()
+  if (only.includes("chunk")) results.chunk = await firstChunk()
+  if (only.includes("throughput")) results.throughput = await throughput()
+  if (only.includes("memory")) results.memory = await memory()
+  if (only.includes("sessions")) results.sessions = await sessionsBench()
+  if (only.includes("log")) results.log = await logBench()
+  if (process.stdout.isTTY) process.stdout.write("\r\x1b[K")
+  buildFigures(results)
 
   const cpus = os.cpus()
-  const results = {
-    date: new Date().toISOString(),
-    machine: {
-      cpu: cpus[0]?.model ?? "unknown",
-      cores: cpus.length,
-      memoryGB: round(os.totalmem() / 2 ** 30, 1),
-      platform: `${os.platform()} ${os.release()} ${os.arch()}`,
-      node: process.version,
-      // A busy machine inflates every figure (the ratios less so): the 1-minute load average
-      // before and after the runs.
-      loadAverage: { before: round(loadBefore), after: round(os.loadavg()[0]) }
-    },
+  const date = new Date().toISOString()
+  const machine = {
+    cpu: cpus[0]?.model ?? "unknown",
+    cores: cpus.length,
+    memoryGB: round(os.totalmem() / 2 ** 30, 1),
+    platform: `${os.platform()} ${os.release()} ${os.arch()}`,
+    node: process.version,
+    // A busy machine inflates every figure (the ratios less so).
+    loadAverage: { before: round(loadBefore), after: round(os.loadavg()[0]) }
+  }
+  const busy = Math.max(machine.loadAverage.before, machine.loadAverage.after) > machine.cores
+  const json = {
+    date,
+    machine,
     method: {
-      runs: RUNS,
-      warmup: WARMUP,
-      clock: "process.hrtime.bigint(), from just before spawn() to the arrival of the response line",
-      note: "ready = initialize sent at spawn, session/new sent when its response arrives; ratios are of medians",
-      compileCache: "dist/skein.mjs calls module.enableCompileCache() in its banner; warm-ups fill whatever cache that gives"
+      clock: "process.hrtime.bigint() in the client; times run from writing a request (or spawn) to reading the response line",
+      p90: "the 90th-percentile run on the slow side (for rates: the 10th percentile of the rate)",
+      ratio: "Skein's median ÷ the baseline's median (memory per session: RSS with N sessions ÷ idle RSS)",
+      client: "bench/client.mjs: one raw reader for every agent; session/update lines are counted by a byte search, other lines parsed",
+      cold: { runs: RUNS, warmup: WARMUP, note: "fresh process per run, interleaved; ready = initialize at spawn, session/new on its response" },
+      chunk: { prompts: PROMPTS, warmup: PROMPT_WARMUP, note: "one agent process each, one session, one scripted turn (one text delta) per prompt" },
+      throughput: { deltas: DELTAS, turns: TURNS, warmupTurns: 1, note: "Skein: script {text:'x', repeat}; SDK agent: awaited client.notify per delta; floor: synchronous writes" },
+      memory: { runs: MEM_RUNS, settleMs: SETTLE_MS, counts: MEM_COUNTS, note: "VmRSS from /proc after a settle; afterGc: process.memoryUsage() after a forced GC (bench/gc-probe.mjs preloaded into every agent)" },
+      sessions: { runs: SESSIONS_RUNS, skein: "scripts/bench-sessions.mjs", floor: "scripts/bench-sessions-floor.mjs" },
+      log: { script: "scripts/bench-log.mjs", note: "in-process; default durability: no fsync per event, one at the turn's end" },
+      compileCache: "dist/skein.mjs enables the module compile cache before loading dist/skein-main.mjs; warm-ups fill it"
     },
-    agents: Object.fromEntries(agents.map((a) => [a.id, { name: a.name, command: ["node", ...a.args.map((p) => (p.startsWith(root) ? relative(root, p) : p.startsWith(tmp) ? `<tmp>${p.slice(tmp.length)}` : p))] }])),
+    targets: TARGETS,
     figures,
-    stats,
+    missed: figures.filter((f) => f.met === false).map((f) => f.id),
+    raw: {
+      cold: results.cold,
+      chunk: results.chunk,
+      throughput: results.throughput,
+      memory: results.memory && { ...results.memory, raw: undefined },
+      memoryRuns: results.memory?.raw,
+      sessions: results.sessions,
+      log: results.log
+    },
     durationSeconds: round((Date.now() - started) / 1000, 1)
   }
 
-  const ms = (x) => `${x.toFixed(1)} ms`
-  const rows = figures.map((f) => {
-    const name = f.baselineName === "plain-Node floor" ? f.metric : `${f.metric} (vs ${f.baselineName})`
-    const label = f.subject === "Skein" ? name : `${f.subject}: ${f.metric} (vs ${f.baselineName})`
-    return [
-      label,
-      `${ms(f.median)} (p90 ${ms(f.p90)})`,
-      `${ms(f.baseline.median)} (p90 ${ms(f.baseline.p90)})`,
-      `${f.ratio.toFixed(2)}×`,
-      f.target === null ? "—" : `≤ ${f.target}×`,
-      f.met === null ? "—" : f.met ? "yes" : "**no**"
-    ]
-  })
-  const header = ["metric", "Skein", "baseline", "ratio", "target", "met?"]
-  const table = [
-    `| ${header.join(" | ")} |`,
-    `| ${header.map((h, i) => (i === 0 ? "---" : "---:")).join(" | ")} |`,
-    ...rows.map((r) => `| ${r.join(" | ")} |`)
-  ].join("\n")
-  const m = results.machine
+  const table = tableOf(figures)
+  const missed = figures.filter((f) => f.met === false)
+  const unmeasured = figures.filter((f) => f.target && f.met === null)
+  const summary = [
+    missed.length === 0 ? "Every measured target is met." : `Missed: ${missed.map((f) => `${f.group}: ${f.label} (${f.ratio !== null && f.target.kind !== "<" ? `${f.ratio.toFixed(2)}×` : fmt(f.median, f.unit)}, target ${f.target.text})`).join("; ")}.`,
+    ...(unmeasured.length ? [`Not measured: ${unmeasured.map((f) => `${f.group}: ${f.label}${f.note ? ` — ${f.note.split("\n")[0]}` : ""}`).join("; ")}.`] : [])
+  ]
+  const memoryNote = results.memory
+    ? `After a forced GC, the added RSS per session is ${MEM_COUNTS.map((n) => `${fmt(results.memory.sessions[n].afterGc.addedKBPerSession.median, "KB")} (${n})`).join(" and ")}, of which JS heap ${MEM_COUNTS.map((n) => `${fmt(results.memory.sessions[n].afterGc.addedHeapKBPerSession.median, "KB")}`).join(" and ")}.`
+    : undefined
   const md = [
-    "# Start-up benchmark",
+    "# Benchmarks",
     "",
-    `${results.date.slice(0, 10)}, ${m.cpu}, ${m.cores} cores, Node ${m.node}, ${m.platform}.`,
-    `${RUNS} runs per agent after ${WARMUP} warm-up${WARMUP === 1 ? "" : "s"}, interleaved; median (p90) from spawn to the response line.`,
-    "Baseline is the plain-Node floor (`bench/floor.mjs`) unless named; the last row compares the SDK agent (`bench/sdk-agent.mjs`), not Skein.",
-    ...(Math.max(m.loadAverage.before, m.loadAverage.after) > m.cores
-      ? ["", `**The machine was busy** (1-minute load average ${m.loadAverage.before} → ${m.loadAverage.after} on ${m.cores} cores): absolute times are inflated and noisy; compare ratios, and rerun on an idle machine.`]
-      : []),
+    machineLine(machine, date),
+    ...(busy ? ["", `**The machine was busy** (load average above its ${machine.cores} cores): absolute figures are inflated and noisy; the ratios, measured interleaved, hold better. Rerun on an idle machine for absolute numbers.`] : []),
     "",
     table,
     "",
-    "`initialize`: issue target (within 2.5× of the floor). `ready` (initialize, then session/new): design target (within 2×).",
+    ...summary,
+    "",
+    "Medians; p90 is the 90th-percentile run on the slow side. Baselines run in the same `npm run bench`, interleaved with Skein:",
+    "the plain-Node floor (`bench/floor.mjs`) answers with no library at all; the ACP SDK agent (`bench/sdk-agent.mjs`) is a minimal",
+    "agent on `@agentclientprotocol/sdk` that relays deltas with awaited `notify` calls. How each figure is taken: `scripts/bench.mjs`.",
+    "The CPU rows (main-thread on-CPU time from `/proc/<pid>/schedstat`, process CPU from `/proc/<pid>/stat`) have no target; they",
+    "show the work done, which a busy machine hardly changes, where wall-clock figures also count the wait for a CPU.",
+    `Runs: cold start ${RUNS} (+${WARMUP} warm-up), first chunk ${PROMPTS} prompts (+${PROMPT_WARMUP}), throughput ${TURNS} turns (+1), memory ${MEM_RUNS}, sessions ${SESSIONS_RUNS}, log 5.`,
+    ...(memoryNote ? ["", memoryNote] : []),
     ""
   ].join("\n")
 
-  mkdirSync(join(root, "bench"), { recursive: true })
-  writeFileSync(join(root, "bench", "results.json"), JSON.stringify(results, null, 2) + "\n")
-  writeFileSync(join(root, "bench", "results.md"), md)
-  process.stdout.write(`${md}\nwrote bench/results.json and bench/results.md in ${results.durationSeconds} s\n`)
+  // Only a full run replaces the recorded results; a partial one (--only) just prints.
+  const full = only.length === SECTIONS.length
+  if (full) {
+    mkdirSync(join(root, "bench"), { recursive: true })
+    writeFileSync(join(root, "bench", "results.json"), JSON.stringify(json, null, 2) + "\n")
+    writeFileSync(join(root, "bench", "results.md"), md)
+  }
+  let readme = false
+  if (!values["no-readme"] && full) {
+    readme = updateReadme([
+      machineLine(machine, date) + (busy ? " The machine was busy: absolute figures are inflated." : ""),
+      "",
+      table,
+      "",
+      ...summary,
+      "",
+      "Produced by `npm run bench` from a clean build; method and notes in [bench/results.md](bench/results.md), every sample in `bench/results.json`."
+    ].join("\n"))
+  }
+  process.stdout.write(
+    `\n${md}\n${full ? `wrote bench/results.json and bench/results.md${readme ? " and the table in README.md" : ""}` : "partial run (--only): nothing written"} in ${json.durationSeconds} s\n`
+  )
 }
 
 try {
   await main()
 } catch (error) {
-  process.stderr.write(`\nbench failed: ${error?.message ?? error}\n`)
+  process.stderr.write(`\nbench failed: ${error?.stack ?? error}\n`)
   process.exitCode = 1
 } finally {
   rmSync(tmp, { recursive: true, force: true })

@@ -18,8 +18,23 @@ try { module.enableCompileCache?.() } catch {}
 await import("./skein-main.mjs")
 `
 
+// node:crypto costs ~5 ms to load and only @effect/platform-node's NodeFileSystem imports it (for
+// temporary file names): it is loaded on first use instead of at start-up.
+const lazyNodeCrypto = {
+  name: "lazy-node-crypto",
+  setup(b) {
+    b.onResolve({ filter: /^node:crypto$/ }, (args) =>
+      args.importer.includes("node_modules") ? { path: "lazy-node-crypto", namespace: "skein-lazy" } : undefined)
+    b.onLoad({ filter: /.*/, namespace: "skein-lazy" }, () => ({
+      contents: `const c = () => process.getBuiltinModule("node:crypto")\nexport const randomBytes = (...a) => c().randomBytes(...a)\n`,
+      loader: "js"
+    }))
+  }
+}
+
 await build({
   entryPoints: ["src/cli/main.ts"],
+  plugins: [lazyNodeCrypto],
   outfile: "dist/skein-main.mjs",
   bundle: true,
   platform: "node",

@@ -3,21 +3,28 @@
  * notifications, and sends requests and notifications of its own.
  *
  * Invariants:
- * - One writer fiber drains a queue of encoded lines; everything the peer
- *   writes goes through it, in enqueue order, so lines never interleave.
+ * - One writer fiber (Writer.ts) drains a queue of encoded lines; everything
+ *   the peer writes goes through it, in enqueue order, so lines never interleave.
  * - Every incoming request id gets exactly one response, whatever happens to
  *   its handler (success, error, defect, cancellation, shutdown).
  * - Nothing read from the input can stop the peer: bad lines are answered
  *   with the matching error and reading goes on.
+ * - Memory is bounded whatever the other side does: lines are capped
+ *   (`maxLineBytes`), the write queue is bounded, and at most
+ *   `maxConcurrentRequests` incoming requests run at once (more are answered
+ *   -32800 at once, from the reading fiber, so a client that floods us and
+ *   reads nothing stalls on its own pipe instead of growing ours).
+ * - Shutdown is bounded: output that cannot be written within
+ *   `SHUTDOWN_GRACE_MS + SHUTDOWN_FLUSH_MS` of the input's end or of an
+ *   interruption (a client that stopped reading) is dropped, so the process
+ *   can still exit.
  */
 import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Fiber from "effect/Fiber"
 import * as FiberMap from "effect/FiberMap"
 import * as MutableHashMap from "effect/MutableHashMap"
-import * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type * as Duration from "effect/Duration"
@@ -25,6 +32,7 @@ import type * as Scope from "effect/Scope"
 import * as Framing from "./Framing.ts"
 import * as Protocol from "./Protocol.ts"
 import type { Id, RpcError } from "./Protocol.ts"
+import * as Writer from "./Writer.ts"
 
 export interface Transport {
   readonly input: Stream.Stream<Uint8Array, unknown>
@@ -39,6 +47,8 @@ export interface Options {
   readonly defaultRequestTimeout?: Duration.Input | undefined
   /** Lines the write queue holds before writers wait. Default 4096. */
   readonly writeQueueCapacity?: number | undefined
+  /** Incoming requests handled at once; more are refused with -32800. Default 1024. */
+  readonly maxConcurrentRequests?: number | undefined
 }
 
 export interface RequestContext {
@@ -84,6 +94,8 @@ export interface Peer {
   /** Sends a request and awaits its response. Interruption or timeout sends `$/cancel_request`. */
   readonly request: (method: string, params?: unknown, options?: RequestOptions) => Effect.Effect<unknown, RpcError>
   readonly notify: (method: string, params?: unknown) => Effect.Effect<void>
+  /** Sends lines already encoded (each `\n`-terminated, U+2028/9 escaped) as one write-queue item. */
+  readonly sendEncoded: (lines: string) => Effect.Effect<void>
   /**
    * Reads the input until it ends (or fails), answering requests with
    * `handlers`. Then fails pending outgoing requests with `peerClosed` (no
@@ -136,6 +148,11 @@ export const CANCEL_METHOD = "$/cancel_request"
 /** How long, after the input ends, requests with `onCancel` get to answer before they are interrupted. */
 export const SHUTDOWN_GRACE_MS = 2_000
 
+/** After that grace, how long what is left to write may take before it is dropped (a client that stopped reading). */
+export const SHUTDOWN_FLUSH_MS = 2_000
+
+export const DEFAULT_MAX_CONCURRENT_REQUESTS = 1024
+
 interface InFlight {
   /** Runs on the serve fiber, which provides the handlers' services. */
   onCancel: Effect.Effect<void, never, any> | undefined
@@ -143,6 +160,10 @@ interface InFlight {
 }
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null
+
+/** An object with `result` or `error` and no `method`: meant as a response to one of our requests. */
+const isResponseShaped = (u: unknown): boolean =>
+  isRecord(u) && !Array.isArray(u) && !Object.hasOwn(u, "method") && (Object.hasOwn(u, "result") || Object.hasOwn(u, "error"))
 
 /** Encodes a response; a result or error data JSON cannot represent becomes an internal error. */
 const encodeResponse = (id: Id, exit: Exit.Exit<unknown, RpcError>): Effect.Effect<string> => {
@@ -173,24 +194,9 @@ export const make = Effect.fnUntraced(function*(
 ): Effect.fn.Return<Peer, never, Scope.Scope> {
   const maxLineBytes = options?.maxLineBytes
   const defaultTimeout = options?.defaultRequestTimeout
-  const queue = yield* Queue.bounded<string, Cause.Done>(options?.writeQueueCapacity ?? 4096)
-
-  const writer = yield* Effect.forkScoped(
-    Effect.gen(function*() {
-      while (true) {
-        const batch = yield* Queue.takeBetween(queue, 1, 1024)
-        yield* transport.write(batch.length === 1 ? batch[0] : batch.join(""))
-      }
-    }).pipe(
-      Effect.catchCause((cause) =>
-        Cause.hasFails(cause) || Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.logError("writer stopped", cause)
-      ),
-      // If the writer dies, writers must not wait on a queue nobody drains.
-      Effect.ensuring(Queue.shutdown(queue))
-    )
-  )
-
-  const send = (line: string): Effect.Effect<void> => Effect.asVoid(Queue.offer(queue, line))
+  const maxConcurrent = options?.maxConcurrentRequests ?? DEFAULT_MAX_CONCURRENT_REQUESTS
+  const writer = yield* Writer.make(transport.write, options?.writeQueueCapacity ?? 4096)
+  const send = writer.send
 
   // ---- outgoing ------------------------------------------------------------
 
@@ -249,8 +255,8 @@ export const make = Effect.fnUntraced(function*(
     return Effect.forEach(waiting, (deferred) => Deferred.fail(deferred, Protocol.peerClosed()), { discard: true })
   })
 
-  /** Flushes every enqueued line, then stops the writer. Idempotent. */
-  const shutdown = Effect.andThen(closeInput, Effect.andThen(Queue.end(queue), Fiber.await(writer)))
+  /** Flushes every enqueued line (within the shutdown deadline), then stops the writer. Idempotent. */
+  const shutdown = Effect.andThen(closeInput, writer.close(SHUTDOWN_FLUSH_MS))
 
   yield* Effect.addFinalizer(() => shutdown)
 
@@ -263,6 +269,10 @@ export const make = Effect.fnUntraced(function*(
       const inflight = MutableHashMap.empty<Id, InFlight>()
       const scope = yield* Effect.scope
       const fibers = yield* FiberMap.make<Id>()
+      /** Request fibers not finished yet (a finished handler may still wait to enqueue its response). */
+      let running = 0
+      // Interrupted (SIGTERM) or done: closing this scope waits for request fibers, which may wait on the writer.
+      yield* Effect.addFinalizer(() => writer.deadline(SHUTDOWN_GRACE_MS + SHUTDOWN_FLUSH_MS))
 
       const reply = (id: Id | null, error: RpcError) => send(Framing.encode(Protocol.makeError(id, error)))
 
@@ -285,10 +295,15 @@ export const make = Effect.fnUntraced(function*(
       const onRequest = (id: Id, method: string, params: unknown): Effect.Effect<void, never, any> => {
         if (MutableHashMap.has(inflight, id)) return reply(id, Protocol.invalidRequest("Duplicate request id"))
         if (!Object.hasOwn(requests, method)) return reply(id, Protocol.methodNotFound(method))
+        if (running >= maxConcurrent) return reply(id, Protocol.tooManyRequests())
         const entry: InFlight = { onCancel: undefined, cancelRequested: false }
         MutableHashMap.set(inflight, id, entry)
+        running++
+        const done = Effect.sync(() => {
+          running--
+        })
         return Effect.asVoid(
-          FiberMap.run(fibers, id, runRequest(id, method, requests[method], params, entry), {
+          FiberMap.run(fibers, id, Effect.ensuring(runRequest(id, method, requests[method], params, entry), done), {
             startImmediately: true
           })
         )
@@ -313,12 +328,29 @@ export const make = Effect.fnUntraced(function*(
         if (!Object.hasOwn(notifications, method)) return Effect.logDebug("unknown notification ignored", method)
         const handler = notifications[method]
         return Effect.suspend(() => handler.decode(params)).pipe(
-          Effect.flatMap(handler.handle),
+          Effect.matchEffect({
+            // Bad params are the client's mistake: a quiet line, not a warning with a stack per message.
+            onFailure: (error) => Effect.logDebug("notification with invalid params ignored", method, error.message),
+            onSuccess: handler.handle
+          }),
           Effect.catchCause((cause) => Effect.logWarning("notification handler failed", method, cause))
         )
       }
 
-      const onMessage = (message: Protocol.Incoming): Effect.Effect<void, never, any> => {
+      /**
+       * A response-shaped message that is not a valid response: it answers (badly) one of
+       * our requests, so its id is in our id space, not the client's. Echoing it in an error
+       * could answer a client request of the same id a second time; instead the request it
+       * names, if pending, fails at once (rather than waiting for its timeout), and the
+       * client is told with id null.
+       */
+      const onBadResponse = (id: Id | null): Effect.Effect<void> =>
+        Effect.andThen(
+          id === null ? Effect.void : resolve(id, Exit.fail(Protocol.invalidResponse())),
+          reply(null, Protocol.invalidRequest())
+        )
+
+      const onMessage = (message: Protocol.Incoming, json: unknown): Effect.Effect<void, never, any> => {
         switch (message._tag) {
           case "Request":
             return onRequest(message.id, message.method, message.params)
@@ -331,7 +363,9 @@ export const make = Effect.fnUntraced(function*(
               ? Effect.logWarning("peer reported an error", message.error.code, message.error.message)
               : resolve(message.id, Exit.fail(Protocol.fromErrorObject(message.error)))
           case "Invalid":
-            return reply(message.id, Protocol.invalidRequest())
+            return isResponseShaped(json)
+              ? onBadResponse(message.id)
+              : reply(message.id, Protocol.invalidRequest())
         }
       }
 
@@ -340,33 +374,44 @@ export const make = Effect.fnUntraced(function*(
         return Effect.try({ try: () => JSON.parse(line.text) as unknown, catch: Protocol.parseError }).pipe(
           Effect.matchEffect({
             onFailure: (error) => reply(null, error),
-            onSuccess: (json) => onMessage(Protocol.classify(json))
+            onSuccess: (json) => onMessage(Protocol.classify(json), json)
           })
         )
       }
+
+      /**
+       * The input is over (EOF), or the serve fiber is interrupted (SIGTERM): no response can
+       * come any more. Requests that answer cancellation themselves (a prompt answers
+       * `cancelled`) are cancelled and given a moment to answer; every other one is
+       * interrupted (-32800). Both ways end the same, so a signal answers a running prompt
+       * exactly as stdin's end does.
+       */
+      const drain = Effect.gen(function*() {
+        yield* closeInput
+        yield* writer.deadline(SHUTDOWN_GRACE_MS + SHUTDOWN_FLUSH_MS)
+        const entries = [...inflight]
+        for (const [id, entry] of entries) {
+          if (entry.onCancel === undefined) yield* FiberMap.remove(fibers, id)
+        }
+        for (const [, entry] of entries) {
+          if (entry.onCancel !== undefined && !entry.cancelRequested) {
+            entry.cancelRequested = true
+            yield* Effect.catchCause(entry.onCancel, (cause) => Effect.logError("onCancel failed", cause))
+          }
+        }
+        yield* FiberMap.awaitEmpty(fibers).pipe(Effect.timeoutOption(SHUTDOWN_GRACE_MS), Effect.ignore)
+        yield* FiberMap.clear(fibers)
+      })
 
       yield* transport.input.pipe(
         Framing.lines({ maxLineBytes }),
         Stream.runForEach(onLine),
         Effect.catchCause((cause) =>
           Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.logWarning("input failed", cause)
-        )
+        ),
+        Effect.onInterrupt(() => drain)
       )
-      yield* closeInput
-      // Requests that answer cancellation themselves (a prompt answers `cancelled`) are
-      // cancelled and given a moment to answer; every other one is interrupted (-32800).
-      const entries = [...inflight]
-      for (const [id, entry] of entries) {
-        if (entry.onCancel === undefined) yield* FiberMap.remove(fibers, id)
-      }
-      for (const [, entry] of entries) {
-        if (entry.onCancel !== undefined && !entry.cancelRequested) {
-          entry.cancelRequested = true
-          yield* Effect.catchCause(entry.onCancel, (cause) => Effect.logError("onCancel failed", cause))
-        }
-      }
-      yield* FiberMap.awaitEmpty(fibers).pipe(Effect.timeoutOption(SHUTDOWN_GRACE_MS), Effect.ignore)
-      yield* FiberMap.clear(fibers)
+      yield* drain
     },
     Effect.scoped,
     Effect.ensuring(shutdown)
@@ -375,6 +420,7 @@ export const make = Effect.fnUntraced(function*(
   const peer: Peer = {
     request,
     notify,
+    sendEncoded: send,
     serve: serveImpl as Peer["serve"]
   }
   return peer

@@ -176,6 +176,14 @@ export const internalError = (): RpcError => new RpcError({ code: ErrorCode.Inte
 export const requestCancelled = (): RpcError =>
   new RpcError({ code: ErrorCode.RequestCancelled, message: "Request cancelled" })
 
+/** A request refused for lack of resources (-32800 covers "aborted … because of resource constraints"). */
+export const tooManyRequests = (): RpcError =>
+  new RpcError({ code: ErrorCode.RequestCancelled, message: "Too many requests in flight" })
+
+/** Local only: what an outgoing request fails with when the answer to it is not a valid response. */
+export const invalidResponse = (): RpcError =>
+  new RpcError({ code: ErrorCode.InternalError, message: "Invalid response" })
+
 export const resourceNotFound = (what: string): RpcError =>
   new RpcError({ code: ErrorCode.ResourceNotFound, message: `Resource not found: ${clip(what)}` })
 

@@ -40,8 +40,20 @@ export class Bus extends Context.Service<Bus, {
         )
       })
 
+      // Subscribers to every session (Runtime.events): none in `skein acp`, so publish skips it.
+      let allSubscribers = 0
+      const subscribeAll = Effect.acquireRelease(
+        Effect.sync(() => {
+          allSubscribers++
+        }),
+        () =>
+          Effect.sync(() => {
+            allSubscribers--
+          })
+      ).pipe(Effect.andThen(PubSub.subscribe(all)))
       const publish = (event: SessionEvent): Effect.Effect<void> => {
         const channel = channels.get(event.sessionId)
+        if (allSubscribers === 0) return channel === undefined ? Effect.void : Effect.asVoid(PubSub.publish(channel, event))
         const toAll = PubSub.publish(all, event)
         return channel === undefined ? Effect.asVoid(toAll) : Effect.andThen(PubSub.publish(channel, event), toAll)
       }
@@ -52,7 +64,7 @@ export class Bus extends Context.Service<Bus, {
           return channel === undefined ? Effect.succeed(undefined) : PubSub.subscribe(channel)
         })
 
-      return Bus.of({ register, publish, subscribe, subscribeAll: PubSub.subscribe(all) })
+      return Bus.of({ register, publish, subscribe, subscribeAll })
     })
   )
 }

@@ -11,6 +11,7 @@
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
 import * as Acp from "../acp/index.ts"
 import * as Peer from "../jsonrpc/Peer.ts"
@@ -119,18 +120,24 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
       const content = yield* userBlocks(params.prompt)
       const subscription = yield* Effect.mapError(s.subscribe, sessionError)
       const ticket = yield* Effect.mapError(s.submit(content), sessionError)
-      yield* Stream.fromSubscription(subscription).pipe(
-        Stream.filter((event) => event.turn === ticket.turn),
-        Stream.takeUntil((event) => event.type === "turn_end"),
-        Stream.runForEach((event) => {
-          const updates = Translate.live(event)
-          return updates.length === 0
-            ? Effect.void
-            : updates.length === 1
-            ? update(s.id, updates[0]!)
-            : Effect.forEach(updates, (u) => update(s.id, u), { discard: true })
-        })
-      )
+      const encode = Translate.encoder(s.id)
+      let done = false
+      while (!done) {
+        // Everything published since the last take, encoded into one write-queue item.
+        const events = yield* PubSub.takeAll(subscription)
+        const lines: Array<string> = []
+        for (const event of events) {
+          if (event.turn !== ticket.turn) continue
+          for (const u of Translate.live(event)) lines.push(encode(u))
+          if (event.type === "turn_end") {
+            done = true
+            break
+          }
+        }
+        if (lines.length > 0) yield* peer.sendEncoded(lines.length === 1 ? lines[0]! : lines.join(""))
+        // Let the turn publish more before the next take: one wake-up per burst, not per delta.
+        if (!done) yield* Effect.yieldNow
+      }
       const outcome = yield* Deferred.await(ticket.outcome)
       return { stopReason: outcome.stopReason }
     }))
@@ -155,7 +162,18 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
         runtimeError
       )
       // Every replayed update is enqueued before the response, and the peer writes in order.
-      if (replay) yield* Effect.forEach(Replay.updates(loaded.events), (u) => update(params.sessionId, u), { discard: true })
+      if (replay) {
+        const encode = Translate.encoder(params.sessionId)
+        let lines: Array<string> = []
+        for (const u of Replay.updates(loaded.events)) {
+          lines.push(encode(u))
+          if (lines.length === 1024) {
+            yield* peer.sendEncoded(lines.join(""))
+            lines = []
+          }
+        }
+        if (lines.length > 0) yield* peer.sendEncoded(lines.join(""))
+      }
       return yield* sessionState(loaded.session)
     })
 

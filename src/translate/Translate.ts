@@ -272,3 +272,27 @@ const common = (event: SessionEvent): ReadonlyArray<SessionUpdate> => {
 
 /** The ACP stop reason of a turn outcome. */
 export const stopReason = (outcome: { readonly stopReason: string }) => outcome.stopReason
+
+const SEPARATORS = /[\u2028\u2029]/g
+const escapeSeparator = (c: string): string => (c === "\u2028" ? "\\u2028" : "\\u2029")
+const json = (value: unknown): string => {
+  const text = JSON.stringify(value)
+  return text.includes("\u2028") || text.includes("\u2029") ? text.replace(SEPARATORS, escapeSeparator) : text
+}
+
+/**
+ * A precompiled encoder of one session's `session/update` lines (the bytes `Framing.encode`
+ * writes for the same notification): the envelope is built once; a text chunk costs one
+ * `JSON.stringify` of its text.
+ */
+export const encoder = (sessionId: string) => {
+  const head = `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":${json(sessionId)},"update":`
+  const message = `${head}{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":`
+  const thought = `${head}{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":`
+  return (update: SessionUpdate): string => {
+    if ((update.sessionUpdate === "agent_message_chunk" || update.sessionUpdate === "agent_thought_chunk") && update.content.type === "text") {
+      return `${update.sessionUpdate === "agent_message_chunk" ? message : thought}${json(update.content.text)}}}}}\n`
+    }
+    return `${head}${json(update)}}}\n`
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * The peer's single writer: one fiber drains a bounded queue of encoded lines
+ * into the transport, in enqueue order, batching what has piled up. Senders
+ * wait while the queue is full, so a slow reader slows us down instead of
+ * growing our memory.
+ *
+ * Shutdown is bounded. A client that stopped reading leaves the writer in a
+ * write that never completes, and every sender blocked behind it; waiting for
+ * them would keep the process alive forever (stdin's end and SIGTERM alike).
+ * So once shutdown starts, the output gets a deadline: at the deadline the
+ * writer is interrupted, its exit shuts the queue down, and that releases
+ * every blocked sender (its line is dropped).
+ */
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
+
+export interface Writer {
+  /** Enqueues one or more complete lines; waits while the queue is full. Dropped once the writer is gone. */
+  readonly send: (line: string) => Effect.Effect<void>
+  /** Output not written within `ms` from now is dropped. The first deadline set stands. */
+  readonly deadline: (ms: number) => Effect.Effect<void>
+  /** Writes what is enqueued (within the deadline, `ms` when none is set yet), then stops. Idempotent. */
+  readonly close: (ms: number) => Effect.Effect<void>
+}
+
+const MAX_BATCH = 1024
+
+export const make = Effect.fnUntraced(function*(
+  write: (chunk: string) => Effect.Effect<void>,
+  capacity: number
+): Effect.fn.Return<Writer, never, Scope.Scope> {
+  const queue = yield* Queue.bounded<string, Cause.Done>(capacity)
+
+  const fiber = yield* Effect.forkScoped(
+    Effect.gen(function*() {
+      while (true) {
+        const batch = yield* Queue.takeBetween(queue, 1, MAX_BATCH)
+        yield* write(batch.length === 1 ? batch[0] : batch.join(""))
+      }
+    }).pipe(
+      Effect.catchCause((cause) =>
+        Cause.hasFails(cause) || Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.logError("writer stopped", cause)
+      ),
+      // If the writer stops, senders must not wait on a queue nobody drains.
+      Effect.ensuring(Queue.shutdown(queue))
+    )
+  )
+
+  let watchdog: Fiber.Fiber<void> | undefined
+
+  const deadline = (ms: number): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      if (watchdog !== undefined) return Effect.void
+      const expire = Effect.andThen(
+        Effect.sleep(ms),
+        Effect.andThen(Effect.logWarning("output not written in time at shutdown; dropped"), Fiber.interrupt(fiber))
+      )
+      return Effect.map(Effect.forkDetach(expire), (f) => {
+        watchdog = f
+      })
+    })
+
+  const close = (ms: number): Effect.Effect<void> =>
+    Effect.andThen(
+      deadline(ms),
+      Effect.andThen(
+        Queue.end(queue),
+        Effect.andThen(Fiber.await(fiber), Effect.suspend(() => (watchdog === undefined ? Effect.void : Fiber.interrupt(watchdog))))
+      )
+    )
+
+  return {
+    send: (line) => Effect.asVoid(Queue.offer(queue, line)),
+    deadline,
+    close
+  }
+})
