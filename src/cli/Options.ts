@@ -22,6 +22,8 @@ export interface Common {
   /** Use local files/processes even when the ACP client offers `fs` / `terminal`. */
   readonly localFs: boolean
   readonly localTerminal: boolean
+  /** `acp`: longest accepted JSON-RPC line in bytes (longer ones are refused with -32600). */
+  readonly maxLineBytes: number | undefined
 }
 
 export const commonOptions = {
@@ -32,6 +34,7 @@ export const commonOptions = {
   mode: { type: "string" },
   "max-turn-requests": { type: "string" },
   "permission-timeout-ms": { type: "string" },
+  "max-line-bytes": { type: "string" },
   "local-fs": { type: "boolean" },
   "local-terminal": { type: "boolean" },
   help: { type: "boolean", short: "h" }
@@ -71,6 +74,8 @@ skein acp options:
                            editor buffers are seen and edits land in the editor)
   --local-terminal         Run commands locally even when the client offers terminal/*
                            (SKEIN_LOCAL_TERMINAL=1; default: in client terminals)
+  --max-line-bytes N       Refuse JSON-RPC lines longer than N bytes with -32600
+                           (SKEIN_MAX_LINE_BYTES, default 16777216)
 
 skein run options:
   --cwd DIR                Working directory of the session (default: the current directory)
@@ -117,7 +122,8 @@ export const common = (values: Record<string, string | boolean | undefined>): Co
     maxTurnRequests,
     permissionTimeoutMs: positiveInt("permission-timeout-ms", "SKEIN_PERMISSION_TIMEOUT_MS"),
     localFs: flag("local-fs", "SKEIN_LOCAL_FS"),
-    localTerminal: flag("local-terminal", "SKEIN_LOCAL_TERMINAL")
+    localTerminal: flag("local-terminal", "SKEIN_LOCAL_TERMINAL"),
+    maxLineBytes: positiveInt("max-line-bytes", "SKEIN_MAX_LINE_BYTES")
   }
 }
 

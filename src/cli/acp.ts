@@ -60,7 +60,8 @@ export const run = (args: ReadonlyArray<string>) =>
       )
       yield* serveWith(Stdio.transport(), {
         version: VERSION,
-        clientAccess: { useClientFs: !common.localFs, useClientTerminal: !common.localTerminal }
+        clientAccess: { useClientFs: !common.localFs, useClientTerminal: !common.localTerminal },
+        maxLineBytes: common.maxLineBytes
       }, awaiting(Deferred.await(ready)))
     }))
     return 0
