@@ -99,9 +99,12 @@ export interface Peer {
   /**
    * Reads the input until it ends (or fails), answering requests with
    * `handlers`. Then fails pending outgoing requests with `peerClosed` (no
-   * response can come any more, and no handler must wait for one), interrupts
-   * in-flight handlers (each answers -32800), flushes the writer and returns.
-   * Call it once; afterwards `request` fails with `peerClosed` at once.
+   * response can come any more, and no handler must wait for one), cancels
+   * in-flight handlers that have an `onCancel` and gives them
+   * `SHUTDOWN_GRACE_MS` to answer, interrupts the others (each answers
+   * -32800), flushes the writer (within `SHUTDOWN_FLUSH_MS` more) and returns.
+   * Interrupting `serve` (SIGTERM) ends it the same way. Call it once;
+   * afterwards `request` fails with `peerClosed` at once.
    *
    * Notification handlers and `onCancel` run on the reading fiber, in order
    * with the requests around them; keep them short, and never await a
