@@ -8,7 +8,11 @@
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
 import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
+import * as Path from "effect/Path"
+import * as McpSession from "../mcp/McpSession.ts"
+import * as McpRecord from "../mcp/Record.ts"
 import * as Errors from "../providers/Errors.ts"
 import type { ModelInfo } from "../providers/Models.ts"
 import * as Registry from "../providers/Registry.ts"
@@ -18,11 +22,15 @@ export const signalExitCode = 130
 
 export const HELP = `skein doctor — show which providers and models are configured (no network)
 
-Usage: skein doctor [--home DIR] [--provider NAME] [--model ID] [--script FILE]
+Usage: skein doctor [--home DIR] [--provider NAME] [--model ID] [--script FILE] [--mcp SESSION_ID]
 
 Reads $SKEIN_HOME/config.json and the environment (OPENAI_API_KEY, OPENAI_BASE_URL,
 ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, SKEIN_PROVIDER, SKEIN_MODEL, …). Keys are shown
 as set or not set, never their values. Exits 0 when a prompt would reach a model.
+
+--mcp SESSION_ID starts the MCP servers that session used (as recorded beside its log),
+waits until each is ready or failed, prints their status and stops them. This runs the
+servers' commands, and reaches the network for HTTP servers.
 `
 
 const VALUE_SHOWN = new Set(["OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "SKEIN_PROVIDER", "SKEIN_MODEL", "SKEIN_IDLE_TIMEOUT_MS"])
@@ -99,7 +107,7 @@ export const report = (s: Registry.Setup, env: Registry.Env, options: { readonly
 
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
-    const parsed = yield* Effect.try({ try: () => Options.parse(args, Options.commonOptions), catch: (e) => e })
+    const parsed = yield* Effect.try({ try: () => Options.parse(args, { ...Options.commonOptions, mcp: { type: "string" } }), catch: (e) => e })
     if (parsed.values.help === true) {
       process.stdout.write(HELP)
       return 0
@@ -115,6 +123,23 @@ export const run = (args: ReadonlyArray<string>) =>
     }).pipe(Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)))
     const script = scripted ? common.script ?? "(missing: the scripted provider needs --script FILE)" : undefined
     process.stdout.write(report(setup, process.env, { home: common.home, script }))
+    if (typeof parsed.values.mcp === "string") process.stdout.write(yield* mcpReport(common.home, parsed.values.mcp))
     const ready = scripted ? common.script !== undefined : setup.errors.length === 0 && setup.unconfigured === undefined
     return ready ? 0 : 1
   })
+
+/** The status of the MCP servers a session used, started and stopped for the report. */
+const mcpReport = (home: string, sessionId: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const path = yield* Path.Path
+    const log = path.join(home, "sessions", `${sessionId}.ndjson`)
+    const header = yield* fs.readFileString(log).pipe(
+      Effect.map((text) => JSON.parse(text.slice(0, text.indexOf("\n"))) as { readonly cwd?: string }),
+      Effect.orElseSucceed(() => undefined)
+    )
+    if (header === undefined) return `\nMCP servers of ${sessionId}: no such session in ${home}\n`
+    const servers = yield* McpRecord.load(fs, McpRecord.settingsPath(log))
+    const statuses = yield* McpSession.probe({ servers, cwd: header.cwd ?? process.cwd() })
+    return `\nMCP servers of ${sessionId}\n${McpSession.statusText(statuses).split("\n").map((l) => `  ${l}`).join("\n")}\n`
+  }).pipe(Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)))

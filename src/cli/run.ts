@@ -48,6 +48,8 @@ export const render = (event: SessionEvent, out: (s: string) => void, err: (s: s
       return
     case "mode_changed":
       return line(`[mode: ${event.data.mode}]`)
+    case "notice":
+      return line(event.data.text)
     default:
       return
   }

@@ -135,7 +135,42 @@ export const Permission = event("permission", {
   rule: Schema.optionalKey(PermissionRule)
 })
 
-export const CanonicalBody = Schema.Union([TurnStart, ModelResponse, ToolCall, ToolResult, TurnEnd, ModeChanged, ConfigChanged, Plan, Permission])
+/**
+ * Something the user is told once that is neither the model's text nor a tool
+ * result, e.g. that an MCP server failed. Logged in the turn it was shown in;
+ * presenters show it as agent text; the model never sees it.
+ */
+export const Notice = event("notice", { text: Schema.String, source: Schema.optionalKey(Schema.String) })
+
+/**
+ * The MCP servers the session uses from now on (session-level, `turn: null`).
+ * Only what identifies them: the settings with their secrets (env and header
+ * values, args, full URLs) are in `<id>.mcp.json` beside the log (mode 0600).
+ */
+export const McpServers = event("mcp_servers", {
+  servers: Schema.Array(Schema.Struct({
+    name: Schema.String,
+    transport: Schema.Literals(["stdio", "http", "sse"]),
+    command: Schema.optionalKey(Schema.String),
+    url: Schema.optionalKey(Schema.String),
+    env: Schema.optionalKey(Schema.Array(Schema.String)),
+    headers: Schema.optionalKey(Schema.Array(Schema.String))
+  }))
+})
+
+export const CanonicalBody = Schema.Union([
+  TurnStart,
+  ModelResponse,
+  ToolCall,
+  ToolResult,
+  TurnEnd,
+  ModeChanged,
+  ConfigChanged,
+  Plan,
+  Permission,
+  Notice,
+  McpServers
+])
 export type CanonicalBody = typeof CanonicalBody.Type
 
 /** Ephemeral bodies: shown live, never logged (the canonical events hold their sum). */

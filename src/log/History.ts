@@ -81,6 +81,8 @@ export const apply = (history: History, event: CanonicalBody): void => {
       history.announced.add(event.data.id)
       return
     case "plan":
+    case "notice":
+    case "mcp_servers":
       return
   }
 }

@@ -75,6 +75,10 @@ const checkData = (type: string, d: Record<string, unknown>): string | undefined
       return Array.isArray(d.entries) ? undefined : "malformed plan"
     case "permission":
       return isString(d.toolCallId) && isString(d.outcome) ? undefined : "malformed permission"
+    case "notice":
+      return isString(d.text) ? undefined : "malformed notice"
+    case "mcp_servers":
+      return Array.isArray(d.servers) ? undefined : "malformed mcp_servers"
     default:
       return `unknown event type`
   }

@@ -96,6 +96,12 @@ export const transcript = (header: LogHeader, events: ReadonlyArray<Canonical>):
       case "config_changed":
         out.push(`[${event.data.id}: ${event.data.value}]`)
         break
+      case "notice":
+        out.push(`[notice] ${event.data.text}`)
+        break
+      case "mcp_servers":
+        out.push(`[MCP servers: ${event.data.servers.map((s) => `${s.name} (${s.transport})`).join(", ") || "none"}]`)
+        break
       case "turn_end":
         if (event.data.error !== undefined) out.push(event.data.error)
         out.push(`[${event.data.stopReason}]`)

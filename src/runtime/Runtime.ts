@@ -20,11 +20,15 @@ import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
-import { type Canonical, LOG_VERSION, type LogHeader, type SessionEvent } from "../log/Event.ts"
+import type { McpServer } from "../acp/Session.ts"
+import { type Canonical, type CanonicalBody, LOG_VERSION, type LogHeader, type SessionEvent } from "../log/Event.ts"
 import * as History from "../log/History.ts"
 import type * as Listing from "../log/Listing.ts"
 import * as Recovery from "../log/Recovery.ts"
 import { type LogError, SessionLog, type Writer } from "../log/SessionLog.ts"
+import * as DynamicToolkit from "../mcp/DynamicToolkit.ts"
+import * as McpSession from "../mcp/McpSession.ts"
+import * as McpRecord from "../mcp/Record.ts"
 import type { Catalog } from "../providers/Models.ts"
 import type { ClientAccess, ToolEnv } from "../tools/Tool.ts"
 import { Bus } from "./Bus.ts"
@@ -53,6 +57,8 @@ export interface NewSessionOptions {
   readonly ask?: Gate.Asker | undefined
   /** The client's file and terminal access (ACP `fs/*`, `terminal/*`) for the new session's id, when offered. */
   readonly client?: ((sessionId: string) => ClientAccess | undefined) | undefined
+  /** MCP servers (ACP shapes) started in the background for the session; their tools join it once listed. */
+  readonly mcpServers?: ReadonlyArray<McpServer> | undefined
 }
 
 export interface LoadSessionOptions {
@@ -65,6 +71,11 @@ export interface LoadSessionOptions {
   readonly ask?: Gate.Asker | undefined
   /** The client's file and terminal access (ACP `fs/*`, `terminal/*`), when offered. */
   readonly client?: ((sessionId: string) => ClientAccess | undefined) | undefined
+  /**
+   * MCP servers for the session. None (or an empty list): the ones it used
+   * last time, as recorded beside its log. Ignored when the session is already live here.
+   */
+  readonly mcpServers?: ReadonlyArray<McpServer> | undefined
 }
 
 /** A loaded session and the events of its log (what `session/load` replays). */
@@ -78,6 +89,13 @@ export interface SessionRecord {
   readonly header: LogHeader
   readonly events: ReadonlyArray<Canonical>
   readonly file: string
+}
+
+/** A session's MCP servers, started (when it has some), and what to log about them. */
+interface Mcp {
+  readonly session: McpSession.McpSession | undefined
+  /** The `mcp_servers` event to log at start, when the session's servers changed. */
+  readonly record: ReadonlyArray<CanonicalBody>
 }
 
 export type SessionSummary = Listing.Entry
@@ -136,19 +154,48 @@ export class Runtime extends Context.Service<Runtime, {
           }
         })
 
-      const depsFor = (id: string, writer: Writer, options: { readonly ask?: Gate.Asker | undefined; readonly client?: NewSessionOptions["client"] }): Session.Deps => ({
-        bus,
-        writer,
-        provider: config.provider,
-        toolkit: config.toolkit,
-        maxTurnRequests: config.maxTurnRequests,
-        model: config.model,
-        models: config.models,
-        services,
-        ask: options.ask,
-        client: options.client?.(id),
-        permissionTimeoutMs: config.permissionTimeoutMs
-      })
+      const depsFor = (
+        id: string,
+        writer: Writer,
+        options: { readonly ask?: Gate.Asker | undefined; readonly client?: NewSessionOptions["client"] },
+        mcp: Mcp
+      ): Session.Deps => {
+        const servers = mcp.session
+        return {
+          bus,
+          writer,
+          provider: config.provider,
+          // With MCP servers, the toolkit changes as their tools are discovered or withdrawn.
+          toolkit: servers === undefined ? config.toolkit : DynamicToolkit.make(config.toolkit, servers),
+          maxTurnRequests: config.maxTurnRequests,
+          model: config.model,
+          models: config.models,
+          services,
+          ask: options.ask,
+          client: options.client?.(id),
+          permissionTimeoutMs: config.permissionTimeoutMs,
+          notices: servers === undefined ? undefined : () => servers.takeNotices().map((notice) => ({ text: notice.text, source: "mcp" })),
+          mcpStatus: servers?.status,
+          startEvents: mcp.record
+        }
+      }
+
+      /**
+       * Starts a session's MCP servers in its scope, in the background (the MCP
+       * client loads only for sessions that have servers, and not before the
+       * session answers), and records them when they changed: their settings
+       * beside the log, what identifies them in it.
+       */
+      const startMcp = (servers: ReadonlyArray<McpServer>, changed: boolean, writer: Writer, cwd: string, scope: Scope.Scope) =>
+        Effect.gen(function*() {
+          if (changed) yield* McpRecord.save(fs, McpRecord.settingsPath(writer.path), servers)
+          const record: ReadonlyArray<CanonicalBody> = changed ? [{ type: "mcp_servers", data: { servers: McpRecord.summary(servers) } }] : []
+          if (servers.length === 0) return { session: undefined, record } satisfies Mcp
+          const session = yield* McpSession.start({ servers, cwd, clientInfo: { name: "skein", version: config.version } }).pipe(
+            Scope.provide(scope)
+          )
+          return { session, record } satisfies Mcp
+        })
 
       /** Registers a live session; it leaves the registry when its scope closes. */
       const register = (session: Session.Session, scope: Scope.Closeable) =>
@@ -179,11 +226,13 @@ export class Runtime extends Context.Service<Runtime, {
             ...(additionalDirectories.length > 0 ? { additionalDirectories } : {}),
             skein: config.version
           }).pipe(Scope.provide(scope))
+          const servers = options.mcpServers ?? []
+          const mcp = yield* startMcp(servers, servers.length > 0, writer, options.cwd, scope)
           return yield* Session.make(
             { id, cwd: options.cwd, additionalDirectories, created },
             History.make(),
             mode,
-            depsFor(id, writer, options),
+            depsFor(id, writer, options, mcp),
             scope
           )
         }).pipe(
@@ -236,11 +285,15 @@ export class Runtime extends Context.Service<Runtime, {
               lastSeq += stamped.length
             }
             const mode: ModeId = header.mode !== undefined && isModeId(header.mode) ? header.mode : config.defaultMode
+            // The client's servers win; without any, the ones the session used last time.
+            const recorded = yield* McpRecord.load(fs, McpRecord.settingsPath(writer.path))
+            const servers = McpRecord.choose(options.mcpServers ?? [], recorded)
+            const mcp = yield* startMcp(servers, !McpRecord.same(servers, recorded), writer, header.cwd, scope)
             const session = yield* Session.make(
               { id: header.id, cwd: header.cwd, additionalDirectories, created: header.created },
               history,
               mode,
-              depsFor(header.id, writer, options),
+              depsFor(header.id, writer, options, mcp),
               scope,
               lastSeq
             )
@@ -292,7 +345,9 @@ export class Runtime extends Context.Service<Runtime, {
 
       const deleteSession = Effect.fn("Runtime.deleteSession")(function*(sessionId: string) {
         yield* lifecycle.withPermits(1)(
-          Effect.andThen(closeSession(sessionId), Effect.mapError(log.remove(sessionId), fromLogError))
+          Effect.andThen(closeSession(sessionId), Effect.mapError(log.remove(sessionId), fromLogError)).pipe(
+            Effect.andThen(McpRecord.remove(fs, McpRecord.settingsPath(log.pathOf(sessionId))))
+          )
         )
       })
 

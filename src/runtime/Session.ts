@@ -24,6 +24,7 @@ import * as Stream from "effect/Stream"
 import type { CanonicalBody, EphemeralBody, SessionEvent, Usage, UserBlock } from "../log/Event.ts"
 import * as History from "../log/History.ts"
 import type { LogError, Writer } from "../log/SessionLog.ts"
+import type { ServerStatus as McpServerStatus } from "../mcp/McpSession.ts"
 import * as Models from "../providers/Models.ts"
 import * as Prompt from "../providers/Prompt.ts"
 import type { Provider } from "../providers/Provider.ts"
@@ -75,6 +76,8 @@ export interface Session extends SessionInfo {
   readonly subscribe: Effect.Effect<PubSub.Subscription<SessionEvent>, SessionError, Scope.Scope>
   /** The history as the model sees it (read-only). */
   readonly history: History.History
+  /** This session's MCP servers as they are now: connecting, ready (with their tools) or failed (why). */
+  readonly mcpServers: () => ReadonlyArray<McpServerStatus>
 }
 
 export interface Settings {
@@ -98,6 +101,12 @@ export interface Deps {
   readonly permissionTimeoutMs: number
   /** The client's file and terminal access, when it offers them. */
   readonly client?: ClientAccess | undefined
+  /** Messages for the user that arose outside the model (an MCP server failed); shown in the next turn. */
+  readonly notices?: (() => ReadonlyArray<{ readonly text: string; readonly source?: string }>) | undefined
+  /** Session-level events logged once when the session starts (`mcp_servers` when they changed). */
+  readonly startEvents?: ReadonlyArray<CanonicalBody> | undefined
+  /** The status of the session's MCP servers. */
+  readonly mcpStatus?: (() => ReadonlyArray<McpServerStatus>) | undefined
 }
 
 type Message =
@@ -204,6 +213,13 @@ export const make = (
     const logProblem = (what: string) => (cause: Cause.Cause<unknown>) =>
       Effect.logError(`session ${info.id}: ${what}`, Cause.pretty(cause))
 
+    if (deps.startEvents !== undefined && deps.startEvents.length > 0) {
+      // Not synced here: the next turn's end or the session's close syncs it, and the session answers sooner.
+      yield* Effect.forEach(deps.startEvents, (body) => emitCanonical(null, body), { discard: true }).pipe(
+        Effect.catchCause(logProblem("could not log its start"))
+      )
+    }
+
     /** Runs one turn under supervision; always ends with `turn_end` and a resolved outcome. */
     const supervise = (p: Pending) =>
       Effect.uninterruptibleMask((restore) =>
@@ -242,6 +258,7 @@ export const make = (
               emit,
               state,
               client: deps.client,
+              notices: deps.notices,
               permit
             }
             const loop = yield* Effect.forkChild(restore(Turn.run(ctx).pipe(Effect.provideContext(deps.services))))
@@ -407,7 +424,8 @@ export const make = (
           : ask<void>((reply) => ({ _tag: "SetConfig", id, value, reply })),
       mode: Effect.sync(() => mode),
       settings: Effect.sync(() => ({ mode, model: currentModel(), effort: currentEffort() })),
-      subscribe: Effect.flatMap(deps.bus.subscribe(info.id), (sub) => sub === undefined ? Effect.fail(closedError) : Effect.succeed(sub))
+      subscribe: Effect.flatMap(deps.bus.subscribe(info.id), (sub) => sub === undefined ? Effect.fail(closedError) : Effect.succeed(sub)),
+      mcpServers: deps.mcpStatus ?? (() => [])
     }
     return session
   })

@@ -67,6 +67,12 @@ export interface TurnContext {
   readonly client?: Tool.ClientAccess | undefined
   /** The permission gate: may this announced call run? A denial's reason goes to the model. */
   readonly permit: (call: AnnouncedCall, tool: Tool.Tool, args: unknown) => Effect.Effect<Permit>
+  /**
+   * Messages for the user that arose outside the model (an MCP server failed),
+   * each given out once; the loop logs them as `notice` events before each
+   * model call, so they are shown inside a turn.
+   */
+  readonly notices?: (() => ReadonlyArray<{ readonly text: string; readonly source?: string }>) | undefined
 }
 
 export interface AnnouncedCall {
@@ -199,6 +205,7 @@ export const runToolCall = (ctx: TurnContext, call: { readonly id: string; reado
 export const run = (ctx: TurnContext) =>
   Effect.gen(function*() {
     for (let call = 1; call <= ctx.maxTurnRequests; call++) {
+      for (const notice of ctx.notices?.() ?? []) yield* ctx.emit.canonical({ type: "notice", data: notice })
       const result = yield* modelCall(ctx, call)
       yield* ctx.emit.canonical({
         type: "model_response",

@@ -39,7 +39,8 @@ export const agentCapabilities = {
   loadSession: true,
   // Images go to models that accept them; others are told one was left out.
   promptCapabilities: { image: true, audio: false, embeddedContext: false },
-  mcpCapabilities: { http: false, sse: false },
+  // stdio always; Streamable HTTP through Effect's client; the legacy HTTP+SSE transport is not implemented.
+  mcpCapabilities: { http: true, sse: false },
   sessionCapabilities: { additionalDirectories: {}, list: {}, resume: {}, close: {}, delete: {} }
 } as const
 
@@ -156,6 +157,7 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
           sessionId: params.sessionId,
           cwd: params.cwd,
           additionalDirectories: params.additionalDirectories,
+          mcpServers: params.mcpServers,
           ask,
           client: (sessionId) => ClientBridge.access(peer, sessionId, offered, clientSettings)
         }),
@@ -218,6 +220,7 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
             runtime.newSession({
               cwd: params.cwd,
               additionalDirectories: params.additionalDirectories,
+              mcpServers: params.mcpServers,
               ask,
               client: (sessionId) => ClientBridge.access(peer, sessionId, offered, clientSettings)
             }),

@@ -76,6 +76,11 @@ export interface Tool<A = any> {
   /** Mutating tools go through the permission gate; read-only tools never ask. */
   readonly mutating: boolean
   readonly parameters: Schema.Codec<A, unknown>
+  /**
+   * The JSON Schema the model sees, when the tool brings its own (an MCP
+   * server's `inputSchema`); otherwise it is derived from `parameters`.
+   */
+  readonly inputSchema?: Record<string, unknown> | undefined
   /** A short human title for the call, e.g. "Read src/index.ts". */
   readonly title: (args: A) => string
   /** Paths the call touches, relative paths resolved against the cwd. */
@@ -104,8 +109,9 @@ export const error = (content: string, details?: ToolDetails): ToolOutput => ({ 
 
 const jsonSchemaCache = new WeakMap<Tool, Record<string, unknown>>()
 
-/** The JSON Schema of a tool's arguments, for providers. Computed once per tool. */
+/** The JSON Schema of a tool's arguments, for providers: its own, or derived once from `parameters`. */
 export const jsonSchema = (tool: Tool): Record<string, unknown> => {
+  if (tool.inputSchema !== undefined) return tool.inputSchema
   const cached = jsonSchemaCache.get(tool)
   if (cached) return cached
   const document = Schema.toJsonSchemaDocument(tool.parameters)

@@ -260,6 +260,9 @@ const common = (event: SessionEvent): ReadonlyArray<SessionUpdate> => {
       return event.data.error === undefined ? none : [{ sessionUpdate: "agent_message_chunk", content: text(event.data.error) }]
     case "plan":
       return [{ sessionUpdate: "plan", entries: event.data.entries }]
+    case "notice":
+      // Its own paragraph: what the model writes next starts below it.
+      return [{ sessionUpdate: "agent_message_chunk", content: text(`${event.data.text}\n\n`) }]
     case "mode_changed":
       return [
         { sessionUpdate: "current_mode_update", currentModeId: event.data.mode },

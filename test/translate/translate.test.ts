@@ -106,7 +106,18 @@ const canonicalBody: fc.Arbitrary<CanonicalBody> = fc.oneof(
     str,
     fc.constantFrom("allow_once", "allow_always", "reject_once", "reject_always", "cancelled", "timeout", "unanswerable" as const),
     opt("rule", fc.record({ decision: fc.constantFrom("allow", "reject" as const), kind: fc.constantFrom("path", "command", "tool" as const), value: str, label: str }))
-  ).map(([toolCallId, outcome, r]) => ({ type: "permission" as const, data: { toolCallId, outcome, ...r } }))
+  ).map(([toolCallId, outcome, r]) => ({ type: "permission" as const, data: { toolCallId, outcome, ...r } })),
+  fc.tuple(str, opt("source", str)).map(([text, r]) => ({ type: "notice" as const, data: { text, ...r } })),
+  fc.record({
+    type: fc.constant("mcp_servers" as const),
+    data: fc.record({
+      servers: fc.array(
+        fc.tuple(str, fc.constantFrom("stdio", "http", "sse" as const), opt("command", str), opt("env", fc.array(str, { maxLength: 2 })))
+          .map(([name, transport, c, e]) => ({ name, transport, ...c, ...e })),
+        { maxLength: 2 }
+      )
+    })
+  })
 )
 
 /** Every canonical type the log schema knows, read off the schema itself. */

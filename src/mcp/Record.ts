@@ -1,0 +1,101 @@
+/**
+ * Which MCP servers a session used, kept so that `session/load` and
+ * `session/resume` can start them again when the client passes none.
+ *
+ * Two records, because a server's settings hold secrets (tokens in `env`
+ * values and HTTP headers, passwords in `args` and URLs) and the log must not:
+ *
+ * - the log gets an `mcp_servers` event with what identifies each server —
+ *   name, transport, command or URL (without credentials, query or
+ *   fragment), and the *names* of its env variables and headers;
+ * - the settings as the client sent them go to `<id>.mcp.json` next to the
+ *   log, created with mode 0600 (owner only) and replaced atomically. It is
+ *   removed with the session. A log copied elsewhere without it still says
+ *   which servers were used; they are then not restarted.
+ *
+ * The client's list wins whenever it names at least one server.
+ */
+import * as Effect from "effect/Effect"
+import type * as FileSystem from "effect/FileSystem"
+import * as Schema from "effect/Schema"
+import { McpServer } from "../acp/Session.ts"
+
+/** One server as the log records it. */
+export interface Summary {
+  readonly name: string
+  readonly transport: "stdio" | "http" | "sse"
+  readonly command?: string
+  readonly url?: string
+  /** Names of the env variables the client set (not their values). */
+  readonly env?: ReadonlyArray<string>
+  /** Names of the HTTP headers the client set (not their values). */
+  readonly headers?: ReadonlyArray<string>
+}
+
+/** A URL without what may be secret: credentials, query and fragment. */
+export const safeUrl = (url: string): string => {
+  try {
+    const parsed = new URL(url)
+    return `${parsed.protocol}//${parsed.host}${parsed.pathname}`
+  } catch {
+    return "(not a valid URL)"
+  }
+}
+
+export const summary = (servers: ReadonlyArray<McpServer>): ReadonlyArray<Summary> =>
+  servers.map((server): Summary => {
+    if ("type" in server && (server.type === "http" || server.type === "sse")) {
+      return {
+        name: server.name,
+        transport: server.type,
+        url: safeUrl(server.url),
+        ...(server.headers.length > 0 ? { headers: server.headers.map((h) => h.name) } : {})
+      }
+    }
+    const stdio = server as Extract<McpServer, { readonly command: string }>
+    return {
+      name: stdio.name,
+      transport: "stdio",
+      command: stdio.command,
+      ...(stdio.env.length > 0 ? { env: stdio.env.map((v) => v.name) } : {})
+    }
+  })
+
+/** Which servers a reopened session uses: the client's, or else the recorded ones. */
+export const choose = (fromClient: ReadonlyArray<McpServer>, recorded: ReadonlyArray<McpServer>): ReadonlyArray<McpServer> =>
+  fromClient.length > 0 ? fromClient : recorded
+
+/** Whether two lists start the same servers (order matters: it decides name clashes). */
+export const same = (a: ReadonlyArray<McpServer>, b: ReadonlyArray<McpServer>): boolean => JSON.stringify(a) === JSON.stringify(b)
+
+/** The settings file of a log: `<id>.mcp.json` beside `<id>.ndjson`. */
+export const settingsPath = (logPath: string): string => logPath.replace(/\.ndjson$/, "") + ".mcp.json"
+
+const Settings = Schema.Struct({ v: Schema.Literal(1), servers: Schema.Array(McpServer) })
+const decodeSettings = Schema.decodeUnknownEffect(Schema.fromJsonString(Settings))
+
+/** Writes the settings (owner-only, atomically); an empty list removes the file. */
+export const save = (fs: FileSystem.FileSystem, file: string, servers: ReadonlyArray<McpServer>) =>
+  Effect.gen(function*() {
+    if (servers.length === 0) return yield* fs.remove(file, { force: true })
+    const temp = `${file}.${process.pid}.tmp`
+    yield* fs.writeFileString(temp, JSON.stringify({ v: 1, servers }) + "\n", { mode: 0o600 })
+    yield* fs.chmod(temp, 0o600)
+    yield* fs.rename(temp, file)
+  }).pipe(
+    Effect.catchCause((cause) => Effect.logWarning(`Could not save the MCP settings of a session in ${file}`, cause))
+  )
+
+/** Reads the settings; a missing or unreadable file is no servers (the latter with a warning). */
+export const load = (fs: FileSystem.FileSystem, file: string): Effect.Effect<ReadonlyArray<McpServer>> =>
+  Effect.gen(function*() {
+    if (!(yield* fs.exists(file))) return []
+    const text = yield* fs.readFileString(file)
+    return (yield* decodeSettings(text)).servers
+  }).pipe(
+    Effect.catchCause(() =>
+      Effect.as(Effect.logWarning(`The MCP settings file ${file} is unreadable; the session's MCP servers are not restarted`), [])
+    )
+  )
+
+export const remove = (fs: FileSystem.FileSystem, file: string): Effect.Effect<void> => Effect.ignore(fs.remove(file, { force: true }))

@@ -1,0 +1,303 @@
+/**
+ * The stdio transport Skein gives Effect's `McpClient`: the MCP server runs as
+ * the leader of its own process group, and the whole group is dead when the
+ * connection's scope closes.
+ *
+ * Why not `McpClient.stdio`: it spawns through `effect/process` (see
+ * `tools/process/ProcessGroup.ts` for why bash does not either: fixed 1 s
+ * waits, no process-exit safety net), it drains the server's stderr into
+ * nothing (we keep a bounded tail for diagnosis), and one line on stdout that
+ * is not JSON-RPC ends its connection (servers that print a banner there are
+ * common; we keep such lines as diagnostics and go on). The client protocol
+ * itself — initialize, discovery, calls — stays Effect's.
+ *
+ * Shutdown follows the MCP lifecycle: close the server's stdin, give it a
+ * moment to exit, then SIGTERM and SIGKILL the group (grandchildren included,
+ * e.g. the real server behind `npx`). If Skein itself exits without closing
+ * scopes, a process `exit` hook SIGKILLs every group still open; if Skein is
+ * killed outright, the server sees EOF on its stdin.
+ */
+import * as NodeChildProcess from "node:child_process"
+import type { Readable } from "node:stream"
+import type * as McpClient from "effect/ai/McpClient"
+import { ClosedError, LimitError, McpClientError, ProtocolError, TransportError } from "effect/ai/McpClientError"
+import type * as McpProtocol from "effect/ai/McpProtocol"
+import type * as McpSchema from "effect/ai/McpSchema"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import type * as Scope from "effect/Scope"
+import * as ProcessGroup from "../tools/process/ProcessGroup.ts"
+import type * as Diagnostics from "./Diagnostics.ts"
+
+/** How long a server may take to exit by itself once its stdin is closed. */
+export const STDIN_GRACE_MS = 100
+/** The largest message (one line) accepted from a server. */
+export const DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+
+export interface Options {
+  readonly command: string
+  readonly args: ReadonlyArray<string>
+  readonly cwd: string
+  readonly env: Readonly<Record<string, string>>
+  readonly protocol: McpProtocol.ProtocolAdapter<McpClient.ProtocolVersion>
+  /** Where stderr and stray stdout lines go. */
+  readonly diagnostics: Diagnostics.Tail
+  /** Server notifications (e.g. `notifications/tools/list_changed`), called synchronously. */
+  readonly onNotification?: ((method: string, params: unknown) => void) | undefined
+  readonly maxMessageBytes?: number | undefined
+  /** Told the server's pid as soon as it runs (before `initialize`). */
+  readonly onSpawn?: ((pid: number) => void) | undefined
+}
+
+export interface Connection {
+  readonly transport: McpClient.Transport
+  readonly pid: number
+  /** Completed, with what happened, when the server can no longer answer (exit, closed output, garbage). */
+  readonly lost: Deferred.Deferred<string>
+}
+
+export const fail = (reason: McpClientError["reason"]) => new McpClientError({ reason })
+
+// ---------------------------------------------------------------------------
+// The safety net (one global, because the process is global): every group
+// still open is SIGKILLed synchronously when Skein exits.
+// ---------------------------------------------------------------------------
+
+const open = new Set<number>()
+let hooked = false
+const killAllNow = () => {
+  for (const pgid of open) {
+    try {
+      process.kill(-pgid, "SIGKILL")
+    } catch {
+      // already gone
+    }
+  }
+  open.clear()
+}
+
+/** The server process groups this process still owns (for tests and diagnostics). */
+export const openGroups = (): ReadonlySet<number> => open
+
+// ---------------------------------------------------------------------------
+
+const describeExit = (exit: ProcessGroup.LeaderExit): string =>
+  exit.signal !== null ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`
+
+interface Spawned {
+  readonly child: NodeChildProcess.ChildProcessWithoutNullStreams
+  readonly group: ProcessGroup.Group
+  readonly stdoutEnded: Deferred.Deferred<void>
+  /** How the leader exited, once it has. */
+  readonly exitInfo: () => ProcessGroup.LeaderExit | undefined
+}
+
+const spawn = (options: Options): Effect.Effect<Spawned, McpClientError> =>
+  Effect.callback<Spawned, McpClientError>((resume) => {
+    const exited = Deferred.makeUnsafe<ProcessGroup.LeaderExit>()
+    const drained = Deferred.makeUnsafe<void>()
+    const stdoutEnded = Deferred.makeUnsafe<void>()
+    const cannot = (code: string | undefined) =>
+      fail(new TransportError({ description: `Cannot start \`${options.command}\`${code !== undefined ? ` (${code})` : ""}` }))
+    let child: NodeChildProcess.ChildProcessWithoutNullStreams
+    try {
+      child = NodeChildProcess.spawn(options.command, [...options.args], {
+        cwd: options.cwd,
+        env: options.env,
+        detached: true,
+        stdio: ["pipe", "pipe", "pipe"],
+        windowsHide: true
+      })
+    } catch (error) {
+      return resume(Effect.fail(cannot((error as NodeJS.ErrnoException | undefined)?.code)))
+    }
+    let pipes = 2
+    const onClose = () => {
+      if (--pipes === 0) Deferred.doneUnsafe(drained, Effect.void)
+    }
+    for (const stream of [child.stdout, child.stderr] as Array<Readable>) {
+      stream.once("close", onClose)
+      stream.on("error", () => {})
+    }
+    child.stdout.once("end", () => Deferred.doneUnsafe(stdoutEnded, Effect.void))
+    child.stdout.once("close", () => Deferred.doneUnsafe(stdoutEnded, Effect.void))
+    // A write to a server that is gone fails with EPIPE; its exit is what we report.
+    child.stdin.on("error", () => {})
+    let exitInfo: ProcessGroup.LeaderExit | undefined
+    child.once("exit", (code, signal) => {
+      exitInfo = { code, signal }
+      Deferred.doneUnsafe(exited, Effect.succeed(exitInfo))
+    })
+    child.on("error", (error: NodeJS.ErrnoException) => {
+      if (child.pid === undefined) resume(Effect.fail(cannot(error.code)))
+    })
+    child.once("spawn", () => {
+      const pid = child.pid!
+      if (!hooked) {
+        hooked = true
+        process.once("exit", killAllNow)
+      }
+      open.add(pid)
+      resume(Effect.succeed({ child, group: { pid, exited, drained, stdout: child.stdout, stderr: child.stderr }, stdoutEnded, exitInfo: () => exitInfo }))
+    })
+  })
+
+const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+const idKey = (id: unknown): string => `${typeof id}:${String(id)}`
+
+/**
+ * Starts the server and connects to it; the scope owns the process group.
+ * Fails (with a `TransportError`) only when the command cannot be started.
+ */
+export const connect = (options: Options): Effect.Effect<Connection, McpClientError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const maxBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES
+    const { child, group, stdoutEnded, exitInfo } = yield* Effect.acquireRelease(spawn(options), ({ child, group }) =>
+      Effect.gen(function*() {
+        lose(fail(new ClosedError({ description: "The MCP connection was closed" })))
+        child.stdin.end()
+        yield* ProcessGroup.awaitFor(group.exited, STDIN_GRACE_MS)
+        yield* ProcessGroup.release(group)
+        open.delete(group.pid)
+      }).pipe(Effect.uninterruptible))
+
+    options.onSpawn?.(group.pid)
+    const pending = new Map<string, Deferred.Deferred<McpSchema.JsonRpcResponse, McpClientError>>()
+    const lost = Deferred.makeUnsafe<string>()
+    let failure: McpClientError | undefined
+
+    /** Marks the connection unusable (first reason wins) and fails every waiting request. */
+    function lose(error: McpClientError): void {
+      if (failure !== undefined) return
+      failure = error
+      Deferred.doneUnsafe(lost, Effect.succeed(error.reason.message))
+      for (const deferred of pending.values()) Deferred.doneUnsafe(deferred, Exit.fail(error))
+      pending.clear()
+    }
+
+    const write = (message: unknown): void => {
+      if (failure !== undefined || child.stdin.destroyed || child.stdin.writableEnded) return
+      child.stdin.write(JSON.stringify(message) + "\n")
+    }
+
+    const receive = (message: unknown): void => {
+      if (!isObject(message) || message.jsonrpc !== "2.0") {
+        options.diagnostics.line(`[stdout, not JSON-RPC] ${JSON.stringify(message).slice(0, 200)}`)
+        return
+      }
+      const method = message.method
+      if (typeof method === "string") {
+        if ("id" in message && message.id !== undefined && message.id !== null) {
+          // Skein advertises no client capabilities: it answers pings and declines the rest.
+          write(method === "ping"
+            ? { jsonrpc: "2.0", id: message.id, result: {} }
+            : { jsonrpc: "2.0", id: message.id, error: { code: -32601, message: `Unsupported MCP method: ${method}` } })
+        } else {
+          options.onNotification?.(method, message.params)
+        }
+        return
+      }
+      if (!("result" in message) && !isObject(message.error)) {
+        options.diagnostics.line(`[stdout, not JSON-RPC] ${JSON.stringify(message).slice(0, 200)}`)
+        return
+      }
+      if (message.id === undefined || message.id === null) {
+        // An error that names no request: none of the waiting ones can be trusted.
+        const error = message.error as { readonly message?: unknown } | undefined
+        lose(fail(new ProtocolError({ description: `The server sent an error for no request: ${String(error?.message ?? "").slice(0, 200)}` })))
+        return
+      }
+      const deferred = pending.get(idKey(message.id))
+      if (deferred === undefined) return
+      pending.delete(idKey(message.id))
+      Deferred.doneUnsafe(deferred, Exit.succeed(message as McpSchema.JsonRpcResponse))
+    }
+
+    // Newline-delimited JSON on stdout, bounded; bytes are decoded per line (UTF-8 safe).
+    const decoder = new TextDecoder()
+    let buffered: Array<Buffer> = []
+    let bufferedBytes = 0
+    child.stdout.on("data", (chunk: Buffer) => {
+      if (failure !== undefined) return
+      let start = 0
+      let index: number
+      while ((index = chunk.indexOf(10, start)) >= 0) {
+        const piece = chunk.subarray(start, index)
+        const line = buffered.length === 0 ? piece : Buffer.concat([...buffered, piece])
+        buffered = []
+        bufferedBytes = 0
+        start = index + 1
+        const text = decoder.decode(line).trim()
+        if (text.length === 0) continue
+        let parsed: unknown
+        try {
+          parsed = JSON.parse(text)
+        } catch {
+          options.diagnostics.line(`[stdout] ${text}`)
+          continue
+        }
+        try {
+          receive(parsed)
+        } catch {
+          // E.g. a message nested too deep to walk: the server is not speaking MCP.
+          lose(fail(new ProtocolError({ description: "The server sent a message Skein cannot read" })))
+        }
+        if (failure !== undefined) return
+      }
+      if (start < chunk.length) {
+        buffered.push(chunk.subarray(start))
+        bufferedBytes += chunk.length - start
+        if (bufferedBytes > maxBytes) {
+          lose(fail(new LimitError({ description: `The server sent a message larger than ${maxBytes} bytes` })))
+        }
+      }
+    })
+    child.stderr.on("data", (chunk: Buffer) => options.diagnostics.push(chunk))
+
+    // The server is gone when it exits or closes its output; what is still in the pipe is read first.
+    yield* Effect.forkScoped(
+      Effect.raceFirst(Deferred.await(group.exited), Deferred.await(stdoutEnded)).pipe(
+        Effect.andThen(ProcessGroup.awaitFor(stdoutEnded, 100)),
+        Effect.andThen(ProcessGroup.awaitFor(group.exited, 100)),
+        Effect.andThen(Effect.sync(() => {
+          const exit = exitInfo()
+          lose(fail(new TransportError({
+            description: exit !== undefined ? `The server ${describeExit(exit)}` : "The server closed its output"
+          })))
+        }))
+      )
+    )
+
+    const transport: McpClient.Transport = {
+      "~effect/ai/McpClient/Transport": "~effect/ai/McpClient/Transport",
+      protocol: options.protocol,
+      isCallable: () => true,
+      notify: (message) =>
+        Effect.suspend(() => {
+          if (failure !== undefined) return Effect.fail(failure)
+          write(message)
+          return Effect.void
+        }),
+      request: (message) =>
+        Effect.suspend(() => {
+          if (failure !== undefined) return Effect.fail(failure)
+          const key = idKey(message.id)
+          const response = Deferred.makeUnsafe<McpSchema.JsonRpcResponse, McpClientError>()
+          pending.set(key, response)
+          write(message)
+          return Deferred.await(response).pipe(
+            // A call the turn gave up on (cancel) is cancelled on the server too.
+            Effect.onInterrupt(() =>
+              Effect.sync(() => {
+                if (message.method !== "initialize" && pending.has(key)) {
+                  write({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: message.id, reason: "cancelled" } })
+                }
+              })
+            ),
+            Effect.ensuring(Effect.sync(() => pending.delete(key)))
+          )
+        })
+    }
+    return { transport, pid: group.pid, lost }
+  })
