@@ -4,9 +4,9 @@
  */
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Scope from "effect/Scope"
 import { Skein } from "../index.ts"
 import { Runtime, RuntimeError } from "../runtime/Runtime.ts"
 import { awaiting, serveWith } from "../server/AcpServer.ts"
@@ -41,19 +41,18 @@ export const run = (args: ReadonlyArray<string>) =>
     const config = yield* skeinConfig(common)
     guardStdout()
     yield* Effect.scoped(Effect.gen(function*() {
-      // The runtime is built while `initialize` is answered: only session/* requests need
-      // it, and they wait for it.
-      const ready = yield* Deferred.make<Runtime["Service"], RuntimeError>()
-      yield* Effect.forkScoped(
-        Effect.gen(function*() {
-          const context = yield* Layer.build(Skein.layer(config))
-          yield* Deferred.succeed(ready, Context.get(context, Runtime))
-        }).pipe(
+      // The runtime is built on the first session/* request, not before `initialize` is
+      // answered: only session/* requests need it. Built once; its scope is the server's.
+      const scope = yield* Effect.scope
+      const ready = yield* Effect.cached(
+        Layer.build(Skein.layer(config)).pipe(
+          Scope.provide(scope),
+          Effect.map((context) => Context.get(context, Runtime)),
           Effect.catchCause((cause) => {
             const error = Cause.squash(cause)
             const message = error instanceof Error ? error.message : String(error)
             return Effect.logError(`skein: ${message}`).pipe(
-              Effect.andThen(Deferred.fail(ready, new RuntimeError({ reason: "unavailable", message })))
+              Effect.andThen(Effect.fail(new RuntimeError({ reason: "unavailable", message })))
             )
           })
         )
@@ -62,7 +61,7 @@ export const run = (args: ReadonlyArray<string>) =>
         version: VERSION,
         clientAccess: { useClientFs: !common.localFs, useClientTerminal: !common.localTerminal },
         maxLineBytes: common.maxLineBytes
-      }, awaiting(Deferred.await(ready)))
+      }, awaiting(ready))
     }))
     return 0
   })
