@@ -1,5 +1,6 @@
-// `npm test`: build the bundle the end-to-end tests spawn, run the whole suite with vitest,
-// and end with one summary line `N passed, N failed` that CI reads.
+// `npm test`: build the bundle the end-to-end tests spawn, type-check, run the whole suite
+// with vitest, and end with one summary line `N passed, N failed` that CI reads (a type
+// error counts as one failure).
 import { spawnSync } from "node:child_process"
 import { existsSync, readFileSync, rmSync } from "node:fs"
 
@@ -10,6 +11,10 @@ if (built.status !== 0) {
   console.log("0 passed, 1 failed")
   process.exit(1)
 }
+
+const typecheck = run(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.json"])
+const typeFailures = typecheck.status === 0 ? 0 : 1
+if (typeFailures > 0) console.log("typecheck failed (see above)")
 
 const report = ".test-results.json"
 rmSync(report, { force: true })
@@ -28,7 +33,6 @@ let skipped = 0
 if (existsSync(report)) {
   const json = JSON.parse(readFileSync(report, "utf8"))
   passed = json.numPassedTests ?? 0
-  failed = (json.numFailedTests ?? 0) + (json.numFailedTestSuites ?? 0) - (json.numFailedTests ? 0 : 0)
   skipped = (json.numPendingTests ?? 0) + (json.numTodoTests ?? 0)
   // A suite that fails to load has no tests to count; count it as one failure.
   const brokenSuites = (json.testResults ?? []).filter((r) => r.status === "failed" && (r.assertionResults ?? []).length === 0).length
@@ -36,6 +40,7 @@ if (existsSync(report)) {
 } else {
   failed = 1
 }
+failed += typeFailures
 const code = vitest.status === 0 && failed === 0 ? 0 : 1
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}`)
 process.exit(code)
