@@ -148,15 +148,11 @@ describe("faults: kill -9 and session/load", () => {
     }
   })
 
-  // KNOWN GAP (DESIGN invariant 4, "no orphan process after exit"): SIGKILL runs no finalizer,
-  // so the bash tool's process group (src/tools/process/ProcessGroup.ts: `detached: true`, a new
-  // session and group) outlives the agent, reparented to init, until the command ends by itself
-  // (here `sleep 30`). Nothing kills it later either: loading the session in a new process closes
-  // the interrupted call in the log (Recovery.closing) but does not know the group. A fix would
-  // record the group's pgid and start time in the log's tool_call (or a side file) and have
-  // recovery kill a group that still matches; or run commands under a supervisor that dies with
-  // the agent (PR_SET_PDEATHSIG only covers the direct child).
-  it.fails("mid-tool: after kill -9 and a reload, no process of the command is left", async () => {
+  // DESIGN invariant 4, "no orphan process after exit": SIGKILL runs no finalizer, so the bash
+  // tool's process group (its own session and group) would outlive the agent. A watchdog in the
+  // group (src/tools/process/ProcessGroup.ts) polls the agent's pid and kills the group once the
+  // agent is gone.
+  it("mid-tool: after kill -9 and a reload, no process of the command is left", async () => {
     const toolScript = { turns: [{ calls: [[{ tool: "bash", args: { command: "echo $$ > pid; sleep 30" }, id: "b1" }]] }] }
     const first = await agents.ready({ script: toolScript, args: ["--mode", "bypassPermissions"] })
     const sessionId = await first.newSession()

@@ -72,12 +72,34 @@ const signalGroup = (pgid: number, signal: NodeJS.Signals): void => {
   }
 }
 
+const WATCHDOG_NAME = "skein-watchdog"
+
+const isWatchdog = (pid: number): boolean => {
+  try {
+    return NodeFs.readFileSync(`/proc/${pid}/cmdline`, "latin1").includes(`\0${WATCHDOG_NAME}\0`)
+  } catch {
+    return false
+  }
+}
+
+/**
+ * On Linux the command runs through a shell that first starts a watchdog in
+ * its group: it polls Skein's pid (the shell's parent) and kills the whole
+ * group once Skein is gone. The exit hook covers every ordinary exit; the
+ * watchdog covers `kill -9` of Skein, which runs no code at all. Its stdio is
+ * /dev/null, so it never holds the output pipes open; the shell then `exec`s
+ * the command, so the group leader's pid and exit status are the command's.
+ * `isGroupAlive` does not count it, and `release` kills it.
+ */
+const WATCHDOG =
+  `"$0" -c 'while kill -0 "$1" 2>/dev/null; do sleep 0.5; done; kill -KILL 0' ${WATCHDOG_NAME} "$PPID" </dev/null >/dev/null 2>&1 & exec "$0" -c "$1"`
+
 /** The state letter of /proc/<pid>/stat (after the parenthesised name). */
-const procState = (pid: string): { readonly state: string; readonly pgrp: number } | undefined => {
+const procState = (pid: string): { readonly state: string; readonly ppid: number; readonly pgrp: number } | undefined => {
   try {
     const stat = NodeFs.readFileSync(`/proc/${pid}/stat`, "latin1")
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    return { state: fields[0] ?? "", pgrp: Number(fields[2]) }
+    return { state: fields[0] ?? "", ppid: Number(fields[1]), pgrp: Number(fields[2]) }
   } catch {
     return undefined
   }
@@ -101,13 +123,18 @@ export const isGroupAlive = (pgid: number): boolean => {
   } catch {
     return true
   }
+  // The watchdog (see WATCHDOG) and its `sleep` are not the command's processes.
+  const members: Array<{ readonly pid: number; readonly ppid: number }> = []
   for (const entry of entries) {
     const c = entry.charCodeAt(0)
     if (c < 48 || c > 57) continue
     const info = procState(entry)
-    if (info !== undefined && info.pgrp === pgid && info.state !== "Z" && info.state !== "X") return true
+    if (info !== undefined && info.pgrp === pgid && info.state !== "Z" && info.state !== "X") {
+      members.push({ pid: Number(entry), ppid: info.ppid })
+    }
   }
-  return false
+  const watchdogs = new Set(members.filter((m) => isWatchdog(m.pid)).map((m) => m.pid))
+  return members.some((m) => !watchdogs.has(m.pid) && !watchdogs.has(m.ppid))
 }
 
 /** Whether one process can still run (a zombie counts as dead). */
@@ -168,7 +195,8 @@ export const spawn = (options: SpawnOptions): Effect.Effect<Group, string> =>
     const drained = Deferred.makeUnsafe<void>()
     let child: NodeChildProcess.ChildProcess
     try {
-      child = NodeChildProcess.spawn(options.shell, ["-c", options.command], {
+      const args = process.platform === "linux" ? ["-c", WATCHDOG, options.shell, options.command] : ["-c", options.command]
+      child = NodeChildProcess.spawn(options.shell, args, {
         cwd: options.cwd,
         env: options.env,
         detached: true,
@@ -226,6 +254,8 @@ export const release = (group: Group): Effect.Effect<void> =>
     yield* awaitFor(group.exited, KILL_WAIT_MS)
     // A process that left the group (setsid) may still hold the pipes: stop reading.
     yield* awaitFor(group.drained, 50)
+    // The watchdog is all that can be left: it goes with the group.
+    signalGroup(group.pid, "SIGKILL")
     group.stdout.destroy()
     group.stderr.destroy()
     live.delete(group.pid)
