@@ -1,22 +1,10 @@
-// Bundles the CLI into one ESM file, dist/skein-main.mjs, loaded by the small entry
-// dist/skein.mjs that `bin.skein` points to. One bundle keeps cold start short: Node
-// resolves and compiles a single module (and caches its compilation).
+// Bundles the CLI into one CommonJS file, dist/skein-main.cjs, loaded by the small entry
+// dist/skein.mjs (scripts/launcher.mjs) that `bin.skein` points to. One bundle keeps cold
+// start short: Node reads and compiles a single script, and the launcher restores its
+// compiled functions from a V8 code cache (see the launcher and adr/0008).
 import { build } from "esbuild"
-import { chmodSync, writeFileSync } from "node:fs"
-
-const banner = [
-  "import { createRequire as __skeinCreateRequire } from 'node:module';",
-  "const require = __skeinCreateRequire(import.meta.url);"
-].join("\n")
-
-// dist/skein.mjs is a tiny entry that turns on Node's on-disk compile cache and then loads
-// the bundle: the cache only covers modules loaded after it is enabled, so enabling it
-// inside the bundle itself would never help.
-const entry = `#!/usr/bin/env node
-import module from "node:module"
-try { module.enableCompileCache?.() } catch {}
-await import("./skein-main.mjs")
-`
+import { createHash } from "node:crypto"
+import { chmodSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 
 // node:crypto costs ~5 ms to load and only @effect/platform-node's NodeFileSystem imports it (for
 // temporary file names): it is loaded on first use instead of at start-up.
@@ -35,20 +23,24 @@ const lazyNodeCrypto = {
 await build({
   entryPoints: ["src/cli/main.ts"],
   plugins: [lazyNodeCrypto],
-  outfile: "dist/skein-main.mjs",
+  outfile: "dist/skein-main.cjs",
   bundle: true,
   platform: "node",
-  format: "esm",
+  format: "cjs",
   target: "node22",
   minify: true,
   treeShaking: true,
   sourcemap: false,
   legalComments: "none",
-  banner: { js: banner },
   logLevel: "warning"
 })
-writeFileSync("dist/skein.mjs", entry)
+// The launcher names its code cache after the bundle's contents: V8 itself only checks the
+// source's length, so a rebuilt bundle must never meet the cache of an earlier one.
+const { version } = JSON.parse(readFileSync("package.json", "utf8"))
+const digest = createHash("sha256").update(readFileSync("dist/skein-main.cjs")).digest("hex").slice(0, 16)
+writeFileSync("dist/skein.mjs", readFileSync("scripts/launcher.mjs", "utf8").replace("__SKEIN_BUILD__", `skein-${version}-${digest}`))
 chmodSync("dist/skein.mjs", 0o755)
+rmSync("dist/skein-main.mjs", { force: true }) // the ES-module bundle of earlier builds
 
 // The embedding API as a library: Effect and the platform stay external, so an embedding
 // program shares its own copy of Effect with Skein.

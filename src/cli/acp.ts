@@ -8,12 +8,14 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import { Skein } from "../index.ts"
+import type { Transport } from "../jsonrpc/Peer.ts"
 import { Runtime, RuntimeError } from "../runtime/Runtime.ts"
 import { awaiting, serveWith } from "../server/AcpServer.ts"
 import * as Stdio from "../server/Stdio.ts"
 import { VERSION } from "../version.ts"
 import { skeinConfig } from "./Config.ts"
 import * as Options from "./Options.ts"
+import { markWarm } from "./Warm.ts"
 
 /** stdout belongs to the protocol: anything else that tries to print goes to stderr. */
 const guardStdout = () => {
@@ -24,6 +26,21 @@ const guardStdout = () => {
   console.warn = toStderr
   // A client that closes its end must not crash the agent (EPIPE); stdin's end shuts us down.
   process.stdout.on("error", () => {})
+}
+
+/** The first line Skein writes (normally the `initialize` answer) marks the run as warm. */
+const warmOnFirstWrite = (transport: Transport): Transport => {
+  let warm = false
+  return {
+    ...transport,
+    write: (chunk) => {
+      if (!warm) {
+        warm = true
+        markWarm()
+      }
+      return transport.write(chunk)
+    }
+  }
 }
 
 export const signalExitCode = 0
@@ -57,7 +74,7 @@ export const run = (args: ReadonlyArray<string>) =>
           })
         )
       )
-      yield* serveWith(Stdio.transport(), {
+      yield* serveWith(warmOnFirstWrite(Stdio.transport()), {
         version: VERSION,
         clientAccess: { useClientFs: !common.localFs, useClientTerminal: !common.localTerminal },
         maxLineBytes: common.maxLineBytes

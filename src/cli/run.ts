@@ -15,6 +15,7 @@ import type { Asker, PermissionAnswer } from "../runtime/Gate.ts"
 import { Runtime } from "../runtime/Runtime.ts"
 import { skeinConfig } from "./Config.ts"
 import * as Options from "./Options.ts"
+import { markWarm } from "./Warm.ts"
 
 export const signalExitCode = 130
 
@@ -116,6 +117,7 @@ export const run = (args: ReadonlyArray<string>) =>
         )
       )
       const outcome = yield* Deferred.await(ticket.outcome)
+      markWarm()
       if (!json) err(dim(`[${outcome.stopReason}] session ${session.id}\n`))
       return outcome.error !== undefined ? 1 : outcome.stopReason === "cancelled" ? 130 : 0
     })).pipe(Effect.provide(Skein.layer(config)))
