@@ -6,9 +6,10 @@
 //
 // The cache is one file per build, Node version and command, in $SKEIN_CODE_CACHE_DIR or
 // <tmpdir>/skein-code-cache-<uid> (a 0700 directory that must be ours). It is written once, at
-// exit, by a run that served something (the app calls the hook below), and rewritten only if
-// V8 rejects it. SKEIN_NO_CODE_CACHE=1 turns it off. Nothing here writes to stdout, and any
-// failure only means loading without a cache. scripts/build.mjs fills in BUILD.
+// exit, by a run that served something (the app calls the hook below), and written again only
+// if it does not match or V8 rejects it. SKEIN_NO_CODE_CACHE=1 turns it off. Nothing here
+// writes to stdout, and any failure only means loading without a cache. scripts/build.mjs
+// fills in BUILD. adr/0008 has the reasons.
 import fs from "node:fs"
 import { createRequire } from "node:module"
 import os from "node:os"
@@ -24,10 +25,10 @@ const source = fs.readFileSync(bundle, "utf8")
 // borrow `acp`'s (most of what they run is shared) and never write.
 const command = process.argv[2]
 const own = command === "acp" || command === "run"
+const uid = typeof process.getuid === "function" ? process.getuid() : undefined
 
 const cacheDirectory = () => {
   const configured = process.env.SKEIN_CODE_CACHE_DIR
-  const uid = typeof process.getuid === "function" ? process.getuid() : undefined
   const directory = configured || path.join(os.tmpdir(), `skein-code-cache${uid === undefined ? "" : `-${uid}`}`)
   try {
     fs.mkdirSync(directory, { recursive: true, mode: 0o700 })
@@ -42,17 +43,41 @@ const cacheDirectory = () => {
 
 const disabled = process.env.SKEIN_NO_CODE_CACHE === "1" || process.env.SKEIN_NO_CODE_CACHE === "true"
 const directory = disabled ? undefined : cacheDirectory()
-const cacheFile = (name) =>
-  path.join(directory, `${BUILD}-${process.version}-${process.arch}-${name}.cache`)
-const file = directory === undefined ? undefined : cacheFile(own ? command : "acp")
+const file = directory === undefined
+  ? undefined
+  : path.join(directory, `${BUILD}-${process.version}-${process.arch}-${own ? command : "acp"}.cache`)
 
-let cachedData
-if (file !== undefined) {
+// A cache file is a header and V8's data. V8 checks the data only loosely (a damaged file can
+// abort the process) and ties it to the source by length alone, so the header holds a CRC-32
+// of the data and the bundle's size and mtime: anything that does not match is not used.
+const MAGIC = 0x31434b53 // "SKC1"
+const HEADER = 20
+const bundleStat = fs.statSync(bundle)
+const header = (data) => {
+  const h = Buffer.alloc(HEADER)
+  h.writeUInt32LE(MAGIC, 0)
+  h.writeUInt32LE(process.getBuiltinModule("node:zlib").crc32(data), 4)
+  h.writeUInt32LE(bundleStat.size >>> 0, 8)
+  h.writeDoubleLE(bundleStat.mtimeMs, 12)
+  return h
+}
+
+const readCache = () => {
+  let content
   try {
     const stat = fs.lstatSync(file)
-    if (stat.isFile() && (stat.uid === process.getuid?.() || process.getuid === undefined)) cachedData = fs.readFileSync(file)
-  } catch {}
+    if (!stat.isFile() || (uid !== undefined && stat.uid !== uid)) return undefined
+    content = fs.readFileSync(file)
+  } catch {
+    return undefined
+  }
+  if (content.length <= HEADER || content.readUInt32LE(0) !== MAGIC) return undefined
+  if (content.readUInt32LE(8) !== bundleStat.size >>> 0 || content.readDoubleLE(12) !== bundleStat.mtimeMs) return undefined
+  const data = content.subarray(HEADER)
+  return header(data).equals(content.subarray(0, HEADER)) ? data : undefined
 }
+
+const cachedData = file === undefined ? undefined : readCache()
 
 // Strict, as the ES modules it was bundled from.
 const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {"use strict";${source}\n})`, {
@@ -82,7 +107,8 @@ if (file !== undefined && own && (cachedData === undefined || script.cachedDataR
     if (!warm) return
     const temporary = `${file}.${process.pid}.tmp`
     try {
-      fs.writeFileSync(temporary, script.createCachedData(), { mode: 0o600 })
+      const data = script.createCachedData()
+      fs.writeFileSync(temporary, Buffer.concat([header(data), data]), { mode: 0o600 })
       fs.renameSync(temporary, file)
       removeStale()
     } catch {
@@ -92,7 +118,6 @@ if (file !== undefined && own && (cachedData === undefined || script.cachedDataR
     }
   })
 }
-cachedData = undefined
 
 const module = { exports: {} }
 script.runInThisContext()(module.exports, createRequire(bundle), module, bundle, path.dirname(bundle))
