@@ -6,23 +6,39 @@ import { build } from "esbuild"
 import { createHash } from "node:crypto"
 import { chmodSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 
-// node:crypto costs ~5 ms to load and only @effect/platform-node's NodeFileSystem imports it (for
-// temporary file names): it is loaded on first use instead of at start-up.
-const lazyNodeCrypto = {
-  name: "lazy-node-crypto",
+// Built-in modules that start-up does not need are loaded on first use instead: each import of
+// them becomes a module of functions that fetch the real one when called.
+// - node:crypto (~5 ms): only @effect/platform-node's NodeFileSystem imports it, for
+//   temporary file names (Skein's own session ids use it once a session starts);
+// - node:child_process (~1.2 ms): bash and MCP stdio servers spawn only within a session;
+// - node:readline: only `skein run` asks questions at a terminal.
+// Only functions (and classes) are forwarded; importing anything else fails the build.
+const lazyBuiltins = {
+  name: "lazy-builtins",
   setup(b) {
-    b.onResolve({ filter: /^node:crypto$/ }, (args) =>
-      args.importer.includes("node_modules") ? { path: "lazy-node-crypto", namespace: "skein-lazy" } : undefined)
-    b.onLoad({ filter: /.*/, namespace: "skein-lazy" }, () => ({
-      contents: `const c = () => process.getBuiltinModule("node:crypto")\nexport const randomBytes = (...a) => c().randomBytes(...a)\n`,
-      loader: "js"
-    }))
+    const lazy = {
+      "node:crypto": (importer) => importer.includes("node_modules"),
+      "node:child_process": () => true,
+      "node:readline": () => true
+    }
+    b.onResolve({ filter: /^node:(crypto|child_process|readline)$/ }, (args) =>
+      lazy[args.path](args.importer) ? { path: args.path, namespace: "skein-lazy" } : undefined)
+    b.onLoad({ filter: /.*/, namespace: "skein-lazy" }, (args) => {
+      const real = process.getBuiltinModule(args.path)
+      const names = Object.keys(real).filter((name) => typeof real[name] === "function" && /^[A-Za-z_$][\w$]*$/.test(name))
+      const forward = (name) =>
+        `export function ${name}(...a) { const f = m().${name}; return new.target ? Reflect.construct(f, a, new.target) : f.apply(this, a) }`
+      return {
+        contents: [`const m = () => process.getBuiltinModule(${JSON.stringify(args.path)})`, ...names.map(forward)].join("\n"),
+        loader: "js"
+      }
+    })
   }
 }
 
 await build({
   entryPoints: ["src/cli/main.ts"],
-  plugins: [lazyNodeCrypto],
+  plugins: [lazyBuiltins],
   outfile: "dist/skein-main.cjs",
   bundle: true,
   platform: "node",

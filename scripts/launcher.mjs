@@ -10,12 +10,15 @@
 // if it does not match or V8 rejects it. SKEIN_NO_CODE_CACHE=1 turns it off. Nothing here
 // writes to stdout, and any failure only means loading without a cache. scripts/build.mjs
 // fills in BUILD. adr/0008 has the reasons.
-import fs from "node:fs"
-import { createRequire } from "node:module"
-import os from "node:os"
-import path from "node:path"
-import { fileURLToPath } from "node:url"
-import vm from "node:vm"
+//
+// Built-ins come from process.getBuiltinModule: an ES `import` of node:fs would make Node read
+// every export of it, fs.promises included, which loads a dozen more modules at start-up.
+const fs = process.getBuiltinModule("node:fs")
+const os = process.getBuiltinModule("node:os")
+const path = process.getBuiltinModule("node:path")
+const vm = process.getBuiltinModule("node:vm")
+const { createRequire } = process.getBuiltinModule("node:module")
+const { fileURLToPath } = process.getBuiltinModule("node:url")
 
 const BUILD = "__SKEIN_BUILD__"
 const bundle = fileURLToPath(new URL("./skein-main.cjs", import.meta.url))
