@@ -36,6 +36,7 @@ import { Config } from "./Config.ts"
 import type * as Gate from "./Gate.ts"
 import { isModeId, type ModeId } from "./Modes.ts"
 import * as Session from "./Session.ts"
+import * as SessionId from "./SessionId.ts"
 
 export class RuntimeError extends Schema.TaggedError<RuntimeError>()("RuntimeError", {
   reason: Schema.Literals(["not_found", "invalid_cwd", "invalid_mode", "invalid_request", "locked", "log", "unavailable"]),
@@ -212,7 +213,7 @@ export class Runtime extends Context.Service<Runtime, {
         yield* checkDirectory(options.cwd, "cwd")
         const additionalDirectories = options.additionalDirectories ?? []
         for (const dir of additionalDirectories) yield* checkDirectory(dir, "An additional directory")
-        const id = crypto.randomUUID()
+        const id = SessionId.make()
         const created = yield* Clock.currentTimeMillis
         const scope = yield* Scope.fork(parent)
         const session = yield* Effect.gen(function*() {
