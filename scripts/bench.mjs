@@ -115,19 +115,24 @@ for (const file of [SKEIN, FLOOR, SDK]) {
 const env = { ...process.env }
 delete env.NODE_OPTIONS // the same flags for every agent: none
 for (const k of Object.keys(env)) if (k.startsWith("SKEIN_")) delete env[k]
+// Skein's code cache lives in this run's temporary directory: the warm-ups fill it, as a
+// user's first start does. "skein-nocache" is Skein with the cache off: every start is then
+// like the first one after an install or upgrade.
+env.SKEIN_CODE_CACHE_DIR = join(tmp, "code-cache")
+const envNoCache = { ...env, SKEIN_NO_CODE_CACHE: "1" }
 
-const NAMES = { skein: "Skein", floor: "plain-Node floor", sdk: "ACP SDK agent" }
+const NAMES = { skein: "Skein", "skein-nocache": "Skein without its code cache", floor: "plain-Node floor", sdk: "ACP SDK agent" }
 
 /** Starts an agent; Skein gets a fresh home and, when given, a script. */
 const start = (id, { script, nodeArgs } = {}) => {
-  if (id === "skein") {
+  if (id === "skein" || id === "skein-nocache") {
     const args = [SKEIN, "acp", "--home", freshHome()]
     if (script !== undefined) {
       const file = join(tmp, `script-${homes}.json`)
       writeFileSync(file, JSON.stringify(script))
       args.push("--script", file)
     }
-    return new Agent(NAMES.skein, args, { cwd: workspace, env, nodeArgs })
+    return new Agent(NAMES[id], args, { cwd: workspace, env: id === "skein" ? env : envNoCache, nodeArgs })
   }
   return new Agent(NAMES[id], [id === "floor" ? FLOOR : SDK], { cwd: workspace, env, nodeArgs })
 }
@@ -189,7 +194,7 @@ const coldOnce = async (id) => {
 }
 
 const coldStart = async () => {
-  const ids = ["skein", "floor", "sdk"]
+  const ids = ["skein", "floor", "sdk", "skein-nocache"]
   section(`cold start: ${WARMUP} warm-up + ${RUNS} runs per agent, interleaved`)
   const keys = ["initialize", "ready", "initializeCpu", "readyCpu", "readyWait"]
   const samples = Object.fromEntries(ids.map((id) => [id, Object.fromEntries(keys.map((k) => [k, []]))]))
@@ -414,6 +419,8 @@ const buildFigures = (r) => {
     if (c.skein.readyCpu && c.floor.readyCpu) {
       addFigure({ group: "cold start", id: "cold.ready.cpu", label: "main-thread CPU to `session/new` response", unit: "ms", subject: "Skein", ...c.skein.readyCpu, baseline: { name: NAMES.floor, median: c.floor.readyCpu.median, p90: c.floor.readyCpu.p90 }, note: "on-CPU time of the agent's main thread (/proc/<pid>/schedstat): hardly affected by a busy machine" })
     }
+    const nocache = c["skein-nocache"]
+    addFigure({ group: "cold start", id: "cold.initialize.nocache", label: "spawn → `initialize`, without the code cache (first start)", unit: "ms", subject: "Skein", ...nocache.initialize, baseline: floor("initialize"), note: "SKEIN_NO_CODE_CACHE=1: what the first start after an install or upgrade costs, before its exit writes the cache" })
     addFigure({ group: "cold start", id: "cold.initialize.sdk", label: "spawn → `initialize` (vs SDK agent)", unit: "ms", subject: "Skein", ...c.skein.initialize, baseline: sdk("initialize") })
     addFigure({ group: "cold start", id: "cold.ready.sdk", label: "spawn → `session/new` (vs SDK agent)", unit: "ms", subject: "Skein", ...c.skein.ready, baseline: sdk("ready") })
   }
@@ -610,7 +617,7 @@ const main = async () => {
       memory: { runs: MEM_RUNS, settleMs: SETTLE_MS, counts: MEM_COUNTS, note: "VmRSS from /proc after a settle; afterGc: process.memoryUsage() after a forced GC (bench/gc-probe.mjs preloaded into every agent)" },
       sessions: { runs: SESSIONS_RUNS, skein: "scripts/bench-sessions.mjs", floor: "scripts/bench-sessions-floor.mjs" },
       log: { script: "scripts/bench-log.mjs", note: "in-process; default durability: no fsync per event, one at the turn's end" },
-      compileCache: "dist/skein.mjs enables the module compile cache before loading dist/skein-main.mjs; warm-ups fill it"
+      codeCache: "dist/skein.mjs loads dist/skein-main.cjs through a V8 code cache written at exit by a run that served; here in the run's temporary directory, filled by the warm-ups"
     },
     targets: TARGETS,
     figures,
