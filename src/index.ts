@@ -31,7 +31,7 @@ import * as Unconfigured from "./providers/Unconfigured.ts"
 import { Bus } from "./runtime/Bus.ts"
 import { Config, DEFAULT_MAX_TURN_REQUESTS, DEFAULT_PERMISSION_TIMEOUT_MS } from "./runtime/Config.ts"
 import { DEFAULT_MODE, type ModeId } from "./runtime/Modes.ts"
-import { Runtime } from "./runtime/Runtime.ts"
+import { layer as RuntimeLayer } from "./runtime/Runtime.ts"
 import * as Toolkit from "./tools/Toolkit.ts"
 import { VERSION } from "./version.ts"
 
@@ -58,7 +58,7 @@ export const resolveProvider = (config: SkeinConfig): Provider =>
 
 /** The runtime's own layers over the given platform services. */
 export const layerWithoutPlatform = (config: SkeinConfig) =>
-  Runtime.layer.pipe(
+  RuntimeLayer.pipe(
     Layer.provideMerge(Bus.layer),
     Layer.provide(SessionLog.layer({ home: config.home })),
     Layer.provide(Config.layer({

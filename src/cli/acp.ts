@@ -7,9 +7,8 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
-import { Skein } from "../index.ts"
 import type { Transport } from "../jsonrpc/Peer.ts"
-import { Runtime, RuntimeError } from "../runtime/Runtime.ts"
+import { Runtime, RuntimeError } from "../runtime/Api.ts"
 import { awaiting, serveWith } from "../server/AcpServer.ts"
 import * as Stdio from "../server/Stdio.ts"
 import { VERSION } from "../version.ts"
@@ -58,11 +57,13 @@ export const run = (args: ReadonlyArray<string>) =>
     const config = yield* skeinConfig(common)
     guardStdout()
     yield* Effect.scoped(Effect.gen(function*() {
-      // The runtime is built on the first session/* request, not before `initialize` is
-      // answered: only session/* requests need it. Built once; its scope is the server's.
+      // The runtime is loaded and built on the first session/* request, not before
+      // `initialize` is answered: only session/* requests need it (the log, tools, providers
+      // and MCP all come with it). Built once; its scope is the server's.
       const scope = yield* Effect.scope
       const ready = yield* Effect.cached(
-        Layer.build(Skein.layer(config)).pipe(
+        Effect.promise(() => import("../index.ts")).pipe(
+          Effect.flatMap(({ Skein }) => Layer.build(Skein.layer(config))),
           Scope.provide(scope),
           Effect.map((context) => Context.get(context, Runtime)),
           Effect.catchCause((cause) => {

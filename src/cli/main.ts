@@ -10,7 +10,6 @@ import * as Logger from "effect/Logger"
 import { VERSION } from "../version.ts"
 import * as Acp from "./acp.ts"
 import * as Options from "./Options.ts"
-import * as Run from "./run.ts"
 
 type Command = (args: ReadonlyArray<string>) => Effect.Effect<number, unknown>
 
@@ -20,12 +19,11 @@ export interface CommandModule {
   readonly signalExitCode: number
 }
 
-// `acp` and `run` share almost all their code and are imported statically: lazy module
-// wrappers would cost start-up time instead of saving it.
+// `acp` is imported statically; every other command loads when it runs, so `acp` never
+// evaluates their modules (the launcher's code cache makes loading them later cheap).
 const commands: Record<string, () => Promise<CommandModule>> = {
   acp: () => Promise.resolve(Acp),
-  run: () => Promise.resolve(Run),
-  // Commands for saved sessions load lazily: `acp` never pays for them.
+  run: () => import("./run.ts"),
   sessions: () => import("./sessions.ts"),
   replay: () => import("./replay.ts"),
   doctor: () => import("./doctor.ts")

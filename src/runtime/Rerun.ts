@@ -30,7 +30,7 @@ import { Config } from "./Config.ts"
 import type * as Gate from "./Gate.ts"
 import { isModeId, type ModeId } from "./Modes.ts"
 import * as Compare from "./RerunCompare.ts"
-import { Runtime } from "./Runtime.ts"
+import { layer as RuntimeLayer, Runtime } from "./Runtime.ts"
 import type { Session } from "./Session.ts"
 
 export type { Difference, Report, TurnReport } from "./RerunCompare.ts"
@@ -110,7 +110,7 @@ export const run = (options: Options) =>
     const initialMode: ModeId = header.mode !== undefined && isModeId(header.mode) ? header.mode : "default"
 
     // Fresh: inside a program that already built Skein's layers, the shared ones would be reused.
-    const layer = Layer.fresh(Runtime.layer).pipe(
+    const layer = Layer.fresh(RuntimeLayer).pipe(
       Layer.provideMerge(Layer.fresh(Bus.layer)),
       Layer.provide(SessionLog.layer({ home: options.home })),
       Layer.provide(Config.layer({

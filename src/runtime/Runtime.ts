@@ -16,21 +16,18 @@ import * as Exit from "effect/Exit"
 import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
 import * as Path from "effect/Path"
-import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import type { McpServer } from "../acp/Session.ts"
-import { type Canonical, type CanonicalBody, LOG_VERSION, type LogHeader, type SessionEvent } from "../log/Event.ts"
+import { type Canonical, type CanonicalBody, LOG_VERSION } from "../log/Event.ts"
 import * as History from "../log/History.ts"
-import type * as Listing from "../log/Listing.ts"
 import * as Recovery from "../log/Recovery.ts"
 import { type LogError, SessionLog, type Writer } from "../log/SessionLog.ts"
 import * as DynamicToolkit from "../mcp/DynamicToolkit.ts"
 import * as McpSession from "../mcp/McpSession.ts"
 import * as McpRecord from "../mcp/Record.ts"
-import type { Catalog } from "../providers/Models.ts"
-import type { ClientAccess, ToolEnv } from "../tools/Tool.ts"
+import type { ToolEnv } from "../tools/Tool.ts"
 import { Bus } from "./Bus.ts"
 import { Config } from "./Config.ts"
 import type * as Gate from "./Gate.ts"
@@ -38,59 +35,23 @@ import { isModeId, type ModeId } from "./Modes.ts"
 import * as Session from "./Session.ts"
 import * as SessionId from "./SessionId.ts"
 
-export class RuntimeError extends Schema.TaggedError<RuntimeError>()("RuntimeError", {
-  reason: Schema.Literals(["not_found", "invalid_cwd", "invalid_mode", "invalid_request", "locked", "log", "unavailable"]),
-  message: Schema.String
-}) {}
+import {
+  type ListQuery,
+  type LoadedSession,
+  type LoadSessionOptions,
+  type NewSessionOptions,
+  Runtime,
+  RuntimeError,
+  type SessionRecord
+} from "./Api.ts"
+
+export * from "./Api.ts"
 
 const fromLogError = (error: LogError): RuntimeError =>
   new RuntimeError({
     reason: error.reason === "not_found" ? "not_found" : error.reason === "locked" ? "locked" : "log",
     message: error.message
   })
-
-export interface NewSessionOptions {
-  /** Absolute working directory of the session. */
-  readonly cwd: string
-  readonly additionalDirectories?: ReadonlyArray<string> | undefined
-  readonly mode?: string | undefined
-  /** Asks the user about tool calls that need permission; without it they are denied. */
-  readonly ask?: Gate.Asker | undefined
-  /** The client's file and terminal access (ACP `fs/*`, `terminal/*`) for the new session's id, when offered. */
-  readonly client?: ((sessionId: string) => ClientAccess | undefined) | undefined
-  /** MCP servers (ACP shapes) started in the background for the session; their tools join it once listed. */
-  readonly mcpServers?: ReadonlyArray<McpServer> | undefined
-}
-
-export interface LoadSessionOptions {
-  readonly sessionId: string
-  /** When given, must be the session's working directory. */
-  readonly cwd?: string | undefined
-  /** The session's additional directories from now on (default: those it was created with). */
-  readonly additionalDirectories?: ReadonlyArray<string> | undefined
-  /** Asks the user about tool calls that need permission; without it they are denied. */
-  readonly ask?: Gate.Asker | undefined
-  /** The client's file and terminal access (ACP `fs/*`, `terminal/*`), when offered. */
-  readonly client?: ((sessionId: string) => ClientAccess | undefined) | undefined
-  /**
-   * MCP servers for the session. None (or an empty list): the ones it used
-   * last time, as recorded beside its log. Ignored when the session is already live here.
-   */
-  readonly mcpServers?: ReadonlyArray<McpServer> | undefined
-}
-
-/** A loaded session and the events of its log (what `session/load` replays). */
-export interface LoadedSession {
-  readonly session: Session.Session
-  readonly events: ReadonlyArray<Canonical>
-}
-
-/** A session's log as read from disk, without loading it. */
-export interface SessionRecord {
-  readonly header: LogHeader
-  readonly events: ReadonlyArray<Canonical>
-  readonly file: string
-}
 
 /** A session's MCP servers, started (when it has some), and what to log about them. */
 interface Mcp {
@@ -99,278 +60,250 @@ interface Mcp {
   readonly record: ReadonlyArray<CanonicalBody>
 }
 
-export type SessionSummary = Listing.Entry
-export type SessionPage = Listing.Page
-export type ListQuery = Listing.Query
+/** The Runtime, over the services it needs. */
+export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | FileSystem.FileSystem | Path.Path> = Layer.effect(
+  Runtime,
+  Effect.gen(function*() {
+    const config = yield* Config
+    const bus = yield* Bus
+    const log = yield* SessionLog
+    const fs = yield* FileSystem.FileSystem
+    const path = yield* Path.Path
+    const services = Context.make(FileSystem.FileSystem, fs).pipe(Context.add(Path.Path, path)) as Context.Context<ToolEnv>
+    const parent = yield* Effect.scope
+    const live = new Map<string, { readonly session: Session.Session; readonly scope: Scope.Closeable }>()
 
-export class Runtime extends Context.Service<Runtime, {
-  readonly newSession: (options: NewSessionOptions) => Effect.Effect<Session.Session, RuntimeError>
-  /**
-   * Makes a logged session live again, in this process only (it takes the
-   * log's lock): mode, config and remembered permissions as they were. A
-   * session already live here is returned as it is.
-   */
-  readonly loadSession: (options: LoadSessionOptions) => Effect.Effect<LoadedSession, RuntimeError>
-  /** One page of the logged sessions, newest first. */
-  readonly listSessions: (query?: ListQuery) => Effect.Effect<SessionPage, RuntimeError>
-  /** Reads a session's log without loading it (no lock; works while another process has it open). */
-  readonly readSession: (sessionId: string) => Effect.Effect<SessionRecord, RuntimeError>
-  /** Closes the session if it is live, then removes its log. An unknown id is not an error. */
-  readonly deleteSession: (sessionId: string) => Effect.Effect<void, RuntimeError>
-  readonly getSession: (sessionId: string) => Effect.Effect<Session.Session, RuntimeError>
-  /** Stops a live session: cancels its turn, syncs its log, releases its lock, frees its memory. */
-  readonly closeSession: (sessionId: string) => Effect.Effect<void>
-  /** The live sessions. */
-  readonly liveSessions: Effect.Effect<ReadonlyArray<Session.SessionInfo>>
-  /** Every event of every session, from the moment the stream is run. */
-  readonly events: Stream.Stream<SessionEvent>
-  /** The models sessions may switch between, when a provider registry configured them. */
-  readonly models: Catalog | undefined
-}>()("skein/runtime/Runtime") {
-  static readonly layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | FileSystem.FileSystem | Path.Path> = Layer.effect(
-    Runtime,
-    Effect.gen(function*() {
-      const config = yield* Config
-      const bus = yield* Bus
-      const log = yield* SessionLog
-      const fs = yield* FileSystem.FileSystem
-      const path = yield* Path.Path
-      const services = Context.make(FileSystem.FileSystem, fs).pipe(Context.add(Path.Path, path)) as Context.Context<ToolEnv>
-      const parent = yield* Effect.scope
-      const live = new Map<string, { readonly session: Session.Session; readonly scope: Scope.Closeable }>()
+    const closeAll = Effect.suspend(() =>
+      Effect.forEach([...live.values()], (entry) => Scope.close(entry.scope, Exit.void), { concurrency: "unbounded", discard: true })
+    )
+    yield* Effect.addFinalizer(() => closeAll)
 
-      const closeAll = Effect.suspend(() =>
-        Effect.forEach([...live.values()], (entry) => Scope.close(entry.scope, Exit.void), { concurrency: "unbounded", discard: true })
-      )
-      yield* Effect.addFinalizer(() => closeAll)
-
-      const checkDirectory = (dir: string, what: string) =>
-        Effect.gen(function*() {
-          if (!path.isAbsolute(dir)) {
-            return yield* new RuntimeError({ reason: "invalid_cwd", message: `${what} must be an absolute path` })
-          }
-          const info = yield* fs.stat(dir).pipe(Effect.option)
-          if (info._tag === "None" || info.value.type !== "Directory") {
-            return yield* new RuntimeError({ reason: "invalid_cwd", message: `${what} is not an existing directory` })
-          }
-        })
-
-      const depsFor = (
-        id: string,
-        writer: Writer,
-        options: { readonly ask?: Gate.Asker | undefined; readonly client?: NewSessionOptions["client"] },
-        mcp: Mcp
-      ): Session.Deps => {
-        const servers = mcp.session
-        return {
-          bus,
-          writer,
-          provider: config.provider,
-          // With MCP servers, the toolkit changes as their tools are discovered or withdrawn.
-          toolkit: servers === undefined ? config.toolkit : DynamicToolkit.make(config.toolkit, servers),
-          maxTurnRequests: config.maxTurnRequests,
-          model: config.model,
-          models: config.models,
-          services,
-          ask: options.ask,
-          client: options.client?.(id),
-          permissionTimeoutMs: config.permissionTimeoutMs,
-          notices: servers === undefined ? undefined : () => servers.takeNotices().map((notice) => ({ text: notice.text, source: "mcp" })),
-          mcpStatus: servers?.status,
-          startEvents: mcp.record
+    const checkDirectory = (dir: string, what: string) =>
+      Effect.gen(function*() {
+        if (!path.isAbsolute(dir)) {
+          return yield* new RuntimeError({ reason: "invalid_cwd", message: `${what} must be an absolute path` })
         }
+        const info = yield* fs.stat(dir).pipe(Effect.option)
+        if (info._tag === "None" || info.value.type !== "Directory") {
+          return yield* new RuntimeError({ reason: "invalid_cwd", message: `${what} is not an existing directory` })
+        }
+      })
+
+    const depsFor = (
+      id: string,
+      writer: Writer,
+      options: { readonly ask?: Gate.Asker | undefined; readonly client?: NewSessionOptions["client"] },
+      mcp: Mcp
+    ): Session.Deps => {
+      const servers = mcp.session
+      return {
+        bus,
+        writer,
+        provider: config.provider,
+        // With MCP servers, the toolkit changes as their tools are discovered or withdrawn.
+        toolkit: servers === undefined ? config.toolkit : DynamicToolkit.make(config.toolkit, servers),
+        maxTurnRequests: config.maxTurnRequests,
+        model: config.model,
+        models: config.models,
+        services,
+        ask: options.ask,
+        client: options.client?.(id),
+        permissionTimeoutMs: config.permissionTimeoutMs,
+        notices: servers === undefined ? undefined : () => servers.takeNotices().map((notice) => ({ text: notice.text, source: "mcp" })),
+        mcpStatus: servers?.status,
+        startEvents: mcp.record
       }
+    }
 
-      /**
-       * Starts a session's MCP servers in its scope, in the background (the MCP
-       * client loads only for sessions that have servers, and not before the
-       * session answers), and records them when they changed: their settings
-       * beside the log, what identifies them in it.
-       */
-      const startMcp = (servers: ReadonlyArray<McpServer>, changed: boolean, writer: Writer, cwd: string, scope: Scope.Scope) =>
-        Effect.gen(function*() {
-          if (changed) yield* McpRecord.save(fs, McpRecord.settingsPath(writer.path), servers)
-          const record: ReadonlyArray<CanonicalBody> = changed ? [{ type: "mcp_servers", data: { servers: McpRecord.summary(servers) } }] : []
-          if (servers.length === 0) return { session: undefined, record } satisfies Mcp
-          const session = yield* McpSession.start({ servers, cwd, clientInfo: { name: "skein", version: config.version } }).pipe(
-            Scope.provide(scope)
-          )
-          return { session, record } satisfies Mcp
-        })
-
-      /** Registers a live session; it leaves the registry when its scope closes. */
-      const register = (session: Session.Session, scope: Scope.Closeable) =>
-        Effect.gen(function*() {
-          live.set(session.id, { session, scope })
-          yield* Scope.addFinalizer(scope, Effect.sync(() => live.delete(session.id)))
-          return session
-        })
-
-      const newSession = Effect.fn("Runtime.newSession")(function*(options: NewSessionOptions) {
-        const mode: ModeId = options.mode === undefined ? config.defaultMode : isModeId(options.mode)
-          ? options.mode
-          : yield* new RuntimeError({ reason: "invalid_mode", message: `Unknown mode "${options.mode}"` })
-        yield* checkDirectory(options.cwd, "cwd")
-        const additionalDirectories = options.additionalDirectories ?? []
-        for (const dir of additionalDirectories) yield* checkDirectory(dir, "An additional directory")
-        const id = SessionId.make()
-        const created = yield* Clock.currentTimeMillis
-        const scope = yield* Scope.fork(parent)
-        const session = yield* Effect.gen(function*() {
-          const writer = yield* log.create({
-            type: "session",
-            v: LOG_VERSION,
-            id,
-            cwd: options.cwd,
-            created,
-            mode,
-            ...(additionalDirectories.length > 0 ? { additionalDirectories } : {}),
-            skein: config.version
-          }).pipe(Scope.provide(scope))
-          const servers = options.mcpServers ?? []
-          const mcp = yield* startMcp(servers, servers.length > 0, writer, options.cwd, scope)
-          return yield* Session.make(
-            { id, cwd: options.cwd, additionalDirectories, created },
-            History.make(),
-            mode,
-            depsFor(id, writer, options, mcp),
-            scope
-          )
-        }).pipe(
-          Effect.mapError(fromLogError),
-          Effect.onError(() => Scope.close(scope, Exit.void))
+    /**
+     * Starts a session's MCP servers in its scope, in the background (the MCP
+     * client loads only for sessions that have servers, and not before the
+     * session answers), and records them when they changed: their settings
+     * beside the log, what identifies them in it.
+     */
+    const startMcp = (servers: ReadonlyArray<McpServer>, changed: boolean, writer: Writer, cwd: string, scope: Scope.Scope) =>
+      Effect.gen(function*() {
+        if (changed) yield* McpRecord.save(fs, McpRecord.settingsPath(writer.path), servers)
+        const record: ReadonlyArray<CanonicalBody> = changed ? [{ type: "mcp_servers", data: { servers: McpRecord.summary(servers) } }] : []
+        if (servers.length === 0) return { session: undefined, record } satisfies Mcp
+        const session = yield* McpSession.start({ servers, cwd, clientInfo: { name: "skein", version: config.version } }).pipe(
+          Scope.provide(scope)
         )
-        return yield* register(session, scope)
+        return { session, record } satisfies Mcp
       })
 
-      /** Whether two absolute paths name the same directory. */
-      const sameDirectory = (a: string, b: string) =>
-        path.resolve(a) === path.resolve(b)
-          ? Effect.succeed(true)
-          : Effect.map(
-            Effect.all([fs.realPath(a), fs.realPath(b)]).pipe(Effect.orElseSucceed(() => [a, b] as const)),
-            ([x, y]) => x === y
-          )
-
-      const checkCwd = (requested: string | undefined, cwd: string) =>
-        Effect.gen(function*() {
-          if (requested === undefined || (yield* sameDirectory(requested, cwd))) return
-          return yield* new RuntimeError({ reason: "invalid_cwd", message: "cwd does not match the session's working directory" })
-        })
-
-      /** Loads, recovers and starts a session that is not live here. */
-      const start = (options: LoadSessionOptions) =>
-        Effect.gen(function*() {
-          const scope = yield* Scope.fork(parent)
-          const loaded = yield* Effect.gen(function*() {
-            const { contents, writer } = yield* Effect.mapError(log.open(options.sessionId).pipe(Scope.provide(scope)), fromLogError)
-            const header = contents.header
-            yield* checkCwd(options.cwd, header.cwd)
-            const additionalDirectories = options.additionalDirectories ?? header.additionalDirectories ?? []
-            for (const dir of additionalDirectories) yield* checkDirectory(dir, "An additional directory")
-            const history = History.make()
-            const events = contents.events
-            for (const event of events) History.apply(history, event)
-            let lastSeq = events.length > 0 ? events[events.length - 1]!.seq : 0
-            const closing = Recovery.closing(events, history)
-            if (closing !== undefined) {
-              const ts = yield* Clock.currentTimeMillis
-              const stamped = closing.bodies.map((body, i) =>
-                ({ ...body, sessionId: header.id, seq: lastSeq + 1 + i, ts, turn: closing.turn }) as Canonical
-              )
-              yield* Effect.mapError(Effect.andThen(writer.append(stamped), writer.sync), fromLogError)
-              for (const event of stamped) {
-                History.apply(history, event)
-                events.push(event)
-              }
-              lastSeq += stamped.length
-            }
-            const mode: ModeId = header.mode !== undefined && isModeId(header.mode) ? header.mode : config.defaultMode
-            // The client's servers win; without any, the ones the session used last time.
-            const recorded = yield* McpRecord.load(fs, McpRecord.settingsPath(writer.path))
-            const servers = McpRecord.choose(options.mcpServers ?? [], recorded)
-            const mcp = yield* startMcp(servers, !McpRecord.same(servers, recorded), writer, header.cwd, scope)
-            const session = yield* Session.make(
-              { id: header.id, cwd: header.cwd, additionalDirectories, created: header.created },
-              history,
-              mode,
-              depsFor(header.id, writer, options, mcp),
-              scope,
-              lastSeq
-            )
-            return { session, events } satisfies LoadedSession
-          }).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
-          yield* register(loaded.session, scope)
-          return loaded
-        })
-
-      // Loading and deleting one id must not interleave (both look at the registry, then the disk).
-      const lifecycle = yield* Semaphore.make(1)
-
-      const loadSession = Effect.fn("Runtime.loadSession")(function*(options: LoadSessionOptions) {
-        return yield* lifecycle.withPermits(1)(Effect.gen(function*() {
-          const entry = live.get(options.sessionId)
-          if (entry === undefined) return yield* start(options)
-          yield* checkCwd(options.cwd, entry.session.cwd)
-          const contents = yield* Effect.mapError(log.read(options.sessionId), fromLogError)
-          return { session: entry.session, events: contents.events } satisfies LoadedSession
-        }))
+    /** Registers a live session; it leaves the registry when its scope closes. */
+    const register = (session: Session.Session, scope: Scope.Closeable) =>
+      Effect.gen(function*() {
+        live.set(session.id, { session, scope })
+        yield* Scope.addFinalizer(scope, Effect.sync(() => live.delete(session.id)))
+        return session
       })
 
-      const listSessions = (query?: ListQuery) =>
-        log.list(query ?? {}).pipe(
-          Effect.mapError((error) =>
-            error.message === "Invalid cursor" ? new RuntimeError({ reason: "invalid_request", message: error.message }) : fromLogError(error)
-          )
+    const newSession = Effect.fn("Runtime.newSession")(function*(options: NewSessionOptions) {
+      const mode: ModeId = options.mode === undefined ? config.defaultMode : isModeId(options.mode)
+        ? options.mode
+        : yield* new RuntimeError({ reason: "invalid_mode", message: `Unknown mode "${options.mode}"` })
+      yield* checkDirectory(options.cwd, "cwd")
+      const additionalDirectories = options.additionalDirectories ?? []
+      for (const dir of additionalDirectories) yield* checkDirectory(dir, "An additional directory")
+      const id = SessionId.make()
+      const created = yield* Clock.currentTimeMillis
+      const scope = yield* Scope.fork(parent)
+      const session = yield* Effect.gen(function*() {
+        const writer = yield* log.create({
+          type: "session",
+          v: LOG_VERSION,
+          id,
+          cwd: options.cwd,
+          created,
+          mode,
+          ...(additionalDirectories.length > 0 ? { additionalDirectories } : {}),
+          skein: config.version
+        }).pipe(Scope.provide(scope))
+        const servers = options.mcpServers ?? []
+        const mcp = yield* startMcp(servers, servers.length > 0, writer, options.cwd, scope)
+        return yield* Session.make(
+          { id, cwd: options.cwd, additionalDirectories, created },
+          History.make(),
+          mode,
+          depsFor(id, writer, options, mcp),
+          scope
         )
-
-      const readSession = (sessionId: string) =>
-        log.read(sessionId).pipe(
-          Effect.map((contents): SessionRecord => ({ header: contents.header, events: contents.events, file: contents.file })),
-          Effect.mapError(fromLogError)
-        )
-
-      const getSession = (sessionId: string) =>
-        Effect.suspend(() => {
-          const entry = live.get(sessionId)
-          return entry === undefined
-            ? Effect.fail(new RuntimeError({ reason: "not_found", message: `Session not found: ${sessionId}` }))
-            : Effect.succeed(entry.session)
-        })
-
-      const closeSession = (sessionId: string) =>
-        Effect.suspend(() => {
-          const entry = live.get(sessionId)
-          return entry === undefined ? Effect.void : Scope.close(entry.scope, Exit.void)
-        })
-
-      const deleteSession = Effect.fn("Runtime.deleteSession")(function*(sessionId: string) {
-        yield* lifecycle.withPermits(1)(
-          Effect.andThen(closeSession(sessionId), Effect.mapError(log.remove(sessionId), fromLogError)).pipe(
-            Effect.andThen(McpRecord.remove(fs, McpRecord.settingsPath(log.pathOf(sessionId))))
-          )
-        )
-      })
-
-      return Runtime.of({
-        newSession,
-        loadSession,
-        listSessions,
-        readSession,
-        deleteSession,
-        getSession,
-        closeSession,
-        liveSessions: Effect.sync(() =>
-          [...live.values()].map(({ session }) => ({
-            id: session.id,
-            cwd: session.cwd,
-            additionalDirectories: session.additionalDirectories,
-            created: session.created
-          }))
-        ),
-        events: Stream.unwrap(Effect.map(bus.subscribeAll, Stream.fromSubscription)),
-        models: config.models
-      })
+      }).pipe(
+        Effect.mapError(fromLogError),
+        Effect.onError(() => Scope.close(scope, Exit.void))
+      )
+      return yield* register(session, scope)
     })
-  )
-}
+
+    /** Whether two absolute paths name the same directory. */
+    const sameDirectory = (a: string, b: string) =>
+      path.resolve(a) === path.resolve(b)
+        ? Effect.succeed(true)
+        : Effect.map(
+          Effect.all([fs.realPath(a), fs.realPath(b)]).pipe(Effect.orElseSucceed(() => [a, b] as const)),
+          ([x, y]) => x === y
+        )
+
+    const checkCwd = (requested: string | undefined, cwd: string) =>
+      Effect.gen(function*() {
+        if (requested === undefined || (yield* sameDirectory(requested, cwd))) return
+        return yield* new RuntimeError({ reason: "invalid_cwd", message: "cwd does not match the session's working directory" })
+      })
+
+    /** Loads, recovers and starts a session that is not live here. */
+    const start = (options: LoadSessionOptions) =>
+      Effect.gen(function*() {
+        const scope = yield* Scope.fork(parent)
+        const loaded = yield* Effect.gen(function*() {
+          const { contents, writer } = yield* Effect.mapError(log.open(options.sessionId).pipe(Scope.provide(scope)), fromLogError)
+          const header = contents.header
+          yield* checkCwd(options.cwd, header.cwd)
+          const additionalDirectories = options.additionalDirectories ?? header.additionalDirectories ?? []
+          for (const dir of additionalDirectories) yield* checkDirectory(dir, "An additional directory")
+          const history = History.make()
+          const events = contents.events
+          for (const event of events) History.apply(history, event)
+          let lastSeq = events.length > 0 ? events[events.length - 1]!.seq : 0
+          const closing = Recovery.closing(events, history)
+          if (closing !== undefined) {
+            const ts = yield* Clock.currentTimeMillis
+            const stamped = closing.bodies.map((body, i) =>
+              ({ ...body, sessionId: header.id, seq: lastSeq + 1 + i, ts, turn: closing.turn }) as Canonical
+            )
+            yield* Effect.mapError(Effect.andThen(writer.append(stamped), writer.sync), fromLogError)
+            for (const event of stamped) {
+              History.apply(history, event)
+              events.push(event)
+            }
+            lastSeq += stamped.length
+          }
+          const mode: ModeId = header.mode !== undefined && isModeId(header.mode) ? header.mode : config.defaultMode
+          // The client's servers win; without any, the ones the session used last time.
+          const recorded = yield* McpRecord.load(fs, McpRecord.settingsPath(writer.path))
+          const servers = McpRecord.choose(options.mcpServers ?? [], recorded)
+          const mcp = yield* startMcp(servers, !McpRecord.same(servers, recorded), writer, header.cwd, scope)
+          const session = yield* Session.make(
+            { id: header.id, cwd: header.cwd, additionalDirectories, created: header.created },
+            history,
+            mode,
+            depsFor(header.id, writer, options, mcp),
+            scope,
+            lastSeq
+          )
+          return { session, events } satisfies LoadedSession
+        }).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
+        yield* register(loaded.session, scope)
+        return loaded
+      })
+
+    // Loading and deleting one id must not interleave (both look at the registry, then the disk).
+    const lifecycle = yield* Semaphore.make(1)
+
+    const loadSession = Effect.fn("Runtime.loadSession")(function*(options: LoadSessionOptions) {
+      return yield* lifecycle.withPermits(1)(Effect.gen(function*() {
+        const entry = live.get(options.sessionId)
+        if (entry === undefined) return yield* start(options)
+        yield* checkCwd(options.cwd, entry.session.cwd)
+        const contents = yield* Effect.mapError(log.read(options.sessionId), fromLogError)
+        return { session: entry.session, events: contents.events } satisfies LoadedSession
+      }))
+    })
+
+    const listSessions = (query?: ListQuery) =>
+      log.list(query ?? {}).pipe(
+        Effect.mapError((error) =>
+          error.message === "Invalid cursor" ? new RuntimeError({ reason: "invalid_request", message: error.message }) : fromLogError(error)
+        )
+      )
+
+    const readSession = (sessionId: string) =>
+      log.read(sessionId).pipe(
+        Effect.map((contents): SessionRecord => ({ header: contents.header, events: contents.events, file: contents.file })),
+        Effect.mapError(fromLogError)
+      )
+
+    const getSession = (sessionId: string) =>
+      Effect.suspend(() => {
+        const entry = live.get(sessionId)
+        return entry === undefined
+          ? Effect.fail(new RuntimeError({ reason: "not_found", message: `Session not found: ${sessionId}` }))
+          : Effect.succeed(entry.session)
+      })
+
+    const closeSession = (sessionId: string) =>
+      Effect.suspend(() => {
+        const entry = live.get(sessionId)
+        return entry === undefined ? Effect.void : Scope.close(entry.scope, Exit.void)
+      })
+
+    const deleteSession = Effect.fn("Runtime.deleteSession")(function*(sessionId: string) {
+      yield* lifecycle.withPermits(1)(
+        Effect.andThen(closeSession(sessionId), Effect.mapError(log.remove(sessionId), fromLogError)).pipe(
+          Effect.andThen(McpRecord.remove(fs, McpRecord.settingsPath(log.pathOf(sessionId))))
+        )
+      )
+    })
+
+    return Runtime.of({
+      newSession,
+      loadSession,
+      listSessions,
+      readSession,
+      deleteSession,
+      getSession,
+      closeSession,
+      liveSessions: Effect.sync(() =>
+        [...live.values()].map(({ session }) => ({
+          id: session.id,
+          cwd: session.cwd,
+          additionalDirectories: session.additionalDirectories,
+          created: session.created
+        }))
+      ),
+      events: Stream.unwrap(Effect.map(bus.subscribeAll, Stream.fromSubscription)),
+      models: config.models
+    })
+  })
+)

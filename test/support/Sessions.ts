@@ -18,7 +18,7 @@ import type { ModelRequest, Provider } from "../../src/providers/Provider.ts"
 import * as Scripted from "../../src/providers/Scripted.ts"
 import { Bus } from "../../src/runtime/Bus.ts"
 import { Config } from "../../src/runtime/Config.ts"
-import { Runtime } from "../../src/runtime/Runtime.ts"
+import { layer as RuntimeLayer, Runtime } from "../../src/runtime/Runtime.ts"
 import type * as Session from "../../src/runtime/Session.ts"
 import type { Toolkit } from "../../src/tools/Toolkit.ts"
 import * as TempDir from "./TempDir.ts"
@@ -62,7 +62,7 @@ export const piecesLayer = (options: {
   readonly toolkit: Toolkit
   readonly maxTurnRequests?: number
 }) =>
-  Runtime.layer.pipe(
+  RuntimeLayer.pipe(
     Layer.provideMerge(Bus.layer),
     Layer.provide(SessionLog.layer({ home: options.home })),
     Layer.provide(Config.layer({
