@@ -108,11 +108,21 @@ const removeStale = () => {
   }
 }
 
-if (file !== undefined && own && (cachedData === undefined || script.cachedDataRejected)) {
+// What the app can see of the cache (`skein doctor` shows it), and the hook it calls once it has
+// served something: a cache taken then holds the code a real start-up runs, not just
+// argument parsing.
+const status = {
+  disabled,
+  directory,
+  file,
+  loaded: cachedData !== undefined && script.cachedDataRejected !== true,
+  markWarm: () => {}
+}
+globalThis[Symbol.for("skein.codeCache")] = status
+
+if (file !== undefined && own && !status.loaded) {
   let warm = false
-  // The app calls this once it has served something: a cache taken then holds the code a
-  // real start-up runs, not just argument parsing.
-  globalThis[Symbol.for("skein.codeCache.warm")] = () => {
+  status.markWarm = () => {
     warm = true
   }
   process.once("exit", () => {

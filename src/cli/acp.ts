@@ -14,7 +14,7 @@ import * as Stdio from "../server/Stdio.ts"
 import { VERSION } from "../version.ts"
 import { skeinConfig } from "./Config.ts"
 import * as Options from "./Options.ts"
-import { markWarm } from "./Warm.ts"
+import { markWarm } from "./CodeCache.ts"
 
 /** stdout belongs to the protocol: anything else that tries to print goes to stderr. */
 const guardStdout = () => {

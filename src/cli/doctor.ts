@@ -16,6 +16,7 @@ import * as McpRecord from "../mcp/Record.ts"
 import * as Errors from "../providers/Errors.ts"
 import type { ModelInfo } from "../providers/Models.ts"
 import * as Registry from "../providers/Registry.ts"
+import * as CodeCache from "./CodeCache.ts"
 import * as Options from "./Options.ts"
 
 export const signalExitCode = 130
@@ -47,7 +48,11 @@ export const describeModel = (info: ModelInfo): string =>
   ].join(", ")
 
 /** The report, as text. `env` is only read for which variables are set. */
-export const report = (s: Registry.Setup, env: Registry.Env, options: { readonly home: string; readonly script?: string | undefined }): string => {
+export const report = (
+  s: Registry.Setup,
+  env: Registry.Env,
+  options: { readonly home: string; readonly script?: string | undefined; readonly codeCache?: string | undefined }
+): string => {
   const out: Array<string> = []
   const line = (text = "") => out.push(text)
   line("Skein doctor: what is configured (no network calls made)")
@@ -55,6 +60,7 @@ export const report = (s: Registry.Setup, env: Registry.Env, options: { readonly
   line(`${pad("Home", 13)}${options.home}`)
   const status = s.config.status
   line(`${pad("Config file", 13)}${s.config.path}: ${status._tag === "missing" ? "not found (optional)" : status._tag === "ok" ? "parsed" : `INVALID: ${status.message}`}`)
+  if (options.codeCache !== undefined) line(`${pad("Code cache", 13)}${options.codeCache}`)
   line()
 
   line("Environment")
@@ -122,7 +128,7 @@ export const run = (args: ReadonlyArray<string>) =>
       model: common.model
     }).pipe(Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)))
     const script = scripted ? common.script ?? "(missing: the scripted provider needs --script FILE)" : undefined
-    process.stdout.write(report(setup, process.env, { home: common.home, script }))
+    process.stdout.write(report(setup, process.env, { home: common.home, script, codeCache: CodeCache.describe(CodeCache.status()) }))
     if (typeof parsed.values.mcp === "string") process.stdout.write(yield* mcpReport(common.home, parsed.values.mcp))
     const ready = scripted ? common.script !== undefined : setup.errors.length === 0 && setup.unconfigured === undefined
     return ready ? 0 : 1

@@ -15,7 +15,7 @@ import type { Asker, PermissionAnswer } from "../runtime/Gate.ts"
 import { Runtime } from "../runtime/Runtime.ts"
 import { skeinConfig } from "./Config.ts"
 import * as Options from "./Options.ts"
-import { markWarm } from "./Warm.ts"
+import { markWarm } from "./CodeCache.ts"
 
 export const signalExitCode = 130
 

@@ -121,6 +121,21 @@ describe("code cache", () => {
     expect(rewritten.length).toBeGreaterThan(100_000)
   })
 
+  it("is reported by `skein doctor`", async () => {
+    const root = tempDir("skein-cc-")
+    const dir = path.join(root, "cache")
+    const doctor = (env: Record<string, string> = {}) =>
+      spawnSync(NODE, [SKEIN, "doctor", "--home", path.join(root, "home")], {
+        env: { ...process.env, SKEIN_NO_CODE_CACHE: "", SKEIN_CODE_CACHE_DIR: dir, ...env },
+        encoding: "utf8"
+      }).stdout
+    const file = path.join(dir, `${launcherBuild()}-${process.version}-${process.arch}-acp.cache`)
+    expect(doctor()).toContain(`Code cache   ${file}: not used`)
+    expectInitialized(await acp({ SKEIN_CODE_CACHE_DIR: dir }))
+    expect(doctor()).toContain(`Code cache   ${file}: used`)
+    expect(doctor({ SKEIN_NO_CODE_CACHE: "1" })).toContain("Code cache   off (SKEIN_NO_CODE_CACHE)")
+  })
+
   it.skipIf(process.platform === "win32")("ignores a directory others can write to", async () => {
     const dir = path.join(tempDir("skein-cc-"), "shared")
     mkdirSync(dir)
