@@ -36,7 +36,7 @@ const lazyBuiltins = {
   }
 }
 
-await build({
+const cli = await build({
   entryPoints: ["src/cli/main.ts"],
   plugins: [lazyBuiltins],
   outfile: "dist/skein-main.cjs",
@@ -50,6 +50,12 @@ await build({
   legalComments: "none",
   logLevel: "warning"
 })
+// The launcher runs the bundle as a script: `import.meta` would silently be empty there.
+const importMeta = cli.warnings.filter((w) => w.text.includes("import.meta"))
+if (importMeta.length > 0) {
+  process.stderr.write(`build: import.meta in the CLI bundle (${importMeta.map((w) => w.location?.file).join(", ")})\n`)
+  process.exit(1)
+}
 // The launcher names its code cache after the bundle's contents: V8 itself only checks the
 // source's length, so a rebuilt bundle must never meet the cache of an earlier one.
 const { version } = JSON.parse(readFileSync("package.json", "utf8"))
