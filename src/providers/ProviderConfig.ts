@@ -125,16 +125,18 @@ export const parse = (text: string, path: string): { readonly file: ConfigFile; 
 }
 
 /** Reads `<home>/config.json`; a missing file is no error. */
+const missing: unique symbol = Symbol("missing")
+const unreadable: unique symbol = Symbol("unreadable")
+
 export const load = Effect.fn("ProviderConfig.load")(function*(home: string) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const file = path.join(home, "config.json")
-  const text = yield* fs.readFileString(file).pipe(Effect.option)
-  if (text._tag === "None") {
-    const exists = yield* fs.exists(file).pipe(Effect.orElseSucceed(() => false))
-    return exists
-      ? { path: file, status: { _tag: "invalid", message: `${file} cannot be read` }, file: {} } satisfies Loaded
-      : { path: file, status: { _tag: "missing" }, file: {} } satisfies Loaded
-  }
-  return { path: file, ...parse(text.value, file) } satisfies Loaded
+  // One read, no separate existence check: start-up pays for every file-system round trip.
+  const text = yield* fs.readFileString(file).pipe(
+    Effect.catch((error) => Effect.succeed(error.reason._tag === "NotFound" ? missing : unreadable))
+  )
+  if (text === missing) return { path: file, status: { _tag: "missing" }, file: {} } satisfies Loaded
+  if (text === unreadable) return { path: file, status: { _tag: "invalid", message: `${file} cannot be read` }, file: {} } satisfies Loaded
+  return { path: file, ...parse(text, file) } satisfies Loaded
 })

@@ -94,6 +94,18 @@ describe("Registry", () => {
       assert.include(notJson.message, "is not valid JSON")
     })))
 
+  it.live("a config file that is missing is optional; one that cannot be read is an error", () =>
+    Effect.gen(function*() {
+      const missing = yield* setup({ env: {} })
+      assert.deepStrictEqual(missing.config.status, { _tag: "missing" })
+      const dir = yield* home()
+      mkdirSync(join(dir, "config.json"))
+      const unreadable = yield* Registry.setup({ env: {}, home: dir })
+      assert.deepStrictEqual(unreadable.config.status, { _tag: "invalid", message: `${join(dir, "config.json")} cannot be read` })
+      const failed = yield* Effect.flip(Registry.resolve({ env: {}, home: dir }))
+      assert.strictEqual(failed.reason, "invalid_config")
+    }).pipe(Effect.provide(TempDir.platform)))
+
   it.live("config providers: apiKeyEnv, extra headers, models with their facts; no vendor key leaks to a custom base URL", () =>
     D.env(Effect.gen(function*() {
       const server = yield* SseServer.make
