@@ -53,6 +53,11 @@ export interface Options {
 
 export interface RequestContext {
   readonly id: Id
+  /**
+   * Runs `effect` once this request's response (or error) is in the write queue, however
+   * the handler ends. Lets a later request's output wait for an earlier answer.
+   */
+  readonly onResponded: (effect: Effect.Effect<void>) => void
 }
 
 export interface RequestHandler<R = never> {
@@ -160,6 +165,8 @@ interface InFlight {
   /** Runs on the serve fiber, which provides the handlers' services. */
   onCancel: Effect.Effect<void, never, any> | undefined
   cancelRequested: boolean
+  /** Run after the response is queued (`RequestContext.onResponded`). */
+  responded: Array<Effect.Effect<void>>
 }
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null
@@ -284,14 +291,15 @@ export const make = Effect.fnUntraced(function*(
           restore(
             Effect.flatMap(Effect.suspend(() => handler.decode(params)), (decoded) => {
               if (handler.onCancel !== undefined) entry.onCancel = handler.onCancel(decoded)
-              return handler.handle(decoded, { id })
+              return handler.handle(decoded, { id, onResponded: (effect) => void entry.responded.push(effect) })
             })
           ).pipe(
             Effect.exit,
             Effect.flatMap((exit) => {
               MutableHashMap.remove(inflight, id)
               return Effect.flatMap(encodeResponse(id, exit), send)
-            })
+            }),
+            Effect.andThen(Effect.suspend(() => Effect.forEach(entry.responded, (effect) => effect, { discard: true })))
           )
         ).pipe(Effect.annotateLogs({ rpcMethod: method, rpcId: id }))
 
@@ -299,7 +307,7 @@ export const make = Effect.fnUntraced(function*(
         if (MutableHashMap.has(inflight, id)) return reply(id, Protocol.invalidRequest("Duplicate request id"))
         if (!Object.hasOwn(requests, method)) return reply(id, Protocol.methodNotFound(method))
         if (running >= maxConcurrent) return reply(id, Protocol.tooManyRequests())
-        const entry: InFlight = { onCancel: undefined, cancelRequested: false }
+        const entry: InFlight = { onCancel: undefined, cancelRequested: false, responded: [] }
         MutableHashMap.set(inflight, id, entry)
         running++
         const done = Effect.sync(() => {

@@ -115,13 +115,30 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
       yield* update(s.id, { sessionUpdate: "config_option_update", configOptions: yield* configOptionsOf(s) })
     })
 
-  const prompt = (params: Acp.Session.PromptRequest) =>
+  /**
+   * Per session, the answer of the prompt that arrived last. A session runs its prompts one
+   * after another, in the order they arrived; a prompt's updates and answer wait for the
+   * answer of the one before it, so no update of a turn reaches the client while the previous
+   * prompt still looks open to it (and answers come in order).
+   */
+  const lastAnswer = new Map<string, Deferred.Deferred<void>>()
+
+  const prompt = (params: Acp.Session.PromptRequest, ctx: Peer.RequestContext) =>
     Effect.scoped(Effect.gen(function*() {
+      // First, before anything can suspend: the order of this chain is the order of arrival.
+      const previous = lastAnswer.get(params.sessionId)
+      const answered = Deferred.makeUnsafe<void>()
+      lastAnswer.set(params.sessionId, answered)
+      ctx.onResponded(Effect.suspend(() => {
+        if (lastAnswer.get(params.sessionId) === answered) lastAnswer.delete(params.sessionId)
+        return Deferred.succeed(answered, undefined)
+      }))
       const s = yield* session(params.sessionId)
       const content = yield* userBlocks(params.prompt)
       const subscription = yield* Effect.mapError(s.subscribe, sessionError)
       const ticket = yield* Effect.mapError(s.submit(content), sessionError)
       const encode = Translate.encoder(s.id)
+      if (previous !== undefined) yield* Deferred.await(previous)
       let done = false
       while (!done) {
         // Everything published since the last take, encoded into one write-queue item.

@@ -104,13 +104,18 @@ describe("e2e: cancellation", () => {
       }
     })
     const sessionId = await agent.newSession()
-    const order: Array<string> = []
-    const one = agent.prompt(sessionId, "one").then((r) => (order.push("one"), r))
+    const one = agent.prompt(sessionId, "one")
     await agent.waitForUpdate(sessionId, isChunk("first"))
-    const two = agent.prompt(sessionId, "two").then((r) => (order.push("two"), r))
+    const two = agent.prompt(sessionId, "two")
     expect(await Promise.all([one, two])).toEqual([{ stopReason: "end_turn" }, { stopReason: "end_turn" }])
-    expect(order).toEqual(["one", "two"])
     expect(agent.updates(sessionId)).toEqual([message("first"), message(" done"), message("second")])
+    // On the wire: the first prompt is answered before anything of the second turn is written.
+    const wire = agent.lines.map((line) => JSON.parse(line))
+    const answers = wire.flatMap((m, i) => (m.result?.stopReason !== undefined ? [i] : []))
+    const second = wire.findIndex((m) => m.params?.update?.content?.text === "second")
+    expect(answers).toHaveLength(2)
+    expect(answers[0]).toBeLessThan(second)
+    expect(second).toBeLessThan(answers[1]!)
     expectClean(agent)
   })
 

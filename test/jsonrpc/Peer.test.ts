@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Deferred, Effect, Fiber, Ref, Schema } from "effect"
 import * as Peer from "../../src/jsonrpc/Peer.ts"
+import * as Protocol from "../../src/jsonrpc/Protocol.ts"
 import * as MemoryTransport from "../support/MemoryTransport.ts"
 import { Empty, errorLine, line, ping, pong, setup } from "./peerHelpers.ts"
 
@@ -29,6 +30,31 @@ describe("Peer: incoming requests", () => {
       }))
       yield* mt.send({ jsonrpc: "2.0", id: "abc", method: "echo", params: { n: 4 } })
       assert.strictEqual(yield* mt.nextLine, line({ jsonrpc: "2.0", id: "abc", result: { n: 4, id: "abc" } }))
+    }))
+
+  it.effect("onResponded runs once the answer is queued, whether the handler succeeds, fails or is cancelled", () =>
+    Effect.gen(function*() {
+      const seen: Array<string> = []
+      const { mt } = yield* setup((peer) => ({
+        requests: {
+          // Whatever onResponded sends is written after the answer.
+          ok: Peer.request(Empty, (_, ctx) =>
+            Effect.sync(() => ctx.onResponded(Effect.andThen(Effect.sync(() => void seen.push("ok")), peer.notify("after/ok"))))),
+          bad: Peer.request(Empty, (_, ctx) =>
+            Effect.andThen(Effect.sync(() => ctx.onResponded(Effect.sync(() => void seen.push("bad")))), Effect.fail(Protocol.internalError()))),
+          hang: Peer.request(Empty, (_, ctx) =>
+            Effect.andThen(Effect.sync(() => ctx.onResponded(Effect.sync(() => void seen.push("hang")))), Effect.never))
+        }
+      }))
+      yield* mt.send({ jsonrpc: "2.0", id: 1, method: "ok" })
+      assert.strictEqual(yield* mt.nextLine, line({ jsonrpc: "2.0", id: 1, result: null }))
+      assert.strictEqual(yield* mt.nextLine, line({ jsonrpc: "2.0", method: "after/ok" }))
+      yield* mt.send({ jsonrpc: "2.0", id: 2, method: "bad" })
+      yield* mt.nextLine
+      yield* mt.send({ jsonrpc: "2.0", id: 3, method: "hang" }, { jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: 3 } })
+      assert.strictEqual(yield* mt.nextLine, errorLine(3, -32800, "Request cancelled"))
+      yield* Effect.yieldNow
+      assert.deepStrictEqual(seen, ["ok", "bad", "hang"])
     }))
 
   it.effect("$/cancel_request interrupts the handler and answers -32800", () =>
