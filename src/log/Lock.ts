@@ -13,6 +13,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"
 import type * as Scope from "effect/Scope"
+import * as nodeFs from "node:fs"
 import * as os from "node:os"
 import { LogError } from "./LogError.ts"
 
@@ -21,13 +22,26 @@ export interface Owner {
   readonly host: string
   /** When the owner took the lock (ms since the epoch). */
   readonly started: number
+  /**
+   * Where the system tells (Linux): the boot the owner ran in and its process's start time
+   * in that boot. A pid reused by another process, or a lock left before a reboot, then
+   * reads as stale instead of live. Locks written without them fall back to the pid alone.
+   */
+  readonly boot?: string | undefined
+  readonly since?: string | undefined
 }
 
 const parseOwner = (text: string): Owner | undefined => {
   try {
     const o = JSON.parse(text) as Partial<Owner>
     return typeof o.pid === "number" && typeof o.host === "string" && typeof o.started === "number"
-      ? { pid: o.pid, host: o.host, started: o.started }
+      ? {
+        pid: o.pid,
+        host: o.host,
+        started: o.started,
+        ...(typeof o.boot === "string" ? { boot: o.boot } : {}),
+        ...(typeof o.since === "string" ? { since: o.since } : {})
+      }
       : undefined
   } catch {
     return undefined
@@ -46,8 +60,42 @@ const running = (pid: number): boolean => {
 }
 
 /** Whether the lock's owner may still write: another host, or a running process here. */
+const readProc = (file: string): string | undefined => {
+  if (process.platform !== "linux") return undefined
+  try {
+    return nodeFs.readFileSync(file, "utf8")
+  } catch {
+    return undefined
+  }
+}
+
+let thisBoot: string | undefined | null = null
+/** This boot's id (Linux), read once. */
+export const bootId = (): string | undefined => {
+  if (thisBoot === null) thisBoot = readProc("/proc/sys/kernel/random/boot_id")?.trim() || undefined
+  return thisBoot
+}
+
+/** When a process started, in clock ticks since boot (Linux: field 22 of /proc/<pid>/stat). */
+export const processStart = (pid: number): string | undefined => {
+  const stat = readProc(`/proc/${pid}/stat`)
+  if (stat === undefined) return undefined
+  // The command name (field 2) is in parentheses and may hold spaces: count after its end.
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]
+}
+
+/** The same process as the one that wrote `owner`, as far as this system can tell. */
+const sameProcess = (owner: Owner): boolean => {
+  const boot = bootId()
+  if (owner.boot !== undefined && boot !== undefined && owner.boot !== boot) return false
+  if (owner.since === undefined) return true
+  const since = processStart(owner.pid)
+  return since === undefined || since === owner.since
+}
+
 export const isLive = (owner: Owner | undefined): boolean =>
-  owner !== undefined && (owner.host !== os.hostname() || owner.pid === process.pid || running(owner.pid))
+  owner !== undefined &&
+  (owner.host !== os.hostname() || ((owner.pid === process.pid || running(owner.pid)) && sameProcess(owner)))
 
 const lockedError = (sessionId: string, lockFile: string, owner: Owner) =>
   new LogError({
@@ -76,7 +124,15 @@ export const acquire = (
   sessionId: string
 ): Effect.Effect<void, LogError, Scope.Scope> =>
   Effect.gen(function*() {
-    const me: Owner = { pid: process.pid, host: os.hostname(), started: yield* Clock.currentTimeMillis }
+    const boot = bootId()
+    const since = processStart(process.pid)
+    const me: Owner = {
+      pid: process.pid,
+      host: os.hostname(),
+      started: yield* Clock.currentTimeMillis,
+      ...(boot !== undefined ? { boot } : {}),
+      ...(since !== undefined ? { since } : {})
+    }
     const mine = JSON.stringify(me)
     const io = (what: string) => (error: { readonly reason: { readonly _tag: string } }) =>
       new LogError({ reason: "io", message: `Cannot ${what} the lock ${lockFile}: ${error.reason._tag}` })

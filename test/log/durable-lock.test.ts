@@ -92,6 +92,36 @@ describe("Lock", () => {
         assert.isTrue(logs.lines.some((l) => l.includes(`stale lock ${file}`) && l.includes(`pid ${dead}`)), logs.lines.join("\n"))
       })))
 
+  it.effect.skipIf(process.platform !== "linux")("a pid that now names another process, or a lock from an earlier boot, is stale", () =>
+    withFs((fs, dir) =>
+      Effect.gen(function*() {
+        const child = spawn(process.execPath, ["-e", "setTimeout(() => {}, 30000)"], { stdio: "ignore" })
+        yield* Effect.addFinalizer(() => Effect.sync(() => child.kill("SIGKILL")))
+        const pid = child.pid!
+        const since = Lock.processStart(pid)!
+        const boot = Lock.bootId()!
+        assert.match(since, /^\d+$/)
+        const file = join(dir, "s.lock")
+        const lock = (fields: Record<string, unknown>) => writeFileSync(file, JSON.stringify({ pid, host: hostname(), started: 1, ...fields }))
+
+        // The very process that wrote it: held.
+        lock({ boot, since })
+        assert.strictEqual((yield* Effect.flip(Lock.acquire(fs, file, "s"))).reason, "locked")
+        // The pid, but a process started at another time: the writer is gone, its pid reused.
+        lock({ boot, since: String(Number(since) - 1) })
+        const logs = captureWarnings()
+        const scope = yield* Scope.make()
+        yield* Lock.acquire(fs, file, "s").pipe(Effect.provide(logs.layer), Scope.provide(scope))
+        assert.isTrue(logs.lines.some((l) => l.includes(`stale lock ${file}`) && l.includes(`pid ${pid}`)), logs.lines.join("\n"))
+        const mine = JSON.parse(readFileSync(file, "utf8"))
+        assert.deepStrictEqual([mine.pid, mine.boot, mine.since], [process.pid, boot, Lock.processStart(process.pid)])
+        yield* Scope.close(scope, Exit.void)
+        // Written in another boot: stale whatever the pid is now.
+        lock({ boot: "another-boot", since })
+        yield* Lock.acquire(fs, file, "s").pipe(Effect.provide(captureWarnings().layer))
+        assert.strictEqual(JSON.parse(readFileSync(file, "utf8")).pid, process.pid)
+      })))
+
   it.effect("an unreadable lock counts as stale; a lock of another host is respected", () =>
     withFs((fs, dir) =>
       Effect.gen(function*() {
