@@ -124,9 +124,9 @@ const envNoCache = { ...env, SKEIN_NO_CODE_CACHE: "1" }
 const NAMES = { skein: "Skein", "skein-nocache": "Skein without its code cache", floor: "plain-Node floor", sdk: "ACP SDK agent" }
 
 /** Starts an agent; Skein gets a fresh home and, when given, a script. */
-const start = (id, { script, nodeArgs } = {}) => {
+const start = (id, { script, nodeArgs, args: extra = [] } = {}) => {
   if (id === "skein" || id === "skein-nocache") {
-    const args = [SKEIN, "acp", "--home", freshHome()]
+    const args = [SKEIN, "acp", "--home", freshHome(), ...extra]
     if (script !== undefined) {
       const file = join(tmp, `script-${homes}.json`)
       writeFileSync(file, JSON.stringify(script))
@@ -306,7 +306,8 @@ const probe = async (agent) => {
 }
 
 const memoryOnce = async (id, counts) => {
-  const agent = start(id, { nodeArgs: ["--expose-gc", "--import", GC_PROBE] })
+  // Skein keeps every session live here (its default cap would close idle ones past 256).
+  const agent = start(id, { nodeArgs: ["--expose-gc", "--import", GC_PROBE], args: id === "skein" ? ["--max-live-sessions", String(Math.max(...counts) + 1)] : [] })
   try {
     await agent.initialize()
     await sleep(SETTLE_MS)

@@ -51,6 +51,11 @@ export interface SkeinConfig {
   readonly mode?: ModeId | undefined
   /** How long a permission request waits before it counts as a denial (default 30 min). */
   readonly permissionTimeoutMs?: number | undefined
+  /**
+   * Live sessions kept in memory (default 256). Past it, opening one closes the least recently
+   * used idle session; the ACP server brings such a session back when its client uses it.
+   */
+  readonly maxLiveSessions?: number | undefined
 }
 
 export const resolveProvider = (config: SkeinConfig): Provider =>
@@ -70,7 +75,8 @@ export const layerWithoutPlatform = (config: SkeinConfig) =>
       defaultMode: config.mode ?? DEFAULT_MODE,
       permissionTimeoutMs: config.permissionTimeoutMs ?? DEFAULT_PERMISSION_TIMEOUT_MS,
       toolkit: Toolkit.builtin(),
-      version: VERSION
+      version: VERSION,
+      maxLiveSessions: config.maxLiveSessions
     }))
   )
 

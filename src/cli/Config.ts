@@ -27,6 +27,7 @@ export const skeinConfig = (common: Options.Common) =>
       home: common.home,
       maxTurnRequests: common.maxTurnRequests,
       permissionTimeoutMs: common.permissionTimeoutMs,
+      maxLiveSessions: common.maxLiveSessions,
       mode: common.mode
     }
     if (common.provider === "scripted" || (common.provider === undefined && common.script !== undefined)) {

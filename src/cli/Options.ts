@@ -24,6 +24,8 @@ export interface Common {
   readonly localTerminal: boolean
   /** `acp`: longest accepted JSON-RPC line in bytes (longer ones are refused with -32600). */
   readonly maxLineBytes: number | undefined
+  /** `acp`: live sessions kept in memory; past it, idle ones are closed (and come back when used). */
+  readonly maxLiveSessions: number | undefined
 }
 
 export const commonOptions = {
@@ -35,6 +37,7 @@ export const commonOptions = {
   "max-turn-requests": { type: "string" },
   "permission-timeout-ms": { type: "string" },
   "max-line-bytes": { type: "string" },
+  "max-live-sessions": { type: "string" },
   "local-fs": { type: "boolean" },
   "local-terminal": { type: "boolean" },
   help: { type: "boolean", short: "h" }
@@ -76,6 +79,9 @@ skein acp options:
                            (SKEIN_LOCAL_TERMINAL=1; default: in client terminals)
   --max-line-bytes N       Refuse JSON-RPC lines longer than N bytes with -32600
                            (SKEIN_MAX_LINE_BYTES, default 16777216)
+  --max-live-sessions N    Sessions kept live in memory (SKEIN_MAX_LIVE_SESSIONS, default 256);
+                           past it, the least recently used idle one is closed, and comes
+                           back from its log when the client uses it again
 
 skein run options:
   --cwd DIR                Working directory of the session (default: the current directory)
@@ -123,7 +129,8 @@ export const common = (values: Record<string, string | boolean | undefined>): Co
     permissionTimeoutMs: positiveInt("permission-timeout-ms", "SKEIN_PERMISSION_TIMEOUT_MS"),
     localFs: flag("local-fs", "SKEIN_LOCAL_FS"),
     localTerminal: flag("local-terminal", "SKEIN_LOCAL_TERMINAL"),
-    maxLineBytes: positiveInt("max-line-bytes", "SKEIN_MAX_LINE_BYTES")
+    maxLineBytes: positiveInt("max-line-bytes", "SKEIN_MAX_LINE_BYTES"),
+    maxLiveSessions: positiveInt("max-live-sessions", "SKEIN_MAX_LIVE_SESSIONS")
   }
 }
 

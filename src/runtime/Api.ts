@@ -17,7 +17,7 @@ import type * as Gate from "./Gate.ts"
 import type * as Session from "./Session.ts"
 
 export class RuntimeError extends Schema.TaggedError<RuntimeError>()("RuntimeError", {
-  reason: Schema.Literals(["not_found", "invalid_cwd", "invalid_mode", "invalid_request", "locked", "log", "unavailable"]),
+  reason: Schema.Literals(["not_found", "invalid_cwd", "invalid_mode", "invalid_request", "locked", "log", "unavailable", "limit"]),
   message: Schema.String
 }) {}
 

@@ -27,6 +27,12 @@ export interface Settings {
   readonly permissionTimeoutMs: number
   /** Skein's version, recorded in log headers. */
   readonly version: string
+  /**
+   * Live sessions kept in memory (default {@link DEFAULT_MAX_LIVE_SESSIONS}). Past it, opening
+   * one closes the session used least recently among those idle for a while; its log keeps
+   * everything, and a presenter can load it again.
+   */
+  readonly maxLiveSessions?: number | undefined
 }
 
 export class Config extends Context.Service<Config, Settings>()("skein/runtime/Config") {
@@ -35,3 +41,6 @@ export class Config extends Context.Service<Config, Settings>()("skein/runtime/C
 
 export const DEFAULT_MAX_TURN_REQUESTS = 50
 export const DEFAULT_PERMISSION_TIMEOUT_MS = 30 * 60 * 1000
+export const DEFAULT_MAX_LIVE_SESSIONS = 256
+/** A session used more recently than this is not closed to make room, even if it is idle. */
+export const EVICT_AFTER_IDLE_MS = 10_000

@@ -29,7 +29,7 @@ import * as McpSession from "../mcp/McpSession.ts"
 import * as McpRecord from "../mcp/Record.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
 import { Bus } from "./Bus.ts"
-import { Config } from "./Config.ts"
+import { Config, DEFAULT_MAX_LIVE_SESSIONS, EVICT_AFTER_IDLE_MS } from "./Config.ts"
 import type * as Gate from "./Gate.ts"
 import { isModeId, type ModeId } from "./Modes.ts"
 import * as Session from "./Session.ts"
@@ -71,7 +71,11 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | File
     const path = yield* Path.Path
     const services = Context.make(FileSystem.FileSystem, fs).pipe(Context.add(Path.Path, path)) as Context.Context<ToolEnv>
     const parent = yield* Effect.scope
-    const live = new Map<string, { readonly session: Session.Session; readonly scope: Scope.Closeable }>()
+    /** The live sessions, with when each was last used (to choose which to close past the cap). */
+    const live = new Map<string, { readonly session: Session.Session; readonly scope: Scope.Closeable; used: number }>()
+    const maxLive = config.maxLiveSessions ?? DEFAULT_MAX_LIVE_SESSIONS
+    // Loading, deleting and making room must not interleave (each looks at the registry, then the disk).
+    const lifecycle = yield* Semaphore.make(1)
 
     const closeAll = Effect.suspend(() =>
       Effect.forEach([...live.values()], (entry) => Scope.close(entry.scope, Exit.void), { concurrency: "unbounded", discard: true })
@@ -135,10 +139,35 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | File
     /** Registers a live session; it leaves the registry when its scope closes. */
     const register = (session: Session.Session, scope: Scope.Closeable) =>
       Effect.gen(function*() {
-        live.set(session.id, { session, scope })
+        live.set(session.id, { session, scope, used: yield* Clock.currentTimeMillis })
         yield* Scope.addFinalizer(scope, Effect.sync(() => live.delete(session.id)))
         return session
       })
+
+    /**
+     * Makes room for one more live session. Past the cap, closes the session used least
+     * recently among those with no turn running or queued and not used for
+     * `EVICT_AFTER_IDLE_MS` (its log has everything; it can be loaded again). When none
+     * qualifies, the new session is refused: memory stays bounded whatever a client does.
+     */
+    const makeRoom = Effect.gen(function*() {
+      while (live.size >= maxLive) {
+        const now = yield* Clock.currentTimeMillis
+        let oldest: { readonly session: Session.Session; readonly scope: Scope.Closeable; used: number } | undefined
+        for (const entry of live.values()) {
+          if (entry.session.busy() || now - entry.used < EVICT_AFTER_IDLE_MS) continue
+          if (oldest === undefined || entry.used < oldest.used) oldest = entry
+        }
+        if (oldest === undefined) {
+          return yield* new RuntimeError({
+            reason: "limit",
+            message: `Too many live sessions (${maxLive}) and none idle to close: close one (session/close) or allow more (--max-live-sessions)`
+          })
+        }
+        yield* Effect.logInfo(`Closed the idle session ${oldest.session.id} to stay within ${maxLive} live sessions; it can be loaded again`)
+        yield* Scope.close(oldest.scope, Exit.void)
+      }
+    })
 
     const newSession = Effect.fn("Runtime.newSession")(function*(options: NewSessionOptions) {
       const mode: ModeId = options.mode === undefined ? config.defaultMode : isModeId(options.mode)
@@ -147,6 +176,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | File
       yield* checkDirectory(options.cwd, "cwd")
       const additionalDirectories = options.additionalDirectories ?? []
       for (const dir of additionalDirectories) yield* checkDirectory(dir, "An additional directory")
+      yield* lifecycle.withPermits(1)(makeRoom)
       const id = SessionId.make()
       const created = yield* Clock.currentTimeMillis
       const scope = yield* Scope.fork(parent)
@@ -238,13 +268,15 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | File
         return loaded
       })
 
-    // Loading and deleting one id must not interleave (both look at the registry, then the disk).
-    const lifecycle = yield* Semaphore.make(1)
 
     const loadSession = Effect.fn("Runtime.loadSession")(function*(options: LoadSessionOptions) {
       return yield* lifecycle.withPermits(1)(Effect.gen(function*() {
         const entry = live.get(options.sessionId)
-        if (entry === undefined) return yield* start(options)
+        if (entry === undefined) {
+          yield* makeRoom
+          return yield* start(options)
+        }
+        entry.used = yield* Clock.currentTimeMillis
         yield* checkCwd(options.cwd, entry.session.cwd)
         const contents = yield* Effect.mapError(log.read(options.sessionId), fromLogError)
         return { session: entry.session, events: contents.events } satisfies LoadedSession
@@ -269,7 +301,10 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | File
         const entry = live.get(sessionId)
         return entry === undefined
           ? Effect.fail(new RuntimeError({ reason: "not_found", message: `Session not found: ${sessionId}` }))
-          : Effect.succeed(entry.session)
+          : Effect.map(Clock.currentTimeMillis, (now) => {
+            entry.used = now
+            return entry.session
+          })
       })
 
     const closeSession = (sessionId: string) =>

@@ -78,6 +78,8 @@ export interface Session extends SessionInfo {
   readonly history: History.History
   /** This session's MCP servers as they are now: connecting, ready (with their tools) or failed (why). */
   readonly mcpServers: () => ReadonlyArray<McpServerStatus>
+  /** Whether a turn is running or queued right now. */
+  readonly busy: () => boolean
 }
 
 export interface Settings {
@@ -425,7 +427,8 @@ export const make = (
       mode: Effect.sync(() => mode),
       settings: Effect.sync(() => ({ mode, model: currentModel(), effort: currentEffort() })),
       subscribe: Effect.flatMap(deps.bus.subscribe(info.id), (sub) => sub === undefined ? Effect.fail(closedError) : Effect.succeed(sub)),
-      mcpServers: deps.mcpStatus ?? (() => [])
+      mcpServers: deps.mcpStatus ?? (() => []),
+      busy: () => running !== undefined || pending.length > 0
     }
     return session
   })

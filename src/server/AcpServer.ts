@@ -55,6 +55,7 @@ const runtimeError = (error: RuntimeError): Protocol.RpcError => {
     case "locked":
     case "log":
     case "unavailable":
+    case "limit":
       return new Protocol.RpcError({ code: Protocol.ErrorCode.InternalError, message: error.message })
   }
 }
@@ -93,8 +94,22 @@ const userBlocks = (prompt: ReadonlyArray<Acp.Content.ContentBlock>): Effect.Eff
 
 /** Builds the method table over a peer and the runtime. */
 export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: Options) => {
+  /**
+   * The sessions this client created, loaded or resumed here. The runtime may close an idle
+   * one to stay within its cap of live sessions; such a session comes back (resumed from its
+   * log, without replay) the next time the client uses it.
+   */
+  const opened = new Set<string>()
+
   const session = (sessionId: string): Effect.Effect<Session, Protocol.RpcError> =>
-    Effect.mapError(runtime.getSession(sessionId), runtimeError)
+    runtime.getSession(sessionId).pipe(
+      Effect.catch((error) =>
+        error.reason === "not_found" && opened.has(sessionId)
+          ? Effect.map(runtime.loadSession({ sessionId, ask, client: clientFor }), (loaded) => loaded.session)
+          : Effect.fail(error)
+      ),
+      Effect.mapError(runtimeError)
+    )
 
   const update = (sessionId: string, u: Translate.SessionUpdate) => peer.notify("session/update", { sessionId, update: u })
 
@@ -102,6 +117,7 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
   let offered: ClientBridge.Capabilities = { readTextFile: false, writeTextFile: false, terminal: false }
   const clientSettings = options.clientAccess ?? { useClientFs: true, useClientTerminal: true }
   const ask = ClientBridge.asker(peer)
+  const clientFor = (sessionId: string) => ClientBridge.access(peer, sessionId, offered, clientSettings)
 
   /** The session's config options: mode, model and (where the model has one) reasoning effort. */
   const configOptionsOf = (s: Session) =>
@@ -176,7 +192,7 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
           additionalDirectories: params.additionalDirectories,
           mcpServers: params.mcpServers,
           ask,
-          client: (sessionId) => ClientBridge.access(peer, sessionId, offered, clientSettings)
+          client: clientFor
         }),
         runtimeError
       )
@@ -193,6 +209,7 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
         }
         if (lines.length > 0) yield* peer.sendEncoded(lines.join(""))
       }
+      opened.add(loaded.session.id)
       return yield* sessionState(loaded.session)
     })
 
@@ -239,19 +256,23 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
               additionalDirectories: params.additionalDirectories,
               mcpServers: params.mcpServers,
               ask,
-              client: (sessionId) => ClientBridge.access(peer, sessionId, offered, clientSettings)
+              client: clientFor
             }),
             runtimeError
           )
+          opened.add(s.id)
           return { sessionId: s.id, ...(yield* sessionState(s)) }
         })),
       "session/load": Peer.request(Acp.Session.LoadSessionRequest, (params) => reopen(params, true)),
       "session/resume": Peer.request(Acp.Session.ResumeSessionRequest, (params) => reopen(params, false)),
       "session/list": Peer.request(Acp.Session.ListSessionsRequest, list),
       "session/close": Peer.request(Acp.Session.CloseSessionRequest, (params) =>
-        Effect.as(runtime.closeSession(params.sessionId), {})),
+        Effect.as(Effect.andThen(Effect.sync(() => opened.delete(params.sessionId)), runtime.closeSession(params.sessionId)), {})),
       "session/delete": Peer.request(Acp.Session.DeleteSessionRequest, (params) =>
-        Effect.as(Effect.mapError(runtime.deleteSession(params.sessionId), runtimeError), {})),
+        Effect.as(
+          Effect.andThen(Effect.sync(() => opened.delete(params.sessionId)), Effect.mapError(runtime.deleteSession(params.sessionId), runtimeError)),
+          {}
+        )),
       "session/prompt": Peer.request(Acp.Session.PromptRequest, prompt, {
         // `$/cancel_request` on a prompt cancels its turn; the prompt then answers `cancelled`.
         onCancel: (params) => Effect.ignore(Effect.flatMap(runtime.getSession(params.sessionId), (s) => s.cancel))

@@ -72,7 +72,12 @@ describe("faults: soak", () => {
   it(
     `${SESSIONS} sessions × ${PROMPTS_PER_SESSION} prompts (${SESSIONS * PROMPTS_PER_SESSION} in all) with stable memory`,
     async () => {
-      const agent = agents.start({ script: quickTurns(Math.max(PROMPTS_PER_SESSION, WARMUP_PROMPTS)), heapProbe: true })
+      // Every session stays live: the soak measures memory with all of them open.
+      const agent = agents.start({
+        script: quickTurns(Math.max(PROMPTS_PER_SESSION, WARMUP_PROMPTS)),
+        heapProbe: true,
+        args: ["--max-live-sessions", String(SESSIONS + 1)]
+      })
       await agent.initialize()
 
       // Warm-up: every code path runs, the JIT settles; then its sessions are closed.

@@ -1,0 +1,64 @@
+/**
+ * The cap on live sessions: past it, opening a session closes the least recently used idle
+ * one (its log keeps everything; loading brings it back as it was); busy or recently used
+ * sessions are never closed for room, and with none to close the new one is refused.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as TestClock from "effect/testing/TestClock"
+import { EVICT_AFTER_IDLE_MS } from "../../src/runtime/Config.ts"
+import { text, withSkein } from "../support/Sessions.ts"
+
+const script = {
+  turns: [
+    { calls: [[{ text: "one" }]] },
+    { calls: [[{ text: "busy" }, { sleep_ms: 60_000 }]] },
+    { calls: [[{ text: "two" }]] }
+  ]
+}
+const idle = () => TestClock.adjust(EVICT_AFTER_IDLE_MS + 1)
+const live = (ids: ReadonlyArray<string>) => [...ids].sort()
+
+describe("Runtime: the cap on live sessions", () => {
+  it.effect("closes the least recently used idle session for a new one, and loads it back as it was", () =>
+    withSkein({ script, maxLiveSessions: 2 }, ({ runtime, cwd }) =>
+      Effect.gen(function*() {
+        const a = yield* runtime.newSession({ cwd })
+        assert.deepStrictEqual(yield* a.prompt(text("first")), { stopReason: "end_turn" })
+        const b = yield* runtime.newSession({ cwd })
+
+        // Both were used just now: neither is closed, the third is refused.
+        const refused = yield* Effect.flip(runtime.newSession({ cwd }))
+        assert.strictEqual(refused.reason, "limit")
+        assert.include(refused.message, "Too many live sessions (2)")
+
+        yield* idle()
+        yield* runtime.getSession(b.id) // b is used again: a is now the least recently used
+        const c = yield* runtime.newSession({ cwd })
+        const ids = (yield* runtime.liveSessions).map((s) => s.id)
+        assert.deepStrictEqual(live(ids), live([b.id, c.id]))
+        assert.strictEqual((yield* Effect.flip(runtime.getSession(a.id))).reason, "not_found")
+
+        // Loading a brings back its history; it takes the place of the least recently used idle one.
+        yield* idle()
+        yield* runtime.getSession(c.id)
+        const loaded = yield* runtime.loadSession({ sessionId: a.id })
+        assert.deepStrictEqual(loaded.events.filter((e) => e.type === "turn_end").length, 1)
+        assert.deepStrictEqual(live((yield* runtime.liveSessions).map((s) => s.id)), live([a.id, c.id]))
+      })))
+
+  it.effect("never closes a session with a turn running", () =>
+    withSkein({ script, maxLiveSessions: 1 }, ({ runtime, cwd }) =>
+      Effect.gen(function*() {
+        const a = yield* runtime.newSession({ cwd })
+        yield* a.prompt(text("first"))
+        yield* a.submit(text("second")) // sleeps inside the turn
+        yield* idle()
+        assert.isTrue(a.busy())
+        const refused = yield* Effect.flip(runtime.newSession({ cwd }))
+        assert.strictEqual(refused.reason, "limit")
+        yield* a.cancel
+        yield* Effect.yieldNow
+        assert.deepStrictEqual((yield* runtime.liveSessions).map((s) => s.id), [a.id])
+      })))
+})
