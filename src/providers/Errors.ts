@@ -93,6 +93,8 @@ const excerpt = (text: string, secrets: ReadonlyArray<string>, max = 300): strin
 export interface Detail {
   readonly code: string | undefined
   readonly message: string | undefined
+  /** The request field the provider objected to (OpenAI's `error.param`), when it says. */
+  readonly param?: string | undefined
 }
 
 const str = (u: unknown): string | undefined => (typeof u === "string" && u.length > 0 ? u : typeof u === "number" ? String(u) : undefined)
@@ -105,7 +107,8 @@ export const detailOf = (json: unknown): Detail => {
   if (typeof error === "string") return { code: undefined, message: error }
   if (typeof error === "object" && error !== null) {
     const e = error as Record<string, unknown>
-    return { code: str(e.code) ?? str(e.type), message: str(e.message) }
+    const param = str(e.param)
+    return { code: str(e.code) ?? str(e.type), message: str(e.message), ...(param !== undefined ? { param } : {}) }
   }
   return { code: str(o.code) ?? (o.type !== "error" ? str(o.type) : undefined), message: str(o.message) ?? str(o.detail) }
 }

@@ -65,6 +65,11 @@ export interface Dialect {
   readonly headers: (target: Target) => Record<string, string>
   readonly body: (call: Call) => unknown
   readonly decoder: (call: Call) => Decoder
+  /**
+   * Told of an error status before anything streamed: true when the dialect changed what it
+   * asks for (its `body` differs from now on), so the request is sent again at once.
+   */
+  readonly degrade?: ((call: Call, status: number, detail: Errors.Detail) => boolean) | undefined
 }
 
 export const whoOf = (target: Target, model: string): Errors.Who => ({
@@ -134,13 +139,24 @@ const failAtError = <E>(items: Stream.Stream<Item, E>): Stream.Stream<StreamPart
     )
   })
 
+const requestFor = (dialect: Dialect, call: Call) =>
+  HttpClientRequest.post(joinUrl(call.target.baseUrl, dialect.path)).pipe(
+    HttpClientRequest.setHeaders({
+      "user-agent": `skein/${VERSION}`,
+      ...call.target.headers,
+      ...dialect.headers(call.target),
+      accept: "text/event-stream"
+    }),
+    HttpClientRequest.bodyText(JSON.stringify(dialect.body(call)), "application/json")
+  )
+
 /** One attempt: POST, check the status, decode the SSE body. */
 const attempt = (
   client: HttpClient.HttpClient,
   dialect: Dialect,
-  call: Call,
-  request: HttpClientRequest.HttpClientRequest
+  call: Call
 ): Stream.Stream<StreamPart, Errors.ProviderError> => {
+  const request = requestFor(dialect, call)
   const { target, who } = call
   const idle = Duration.millis(target.idleTimeoutMs)
   const idleError = () => Errors.make("timeout", who, { cause: `${Math.round(target.idleTimeoutMs / 100) / 10} s` })
@@ -162,6 +178,10 @@ const attempt = (
         Effect.map((text) => (text._tag === "Some" ? text.value.slice(0, 64_000) : "")),
         Effect.orElseSucceed(() => "")
       )
+      if (dialect.degrade?.(call, response.status, Errors.parseDetail(body)) === true) {
+        yield* Effect.logWarning(`provider ${target.name}: ${Errors.parseDetail(body).param ?? "a request field"} refused (HTTP ${response.status}); asking again without it`)
+        return attempt(client, dialect, call)
+      }
       const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
       return yield* Effect.fail(Errors.fromStatus(response.status, body, who, retryAfterMs(response, now)))
     }
@@ -212,13 +232,9 @@ export const make = (dialect: Dialect, target: Target, client: HttpClient.HttpCl
       }
       const who = whoOf(target, model.id)
       const call: Call = { request, model, target, who }
-      const http = HttpClientRequest.post(joinUrl(target.baseUrl, dialect.path)).pipe(
-        HttpClientRequest.setHeaders({ "user-agent": `skein/${VERSION}`, ...target.headers, ...dialect.headers(target), accept: "text/event-stream" }),
-        HttpClientRequest.bodyText(JSON.stringify(dialect.body(call)), "application/json")
-      )
       return Retry.stream(
         target.retry,
-        () => attempt(client, dialect, call, http),
+        () => attempt(client, dialect, call),
         (n, error, waitMs) =>
           Effect.logWarning(
             `provider ${target.name}: ${error.reason}${error.status !== undefined ? ` (HTTP ${error.status})` : ""}; attempt ${n + 1} of ${target.retry.maxAttempts} in ${waitMs} ms`

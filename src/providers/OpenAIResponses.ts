@@ -64,6 +64,22 @@ export const input = (history: ReadonlyArray<Message>, images: boolean): Array<J
   return out
 }
 
+/**
+ * The models, per target, that refused reasoning summaries: an organization OpenAI has not
+ * verified gets a 400 (`param: "reasoning.summary"`) for them. Such a model is asked again, and
+ * from then on, without summaries: it still reasons, it just shows no thoughts.
+ */
+const noSummaries = new WeakMap<Http.Target, Set<string>>()
+const summariesOff = (call: Http.Call) => noSummaries.get(call.target)?.has(call.model.id) === true
+
+const degrade = (call: Http.Call, status: number, detail: Errors.Detail): boolean => {
+  if (status !== 400 || detail.param !== "reasoning.summary" || !call.model.reasoning || summariesOff(call)) return false
+  const models = noSummaries.get(call.target) ?? new Set<string>()
+  models.add(call.model.id)
+  noSummaries.set(call.target, models)
+  return true
+}
+
 const body = (call: Http.Call): Json => {
   const { request, model } = call
   const effort = Models.effortFor(model, request.reasoningEffort)
@@ -78,7 +94,10 @@ const body = (call: Http.Call): Json => {
       ? { tools: request.tools.map((t) => ({ type: "function", name: t.name, description: t.description, parameters: t.parameters, strict: false })) }
       : {}),
     ...(model.reasoning
-      ? { reasoning: { ...(effort !== undefined ? { effort } : {}), summary: "auto" }, include: ["reasoning.encrypted_content"] }
+      ? {
+        reasoning: { ...(effort !== undefined ? { effort } : {}), ...(summariesOff(call) ? {} : { summary: "auto" }) },
+        include: ["reasoning.encrypted_content"]
+      }
       : {}),
     ...(model.maxOutput !== undefined ? { max_output_tokens: model.maxOutput } : {})
   }
@@ -186,6 +205,7 @@ export const dialect: Http.Dialect = {
   path: "/responses",
   headers: (target): Record<string, string> => (target.apiKey !== undefined ? { authorization: `Bearer ${target.apiKey}` } : {}),
   body,
+  degrade,
   decoder
 }
 
