@@ -5,9 +5,9 @@
 // own compile cache is taken before the code runs and holds little more than the top level.
 //
 // The cache is one file per build, Node version and command, in $SKEIN_CODE_CACHE_DIR or
-// <tmpdir>/skein-code-cache-<uid> (a 0700 directory that must be ours). It is written once, at
-// exit, by a run that served something (the app calls the hook below), and written again only
-// if it does not match or V8 rejects it. SKEIN_NO_CODE_CACHE=1 turns it off. Nothing here
+// <tmpdir>/skein-code-cache-<uid> (a 0700 directory that must be ours). It is written once by a
+// run that served something, shortly after its start-up or else at exit (the app calls the
+// hooks below), and written again only if it does not match or V8 rejects it. SKEIN_NO_CODE_CACHE=1 turns it off. Nothing here
 // writes to stdout, and any failure only means loading without a cache. scripts/build.mjs
 // fills in BUILD. adr/0008 has the reasons.
 //
@@ -108,25 +108,27 @@ const removeStale = () => {
   }
 }
 
-// What the app can see of the cache (`skein doctor` shows it), and the hook it calls once it has
-// served something: a cache taken then holds the code a real start-up runs, not just
-// argument parsing.
+// What the app can see of the cache (`skein doctor` shows it), and its two hooks:
+// - markWarm: this run has served something, so a cache taken at exit holds the code a real
+//   start-up runs, not just argument parsing;
+// - snapshotSoon: start-up is over (`skein acp` built its runtime for the first session), so
+//   take the cache shortly, before a long session compiles much more than start-up needs.
 const status = {
   disabled,
   directory,
   file,
   loaded: cachedData !== undefined && script.cachedDataRejected !== true,
-  markWarm: () => {}
+  markWarm: () => {},
+  snapshotSoon: () => {}
 }
 globalThis[Symbol.for("skein.codeCache")] = status
 
 if (file !== undefined && own && !status.loaded) {
   let warm = false
-  status.markWarm = () => {
-    warm = true
-  }
-  process.once("exit", () => {
-    if (!warm) return
+  let written = false
+  const write = () => {
+    if (written) return
+    written = true
     const temporary = `${file}.${process.pid}.tmp`
     try {
       const data = script.createCachedData()
@@ -138,6 +140,16 @@ if (file !== undefined && own && !status.loaded) {
         fs.rmSync(temporary, { force: true })
       } catch {}
     }
+  }
+  status.markWarm = () => {
+    warm = true
+  }
+  status.snapshotSoon = () => {
+    warm = true
+    setTimeout(write, 200).unref()
+  }
+  process.once("exit", () => {
+    if (warm) write()
   })
 }
 

@@ -13,6 +13,8 @@ export interface Status {
   /** Whether this run started from the cache. */
   readonly loaded: boolean
   readonly markWarm: () => void
+  /** Start-up is over: the launcher takes the cache shortly (instead of at exit). */
+  readonly snapshotSoon: () => void
 }
 
 const key = Symbol.for("skein.codeCache")
@@ -23,6 +25,8 @@ export const status = (): Status | undefined => {
 }
 
 export const markWarm = (): void => status()?.markWarm()
+
+export const snapshotSoon = (): void => status()?.snapshotSoon()
 
 /** One line for people: where the cache is and whether this run used it. */
 export const describe = (s: Status | undefined): string =>

@@ -14,7 +14,7 @@ import * as Stdio from "../server/Stdio.ts"
 import { VERSION } from "../version.ts"
 import { skeinConfig } from "./Config.ts"
 import * as Options from "./Options.ts"
-import { markWarm } from "./CodeCache.ts"
+import { markWarm, snapshotSoon } from "./CodeCache.ts"
 
 /** stdout belongs to the protocol: anything else that tries to print goes to stderr. */
 const guardStdout = () => {
@@ -64,6 +64,8 @@ export const run = (args: ReadonlyArray<string>) =>
       const ready = yield* Effect.cached(
         Effect.promise(() => import("../index.ts")).pipe(
           Effect.flatMap(({ Skein }) => Layer.build(Skein.layer(config))),
+          // Start-up ends with the first session: the code cache is taken then.
+          Effect.tap(() => Effect.sync(snapshotSoon)),
           Scope.provide(scope),
           Effect.map((context) => Context.get(context, Runtime)),
           Effect.catchCause((cause) => {

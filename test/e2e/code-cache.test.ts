@@ -4,7 +4,7 @@
  * another user could write, and never a reason to fail or to print on stdout.
  */
 import { spawn, spawnSync } from "node:child_process"
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
@@ -77,6 +77,44 @@ describe("code cache", () => {
     expect(again.stderr).toBe("")
     const second = statSync(path.join(dir, name!))
     expect([second.ino, second.mtimeMs]).toEqual([first.ino, first.mtimeMs])
+  })
+
+  it("is taken shortly after the first session starts, while the agent keeps running", async () => {
+    const root = tempDir("skein-cc-")
+    const dir = path.join(root, "cache")
+    const child = spawn(NODE, [SKEIN, "acp", "--home", path.join(root, "home")], {
+      env: { ...process.env, SKEIN_NO_CODE_CACHE: "", SKEIN_CODE_CACHE_DIR: dir },
+      stdio: ["pipe", "pipe", "ignore"]
+    })
+    const exited = new Promise((resolve) => child.on("close", resolve))
+    try {
+      let out = ""
+      const answered = (id: number) =>
+        new Promise<void>((resolve) => {
+          const check = () => out.includes(`"id":${id},`) && resolve()
+          child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+            out += chunk
+            check()
+          })
+          check()
+        })
+      child.stdin.write(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: 1 } }) + "\n")
+      await answered(1)
+      expect(existsSync(dir) ? caches(dir) : []).toEqual([])
+      child.stdin.write(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "session/new", params: { cwd: root, mcpServers: [] } }) + "\n")
+      await answered(2)
+      const deadline = Date.now() + 10_000
+      while (caches(dir).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+      expect(caches(dir)).toHaveLength(1)
+      expect(child.exitCode).toBeNull()
+      const written = statSync(path.join(dir, caches(dir)[0]!)).mtimeMs
+      child.stdin.end()
+      expect(await exited).toBe(0)
+      // Not written a second time at exit.
+      expect(statSync(path.join(dir, caches(dir)[0]!)).mtimeMs).toBe(written)
+    } finally {
+      child.kill("SIGKILL")
+    }
   })
 
   it("keeps one for `skein run` beside the one for `skein acp`", async () => {
