@@ -255,11 +255,13 @@ export const connect = (options: Options): Effect.Effect<Connection, McpClientEr
     })
     child.stderr.on("data", (chunk: Buffer) => options.diagnostics.push(chunk))
 
-    // The server is gone when it exits or closes its output; what is still in the pipe is read first.
+    // The server is gone when it exits or closes its output; what is still in the pipes is read
+    // first (its last stderr lines explain the failure, and the notice quotes them).
     yield* Effect.forkScoped(
       Effect.raceFirst(Deferred.await(group.exited), Deferred.await(stdoutEnded)).pipe(
         Effect.andThen(ProcessGroup.awaitFor(stdoutEnded, 100)),
         Effect.andThen(ProcessGroup.awaitFor(group.exited, 100)),
+        Effect.andThen(ProcessGroup.awaitFor(group.drained, 100)),
         Effect.andThen(Effect.sync(() => {
           const exit = exitInfo()
           lose(fail(new TransportError({
