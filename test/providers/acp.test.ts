@@ -7,15 +7,12 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as Fiber from "effect/Fiber"
 import * as Logger from "effect/Logger"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Skein } from "../../src/index.ts"
 import * as Registry from "../../src/providers/Registry.ts"
-import { serve } from "../../src/server/AcpServer.ts"
-import { makeOutboundChecker } from "../support/AcpSchema.ts"
-import * as MemoryTransport from "../support/MemoryTransport.ts"
+import * as InProcess from "../support/InProcess.ts"
 import { readLog } from "../support/Sessions.ts"
 import * as TempDir from "../support/TempDir.ts"
 import * as SseServer from "./support/SseServer.ts"
@@ -48,26 +45,9 @@ describe("providers over ACP", () => {
       writeFileSync(join(home, "config.json"), JSON.stringify(config(server.url)))
       const resolved = yield* Registry.resolve({ home, env: {} }).pipe(Effect.provide(TempDir.platform))
 
-      const mt = yield* MemoryTransport.make
-      const checker = makeOutboundChecker()
-      const fiber = yield* serve(mt.transport, { version: "test" }).pipe(
-        Effect.provide(Skein.layer({ home, provider: resolved.provider, model: resolved.model, models: resolved.models })),
-        Effect.forkChild
+      const { request, end } = yield* InProcess.serve(
+        Skein.layer({ home, provider: resolved.provider, model: resolved.model, models: resolved.models })
       )
-      let id = 0
-      const request = (method: string, params: unknown) =>
-        Effect.gen(function*() {
-          const message = { jsonrpc: "2.0", id: ++id, method, params }
-          checker.sawRequest(message)
-          yield* mt.send(message)
-          const notifications: Array<any> = []
-          for (;;) {
-            const out = (yield* mt.next) as any
-            assert.deepStrictEqual(checker.check(out), [], JSON.stringify(out))
-            if (out.id === id) return { result: out.result, error: out.error, notifications }
-            notifications.push(out)
-          }
-        })
 
       yield* request("initialize", { protocolVersion: 1, clientCapabilities: {} })
       const created = yield* request("session/new", { cwd, mcpServers: [] })
@@ -109,7 +89,6 @@ describe("providers over ACP", () => {
       const log = readLog(home, sessionId).events.filter((e) => e.type === "config_changed").map((e) => e.data)
       assert.deepStrictEqual(log, [{ id: "model", value: "local/qwq" }, { id: "thought_level", value: "high" }])
 
-      yield* mt.end
-      yield* Fiber.join(fiber)
+      yield* end
     }).pipe(Effect.provide(Logger.layer([]))))
 })

@@ -10,9 +10,7 @@ import { join } from "node:path"
 import { Skein } from "../../src/index.ts"
 import * as Scripted from "../../src/providers/Scripted.ts"
 import { EVICT_AFTER_IDLE_MS } from "../../src/runtime/Config.ts"
-import { serve } from "../../src/server/AcpServer.ts"
-import { makeOutboundChecker } from "../support/AcpSchema.ts"
-import * as MemoryTransport from "../support/MemoryTransport.ts"
+import * as InProcess from "../support/InProcess.ts"
 import { readLog } from "../support/Sessions.ts"
 import * as TempDir from "../support/TempDir.ts"
 
@@ -25,26 +23,7 @@ describe("ACP: sessions past the live cap", () => {
       mkdirSync(cwd)
       const turns = ["one", "two", "three"].map((t) => ({ calls: [[{ text: t }]] }))
       const script = yield* Scripted.parse(JSON.stringify({ turns }), "cap.json")
-      const mt = yield* MemoryTransport.make
-      const checker = makeOutboundChecker()
-      yield* serve(mt.transport, { version: "test" }).pipe(
-        Effect.provide(Skein.layer({ home, script, maxLiveSessions: 1 })),
-        Effect.forkChild
-      )
-      let id = 0
-      const request = (method: string, params: unknown) =>
-        Effect.gen(function*() {
-          const message = { jsonrpc: "2.0", id: ++id, method, params }
-          checker.sawRequest(message)
-          yield* mt.send(message)
-          const updates: Array<any> = []
-          for (;;) {
-            const out = (yield* mt.next) as any
-            assert.deepStrictEqual(checker.check(out), [], JSON.stringify(out))
-            if (out.id === id) return { result: out.result, error: out.error, updates }
-            updates.push(out)
-          }
-        })
+      const { request } = yield* InProcess.serve(Skein.layer({ home, script, maxLiveSessions: 1 }))
       const prompt = (sessionId: string, text: string) => request("session/prompt", { sessionId, prompt: [{ type: "text", text }] })
       const idle = TestClock.adjust(EVICT_AFTER_IDLE_MS + 1)
 
@@ -56,7 +35,7 @@ describe("ACP: sessions past the live cap", () => {
       yield* idle
       const again = yield* prompt(a, "again") // a comes back, b is closed for room
       assert.deepStrictEqual(again.result, { stopReason: "end_turn" })
-      assert.deepStrictEqual(again.updates.map((u) => u.params.update.content?.text).filter(Boolean), ["two"])
+      assert.deepStrictEqual(again.notifications.map((u) => u.params.update.content?.text).filter(Boolean), ["two"])
       assert.strictEqual(readLog(home, a).events.filter((e) => e.type === "turn_end").length, 2)
 
       // Closed by the client: gone for good, until it loads it.
