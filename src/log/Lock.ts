@@ -117,12 +117,12 @@ export const checkFree = (fs: FileSystem.FileSystem, lockFile: string, sessionId
 /**
  * Takes the lock for the scope's lifetime; it is removed when the scope closes
  * (only if it is still ours). Fails with `locked` when a live owner has it.
+ *
+ * Synchronous file calls: a handful of metadata operations on a local file take
+ * microseconds, where a thread-pool round trip each made up a good part of the
+ * time `session/new` takes.
  */
-export const acquire = (
-  fs: FileSystem.FileSystem,
-  lockFile: string,
-  sessionId: string
-): Effect.Effect<void, LogError, Scope.Scope> =>
+export const acquire = (lockFile: string, sessionId: string): Effect.Effect<void, LogError, Scope.Scope> =>
   Effect.gen(function*() {
     const boot = bootId()
     const since = processStart(process.pid)
@@ -134,34 +134,57 @@ export const acquire = (
       ...(since !== undefined ? { since } : {})
     }
     const mine = JSON.stringify(me)
-    const io = (what: string) => (error: { readonly reason: { readonly _tag: string } }) =>
-      new LogError({ reason: "io", message: `Cannot ${what} the lock ${lockFile}: ${error.reason._tag}` })
+    const io = (what: string, error: unknown) =>
+      new LogError({ reason: "io", message: `Cannot ${what} the lock ${lockFile}: ${(error as NodeJS.ErrnoException).code ?? "error"}` })
+    const read = (): string | undefined => {
+      try {
+        return nodeFs.readFileSync(lockFile, "utf8")
+      } catch {
+        return undefined
+      }
+    }
+    const remove = (file: string) => {
+      try {
+        nodeFs.rmSync(file, { force: true })
+      } catch {
+        // A lock we cannot remove is left for the next owner to take over.
+      }
+    }
     const temp = `${lockFile}.${process.pid}.${me.started}.tmp`
-    yield* fs.writeFileString(temp, mine, { flag: "w" }).pipe(Effect.mapError(io("write")))
-    const link = fs.link(temp, lockFile).pipe(
-      Effect.as(true),
-      Effect.catch((error) => error.reason._tag === "AlreadyExists" ? Effect.succeed(false) : Effect.fail(io("create")(error)))
-    )
+    try {
+      nodeFs.writeFileSync(temp, mine, { flag: "w" })
+    } catch (error) {
+      return yield* io("write", error)
+    }
+    // The lock appears whole or not at all: a hard link of a complete file, which fails if one exists.
+    const link = (): boolean | LogError => {
+      try {
+        nodeFs.linkSync(temp, lockFile)
+        return true
+      } catch (error) {
+        return (error as NodeJS.ErrnoException).code === "EEXIST" ? false : io("create", error)
+      }
+    }
     const taken = yield* Effect.gen(function*() {
-      if (yield* link) return true
-      const text = yield* fs.readFileString(lockFile).pipe(Effect.orElseSucceed(() => undefined))
-      if (text === undefined) return yield* link // removed meanwhile
+      const first = link()
+      if (first !== false) return first
+      const text = read()
+      if (text === undefined) return link() // removed meanwhile
       const current = parseOwner(text)
-      if (current !== undefined && isLive(current)) return yield* lockedError(sessionId, lockFile, current)
+      if (current !== undefined && isLive(current)) return lockedError(sessionId, lockFile, current)
       // Stale: remove it only if it is still the stale one, then race for it once more.
-      const again = yield* fs.readFileString(lockFile).pipe(Effect.orElseSucceed(() => undefined))
-      if (again === text) yield* Effect.ignore(fs.remove(lockFile))
+      if (read() === text) remove(lockFile)
       yield* Effect.logWarning(`Took over the stale lock ${lockFile} (its owner, pid ${current?.pid ?? "?"}, is gone)`)
-      return yield* link
-    }).pipe(Effect.ensuring(Effect.ignore(fs.remove(temp))))
+      return link()
+    }).pipe(Effect.ensuring(Effect.sync(() => remove(temp))))
+    if (taken instanceof LogError) return yield* taken
     if (!taken) {
-      const current = yield* owner(fs, lockFile)
-      return yield* lockedError(sessionId, lockFile, current ?? me)
+      const text = read()
+      return yield* lockedError(sessionId, lockFile, (text === undefined ? undefined : parseOwner(text)) ?? me)
     }
     yield* Effect.addFinalizer(() =>
-      Effect.flatMap(
-        fs.readFileString(lockFile).pipe(Effect.orElseSucceed(() => undefined)),
-        (text) => (text === mine ? Effect.ignore(fs.remove(lockFile)) : Effect.void)
-      )
+      Effect.sync(() => {
+        if (read() === mine) remove(lockFile)
+      })
     )
   })

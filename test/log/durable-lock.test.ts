@@ -41,7 +41,7 @@ describe("Lock", () => {
       Effect.gen(function*() {
         const file = join(dir, "s.lock")
         const scope = yield* Scope.make()
-        yield* Lock.acquire(fs, file, "s").pipe(Scope.provide(scope))
+        yield* Lock.acquire(file, "s").pipe(Scope.provide(scope))
         const held = JSON.parse(readFileSync(file, "utf8"))
         assert.strictEqual(held.pid, process.pid)
         assert.strictEqual(held.host, hostname())
@@ -53,11 +53,11 @@ describe("Lock", () => {
       })))
 
   it.effect("a second holder in the same process is refused", () =>
-    withFs((fs, dir) =>
+    withFs((_fs, dir) =>
       Effect.gen(function*() {
         const file = join(dir, "s.lock")
-        yield* Lock.acquire(fs, file, "s")
-        const error = yield* Effect.flip(Lock.acquire(fs, file, "s"))
+        yield* Lock.acquire(file, "s")
+        const error = yield* Effect.flip(Lock.acquire(file, "s"))
         assert.strictEqual(error.reason, "locked")
         assert.include(error.message, `already open in this Skein process (pid ${process.pid})`)
       })))
@@ -69,7 +69,7 @@ describe("Lock", () => {
         yield* Effect.addFinalizer(() => Effect.sync(() => child.kill("SIGKILL")))
         const file = join(dir, "s.lock")
         writeFileSync(file, owner(child.pid!))
-        const error = yield* Effect.flip(Lock.acquire(fs, file, "s"))
+        const error = yield* Effect.flip(Lock.acquire(file, "s"))
         assert.strictEqual(error.reason, "locked")
         assert.include(error.message, `another Skein process (pid ${child.pid}`)
         assert.include(error.message, file)
@@ -87,13 +87,13 @@ describe("Lock", () => {
         writeFileSync(file, owner(dead))
         yield* Lock.checkFree(fs, file, "s")
         const logs = captureWarnings()
-        yield* Lock.acquire(fs, file, "s").pipe(Effect.provide(logs.layer))
+        yield* Lock.acquire(file, "s").pipe(Effect.provide(logs.layer))
         assert.strictEqual(JSON.parse(readFileSync(file, "utf8")).pid, process.pid)
         assert.isTrue(logs.lines.some((l) => l.includes(`stale lock ${file}`) && l.includes(`pid ${dead}`)), logs.lines.join("\n"))
       })))
 
   it.effect.skipIf(process.platform !== "linux")("a pid that now names another process, or a lock from an earlier boot, is stale", () =>
-    withFs((fs, dir) =>
+    withFs((_fs, dir) =>
       Effect.gen(function*() {
         const child = spawn(process.execPath, ["-e", "setTimeout(() => {}, 30000)"], { stdio: "ignore" })
         yield* Effect.addFinalizer(() => Effect.sync(() => child.kill("SIGKILL")))
@@ -106,43 +106,43 @@ describe("Lock", () => {
 
         // The very process that wrote it: held.
         lock({ boot, since })
-        assert.strictEqual((yield* Effect.flip(Lock.acquire(fs, file, "s"))).reason, "locked")
+        assert.strictEqual((yield* Effect.flip(Lock.acquire(file, "s"))).reason, "locked")
         // The pid, but a process started at another time: the writer is gone, its pid reused.
         lock({ boot, since: String(Number(since) - 1) })
         const logs = captureWarnings()
         const scope = yield* Scope.make()
-        yield* Lock.acquire(fs, file, "s").pipe(Effect.provide(logs.layer), Scope.provide(scope))
+        yield* Lock.acquire(file, "s").pipe(Effect.provide(logs.layer), Scope.provide(scope))
         assert.isTrue(logs.lines.some((l) => l.includes(`stale lock ${file}`) && l.includes(`pid ${pid}`)), logs.lines.join("\n"))
         const mine = JSON.parse(readFileSync(file, "utf8"))
         assert.deepStrictEqual([mine.pid, mine.boot, mine.since], [process.pid, boot, Lock.processStart(process.pid)])
         yield* Scope.close(scope, Exit.void)
         // Written in another boot: stale whatever the pid is now.
         lock({ boot: "another-boot", since })
-        yield* Lock.acquire(fs, file, "s").pipe(Effect.provide(captureWarnings().layer))
+        yield* Lock.acquire(file, "s").pipe(Effect.provide(captureWarnings().layer))
         assert.strictEqual(JSON.parse(readFileSync(file, "utf8")).pid, process.pid)
       })))
 
   it.effect("an unreadable lock counts as stale; a lock of another host is respected", () =>
-    withFs((fs, dir) =>
+    withFs((_fs, dir) =>
       Effect.gen(function*() {
         const garbage = join(dir, "g.lock")
         writeFileSync(garbage, "{torn")
-        yield* Lock.acquire(fs, garbage, "g").pipe(Effect.provide(Logger.layer([])))
+        yield* Lock.acquire(garbage, "g").pipe(Effect.provide(Logger.layer([])))
         assert.strictEqual(JSON.parse(readFileSync(garbage, "utf8")).pid, process.pid)
 
         const foreign = join(dir, "f.lock")
         writeFileSync(foreign, owner(deadPid(), "another-host.example"))
-        const error = yield* Effect.flip(Lock.acquire(fs, foreign, "f"))
+        const error = yield* Effect.flip(Lock.acquire(foreign, "f"))
         assert.strictEqual(error.reason, "locked")
         assert.include(error.message, "on another-host.example")
       })))
 
   it.effect("closing the scope leaves a lock alone once it is no longer ours", () =>
-    withFs((fs, dir) =>
+    withFs((_fs, dir) =>
       Effect.gen(function*() {
         const file = join(dir, "s.lock")
         const scope = yield* Scope.make()
-        yield* Lock.acquire(fs, file, "s").pipe(Scope.provide(scope))
+        yield* Lock.acquire(file, "s").pipe(Scope.provide(scope))
         writeFileSync(file, owner(12345, "elsewhere"))
         yield* Scope.close(scope, Exit.void)
         assert.strictEqual(readFileSync(file, "utf8"), owner(12345, "elsewhere"))
