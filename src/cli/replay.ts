@@ -18,6 +18,7 @@ import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
 import * as nodePath from "node:path"
 import * as Replay from "../log/Replay.ts"
+import * as McpRecord from "../mcp/Record.ts"
 import * as Rerun from "../runtime/Rerun.ts"
 import * as Options from "./Options.ts"
 import { asLoaded, logLayer, readRef, reportErrors, writeOut } from "./sessions.ts"
@@ -68,7 +69,7 @@ export const formatReport = (report: Rerun.Report, cwd: string): string => {
   return out.join("\n") + "\n"
 }
 
-const rerun = (contents: { readonly header: Rerun.Options["header"]; readonly events: Rerun.Options["events"] }, options: {
+const rerun = (contents: { readonly header: Rerun.Options["header"]; readonly events: Rerun.Options["events"]; readonly file: string }, options: {
   readonly cwd: string | undefined
   readonly home: string | undefined
   readonly json: boolean
@@ -87,7 +88,9 @@ const rerun = (contents: { readonly header: Rerun.Options["header"]; readonly ev
         )
       )
     }
-    const report = yield* Rerun.run({ header: contents.header, events: contents.events, cwd, home })
+    // The MCP servers the session used, as recorded beside its log (none for a log elsewhere without them).
+    const mcpServers = yield* McpRecord.load(fs, McpRecord.settingsPath(contents.file))
+    const report = yield* Rerun.run({ header: contents.header, events: contents.events, cwd, home, mcpServers })
     yield* writeOut(options.json ? JSON.stringify(report, null, 2) + "\n" : formatReport(report, cwd))
     return report.diverged ? 1 : 0
   }))

@@ -15,10 +15,13 @@
  * - Tools run in `cwd` (default: the logged cwd); paths under it are compared
  *   as if they were under the logged cwd.
  * - The re-run writes its own log in `home`; the original is never touched.
+ * - The session's MCP servers (as recorded beside its log) are started again, and the first
+ *   turn waits until each is ready or has failed, so that their tools are there as they were.
  */
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
+import type { McpServer } from "../acp/Session.ts"
 import type { Canonical, LogHeader } from "../log/Event.ts"
 import { SessionLog } from "../log/SessionLog.ts"
 import * as Replay from "../providers/Replay.ts"
@@ -45,7 +48,12 @@ export interface Options {
   readonly home: string
   /** The tools (default: the built-in toolkit). */
   readonly toolkit?: Toolkit | undefined
+  /** The session's MCP servers, started for the re-run (none by default). */
+  readonly mcpServers?: ReadonlyArray<McpServer> | undefined
 }
+
+/** How long the re-run waits for MCP servers to be ready (or to fail) before its first turn. */
+export const MCP_READY_TIMEOUT_MS = 30_000
 
 const allowAnswers: ReadonlySet<string> = new Set(["allow_once", "allow_always", "reject_once", "reject_always"])
 
@@ -132,8 +140,13 @@ export const run = (options: Options) =>
 
     const rerun = yield* Effect.gen(function*() {
       const runtime = yield* Runtime
-      const session = yield* runtime.newSession({ cwd, additionalDirectories, mode: initialMode, ask })
+      const session = yield* runtime.newSession({ cwd, additionalDirectories, mode: initialMode, ask, mcpServers: options.mcpServers })
       current = session
+      // MCP servers start in the background: their tools must be listed before the first turn.
+      const connecting = () => session.mcpServers().some((server) => server.state === "connecting")
+      if (connecting()) {
+        yield* Effect.sleep(20).pipe(Effect.repeat({ while: connecting }), Effect.timeoutOption(MCP_READY_TIMEOUT_MS))
+      }
       for (const turn of turns) {
         const mode = modes.get(turn.turn)
         if (mode !== undefined && mode !== (yield* session.mode)) yield* Effect.ignore(session.setMode(mode))

@@ -5,10 +5,11 @@
  * the agent.
  */
 import type * as acp from "@agentclientprotocol/sdk"
+import { spawnSync } from "node:child_process"
 import { existsSync, readFileSync, statSync } from "node:fs"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
-import { type AgentProcess, expectClean, message, NODE, REPO_ROOT, useAgents, waitUntil } from "../support/AgentProcess.ts"
+import { type AgentProcess, expectClean, message, NODE, REPO_ROOT, SKEIN, useAgents, waitUntil } from "../support/AgentProcess.ts"
 
 // Until the MCP integration is applied to the server (src/server/AcpServer.ts passes `mcpServers`
 // on), there is nothing to drive end to end. Remove this guard with the integration.
@@ -118,6 +119,26 @@ describe("e2e: MCP servers from session/new", () => {
     // Closing the session stops its server, grandchildren included.
     await agent.sdk.request("session/close", { sessionId })
     await waitUntil(() => !alive(child), "the server's group to be gone", 3_000)
+    expectClean(agent)
+  })
+
+  it("skein replay --rerun starts the session's recorded MCP servers: their calls run again and match", async () => {
+    const agent = await agents.ready({
+      script: { turns: [{ calls: [[{ tool: "fix__echo", args: { text: "again" }, id: "e1" }], [{ text: "done" }]] }] }
+    })
+    const sessionId = await newSession(agent, [fixture(agent, "fix", { MCP_FIXTURE_TOKEN: "t0ps3cret" })])
+    await waitUntil(() => readyLines(agent, "fix") === 1, "the MCP server to be ready", 10_000)
+    expect((await agent.prompt(sessionId, "echo")).stopReason).toBe("end_turn")
+    const rerun = spawnSync(NODE, [SKEIN, "replay", sessionId, "--rerun", "--json", "--home", agent.home], {
+      cwd: agent.cwd,
+      encoding: "utf8",
+      timeout: 60_000
+    })
+    expect(rerun.status, rerun.stderr).toBe(0)
+    const report = JSON.parse(rerun.stdout)
+    expect(report.diverged).toBe(false)
+    expect(report.turns.map((t: any) => [t.compared, t.differences.length])).toEqual([[1, 0]])
+    expect(rerun.stdout).not.toContain("t0ps3cret")
     expectClean(agent)
   })
 
