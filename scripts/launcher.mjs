@@ -111,7 +111,7 @@ const removeStale = () => {
 // What the app can see of the cache (`skein doctor` shows it), and its two hooks:
 // - markWarm: this run has served something, so a cache taken at exit holds the code a real
 //   start-up runs, not just argument parsing;
-// - snapshotSoon: start-up is over (`skein acp` built its runtime for the first session), so
+// - snapshotSoon: start-up is over (`skein acp` built its runtime, right after `initialize`), so
 //   take the cache shortly, before a long session compiles much more than start-up needs.
 const status = {
   disabled,

@@ -4,6 +4,7 @@
  */
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
@@ -27,17 +28,19 @@ const guardStdout = () => {
   process.stdout.on("error", () => {})
 }
 
-/** The first line Skein writes (normally the `initialize` answer) marks the run as warm. */
-const warmOnFirstWrite = (transport: Transport): Transport => {
+/**
+ * The first line Skein writes (normally the `initialize` answer) marks the run as warm, and
+ * once it is written, `firstWritten` is done.
+ */
+const warmOnFirstWrite = (transport: Transport, firstWritten: Deferred.Deferred<void>): Transport => {
   let warm = false
   return {
     ...transport,
     write: (chunk) => {
-      if (!warm) {
-        warm = true
-        markWarm()
-      }
-      return transport.write(chunk)
+      if (warm) return transport.write(chunk)
+      warm = true
+      markWarm()
+      return Effect.andThen(transport.write(chunk), Deferred.succeed(firstWritten, undefined))
     }
   }
 }
@@ -57,14 +60,14 @@ export const run = (args: ReadonlyArray<string>) =>
     const config = yield* skeinConfig(common)
     guardStdout()
     yield* Effect.scoped(Effect.gen(function*() {
-      // The runtime is loaded and built on the first session/* request, not before
-      // `initialize` is answered: only session/* requests need it (the log, tools, providers
-      // and MCP all come with it). Built once; its scope is the server's.
+      // The runtime (the log, tools, providers and MCP all come with it) is loaded and built
+      // once `initialize` is answered, in the background: `initialize` never waits for it, and
+      // the client's `session/new` mostly finds it ready. Built once; its scope is the server's.
       const scope = yield* Effect.scope
       const ready = yield* Effect.cached(
         Effect.promise(() => import("../index.ts")).pipe(
           Effect.flatMap(({ Skein }) => Layer.build(Skein.layer(config))),
-          // Start-up ends with the first session: the code cache is taken then.
+          // Start-up ends here: the code cache is taken shortly after.
           Effect.tap(() => Effect.sync(snapshotSoon)),
           Scope.provide(scope),
           Effect.map((context) => Context.get(context, Runtime)),
@@ -77,7 +80,9 @@ export const run = (args: ReadonlyArray<string>) =>
           })
         )
       )
-      yield* serveWith(warmOnFirstWrite(Stdio.transport()), {
+      const firstWritten = yield* Deferred.make<void>()
+      yield* Effect.forkScoped(Effect.andThen(Deferred.await(firstWritten), Effect.ignore(ready)))
+      yield* serveWith(warmOnFirstWrite(Stdio.transport(), firstWritten), {
         version: VERSION,
         clientAccess: { useClientFs: !common.localFs, useClientTerminal: !common.localTerminal },
         maxLineBytes: common.maxLineBytes

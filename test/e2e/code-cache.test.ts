@@ -79,7 +79,7 @@ describe("code cache", () => {
     expect([second.ino, second.mtimeMs]).toEqual([first.ino, first.mtimeMs])
   })
 
-  it("is taken shortly after the first session starts, while the agent keeps running", async () => {
+  it("is taken shortly after start-up (the runtime built once initialize is answered), while the agent keeps running", async () => {
     const root = tempDir("skein-cc-")
     const dir = path.join(root, "cache")
     const child = spawn(NODE, [SKEIN, "acp", "--home", path.join(root, "home")], {
