@@ -5,11 +5,11 @@
 // own compile cache is taken before the code runs and holds little more than the top level.
 //
 // The cache is one file per build, Node version and command, in $SKEIN_CODE_CACHE_DIR or
-// <tmpdir>/skein-code-cache-<uid> (a 0700 directory that must be ours). It is written once by a
-// run that served something, shortly after its start-up or else at exit (the app calls the
-// hooks below), and written again only if it does not match or V8 rejects it. SKEIN_NO_CODE_CACHE=1 turns it off. Nothing here
-// writes to stdout, and any failure only means loading without a cache. scripts/build.mjs
-// fills in BUILD. adr/0008 has the reasons.
+// <tmpdir>/skein-code-cache-<uid> (a 0700 directory that must be ours). It is written once by
+// a run that served something, shortly after its start-up or else at exit (the app calls the
+// hooks below), and written again only if it does not match or V8 rejects it.
+// SKEIN_NO_CODE_CACHE=1 turns it off. Nothing here writes to stdout, and any failure only
+// means loading without a cache. scripts/build.mjs fills in BUILD. adr/0008 has the reasons.
 //
 // Built-ins come from process.getBuiltinModule: an ES `import` of node:fs would make Node read
 // every export of it, fs.promises included, which loads a dozen more modules at start-up.
