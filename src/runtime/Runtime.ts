@@ -154,9 +154,14 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | File
       while (live.size >= maxLive) {
         const now = yield* Clock.currentTimeMillis
         let oldest: { readonly session: Session.Session; readonly scope: Scope.Closeable; used: number } | undefined
+        let oldestUse = Infinity
         for (const entry of live.values()) {
-          if (entry.session.busy() || now - entry.used < EVICT_AFTER_IDLE_MS) continue
-          if (oldest === undefined || entry.used < oldest.used) oldest = entry
+          const idleSince = entry.session.idleSince()
+          if (idleSince === undefined) continue
+          const lastUse = Math.max(entry.used, idleSince)
+          if (now - lastUse < EVICT_AFTER_IDLE_MS || lastUse >= oldestUse) continue
+          oldest = entry
+          oldestUse = lastUse
         }
         if (oldest === undefined) {
           return yield* new RuntimeError({

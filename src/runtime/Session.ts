@@ -78,8 +78,11 @@ export interface Session extends SessionInfo {
   readonly history: History.History
   /** This session's MCP servers as they are now: connecting, ready (with their tools) or failed (why). */
   readonly mcpServers: () => ReadonlyArray<McpServerStatus>
-  /** Whether a turn is running or queued right now. */
-  readonly busy: () => boolean
+  /**
+   * When the session last finished its work (ms since the epoch: the end of its last turn, or
+   * when it started), or `undefined` while a turn is running or queued.
+   */
+  readonly idleSince: () => number | undefined
 }
 
 export interface Settings {
@@ -155,6 +158,7 @@ export const make = (
     let closed = false
     const pending: Array<Pending> = []
     let running: { readonly turn: number; loop: Fiber.Fiber<unknown, unknown> | undefined } | undefined
+    let idle = yield* Clock.currentTimeMillis
 
     // The model and effort the session chose (remembered in its log as `config_changed`).
     const currentModel = () => history.config.get("model") ?? deps.model
@@ -341,7 +345,13 @@ export const make = (
           })
         case "TurnDone":
           running = undefined
-          return startNext
+          return Effect.andThen(
+            Effect.flatMap(Clock.currentTimeMillis, (now) =>
+              Effect.sync(() => {
+                idle = now
+              })),
+            startNext
+          )
         case "SetMode":
           return Effect.gen(function*() {
             if (mode !== message.mode) {
@@ -428,7 +438,7 @@ export const make = (
       settings: Effect.sync(() => ({ mode, model: currentModel(), effort: currentEffort() })),
       subscribe: Effect.flatMap(deps.bus.subscribe(info.id), (sub) => sub === undefined ? Effect.fail(closedError) : Effect.succeed(sub)),
       mcpServers: deps.mcpStatus ?? (() => []),
-      busy: () => running !== undefined || pending.length > 0
+      idleSince: () => (running !== undefined || pending.length > 0 ? undefined : idle)
     }
     return session
   })

@@ -4,7 +4,10 @@
  * sessions are never closed for room, and with none to close the new one is refused.
  */
 import { assert, describe, it } from "@effect/vitest"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as PubSub from "effect/PubSub"
 import * as TestClock from "effect/testing/TestClock"
 import { EVICT_AFTER_IDLE_MS } from "../../src/runtime/Config.ts"
 import { text, withSkein } from "../support/Sessions.ts"
@@ -54,11 +57,35 @@ describe("Runtime: the cap on live sessions", () => {
         yield* a.prompt(text("first"))
         yield* a.submit(text("second")) // sleeps inside the turn
         yield* idle()
-        assert.isTrue(a.busy())
+        assert.isUndefined(a.idleSince())
         const refused = yield* Effect.flip(runtime.newSession({ cwd }))
         assert.strictEqual(refused.reason, "limit")
         yield* a.cancel
         yield* Effect.yieldNow
         assert.deepStrictEqual((yield* runtime.liveSessions).map((s) => s.id), [a.id])
+      })))
+
+  it.effect("counts the end of a long turn as use: a session that just finished one is not closed", () =>
+    withSkein({ script, maxLiveSessions: 1 }, ({ runtime, cwd }) =>
+      Effect.gen(function*() {
+        const a = yield* runtime.newSession({ cwd })
+        yield* a.prompt(text("first"))
+        const events = yield* a.subscribe
+        const ticket = yield* a.submit(text("second")) // a minute-long turn
+        // Once the turn is in its sleep, let the minute pass (in steps, until the turn is over).
+        while ((yield* PubSub.take(events)).type !== "text_delta");
+        // A second at a time, giving the turn's end (real file I/O) a moment after each.
+        const ended = TestClock.withLive(Effect.timeoutOption(Deferred.await(ticket.outcome), "200 millis"))
+        let outcome = yield* ended
+        for (let i = 0; i < 120 && outcome._tag === "None"; i++) {
+          yield* TestClock.adjust(1_000)
+          outcome = yield* ended
+        }
+        assert.deepStrictEqual(outcome, Option.some({ stopReason: "end_turn" as const }))
+        // Opened long ago, but its turn ended just now.
+        assert.strictEqual((yield* Effect.flip(runtime.newSession({ cwd }))).reason, "limit")
+        yield* idle()
+        const b = yield* runtime.newSession({ cwd })
+        assert.deepStrictEqual((yield* runtime.liveSessions).map((s) => s.id), [b.id])
       })))
 })
