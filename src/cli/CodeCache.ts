@@ -1,7 +1,8 @@
 /**
- * What the launcher (dist/skein.mjs) tells of its V8 code cache, and the hook that tells it
- * this run has done real work, so the cache it writes at exit holds what a start-up compiles.
- * Without the launcher (tests, embedding) there is no status and the hook does nothing.
+ * What the launcher (dist/skein.mjs) tells of its V8 code cache, and the hooks that tell it
+ * when to take one: this run has done real work (`markWarm`: a cache taken at exit holds what
+ * a start-up compiles), or start-up is over (`snapshotSoon`: take it shortly). Without the
+ * launcher (tests, embedding) there is no status and the hooks do nothing.
  */
 export interface Status {
   /** SKEIN_NO_CODE_CACHE is set. */

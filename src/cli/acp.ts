@@ -13,9 +13,9 @@ import { Runtime, RuntimeError } from "../runtime/Api.ts"
 import { awaiting, serveWith } from "../server/AcpServer.ts"
 import * as Stdio from "../server/Stdio.ts"
 import { VERSION } from "../version.ts"
+import { markWarm, snapshotSoon } from "./CodeCache.ts"
 import { skeinConfig } from "./Config.ts"
 import * as Options from "./Options.ts"
-import { markWarm, snapshotSoon } from "./CodeCache.ts"
 
 /** stdout belongs to the protocol: anything else that tries to print goes to stderr. */
 const guardStdout = () => {
