@@ -93,6 +93,11 @@ export type HandlerServices<H extends Handlers> =
 
 export interface RequestOptions {
   readonly timeout?: Duration.Input | undefined
+  /**
+   * Completed once the request is in the write queue (or could not be sent): a caller that
+   * forks the request can wait for this before writing anything that must follow it.
+   */
+  readonly sent?: Deferred.Deferred<void> | undefined
 }
 
 export interface Peer {
@@ -215,7 +220,10 @@ export const make = Effect.fnUntraced(function*(
   const pending = MutableHashMap.empty<Id, Deferred.Deferred<unknown, RpcError>>()
 
   const request = Effect.fn("Peer.request")(function*(method: string, params?: unknown, options?: RequestOptions) {
-    if (inputClosed) return yield* Protocol.peerClosed()
+    if (inputClosed) {
+      if (options?.sent !== undefined) yield* Deferred.succeed(options.sent, undefined)
+      return yield* Protocol.peerClosed()
+    }
     const id = nextId++
     const line = Framing.encode(Protocol.makeRequest(id, method, params))
     const deferred = Deferred.makeUnsafe<unknown, RpcError>()
@@ -228,10 +236,12 @@ export const make = Effect.fnUntraced(function*(
         orElse: () => Effect.fail(Protocol.requestTimeout(method))
       })
     let sent = false
+    const enqueued = options?.sent === undefined ? Effect.void : Deferred.succeed(options.sent, undefined)
     return yield* send(line).pipe(
       Effect.andThen(Effect.sync(() => {
         sent = true
       })),
+      Effect.ensuring(enqueued),
       Effect.andThen(response),
       Effect.onExit(() =>
         Effect.suspend(() => {

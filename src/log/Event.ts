@@ -7,6 +7,7 @@
  * provider sees and the updates a client was shown.
  */
 import * as Schema from "effect/Schema"
+import type * as Questions from "../session/Questions.ts"
 
 // ---------------------------------------------------------------------------
 // Content the user sends and the model produces
@@ -69,7 +70,9 @@ export const ToolDetails = Schema.Struct({
   diff: Schema.optionalKey(Schema.Array(Schema.Struct({ path: Schema.String, oldText: Schema.NullOr(Schema.String), newText: Schema.String }))),
   exitCode: Schema.optionalKey(Schema.NullOr(Schema.Number)),
   output: Schema.optionalKey(Schema.String),
-  truncated: Schema.optionalKey(Schema.Boolean)
+  truncated: Schema.optionalKey(Schema.Boolean),
+  /** The client terminal the command ran in (live presenters keep showing it; a replay shows `output`). */
+  terminalId: Schema.optionalKey(Schema.String)
 })
 export type ToolDetails = typeof ToolDetails.Type
 
@@ -99,9 +102,10 @@ export const ToolCall = event("tool_call", {
   kind: ToolKind,
   locations: Schema.optionalKey(Schema.Array(Location))
 })
-/** A tool call ended: its result for the model and details for presenters. */
+/** A tool call ended: its result for the model and details for presenters (and the call's title again). */
 export const ToolResult = event("tool_result", {
   id: Schema.String,
+  title: Schema.optionalKey(Schema.String),
   ok: Schema.Boolean,
   content: Schema.String,
   details: Schema.optionalKey(ToolDetails)
@@ -173,7 +177,15 @@ export const CanonicalBody = Schema.Union([
 ])
 export type CanonicalBody = typeof CanonicalBody.Type
 
-/** Ephemeral bodies: shown live, never logged (the canonical events hold their sum). */
+/**
+ * Ephemeral bodies: shown live, never logged (the canonical events hold their sum, and a
+ * question's answer is logged as what it decided: a `permission`, a tool result).
+ *
+ * Questions (`permission_asked`, `client_call`) are for whoever presents the turn: it answers
+ * with `Session.answer(requestId, …)`. They travel on the bus in order with everything else,
+ * so a presenter shows a question only after the updates that led to it. A question the
+ * session stops waiting for (cancel, timeout) is followed by `question_withdrawn`.
+ */
 export type EphemeralBody =
   | { readonly type: "text_delta"; readonly data: { readonly text: string } }
   | { readonly type: "thinking_delta"; readonly data: { readonly text: string } }
@@ -181,11 +193,26 @@ export type EphemeralBody =
   | { readonly type: "tool_progress"; readonly data: { readonly id: string; readonly output: string } }
   /** After a model call: the context it used (`used` of the window's `size` tokens) and the session's cost so far (USD). */
   | { readonly type: "usage"; readonly data: { readonly used: number; readonly size: number; readonly cost?: number } }
+  | { readonly type: "permission_asked"; readonly data: Questions.PermissionAsked }
+  | { readonly type: "client_call"; readonly data: Questions.ClientCall }
+  | { readonly type: "question_withdrawn"; readonly data: { readonly requestId: string } }
+  /** A command of this tool call runs in the client's terminal `terminalId`. */
+  | { readonly type: "tool_terminal"; readonly data: { readonly id: string; readonly terminalId: string } }
 
 export type EventBody = CanonicalBody | EphemeralBody
 export type EventType = EventBody["type"]
 
-const ephemeralTypes: ReadonlySet<string> = new Set(["text_delta", "thinking_delta", "tool_running", "tool_progress", "usage"])
+const ephemeralTypes: ReadonlySet<string> = new Set([
+  "text_delta",
+  "thinking_delta",
+  "tool_running",
+  "tool_progress",
+  "usage",
+  "permission_asked",
+  "client_call",
+  "question_withdrawn",
+  "tool_terminal"
+])
 export const isEphemeral = (body: EventBody): body is EphemeralBody => ephemeralTypes.has(body.type)
 
 /** An event as it travels on the bus: stamped with its session, sequence, time and turn. */

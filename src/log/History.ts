@@ -16,8 +16,8 @@ export interface History {
   turns: number
   /** Tool call ids of the last model response that have no result yet. */
   readonly openToolCalls: Map<string, string>
-  /** Open tool calls that were announced (`tool_call` logged). */
-  readonly announced: Set<string>
+  /** Open tool calls that were announced (`tool_call` logged), with their titles. */
+  readonly announced: Map<string, string>
   mode: string | undefined
   readonly config: Map<string, string>
   /** Permission rules made by "always" answers, oldest first. */
@@ -29,7 +29,7 @@ export const make = (): History => ({
   toolNames: new Map(),
   turns: 0,
   openToolCalls: new Map(),
-  announced: new Set(),
+  announced: new Map(),
   mode: undefined,
   config: new Map(),
   rules: []
@@ -78,7 +78,7 @@ export const apply = (history: History, event: CanonicalBody): void => {
       if (event.data.rule !== undefined) history.rules.push(event.data.rule)
       return
     case "tool_call":
-      history.announced.add(event.data.id)
+      history.announced.set(event.data.id, event.data.title)
       return
     case "plan":
     case "notice":

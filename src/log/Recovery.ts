@@ -26,8 +26,8 @@ export const closing = (events: ReadonlyArray<Canonical>, history: History): { r
   const turn = openTurn(events)
   if (turn === undefined) return undefined
   const bodies: Array<CanonicalBody> = []
-  for (const id of history.openToolCalls.keys()) {
-    bodies.push({ type: "tool_result", data: { id, ok: false, content: INTERRUPTED_TOOL } })
+  for (const [id, name] of history.openToolCalls) {
+    bodies.push({ type: "tool_result", data: { id, title: history.announced.get(id) ?? name, ok: false, content: INTERRUPTED_TOOL } })
   }
   bodies.push({ type: "turn_end", data: { stopReason: "cancelled", error: INTERRUPTED_TURN } })
   return { turn, bodies }

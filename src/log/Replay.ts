@@ -29,8 +29,14 @@ export const withRecovery = (events: ReadonlyArray<Canonical>): ReadonlyArray<Ca
 /** Every update that rebuilds the logged history, in order. */
 export const updates = (events: ReadonlyArray<Canonical>): Array<Translate.SessionUpdate> => {
   const out: Array<Translate.SessionUpdate> = []
+  // Logs from before results carried their call's title: it comes from the call.
+  const titles = new Map<string, string>()
   for (const event of events) {
-    for (const update of Translate.replay(event)) out.push(update)
+    if (event.type === "tool_call") titles.set(event.data.id, event.data.title)
+    const shown = event.type === "tool_result" && event.data.title === undefined && titles.has(event.data.id)
+      ? { ...event, data: { ...event.data, title: titles.get(event.data.id)! } }
+      : event
+    for (const update of Translate.replay(shown)) out.push(update)
   }
   return out
 }

@@ -12,7 +12,7 @@ import type { McpServer } from "../acp/Session.ts"
 import type { Canonical, LogHeader, SessionEvent } from "../log/Event.ts"
 import type * as Listing from "../log/Listing.ts"
 import type { Catalog } from "../providers/Models.ts"
-import type { ClientAccess } from "../tools/Tool.ts"
+import type * as ClientCalls from "../session/ClientCalls.ts"
 import type * as Gate from "./Gate.ts"
 import type * as Session from "./Session.ts"
 
@@ -26,10 +26,16 @@ export interface NewSessionOptions {
   readonly cwd: string
   readonly additionalDirectories?: ReadonlyArray<string> | undefined
   readonly mode?: string | undefined
-  /** Asks the user about tool calls that need permission; without it they are denied. */
+  /**
+   * Whoever presents the session answers its questions: permission requests
+   * (`permission_asked` events) and client calls (`client_call`), with `Session.answer`.
+   * Without it (and without `ask`), tool calls that need permission are denied at once.
+   */
+  readonly presented?: boolean | undefined
+  /** Asks the user about tool calls in-process instead (it takes the place of a presenter's answers). */
   readonly ask?: Gate.Asker | undefined
-  /** The client's file and terminal access (ACP `fs/*`, `terminal/*`) for the new session's id, when offered. */
-  readonly client?: ((sessionId: string) => ClientAccess | undefined) | undefined
+  /** What the presenter's client offers to tools (editor files, terminals: ACP `fs/*`, `terminal/*`). */
+  readonly client?: ClientCalls.Capabilities | undefined
   /** MCP servers (ACP shapes) started in the background for the session; their tools join it once listed. */
   readonly mcpServers?: ReadonlyArray<McpServer> | undefined
 }
@@ -40,10 +46,10 @@ export interface LoadSessionOptions {
   readonly cwd?: string | undefined
   /** The session's additional directories from now on (default: those it was created with). */
   readonly additionalDirectories?: ReadonlyArray<string> | undefined
-  /** Asks the user about tool calls that need permission; without it they are denied. */
+  /** As for a new session (ignored when the session is already live here). */
+  readonly presented?: boolean | undefined
   readonly ask?: Gate.Asker | undefined
-  /** The client's file and terminal access (ACP `fs/*`, `terminal/*`), when offered. */
-  readonly client?: ((sessionId: string) => ClientAccess | undefined) | undefined
+  readonly client?: ClientCalls.Capabilities | undefined
   /**
    * MCP servers for the session. None (or an empty list): the ones it used
    * last time, as recorded beside its log. Ignored when the session is already live here.

@@ -8,26 +8,20 @@
  * `$/cancel_request`).
  */
 import * as Effect from "effect/Effect"
-import type { CanonicalBody, Location, ToolKind } from "../log/Event.ts"
+import type { CanonicalBody } from "../log/Event.ts"
 import type { History } from "../log/History.ts"
 import type { LogError } from "../log/SessionLog.ts"
 import * as Permissions from "../tools/Permissions.ts"
 import { isReadOnlyCommand } from "../tools/ReadOnlyCommands.ts"
-import type { Tool } from "../tools/Tool.ts"
+import type { PermissionToolCall } from "../session/Questions.ts"
+import type { Tool, ToolEnv } from "../tools/Tool.ts"
 import type { ModeId } from "./Modes.ts"
 import type { AnnouncedCall, Permit } from "./Turn.ts"
 
-/** What a presenter is asked: the live tool call and the four options. */
+/** What a presenter is asked: the live tool call (with the change it would make) and the four options. */
 export interface PermissionRequest {
   readonly sessionId: string
-  readonly toolCall: {
-    readonly toolCallId: string
-    readonly title: string
-    readonly kind: ToolKind
-    readonly status: "pending"
-    readonly rawInput: unknown
-    readonly locations?: ReadonlyArray<Location> | undefined
-  }
+  readonly toolCall: PermissionToolCall
   readonly options: ReadonlyArray<Permissions.Option>
 }
 
@@ -41,6 +35,8 @@ export type Asker = (request: PermissionRequest) => Effect.Effect<PermissionAnsw
 export interface Options {
   readonly sessionId: string
   readonly cwd: string
+  /** The session's directories (the cwd first), for previews of edits. */
+  readonly roots: ReadonlyArray<string>
   readonly mode: () => ModeId
   readonly history: History
   readonly ask: Asker | undefined
@@ -50,9 +46,10 @@ export interface Options {
 
 const denied = (reason: string): Permit => ({ _tag: "deny", reason })
 
-const optionKinds: ReadonlySet<string> = new Set(["allow_once", "allow_always", "reject_once", "reject_always"])
+/** An id as it may be quoted in a warning: short, and JSON-quoted so nothing in it reads as our own words. */
+const quoted = (id: string): string => JSON.stringify(id.length > 64 ? `${id.slice(0, 64)}…` : id)
 
-export const make = (options: Options) => (call: AnnouncedCall, tool: Tool, args: unknown): Effect.Effect<Permit> =>
+export const make = (options: Options) => (call: AnnouncedCall, tool: Tool, args: unknown): Effect.Effect<Permit, never, ToolEnv> =>
   Effect.gen(function*() {
     const command = tool.kind === "execute" && typeof (args as { command?: unknown }).command === "string"
       ? (args as { command: string }).command
@@ -75,6 +72,8 @@ export const make = (options: Options) => (call: AnnouncedCall, tool: Tool, args
       return denied(`Permission is needed to run ${call.title}, and no one is there to answer. It was not run.`)
     }
     const choices = Permissions.options(tool, verdict.scope)
+    // The change an edit would make, so the user sees it before answering (none if it cannot be worked out).
+    const preview = tool.preview === undefined ? [] : yield* tool.preview(args, { cwd: options.cwd, roots: options.roots })
     const answer = yield* options.ask({
       sessionId: options.sessionId,
       toolCall: {
@@ -83,15 +82,19 @@ export const make = (options: Options) => (call: AnnouncedCall, tool: Tool, args
         kind: call.kind,
         status: "pending",
         rawInput: call.args,
-        ...(call.locations !== undefined && call.locations.length > 0 ? { locations: call.locations } : {})
+        ...(call.locations !== undefined && call.locations.length > 0 ? { locations: call.locations } : {}),
+        ...(preview.length > 0 ? { content: preview } : {})
       },
       options: choices
     }).pipe(Effect.timeoutOption(options.timeoutMs))
-    const outcome = answer._tag === "None"
-      ? "timeout" as const
-      : answer.value.outcome === "selected" && optionKinds.has(answer.value.optionId)
-      ? answer.value.optionId as Permissions.OptionKind
-      : "cancelled" as const
+    const offered = choices.find((choice) => answer._tag === "Some" && answer.value.outcome === "selected" && choice.optionId === answer.value.optionId)
+    if (answer._tag === "Some" && answer.value.outcome === "selected" && offered === undefined) {
+      yield* Effect.logWarning(
+        `The answer to the permission request for ${call.title} chose option ${quoted(answer.value.optionId)}, which was not offered ` +
+          `(offered: ${choices.map((choice) => choice.optionId).join(", ")}); it counts as cancelled.`
+      )
+    }
+    const outcome = answer._tag === "None" ? "timeout" as const : offered !== undefined ? offered.kind : "cancelled" as const
     const rule = outcome === "allow_always"
       ? Permissions.ruleFor(tool, verdict.scope, "allow")
       : outcome === "reject_always"

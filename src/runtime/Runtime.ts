@@ -30,7 +30,6 @@ import * as McpRecord from "../mcp/Record.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
 import { Bus } from "./Bus.ts"
 import { Config, DEFAULT_MAX_LIVE_SESSIONS, EVICT_AFTER_IDLE_MS } from "./Config.ts"
-import type * as Gate from "./Gate.ts"
 import { isModeId, type ModeId } from "./Modes.ts"
 import * as Session from "./Session.ts"
 import * as SessionId from "./SessionId.ts"
@@ -94,9 +93,8 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | File
       })
 
     const depsFor = (
-      id: string,
       writer: Writer,
-      options: { readonly ask?: Gate.Asker | undefined; readonly client?: NewSessionOptions["client"] },
+      options: Pick<NewSessionOptions, "ask" | "presented" | "client">,
       mcp: Mcp
     ): Session.Deps => {
       const servers = mcp.session
@@ -110,8 +108,9 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | File
         model: config.model,
         models: config.models,
         services,
+        presented: options.presented,
         ask: options.ask,
-        client: options.client?.(id),
+        client: options.client,
         permissionTimeoutMs: config.permissionTimeoutMs,
         notices: servers === undefined ? undefined : () => servers.takeNotices().map((notice) => ({ text: notice.text, source: "mcp" })),
         mcpStatus: servers?.status,
@@ -202,7 +201,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | File
           { id, cwd: options.cwd, additionalDirectories, created },
           History.make(),
           mode,
-          depsFor(id, writer, options, mcp),
+          depsFor(writer, options, mcp),
           scope
         )
       }).pipe(
@@ -263,7 +262,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | File
             { id: header.id, cwd: header.cwd, additionalDirectories, created: header.created },
             history,
             mode,
-            depsFor(header.id, writer, options, mcp),
+            depsFor(writer, options, mcp),
             scope,
             lastSeq
           )

@@ -28,7 +28,9 @@ import type { ServerStatus as McpServerStatus } from "../mcp/McpSession.ts"
 import * as Models from "../providers/Models.ts"
 import * as Prompt from "../providers/Prompt.ts"
 import type { Provider } from "../providers/Provider.ts"
-import type { ClientAccess, ToolEnv } from "../tools/Tool.ts"
+import * as ClientCalls from "../session/ClientCalls.ts"
+import type { Answer } from "../session/Questions.ts"
+import type { ToolEnv } from "../tools/Tool.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
 import type { Bus } from "./Bus.ts"
 import * as Gate from "./Gate.ts"
@@ -44,7 +46,7 @@ export interface Ticket {
 }
 
 export class SessionError extends Schema.TaggedError<SessionError>()("SessionError", {
-  reason: Schema.Literals(["closed", "invalid_mode", "invalid_config"]),
+  reason: Schema.Literals(["closed", "invalid_mode", "invalid_config", "unknown_request"]),
   message: Schema.String
 }) {}
 
@@ -62,6 +64,12 @@ export interface Session extends SessionInfo {
   readonly prompt: (content: ReadonlyArray<UserBlock>) => Effect.Effect<TurnOutcome, SessionError>
   /** Cancels the running turn and every queued one. */
   readonly cancel: Effect.Effect<void>
+  /**
+   * Answers an open question of this session (a `permission_asked` or `client_call` event's
+   * `requestId`). Fails with `unknown_request` when no such question is open (never asked,
+   * already answered, or withdrawn). Never waits behind a turn.
+   */
+  readonly answer: (requestId: string, answer: Answer) => Effect.Effect<void, SessionError>
   readonly setMode: (mode: string) => Effect.Effect<void, SessionError>
   readonly setConfig: (id: string, value: string) => Effect.Effect<void, SessionError>
   readonly mode: Effect.Effect<ModeId>
@@ -101,11 +109,17 @@ export interface Deps {
   /** The models the session may switch to; without it, `model` is fixed. */
   readonly models?: Models.Catalog | undefined
   readonly services: import("effect/Context").Context<ToolEnv>
-  /** Asks the user about a tool call; without one, calls that need asking are denied. */
+  /**
+   * Whether whoever presents the session answers its questions (`permission_asked`,
+   * `client_call` events, answered with `answer`). Without a presenter (and without `ask`),
+   * calls that need asking are denied at once.
+   */
+  readonly presented?: boolean | undefined
+  /** Asks the user about a tool call in-process, instead of a presenter (re-runs, embedders). */
   readonly ask?: Gate.Asker | undefined
   readonly permissionTimeoutMs: number
-  /** The client's file and terminal access, when it offers them. */
-  readonly client?: ClientAccess | undefined
+  /** What the presenter's client offers to tools (editor files, terminals), asked as `client_call`s. */
+  readonly client?: ClientCalls.Capabilities | undefined
   /** Messages for the user that arose outside the model (an MCP server failed); shown in the next turn. */
   readonly notices?: (() => ReadonlyArray<{ readonly text: string; readonly source?: string }>) | undefined
   /** Session-level events logged once when the session starts (`mcp_servers` when they changed). */
@@ -206,12 +220,52 @@ export const make = (
       })
     }
 
+    // ---- questions -----------------------------------------------------------------
+
+    /** Questions waiting for an answer, by request id. */
+    const open = new Map<string, Deferred.Deferred<Answer>>()
+    let asked = 0
+
+    /**
+     * Publishes a question of the running turn and waits for its answer. A wait that ends
+     * without one (interrupted: cancel, timeout) withdraws the question.
+     */
+    const question = (body: (requestId: string) => EphemeralBody): Effect.Effect<Answer> =>
+      Effect.suspend(() => {
+        const turn = running?.turn ?? accepted
+        const requestId = `${turn}.${++asked}`
+        const reply = Deferred.makeUnsafe<Answer>()
+        open.set(requestId, reply)
+        return emitEphemeral(turn, body(requestId)).pipe(
+          Effect.andThen(Deferred.await(reply)),
+          Effect.onExit((exit) => {
+            const withdrawn = open.delete(requestId) && exit._tag === "Failure"
+            return withdrawn ? emitEphemeral(turn, { type: "question_withdrawn", data: { requestId } }) : Effect.void
+          })
+        )
+      })
+
+    const presenterAsks: Gate.Asker = (request) =>
+      Effect.map(
+        question((requestId) => ({ type: "permission_asked", data: { requestId, toolCall: request.toolCall, options: request.options } })),
+        (answer) => answer.outcome === "selected" ? answer : { outcome: "cancelled" as const }
+      )
+
+    const client = deps.presented === true && deps.client !== undefined
+      ? ClientCalls.access(
+        deps.client,
+        (op, toolCallId) => question((requestId) => ({ type: "client_call", data: { requestId, ...(toolCallId !== undefined ? { toolCallId } : {}), op } })),
+        (id, terminalId) => emitEphemeral(running?.turn ?? accepted, { type: "tool_terminal", data: { id, terminalId } })
+      )
+      : undefined
+
     const permit = Gate.make({
       sessionId: info.id,
       cwd: info.cwd,
+      roots: [info.cwd, ...info.additionalDirectories],
       mode: () => mode,
       history,
-      ask: deps.ask,
+      ask: deps.ask ?? (deps.presented === true ? presenterAsks : undefined),
       timeoutMs: deps.permissionTimeoutMs,
       record: (body) => emitCanonical(running?.turn ?? null, body)
     })
@@ -263,7 +317,7 @@ export const make = (
               maxTurnRequests: deps.maxTurnRequests,
               emit,
               state,
-              client: deps.client,
+              client,
               notices: deps.notices,
               permit
             }
@@ -306,11 +360,12 @@ export const make = (
         for (const [id, name] of [...history.openToolCalls]) {
           // A call the model asked for but that never started is shown too, so every
           // result a client sees belongs to a tool call it was told about.
+          const title = history.announced.get(id) ?? name
           if (!history.announced.has(id)) {
             const args = state.requested.get(id)
-            yield* canonical({ type: "tool_call", data: { id, name, args: args ?? {}, title: name, kind: "other" } })
+            yield* canonical({ type: "tool_call", data: { id, name, args: args ?? {}, title, kind: "other" } })
           }
-          yield* canonical({ type: "tool_result", data: { id, ok: false, content: why } })
+          yield* canonical({ type: "tool_result", data: { id, title, ok: false, content: why } })
         }
         yield* canonical({
           type: "turn_end",
@@ -426,6 +481,15 @@ export const make = (
         Effect.map(deps.bus.subscribe(info.id), (sub) => (sub === undefined ? Stream.empty : Stream.fromSubscription(sub)))
       ),
       cancel: Effect.asVoid(Queue.offer(mailbox, { _tag: "Cancel" })),
+      answer: (requestId, answer) =>
+        Effect.suspend(() => {
+          const reply = open.get(requestId)
+          if (reply === undefined) {
+            return Effect.fail(new SessionError({ reason: "unknown_request", message: `No question ${JSON.stringify(requestId.slice(0, 64))} is waiting for an answer` }))
+          }
+          open.delete(requestId)
+          return Deferred.succeed(reply, answer)
+        }),
       setMode: (id) =>
         isModeId(id)
           ? ask<void>((reply) => ({ _tag: "SetMode", mode: id, reply }))

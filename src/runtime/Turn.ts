@@ -66,7 +66,7 @@ export interface TurnContext {
   /** The client's file and terminal access, when it offers them. */
   readonly client?: Tool.ClientAccess | undefined
   /** The permission gate: may this announced call run? A denial's reason goes to the model. */
-  readonly permit: (call: AnnouncedCall, tool: Tool.Tool, args: unknown) => Effect.Effect<Permit>
+  readonly permit: (call: AnnouncedCall, tool: Tool.Tool, args: unknown) => Effect.Effect<Permit, never, Tool.ToolEnv>
   /**
    * Messages for the user that arose outside the model (an MCP server failed),
    * each given out once; the loop logs them as `notice` events before each
@@ -177,7 +177,7 @@ export const runToolCall = (ctx: TurnContext, call: { readonly id: string; reado
     // Bad arguments and unknown tools are reported without asking: nothing would run.
     const permit: Permit = tool !== undefined && args !== undefined ? yield* ctx.permit(announced, tool, args) : { _tag: "allow" }
     if (permit._tag === "deny") {
-      yield* ctx.emit.canonical({ type: "tool_result", data: { id: call.id, ok: false, content: permit.reason } })
+      yield* ctx.emit.canonical({ type: "tool_result", data: { id: call.id, title: announced.title, ok: false, content: permit.reason } })
       return
     }
     yield* ctx.emit.ephemeral({ type: "tool_running", data: { id: call.id } })
@@ -197,7 +197,13 @@ export const runToolCall = (ctx: TurnContext, call: { readonly id: string; reado
       })
     yield* ctx.emit.canonical({
       type: "tool_result",
-      data: { id: call.id, ok: output.ok, content: output.content, ...(output.details !== undefined ? { details: output.details } : {}) }
+      data: {
+        id: call.id,
+        title: announced.title,
+        ok: output.ok,
+        content: output.content,
+        ...(output.details !== undefined ? { details: output.details } : {})
+      }
     })
   })
 

@@ -6,10 +6,13 @@
  * Ordering: a prompt handler subscribes to its session before submitting, and
  * forwards its own turn's events until `turn_end`; only then does it answer.
  * The peer writes in enqueue order, so every update of a turn precedes the
- * turn's response, and nothing of the turn follows it.
+ * turn's response, and nothing of the turn follows it. The turn's questions
+ * (permission, `fs/*`, `terminal/*`) are events of the same stream: the handler
+ * sends each request in its place, after every update published before it.
  */
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as FiberMap from "effect/FiberMap"
 import * as Layer from "effect/Layer"
 import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
@@ -105,7 +108,7 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
     runtime.getSession(sessionId).pipe(
       Effect.catch((error) =>
         error.reason === "not_found" && opened.has(sessionId)
-          ? Effect.map(runtime.loadSession({ sessionId, ask, client: clientFor }), (loaded) => loaded.session)
+          ? Effect.map(runtime.loadSession({ sessionId, ...presenting() }), (loaded) => loaded.session)
           : Effect.fail(error)
       ),
       Effect.mapError(runtimeError)
@@ -116,8 +119,8 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
   // What the client offered in `initialize` (nothing until it says otherwise).
   let offered: ClientBridge.Capabilities = { readTextFile: false, writeTextFile: false, terminal: false }
   const clientSettings = options.clientAccess ?? { useClientFs: true, useClientTerminal: true }
-  const ask = ClientBridge.asker(peer)
-  const clientFor = (sessionId: string) => ClientBridge.access(peer, sessionId, offered, clientSettings)
+  /** Sessions opened here are presented here: this server asks their questions of the client. */
+  const presenting = () => ({ presented: true, client: ClientBridge.capabilities(offered, clientSettings) })
 
   /** The session's config options: mode, model and (where the model has one) reasoning effort. */
   const configOptionsOf = (s: Session) =>
@@ -154,21 +157,41 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
       const subscription = yield* Effect.mapError(s.subscribe, sessionError)
       const ticket = yield* Effect.mapError(s.submit(content), sessionError)
       const encode = Translate.encoder(s.id)
+      // The turn's open questions, by request id; withdrawing one interrupts its request.
+      const questions = yield* FiberMap.make<string>()
       if (previous !== undefined) yield* Deferred.await(previous)
       let done = false
+      let lines: Array<string> = []
+      const flush = Effect.suspend(() => {
+        if (lines.length === 0) return Effect.void
+        const chunk = lines.length === 1 ? lines[0]! : lines.join("")
+        lines = []
+        return peer.sendEncoded(chunk)
+      })
       while (!done) {
         // Everything published since the last take, encoded into one write-queue item.
         const events = yield* PubSub.takeAll(subscription)
-        const lines: Array<string> = []
         for (const event of events) {
           if (event.turn !== ticket.turn) continue
+          if (ClientBridge.isQuestion(event)) {
+            // Everything before the question is written first; nothing after it overtakes it.
+            yield* flush
+            const sent = Deferred.makeUnsafe<void>()
+            yield* FiberMap.run(questions, event.data.requestId, ClientBridge.ask(peer, s, event, sent), { startImmediately: true })
+            yield* Deferred.await(sent)
+            continue
+          }
+          if (event.type === "question_withdrawn") {
+            yield* FiberMap.remove(questions, event.data.requestId)
+            continue
+          }
           for (const u of Translate.live(event)) lines.push(encode(u))
           if (event.type === "turn_end") {
             done = true
             break
           }
         }
-        if (lines.length > 0) yield* peer.sendEncoded(lines.length === 1 ? lines[0]! : lines.join(""))
+        yield* flush
         // Let the turn publish more before the next take: one wake-up per burst, not per delta.
         if (!done) yield* Effect.yieldNow
       }
@@ -191,8 +214,7 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
           cwd: params.cwd,
           additionalDirectories: params.additionalDirectories,
           mcpServers: params.mcpServers,
-          ask,
-          client: clientFor
+          ...presenting()
         }),
         runtimeError
       )
@@ -231,6 +253,9 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
       }
     })
 
+  const cancel = (params: Acp.Session.CancelNotification) =>
+    Effect.ignore(Effect.flatMap(runtime.getSession(params.sessionId), (s) => s.cancel))
+
   return {
     requests: {
       initialize: Peer.request(Acp.Initialize.InitializeRequest, (params) =>
@@ -255,8 +280,7 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
               cwd: params.cwd,
               additionalDirectories: params.additionalDirectories,
               mcpServers: params.mcpServers,
-              ask,
-              client: clientFor
+              ...presenting()
             }),
             runtimeError
           )
@@ -293,11 +317,12 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
           yield* Effect.mapError(s.setConfig(params.configId, params.value), sessionError)
           if (params.configId === "mode") yield* announceMode(s)
           return { configOptions: (yield* sessionState(s)).configOptions }
-        }))
+        })),
+      // A notification in ACP; some clients send it as a request. It works the same and answers null.
+      "session/cancel": Peer.request(Acp.Session.CancelNotification, (params) => Effect.as(cancel(params), null))
     },
     notifications: {
-      "session/cancel": Peer.notification(Acp.Session.CancelNotification, (params) =>
-        Effect.ignore(Effect.flatMap(runtime.getSession(params.sessionId), (s) => s.cancel)))
+      "session/cancel": Peer.notification(Acp.Session.CancelNotification, cancel)
     }
   }
 }

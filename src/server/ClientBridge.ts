@@ -1,21 +1,22 @@
 /**
- * Bridges from a session to the ACP client: the permission asker
- * (`session/request_permission`) and, when the client offers them, editor
- * file access (`fs/*`) and terminals (`terminal/*`). Every answer is decoded;
- * a malformed or failed one is a denial or a tool error, never a crash.
+ * The ACP side of a session's questions. A `permission_asked` event becomes
+ * `session/request_permission`; a `client_call` becomes the `fs/*` or `terminal/*` request it
+ * names (only offered when the client advertised them). The client's response is the
+ * session's answer: a malformed or failed one is a denial or a tool error, never a crash.
+ * Interrupting a question (the session withdrew it) withdraws the request with
+ * `$/cancel_request`.
  */
+import type * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as Acp from "../acp/index.ts"
 import type * as Peer from "../jsonrpc/Peer.ts"
-import type { Asker, PermissionAnswer } from "../runtime/Gate.ts"
-import type { ClientAccess, ClientTerminal } from "../tools/Tool.ts"
+import type { SessionEvent } from "../log/Event.ts"
+import type { Session } from "../runtime/Session.ts"
+import type { Capabilities } from "../session/ClientCalls.ts"
+import type { Answer, ClientCall, PermissionAsked } from "../session/Questions.ts"
 
-export interface Capabilities {
-  readonly readTextFile: boolean
-  readonly writeTextFile: boolean
-  readonly terminal: boolean
-}
+export type { Capabilities }
 
 export interface Settings {
   /** Read and write files through the client when it offers `fs` (default true). */
@@ -24,19 +25,29 @@ export interface Settings {
   readonly useClientTerminal: boolean
 }
 
+/** What a session may ask of this client: what it offered, as far as the settings allow. */
+export const capabilities = (offered: Capabilities, settings: Settings): Capabilities => ({
+  readTextFile: settings.useClientFs && offered.readTextFile,
+  writeTextFile: settings.useClientFs && offered.writeTextFile,
+  terminal: settings.useClientTerminal && offered.terminal
+})
+
+export type Question = SessionEvent & (
+  | { readonly type: "permission_asked"; readonly data: PermissionAsked }
+  | { readonly type: "client_call"; readonly data: ClientCall }
+)
+
+export const isQuestion = (event: SessionEvent): event is Question =>
+  event.type === "permission_asked" || event.type === "client_call"
+
 const decodePermission = Schema.decodeUnknownEffect(Acp.Client.RequestPermissionResponse)
-const decodeRead = Schema.decodeUnknownEffect(Acp.Client.ReadTextFileResponse)
-const decodeCreate = Schema.decodeUnknownEffect(Acp.Client.CreateTerminalResponse)
-const decodeOutput = Schema.decodeUnknownEffect(Acp.Client.TerminalOutputResponse)
-const decodeExit = Schema.decodeUnknownEffect(Acp.Client.WaitForTerminalExitResponse)
 
-const cancelled: PermissionAnswer = { outcome: "cancelled" }
+const cancelled: Answer = { outcome: "cancelled" }
 
-/** Asks the client; interruption withdraws the request with `$/cancel_request`. */
-export const asker = (peer: Peer.Peer): Asker => (request) =>
-  peer.request("session/request_permission", request).pipe(
+const permission = (peer: Peer.Peer, sessionId: string, data: PermissionAsked, sent: Deferred.Deferred<void>) =>
+  peer.request("session/request_permission", { sessionId, toolCall: data.toolCall, options: data.options }, { sent }).pipe(
     Effect.flatMap(decodePermission),
-    Effect.map((response): PermissionAnswer =>
+    Effect.map((response): Answer =>
       response.outcome.outcome === "selected" ? { outcome: "selected", optionId: response.outcome.optionId } : cancelled
     ),
     Effect.catchCause((cause) =>
@@ -44,72 +55,22 @@ export const asker = (peer: Peer.Peer): Asker => (request) =>
     )
   )
 
-const message = (what: string) => (error: { readonly message?: string }) =>
-  `${what} failed in the client: ${error.message ?? "unknown error"}`
+const clientCall = (peer: Peer.Peer, sessionId: string, data: ClientCall, sent: Deferred.Deferred<void>) =>
+  peer.request(data.op.method, { sessionId, ...data.op.params }, { sent }).pipe(
+    Effect.map((result): Answer => ({ outcome: "result", result })),
+    Effect.catch((error) => Effect.succeed<Answer>({ outcome: "error", message: error.message }))
+  )
 
-const terminal = (peer: Peer.Peer, sessionId: string): ClientTerminal => ({
-  run: (options) =>
-    Effect.acquireUseRelease(
-      peer.request("terminal/create", {
-        sessionId,
-        command: "/bin/bash",
-        args: ["-c", options.command],
-        cwd: options.cwd,
-        outputByteLimit: options.outputByteLimit
-      }).pipe(Effect.flatMap(decodeCreate), Effect.mapError(message("Creating a terminal"))),
-      ({ terminalId }) =>
-        Effect.gen(function*() {
-          if (options.toolCallId !== undefined) {
-            // Let the user watch the command live inside the tool call.
-            yield* peer.notify("session/update", {
-              sessionId,
-              update: { sessionUpdate: "tool_call_update", toolCallId: options.toolCallId, content: [{ type: "terminal", terminalId }] }
-            })
-          }
-          const exit = yield* peer.request("terminal/wait_for_exit", { sessionId, terminalId }).pipe(
-            Effect.flatMap(decodeExit),
-            Effect.mapError(message("Waiting for the terminal")),
-            Effect.timeoutOption(options.timeoutMs)
-          )
-          if (exit._tag === "None") {
-            yield* Effect.ignore(peer.request("terminal/kill", { sessionId, terminalId }))
-          }
-          const output = yield* peer.request("terminal/output", { sessionId, terminalId }).pipe(
-            Effect.flatMap(decodeOutput),
-            Effect.mapError(message("Reading the terminal's output"))
-          )
-          const status = exit._tag === "Some" ? exit.value : output.exitStatus
-          return {
-            output: output.output,
-            truncated: output.truncated,
-            exitCode: status?.exitCode ?? null,
-            signal: status?.signal ?? null,
-            timedOut: exit._tag === "None"
-          }
-        }),
-      ({ terminalId }) => Effect.ignore(peer.request("terminal/release", { sessionId, terminalId }))
-    )
-})
-
-/** The client access a session gets, from what the client offers and the settings. */
-export const access = (peer: Peer.Peer, sessionId: string, offered: Capabilities, settings: Settings): ClientAccess | undefined => {
-  const useFs = settings.useClientFs
-  const readTextFile = useFs && offered.readTextFile
-    ? (path: string) =>
-      peer.request("fs/read_text_file", { sessionId, path }).pipe(
-        Effect.flatMap(decodeRead),
-        Effect.map((response) => response.content),
-        Effect.mapError(message("Reading the file"))
-      )
-    : undefined
-  const writeTextFile = useFs && offered.writeTextFile
-    ? (path: string, content: string) =>
-      peer.request("fs/write_text_file", { sessionId, path, content }).pipe(
-        Effect.asVoid,
-        Effect.mapError(message("Writing the file"))
-      )
-    : undefined
-  const term = settings.useClientTerminal && offered.terminal ? terminal(peer, sessionId) : undefined
-  if (readTextFile === undefined && writeTextFile === undefined && term === undefined) return undefined
-  return { readTextFile, writeTextFile, terminal: term }
-}
+/**
+ * Asks the client one of the session's questions and gives the session its answer. `sent`
+ * completes once the request is queued for writing, so the caller can keep what follows the
+ * question behind it.
+ */
+export const ask = (peer: Peer.Peer, session: Session, question: Question, sent: Deferred.Deferred<void>): Effect.Effect<void> =>
+  Effect.flatMap(
+    question.type === "permission_asked"
+      ? permission(peer, session.id, question.data, sent)
+      : clientCall(peer, session.id, question.data, sent),
+    // Withdrawn meanwhile (the turn was cancelled): nobody waits for this answer any more.
+    (answer) => Effect.ignore(session.answer(question.data.requestId, answer))
+  )

@@ -11,6 +11,7 @@ import * as Schema from "effect/Schema"
 import type { FileSystem } from "effect/FileSystem"
 import type { Path } from "effect/Path"
 import type { Location, ToolDetails, ToolKind } from "../log/Event.ts"
+import type { ProposedDiff } from "../session/Questions.ts"
 
 /** What a tool returns: text for the model, details for presenters. */
 export interface ToolOutput {
@@ -63,7 +64,18 @@ export interface ClientTerminal {
     readonly cwd: string
     readonly timeoutMs: number
     readonly outputByteLimit: number
-  }) => Effect.Effect<{ readonly output: string; readonly truncated: boolean; readonly exitCode: number | null; readonly signal: string | null; readonly timedOut: boolean }, string>
+  }) => Effect.Effect<
+    {
+      /** The client's terminal it ran in: presenters keep showing it as the call's content. */
+      readonly terminalId: string
+      readonly output: string
+      readonly truncated: boolean
+      readonly exitCode: number | null
+      readonly signal: string | null
+      readonly timedOut: boolean
+    },
+    string
+  >
 }
 
 /** What tools may use from the environment. */
@@ -91,6 +103,12 @@ export interface Tool<A = any> {
    * edits under one directory, or commands starting with one prefix.
    */
   readonly scope?: ((args: A, cwd: string) => PermissionScope) | undefined
+  /**
+   * The change the call would make (edit tools), shown in its permission request so the user
+   * sees it before answering. Empty when it cannot be worked out (the call then fails on its
+   * own when it runs). Reads only inside the roots.
+   */
+  readonly preview?: ((args: A, where: { readonly cwd: string; readonly roots: ReadonlyArray<string> }) => Effect.Effect<ReadonlyArray<ProposedDiff>, never, ToolEnv>) | undefined
 }
 
 /** The reach of a remembered permission, shown to the user in the option's name. */

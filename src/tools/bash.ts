@@ -148,7 +148,7 @@ const runInClient = (terminal: Tool.ClientTerminal, command: string, timeoutMs: 
         ? `[killed by ${result.signal}]`
         : "[exit status unknown]"
       const exitCode = result.timedOut ? null : result.exitCode
-      const details = { output: rendered.text, exitCode, truncated }
+      const details = { output: rendered.text, exitCode, truncated, terminalId: result.terminalId }
       const content = withStatus(truncated && !rendered.truncated ? `[output truncated by the terminal]\n${rendered.text}` : rendered.text, status)
       return exitCode === 0 ? Tool.ok(content, details) : Tool.error(content, details)
     }),

@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
+import * as Preview from "./Preview.ts"
 import * as Tool from "./Tool.ts"
 import * as Workspace from "./Workspace.ts"
 import { absoluteOf, describeError, editScope, inspect, plural, store } from "./write.ts"
@@ -89,6 +90,20 @@ const usesCrlf = (text: string): boolean => text.includes("\r\n") && !/(^|[^\r])
 
 const toLf = (text: string) => text.replaceAll("\r\n", "\n")
 
+/**
+ * The text `original` becomes under `edits` (keeping CRLF line endings when the file uses
+ * them), or why an edit fails. Pure: the tool and its permission preview share it.
+ */
+export const editedText = (original: string, edits: Params["edits"], shown: string): Applied => {
+  const crlf = usesCrlf(original)
+  const applied = applyEdits(
+    crlf ? toLf(original) : original,
+    crlf ? edits.map((e) => ({ oldText: toLf(e.oldText), newText: toLf(e.newText) })) : edits,
+    shown
+  )
+  return applied._tag === "ok" && crlf ? { ...applied, text: applied.text.replaceAll("\n", "\r\n") } : applied
+}
+
 export const edit = Tool.define<Params>({
   name: "edit",
   kind: "edit",
@@ -103,6 +118,12 @@ export const edit = Tool.define<Params>({
   title: (args) => `Edit ${args.path}`,
   locations: (args, cwd) => [{ path: absoluteOf(args.path, cwd) }],
   scope: (args, cwd) => editScope(args.path, cwd),
+  preview: (args, where) =>
+    Effect.map(Preview.current(args.path, where), (file) => {
+      if (file === undefined || file.text === null) return []
+      const applied = editedText(file.text, args.edits, args.path)
+      return applied._tag === "ok" ? [Preview.diff(file.path, file.text, applied.text)] : []
+    }),
   execute: (args, ctx) =>
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
@@ -126,11 +147,9 @@ export const edit = Tool.define<Params>({
               })
           )
         )
-      const crlf = usesCrlf(original)
-      const edits = crlf ? args.edits.map((e) => ({ oldText: toLf(e.oldText), newText: toLf(e.newText) })) : args.edits
-      const applied = applyEdits(crlf ? toLf(original) : original, edits, shown)
+      const applied = editedText(original, args.edits, shown)
       if (applied._tag === "error") return Tool.error(applied.message)
-      const updated = crlf ? applied.text.replaceAll("\n", "\r\n") : applied.text
+      const updated = applied.text
       if (updated === original) return Tool.ok(`No change to ${shown}: every newText equals its oldText.`)
       yield* store(resolved, shown, updated, before.mode, ctx)
       return Tool.ok(

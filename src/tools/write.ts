@@ -13,6 +13,7 @@ import * as Path from "effect/Path"
 import type { PlatformError } from "effect/PlatformError"
 import * as Random from "effect/Random"
 import * as Schema from "effect/Schema"
+import * as Preview from "./Preview.ts"
 import * as Tool from "./Tool.ts"
 import * as Workspace from "./Workspace.ts"
 
@@ -153,6 +154,8 @@ export const write = Tool.define<Params>({
   title: (args) => `Write ${args.path}`,
   locations: (args, cwd) => [{ path: absoluteOf(args.path, cwd) }],
   scope: (args, cwd) => editScope(args.path, cwd),
+  preview: (args, where) =>
+    Effect.map(Preview.current(args.path, where), (file) => (file === undefined ? [] : [Preview.diff(file.path, file.text, args.content)])),
   execute: (args, ctx) =>
     Effect.gen(function*() {
       const path = yield* Path.Path

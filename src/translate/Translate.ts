@@ -7,7 +7,7 @@
  * - `replay` is what `session/load` sends for a logged event: the canonical
  *   events alone, with the full texts the deltas added up to.
  */
-import type { Canonical, SessionEvent, ToolDetails, UserBlock } from "../log/Event.ts"
+import type { Canonical, SessionEvent, ToolDetails, ToolResult, UserBlock } from "../log/Event.ts"
 import { type Catalog, effortFor } from "../providers/Models.ts"
 import { modes, type ModeId } from "../runtime/Modes.ts"
 
@@ -34,6 +34,7 @@ export type ContentBlock =
 export type ToolCallContent =
   | { readonly type: "content"; readonly content: ContentBlock }
   | { readonly type: "diff"; readonly path: string; readonly oldText?: string | null; readonly newText: string }
+  | { readonly type: "terminal"; readonly terminalId: string }
 
 export interface ToolCallLocation {
   readonly path: string
@@ -67,6 +68,7 @@ export type SessionUpdate =
   | {
     readonly sessionUpdate: "tool_call_update"
     readonly toolCallId: string
+    readonly title?: string
     readonly status?: ToolCallStatus
     readonly content?: ReadonlyArray<ToolCallContent>
     readonly rawOutput?: unknown
@@ -85,6 +87,8 @@ export type SessionUpdate =
   }
 
 const none: ReadonlyArray<SessionUpdate> = []
+
+type ToolResultData = (typeof ToolResult.Type)["data"]
 
 const text = (value: string): ContentBlock => ({ type: "text", text: value })
 
@@ -127,6 +131,16 @@ const rawOutput = (ok: boolean, content: string, details: ToolDetails | undefine
   content,
   ...(details?.exitCode !== undefined ? { exitCode: details.exitCode } : {}),
   ...(details?.truncated !== undefined ? { truncated: details.truncated } : {})
+})
+
+/** The final update of a tool call: its status, result and title again (some clients show "Tool" without it). */
+const toolResult = (data: ToolResultData): Extract<SessionUpdate, { readonly sessionUpdate: "tool_call_update" }> => ({
+  sessionUpdate: "tool_call_update",
+  toolCallId: data.id,
+  ...(data.title !== undefined ? { title: data.title } : {}),
+  status: data.ok ? "completed" : "failed",
+  content: toolResultContent(data.content, data.details),
+  rawOutput: rawOutput(data.ok, data.content, data.details)
 })
 
 /** What the config options show: the session's choices, and the models on offer. */
@@ -198,6 +212,20 @@ export const live = (event: SessionEvent): ReadonlyArray<SessionUpdate> => {
       return [{ sessionUpdate: "tool_call_update", toolCallId: event.data.id, status: "in_progress" }]
     case "tool_progress":
       return [{ sessionUpdate: "tool_call_update", toolCallId: event.data.id, content: [{ type: "content", content: text(event.data.output) }] }]
+    case "tool_terminal":
+      return [{ sessionUpdate: "tool_call_update", toolCallId: event.data.id, content: [{ type: "terminal", terminalId: event.data.terminalId }] }]
+    case "tool_result":
+      // A command that ran in the client's terminal keeps showing that terminal (released
+      // terminals stay visible); a replay, whose terminal is gone, shows the output instead.
+      return event.data.details?.terminalId === undefined ? common(event) : [{
+        ...toolResult(event.data),
+        content: [{ type: "terminal", terminalId: event.data.details.terminalId }]
+      }]
+    case "permission_asked":
+    case "client_call":
+    case "question_withdrawn":
+      // Questions are for the presenter to ask, in its own way (ACP: requests to the client).
+      return none
     case "usage":
       return [{
         sessionUpdate: "usage_update",
@@ -249,13 +277,7 @@ const common = (event: SessionEvent): ReadonlyArray<SessionUpdate> => {
         ...(event.data.locations !== undefined && event.data.locations.length > 0 ? { locations: event.data.locations } : {})
       }]
     case "tool_result":
-      return [{
-        sessionUpdate: "tool_call_update",
-        toolCallId: event.data.id,
-        status: event.data.ok ? "completed" : "failed",
-        content: toolResultContent(event.data.content, event.data.details),
-        rawOutput: rawOutput(event.data.ok, event.data.content, event.data.details)
-      }]
+      return [toolResult(event.data)]
     case "turn_end":
       return event.data.error === undefined ? none : [{ sessionUpdate: "agent_message_chunk", content: text(event.data.error) }]
     case "plan":

@@ -145,8 +145,10 @@ describe("e2e: acpx", () => {
     const updates = messages.filter((m) => m.method === "session/update").map((m) => m.params.update)
     const bash = updates.filter((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === "b1")
     expect(bash.some((u) => Array.isArray(u.content) && u.content.some((c: any) => c.type === "terminal"))).toBe(true)
-    expect(bash.at(-1)).toMatchObject({ status: "completed" })
-    expect(JSON.stringify(bash.at(-1).content)).toContain("hi from skein")
+    // The finished call keeps its terminal as content (and its title); the output is also in rawOutput.
+    const terminalId = bash.find((u) => Array.isArray(u.content) && u.content[0]?.type === "terminal").content[0].terminalId
+    expect(bash.at(-1)).toMatchObject({ status: "completed", title: expect.stringContaining("cat hello.txt"), content: [{ type: "terminal", terminalId }] })
+    expect(JSON.stringify(bash.at(-1).rawOutput)).toContain("hi from skein")
     const creates = messages.filter((m) => m.method === "terminal/create").length
     const releases = messages.filter((m) => m.method === "terminal/release").length
     expect(releases).toBe(creates)

@@ -94,6 +94,7 @@ describe("e2e: basics", () => {
       {
         sessionUpdate: "tool_call_update",
         toolCallId: "call_1_1_1",
+        title: "Read notes.txt",
         status: "completed",
         content: [{ type: "content", content: { type: "text", text: content } }],
         rawOutput: { ok: true, content }

@@ -242,6 +242,8 @@ export const makeOutboundChecker = (): OutboundChecker => {
     if (method === undefined) return [...problems, `${what}: a request without a method must get an error`]
     if (method.startsWith("_")) return problems // extension method: `ExtResponse` is any value
     const defName = responses.get(method)
+    // `session/cancel` is a notification in ACP; sent as a request (as some clients do), it is answered null.
+    if (method === "session/cancel") return m.result === null ? problems : [...problems, `${what}: session/cancel sent as a request is answered null`]
     if (defName === undefined) return [...problems, `${what}: ${method} is not an agent method; answer with an error`]
     const result = validateDef(defName, m.result)
     if (!result.ok) problems.push(`${what}: result does not match $defs/${defName}: ${result.errors}`)

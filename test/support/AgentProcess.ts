@@ -54,6 +54,10 @@ export interface StartOptions {
    * May return a promise that never settles, to leave a request pending.
    */
   readonly permission?: ((request: acp.RequestPermissionRequest) => acp.RequestPermissionResponse | Promise<acp.RequestPermissionResponse>) | undefined
+  /** What the client offers in `initialize` (default: neither files nor terminals). */
+  readonly clientCapabilities?: { readonly readTextFile?: boolean; readonly writeTextFile?: boolean; readonly terminal?: boolean } | undefined
+  /** The client's answers to the agent's `fs/*` and `terminal/*` requests, by method. */
+  readonly clientMethods?: Readonly<Record<string, (params: any) => unknown>> | undefined
 }
 
 export interface Exit {
@@ -229,8 +233,14 @@ export class AgentProcess {
           ? { outcome: { outcome: "cancelled" } }
           : { outcome: { outcome: "selected", optionId: allow.optionId } }
       })
+    for (const [method, handler] of Object.entries(options.clientMethods ?? {})) {
+      ;(app as any).onRequest(method, ({ params }: { params: unknown }) => handler(params))
+    }
+    this.offered = options.clientCapabilities ?? {}
     this.connection = app.connect(acp.ndJsonStream(output, input))
   }
+
+  private readonly offered: NonNullable<StartOptions["clientCapabilities"]>
 
   /** Spawns the agent; call `initialize()` next. */
   static start(options: StartOptions): AgentProcess {
@@ -331,7 +341,10 @@ export class AgentProcess {
   initialize(): Promise<acp.InitializeResponse> {
     return this.sdk.request("initialize", {
       protocolVersion: acp.PROTOCOL_VERSION,
-      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+      clientCapabilities: {
+        fs: { readTextFile: this.offered.readTextFile === true, writeTextFile: this.offered.writeTextFile === true },
+        terminal: this.offered.terminal === true
+      },
       clientInfo: { name: "skein-e2e", version: "0.0.0" }
     })
   }

@@ -318,7 +318,7 @@ describe("bash: OutputBuffer", () => {
 
 describe("bash: client terminal", () => {
   type RunOptions = Parameters<Tool.ClientTerminal["run"]>[0]
-  type TerminalResult = { output: string; truncated: boolean; exitCode: number | null; signal: string | null; timedOut: boolean }
+  type TerminalResult = { terminalId: string; output: string; truncated: boolean; exitCode: number | null; signal: string | null; timedOut: boolean }
   const fake = (result: Effect.Effect<TerminalResult, string>) => {
     const calls: Array<RunOptions> = []
     const terminal: Tool.ClientTerminal = { run: (options) => Effect.sync(() => void calls.push(options)).pipe(Effect.andThen(result)) }
@@ -327,23 +327,23 @@ describe("bash: client terminal", () => {
 
   it.live("runs through the client's terminal and shapes the same result", () =>
     Effect.gen(function*() {
-      const { calls, terminal } = fake(Effect.succeed({ output: "from the editor\n", truncated: false, exitCode: 0, signal: null, timedOut: false }))
+      const { calls, terminal } = fake(Effect.succeed({ terminalId: "term-1", output: "from the editor\n", truncated: false, exitCode: 0, signal: null, timedOut: false }))
       const out = yield* run({ command: "exit 7", timeout_ms: 5_000 }, context("/nowhere", { client: { terminal } }))
       assert.isTrue(out.ok)
       assert.strictEqual(out.content, "from the editor\n[exit code 0]")
-      assert.deepStrictEqual(out.details, { output: "from the editor\n", exitCode: 0, truncated: false })
+      assert.deepStrictEqual(out.details, { output: "from the editor\n", exitCode: 0, truncated: false, terminalId: "term-1" })
       assert.deepStrictEqual(calls, [{ toolCallId: "t1", command: "exit 7", cwd: "/nowhere", timeoutMs: 5_000, outputByteLimit: 64 * 1024 }])
     }))
 
   it.live("a timeout, a non-zero exit and a failure of the terminal", () =>
     Effect.gen(function*() {
-      const timedOut = fake(Effect.succeed({ output: "partial", truncated: true, exitCode: null, signal: "SIGKILL", timedOut: true }))
+      const timedOut = fake(Effect.succeed({ terminalId: "term-1", output: "partial", truncated: true, exitCode: null, signal: "SIGKILL", timedOut: true }))
       const a = yield* run({ command: "sleep 9" }, context("/w", { client: { terminal: timedOut.terminal } }))
       assert.isFalse(a.ok)
       assert.strictEqual(a.content, `[output truncated by the terminal]\npartial\n[killed by SIGKILL after timeout of ${DEFAULT_TIMEOUT_MS} ms]`)
-      assert.deepStrictEqual(a.details, { output: "partial", exitCode: null, truncated: true })
+      assert.deepStrictEqual(a.details, { output: "partial", exitCode: null, truncated: true, terminalId: "term-1" })
 
-      const failed = fake(Effect.succeed({ output: "", truncated: false, exitCode: 2, signal: null, timedOut: false }))
+      const failed = fake(Effect.succeed({ terminalId: "term-1", output: "", truncated: false, exitCode: 2, signal: null, timedOut: false }))
       const b = yield* run({ command: "false" }, context("/w", { client: { terminal: failed.terminal } }))
       assert.isFalse(b.ok)
       assert.strictEqual(b.content, "(no output)\n[exit code 2]")
@@ -356,7 +356,7 @@ describe("bash: client terminal", () => {
 
   it.live("output a client did not bound is bounded here", () =>
     Effect.gen(function*() {
-      const { terminal } = fake(Effect.succeed({ output: "x".repeat(1_000_000), truncated: false, exitCode: 0, signal: null, timedOut: false }))
+      const { terminal } = fake(Effect.succeed({ terminalId: "term-1", output: "x".repeat(1_000_000), truncated: false, exitCode: 0, signal: null, timedOut: false }))
       const out = yield* run({ command: "yes" }, context("/w", { client: { terminal } }))
       assert.isTrue(out.details?.truncated)
       assert.isBelow(out.content.length, 64 * 1024 + 200)

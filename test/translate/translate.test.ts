@@ -61,8 +61,9 @@ const toolDetails: fc.Arbitrary<ToolDetails> = fc.tuple(
   opt("diff", fc.array(fc.record({ path: str, oldText: fc.option(str, { nil: null }), newText: str }), { maxLength: 3 })),
   opt("exitCode", fc.option(fc.integer({ min: -255, max: 255 }), { nil: null })),
   opt("output", str),
-  opt("truncated", fc.boolean())
-).map(([a, b, c, d]) => ({ ...a, ...b, ...c, ...d }))
+  opt("truncated", fc.boolean()),
+  opt("terminalId", str)
+).map(([a, b, c, d, e]) => ({ ...a, ...b, ...c, ...d, ...e }))
 
 const canonicalBody: fc.Arbitrary<CanonicalBody> = fc.oneof(
   fc.record({ type: fc.constant("turn_start" as const), data: fc.record({ content: fc.array(userBlock, { maxLength: 4 }) }) }),
@@ -81,8 +82,8 @@ const canonicalBody: fc.Arbitrary<CanonicalBody> = fc.oneof(
     fc.constantFrom("read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other" as const),
     opt("locations", fc.array(fc.tuple(str, opt("line", fc.integer({ min: 1, max: 2 ** 32 - 1 }))).map(([path, l]) => ({ path, ...l })), { maxLength: 3 }))
   ).map(([id, name, args, title, kind, l]) => ({ type: "tool_call" as const, data: { id, name, args, title, kind, ...l } })),
-  fc.tuple(str, fc.boolean(), str, opt("details", toolDetails)).map(
-    ([id, ok, content, d]) => ({ type: "tool_result" as const, data: { id, ok, content, ...d } })
+  fc.tuple(str, opt("title", str), fc.boolean(), str, opt("details", toolDetails)).map(
+    ([id, t, ok, content, d]) => ({ type: "tool_result" as const, data: { id, ...t, ok, content, ...d } })
   ),
   fc.tuple(fc.constantFrom("end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled" as const), opt("error", str)).map(
     ([stopReason, e]) => ({ type: "turn_end" as const, data: { stopReason, ...e } })
@@ -122,13 +123,33 @@ const canonicalBody: fc.Arbitrary<CanonicalBody> = fc.oneof(
 
 /** Every canonical type the log schema knows, read off the schema itself. */
 const canonicalTypes: ReadonlyArray<string> = CanonicalBody.members.map((m) => m.fields.type.literal)
-const ephemeralTypes: ReadonlyArray<string> = ["text_delta", "thinking_delta", "tool_running", "tool_progress"]
+const ephemeralTypes: ReadonlyArray<string> = [
+  "text_delta",
+  "thinking_delta",
+  "tool_running",
+  "tool_progress",
+  "tool_terminal",
+  "permission_asked",
+  "client_call",
+  "question_withdrawn"
+]
 
 const ephemeralBody: fc.Arbitrary<EphemeralBody> = fc.oneof(
   fc.record({ type: fc.constant("text_delta" as const), data: fc.record({ text: str }) }),
   fc.record({ type: fc.constant("thinking_delta" as const), data: fc.record({ text: str }) }),
   fc.record({ type: fc.constant("tool_running" as const), data: fc.record({ id: str }) }),
-  fc.record({ type: fc.constant("tool_progress" as const), data: fc.record({ id: str, output: str }) })
+  fc.record({ type: fc.constant("tool_progress" as const), data: fc.record({ id: str, output: str }) }),
+  fc.record({ type: fc.constant("tool_terminal" as const), data: fc.record({ id: str, terminalId: str }) }),
+  fc.record({
+    type: fc.constant("permission_asked" as const),
+    data: fc.record({
+      requestId: str,
+      toolCall: fc.record({ toolCallId: str, title: str, kind: fc.constant("edit" as const), status: fc.constant("pending" as const), rawInput: jsonValue }),
+      options: fc.constant([])
+    })
+  }),
+  fc.record({ type: fc.constant("client_call" as const), data: fc.record({ requestId: str, op: fc.record({ method: fc.constant("fs/read_text_file" as const), params: fc.record({ path: str }) }) }) }),
+  fc.record({ type: fc.constant("question_withdrawn" as const), data: fc.record({ requestId: str }) })
 )
 
 const stamp = <B extends EventBody>(body: fc.Arbitrary<B>): fc.Arbitrary<SessionEvent<B>> =>
@@ -350,6 +371,35 @@ describe("Translate: examples", () => {
       content: [{ type: "content", content: { type: "text", text: "out" } }],
       rawOutput: { ok: false, content: "boom", exitCode: 2 }
     }])
+  })
+
+  it("a finished call repeats its title; one that ran in a client terminal keeps the terminal live, and shows its output in replay", () => {
+    const result = ev({
+      type: "tool_result",
+      data: { id: "b1", title: "`make`", ok: true, content: "built\n[exit code 0]", details: { output: "built\n", exitCode: 0, terminalId: "term-1" } }
+    })
+    const [live] = Translate.live(result)
+    assert.deepStrictEqual(live, {
+      sessionUpdate: "tool_call_update",
+      toolCallId: "b1",
+      title: "`make`",
+      status: "completed",
+      content: [{ type: "terminal", terminalId: "term-1" }],
+      rawOutput: { ok: true, content: "built\n[exit code 0]", exitCode: 0 }
+    })
+    assertValid("s-1", live!)
+    assert.deepStrictEqual(Translate.replay(result), [{ ...live!, content: [{ type: "content", content: { type: "text", text: "built\n" } }] }])
+    assert.deepStrictEqual(Translate.live(ev({ type: "tool_terminal", data: { id: "b1", terminalId: "term-1" } })), [
+      { sessionUpdate: "tool_call_update", toolCallId: "b1", content: [{ type: "terminal", terminalId: "term-1" }] }
+    ])
+  })
+
+  it("questions are the presenter's to ask: no session/update for them", () => {
+    assert.deepStrictEqual(Translate.live(ev({ type: "question_withdrawn", data: { requestId: "1.1" } })), [])
+    assert.deepStrictEqual(
+      Translate.live(ev({ type: "client_call", data: { requestId: "1.2", op: { method: "fs/read_text_file", params: { path: "/w/a" } } } })),
+      []
+    )
   })
 
   it("turn_end with an error → the error as an agent_message_chunk; without → nothing", () => {

@@ -1,0 +1,36 @@
+/**
+ * Previews of edits for permission requests: the file as it is and as the call would leave
+ * it, so an editor can show the change before the user answers. A preview is best-effort and
+ * never an error: a path outside the workspace, a directory, a binary or very large file has
+ * none (the call is refused or fails on its own when it runs).
+ */
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import type * as Path from "effect/Path"
+import type { ProposedDiff } from "../session/Questions.ts"
+import * as Workspace from "./Workspace.ts"
+
+/** Files above this size get no preview: the request would be too big to show, or to send. */
+export const MAX_PREVIEW_BYTES = 1024 * 1024
+
+export interface Current {
+  /** The resolved absolute path. */
+  readonly path: string
+  /** The file's text, or null when it does not exist yet. */
+  readonly text: string | null
+}
+
+/** The file a path argument names, as it is now; undefined when no preview can be made. */
+export const current = (input: string, where: Workspace.Roots): Effect.Effect<Current | undefined, never, FileSystem.FileSystem | Path.Path> =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const path = yield* Workspace.resolve(input, where)
+    const info = yield* fs.stat(path).pipe(Effect.option)
+    if (info._tag === "None") return { path, text: null }
+    if (info.value.type !== "File" || Number(info.value.size) > MAX_PREVIEW_BYTES) return undefined
+    const bytes = yield* fs.readFile(path)
+    if (bytes.subarray(0, 8192).includes(0)) return undefined
+    return { path, text: new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes) }
+  }).pipe(Effect.catchCause(() => Effect.succeed(undefined)))
+
+export const diff = (path: string, oldText: string | null, newText: string): ProposedDiff => ({ type: "diff", path, oldText, newText })
