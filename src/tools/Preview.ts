@@ -5,9 +5,10 @@
  * none (the call is refused or fails on its own when it runs).
  */
 import * as Effect from "effect/Effect"
-import * as FileSystem from "effect/FileSystem"
+import type * as FileSystem from "effect/FileSystem"
 import type * as Path from "effect/Path"
 import type { ProposedDiff } from "../session/Questions.ts"
+import * as SafeFs from "./SafeFs.ts"
 import * as Workspace from "./Workspace.ts"
 
 /** Files above this size get no preview: the request would be too big to show, or to send. */
@@ -23,13 +24,13 @@ export interface Current {
 /** The file a path argument names, as it is now; undefined when no preview can be made. */
 export const current = (input: string, where: Workspace.Roots): Effect.Effect<Current | undefined, never, FileSystem.FileSystem | Path.Path> =>
   Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
     const path = yield* Workspace.resolve(input, where)
-    const info = yield* fs.stat(path).pipe(Effect.option)
-    if (info._tag === "None") return { path, text: null }
-    if (info.value.type !== "File" || Number(info.value.size) > MAX_PREVIEW_BYTES) return undefined
-    const bytes = yield* fs.readFile(path)
-    if (bytes.subarray(0, 8192).includes(0)) return undefined
+    // Read what was checked, as the tools do (a link swapped in is refused, not followed).
+    const bytes = yield* SafeFs.readFileBounded(path, yield* SafeFs.realRoots(where.roots), MAX_PREVIEW_BYTES).pipe(
+      Effect.catchIf(SafeFs.isNotFound, () => Effect.succeed(null))
+    )
+    if (bytes === null) return { path, text: null }
+    if (bytes === undefined || bytes.subarray(0, 8192).includes(0)) return undefined
     return { path, text: new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes) }
   }).pipe(Effect.catchCause(() => Effect.succeed(undefined)))
 

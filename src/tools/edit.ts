@@ -5,13 +5,13 @@
  * endings keeps them, whichever endings the edits were written with.
  */
 import * as Effect from "effect/Effect"
-import * as FileSystem from "effect/FileSystem"
 import * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
 import * as Preview from "./Preview.ts"
+import * as SafeFs from "./SafeFs.ts"
 import * as Tool from "./Tool.ts"
 import * as Workspace from "./Workspace.ts"
-import { absoluteOf, describeError, editScope, inspect, plural, store } from "./write.ts"
+import { absoluteOf, editScope, inspect, plural, store } from "./write.ts"
 
 const Edit = Schema.Struct({
   oldText: Schema.String.annotate({ description: "Text to replace; must occur exactly once in the file, whitespace and indentation included" }),
@@ -91,18 +91,24 @@ const usesCrlf = (text: string): boolean => text.includes("\r\n") && !/(^|[^\r])
 const toLf = (text: string) => text.replaceAll("\r\n", "\n")
 
 /**
- * The text `original` becomes under `edits` (keeping CRLF line endings when the file uses
- * them), or why an edit fails. Pure: the tool and its permission preview share it.
+ * The text an edit makes of `original`: the edits applied in order, a CRLF
+ * file kept CRLF whichever endings the edits use. Pure, so a permission
+ * request can show the change before it is made.
  */
-export const editedText = (original: string, edits: Params["edits"], shown: string): Applied => {
+export const editedText = (original: string, edits: ReadonlyArray<{ readonly oldText: string; readonly newText: string }>, shown: string): Applied => {
   const crlf = usesCrlf(original)
-  const applied = applyEdits(
-    crlf ? toLf(original) : original,
-    crlf ? edits.map((e) => ({ oldText: toLf(e.oldText), newText: toLf(e.newText) })) : edits,
-    shown
-  )
+  const applied = applyEdits(crlf ? toLf(original) : original, crlf ? edits.map((e) => ({ oldText: toLf(e.oldText), newText: toLf(e.newText) })) : edits, shown)
   return applied._tag === "ok" && crlf ? { ...applied, text: applied.text.replaceAll("\n", "\r\n") } : applied
 }
+
+/** The bytes of a file as text for an edit, or why it cannot be edited. */
+const asText = (bytes: Uint8Array, shown: string): Effect.Effect<string, string> =>
+  bytes.subarray(0, 8192).includes(0)
+    ? Effect.fail(`${shown} is a binary file; edit changes text files only`)
+    : Effect.try({
+      try: () => new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes),
+      catch: () => `${shown} is not valid UTF-8 text; edit refuses to change it`
+    })
 
 export const edit = Tool.define<Params>({
   name: "edit",
@@ -126,32 +132,22 @@ export const edit = Tool.define<Params>({
     }),
   execute: (args, ctx) =>
     Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
       const path = yield* Path.Path
       const resolved = yield* Workspace.resolve(args.path, ctx)
       const shown = Workspace.display(path, ctx.cwd, resolved)
-      const before = yield* inspect(resolved, shown)
+      const before = yield* inspect(resolved, shown, yield* SafeFs.realRoots(ctx.roots))
       if (before._tag === "missing") return Tool.error(`File not found: ${shown}. edit changes existing files; use write to create one.`)
       if (before._tag === "other") return Tool.error(before.type === "Directory" ? `${shown} is a directory, not a file` : `${shown} is not a regular file`)
       const clientRead = ctx.client?.readTextFile
       const original = clientRead
         ? yield* clientRead(resolved).pipe(Effect.mapError((message) => `Cannot read ${shown} through the editor: ${message}`))
-        : yield* fs.readFile(resolved).pipe(
-          Effect.mapError((error) => `Cannot read ${shown}: ${describeError(error)}`),
-          Effect.flatMap((bytes) =>
-            bytes.subarray(0, 8192).includes(0)
-              ? Effect.fail(`${shown} is a binary file; edit changes text files only`)
-              : Effect.try({
-                try: () => new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes),
-                catch: () => `${shown} is not valid UTF-8 text; edit refuses to change it`
-              })
-          )
-        )
+        : yield* asText(before.read.bytes, shown)
       const applied = editedText(original, args.edits, shown)
       if (applied._tag === "error") return Tool.error(applied.message)
       const updated = applied.text
       if (updated === original) return Tool.ok(`No change to ${shown}: every newText equals its oldText.`)
-      yield* store(resolved, shown, updated, before.mode, ctx)
+      // Replaced only if the file on disk is still the one read: a change made meanwhile is not lost.
+      yield* store(resolved, shown, updated, before.mode, ctx, before.read)
       return Tool.ok(
         `Edited ${shown}: ${plural(args.edits.length, "edit")} applied${args.edits.length > 1 ? ", first change" : ""} at line ${applied.firstLine}.`,
         { diff: [{ path: resolved, oldText: original, newText: updated }] }

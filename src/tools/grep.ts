@@ -10,6 +10,7 @@ import * as Glob from "effect/Glob"
 import * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import * as SafeFs from "./SafeFs.ts"
 import * as Tool from "./Tool.ts"
 import * as Walk from "./walk.ts"
 import * as Workspace from "./Workspace.ts"
@@ -63,12 +64,11 @@ const compile = (pattern: string): Effect.Effect<RegExp, string> => {
   })
 }
 
-const searchFile = (absolute: string, shown: string, regex: RegExp, keep: number) =>
+const searchFile = (absolute: string, shown: string, regex: RegExp, keep: number, roots: SafeFs.RealRoots) =>
   Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    const info = yield* fs.stat(absolute)
-    if (Number(info.size) > MAX_FILE_BYTES) return { shown, matches: [], count: 0, skipped: "large" } satisfies FileResult
-    const bytes = yield* fs.readFile(absolute)
+    // Opened without following links and verified inside the roots (a path swapped for a symlink is unreadable).
+    const bytes = yield* SafeFs.readFileBounded(absolute, roots, MAX_FILE_BYTES)
+    if (bytes === undefined) return { shown, matches: [], count: 0, skipped: "large" } satisfies FileResult
     if (looksBinary(bytes)) return { shown, matches: [], count: 0, skipped: "binary" } satisfies FileResult
     const text = new TextDecoder("utf-8").decode(bytes)
     const matches: Array<{ line: number; text: string }> = []
@@ -107,12 +107,13 @@ export const grep = Tool.define<Params>({
       const regex = yield* compile(args.pattern)
       const resolved = yield* Workspace.resolve(args.path ?? ".", ctx)
       const where = Workspace.display(path, ctx.cwd, resolved)
+      const roots = yield* SafeFs.realRoots(ctx.roots)
       const info = yield* fs.stat(resolved).pipe(
         Effect.mapError((error) => (error.reason._tag === "NotFound" ? `Path not found: ${where}` : `Cannot search ${where}: ${describeError(error)}`))
       )
 
       if (info.type === "File") {
-        const result = yield* searchFile(resolved, where, regex, MAX_MATCHES)
+        const result = yield* searchFile(resolved, where, regex, MAX_MATCHES, roots)
         if (result.skipped === "large") return Tool.ok(`${where} is larger than ${MAX_FILE_BYTES / 1024 / 1024} MB and was not searched; use read with offset to page through it.`)
         if (result.skipped === "binary") return Tool.ok(`${where} is a binary file and was not searched.`)
         if (result.skipped === "unreadable") return Tool.error(`Cannot read ${where}`)
@@ -139,7 +140,7 @@ export const grep = Tool.define<Params>({
 
       yield* Walk.files(resolved, ctx).pipe(
         Stream.filter((entry) => matchesGlob(entry.relative)),
-        Stream.mapEffect((entry) => searchFile(entry.absolute, Workspace.display(path, ctx.cwd, entry.absolute), regex, MAX_MATCHES), { concurrency: 8 }),
+        Stream.mapEffect((entry) => searchFile(entry.absolute, Workspace.display(path, ctx.cwd, entry.absolute), regex, MAX_MATCHES, roots), { concurrency: 8 }),
         Stream.runForEachWhile((result) =>
           Effect.sync(() => {
             filesSearched++

@@ -2,11 +2,11 @@
  * `read {path, offset?, limit?}`: a text file with line numbers, a window at a
  * time. Binary files and images are recognised and described, not dumped.
  */
+import type { FileHandle } from "node:fs/promises"
 import * as Effect from "effect/Effect"
-import * as FileSystem from "effect/FileSystem"
-import * as Option from "effect/Option"
 import * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
+import * as SafeFs from "./SafeFs.ts"
 import * as Tool from "./Tool.ts"
 import * as Workspace from "./Workspace.ts"
 
@@ -75,7 +75,7 @@ const windowOf = (text: string, offset: number, limit: number): Window => {
 }
 
 /** Reads lines [offset, offset+limit) without loading more of the file than needed. */
-const readWindow = (file: FileSystem.File, offset: number, limit: number) =>
+const readWindow = (file: FileHandle, offset: number, limit: number) =>
   Effect.gen(function*() {
     const decoder = new TextDecoder("utf-8")
     const lines: Array<string> = []
@@ -100,18 +100,18 @@ const readWindow = (file: FileSystem.File, offset: number, limit: number) =>
       return true
     }
     for (;;) {
-      const chunk = yield* file.readAlloc(CHUNK)
-      if (Option.isNone(chunk)) {
+      const chunk = yield* SafeFs.readChunk(file, CHUNK)
+      if (chunk.length === 0) {
         const rest = partial + decoder.decode()
         if (rest.length > 0 && !take(rest)) return { lines, reachedEnd: false, totalLines: lineNo, cutByBytes, firstChunk } as Window
         return { lines, reachedEnd: true, totalLines: lineNo, cutByBytes, firstChunk } as Window
       }
       if (first) {
-        firstChunk = chunk.value
+        firstChunk = chunk
         first = false
-        if (looksBinary(chunk.value)) return { lines: [], reachedEnd: false, totalLines: 0, cutByBytes, firstChunk } as Window
+        if (looksBinary(chunk)) return { lines: [], reachedEnd: false, totalLines: 0, cutByBytes, firstChunk } as Window
       }
-      const text = partial + decoder.decode(chunk.value, { stream: true })
+      const text = partial + decoder.decode(chunk, { stream: true })
       const parts = text.split("\n")
       partial = parts.pop() ?? ""
       for (const part of parts) {
@@ -137,21 +137,22 @@ export const read = Tool.define<Params>({
   locations: (args, cwd) => [{ path: args.path.startsWith("/") ? args.path : `${cwd.replace(/\/$/, "")}/${args.path}`, ...(args.offset !== undefined ? { line: args.offset } : {}) }],
   execute: (args, ctx) =>
     Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
       const path = yield* Path.Path
       const resolved = yield* Workspace.resolve(args.path, ctx)
       const shown = Workspace.display(path, ctx.cwd, resolved)
-      const info = yield* fs.stat(resolved).pipe(Effect.mapError((e) => e.reason._tag === "NotFound" ? `File not found: ${shown}` : `Cannot read ${shown}: ${e.reason._tag}`))
-      if (info.type === "Directory") return Tool.error(`${shown} is a directory; use glob to list files`)
-      if (info.type !== "File") return Tool.error(`${shown} is not a regular file`)
+      const roots = yield* SafeFs.realRoots(ctx.roots)
+      // The file checked is the file read: opened without following links, its descriptor verified.
+      const { handle, stat: info } = yield* SafeFs.openRead(resolved, roots).pipe(Effect.mapError((e) =>
+        SafeFs.describeChange(e, shown) ?? (SafeFs.isNotFound(e) ? `File not found: ${shown}` : `Cannot read ${shown}: ${e._tag === "PlatformError" ? e.reason._tag : e._tag}`)
+      ))
+      if (info.isDirectory()) return Tool.error(`${shown} is a directory; use glob to list files`)
+      if (!info.isFile()) return Tool.error(`${shown} is not a regular file`)
       const size = Number(info.size)
       const image = imageTypes[path.extname(resolved).toLowerCase()]
       if (image !== undefined) return Tool.ok(`${shown} is an image (${image}, ${size} bytes); its contents are not shown as text.`)
       const offset = args.offset ?? 1
       const limit = args.limit ?? DEFAULT_LIMIT
-      const local = Effect.scoped(
-        fs.open(resolved, { flag: "r" }).pipe(Effect.flatMap((file) => readWindow(file, offset, limit)))
-      ).pipe(Effect.mapError((e) => `Cannot read ${shown}: ${e.reason._tag}`))
+      const local = readWindow(handle, offset, limit).pipe(Effect.mapError((e) => `Cannot read ${shown}: ${e.reason._tag}`))
       // Through the editor when it offers fs: unsaved buffers are what the user sees.
       const viaClient = ctx.client?.readTextFile
       const window = viaClient === undefined
@@ -173,5 +174,5 @@ export const read = Tool.define<Params>({
         ? last < window.totalLines ? `\n\n[Lines ${offset}-${last} of ${window.totalLines}. ${window.totalLines - last} more lines; continue with offset=${last + 1}.]` : ""
         : `\n\n[Lines ${offset}-${last} shown${window.cutByBytes ? ` (output capped at ${MAX_BYTES / 1024} KB)` : ""}; more lines follow. Continue with offset=${last + 1}.]`
       return Tool.ok(body + more)
-    }).pipe(Effect.catch((message: string) => Effect.succeed(Tool.error(message))))
+    }).pipe(Effect.scoped, Effect.catch((message: string) => Effect.succeed(Tool.error(message))))
 })

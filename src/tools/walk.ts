@@ -3,7 +3,10 @@
  * under a base directory, in name order, minus what `.gitignore` files exclude
  * (those in the tree and those above it up to the repository root), never
  * inside `.git/` or `node_modules/` unless the base is already inside one.
- * Symbolic links are not followed, so a walk never leaves the workspace.
+ * Symbolic links are not followed, so a walk never leaves the workspace: each
+ * directory is listed, and each `.gitignore` read, through a descriptor that
+ * `SafeFs` opened without following links and verified inside the roots (a
+ * directory swapped for a symlink after it was listed is not entered).
  *
  * The walk is a lazy Stream: a consumer that has seen enough stops it and no
  * further directory is read. It never fails: unreadable directories and
@@ -15,6 +18,7 @@ import * as Option from "effect/Option"
 import * as Path from "effect/Path"
 import * as Stream from "effect/Stream"
 import ignore from "ignore"
+import * as SafeFs from "./SafeFs.ts"
 import type * as Workspace from "./Workspace.ts"
 
 export interface Entry {
@@ -59,24 +63,23 @@ const isIgnored = (layers: ReadonlyArray<Layer>, path: string): boolean => {
   return ignored
 }
 
-const readRules = Effect.fnUntraced(function*(file: string) {
-  const fs = yield* FileSystem.FileSystem
-  return yield* fs.readFileString(file).pipe(
-    Effect.map((text) => Option.some(ignore({ ignorecase: false }).add(text))),
+/** `.gitignore` files larger than this are not read. */
+const MAX_RULES_BYTES = 1024 * 1024
+
+const readRules = (file: string, roots: SafeFs.RealRoots) =>
+  SafeFs.readFileBounded(file, roots, MAX_RULES_BYTES).pipe(
+    Effect.map((bytes) => bytes === undefined ? Option.none<ignore.Ignore>() : Option.some(ignore({ ignorecase: false }).add(new TextDecoder().decode(bytes)))),
     Effect.orElseSucceed(() => Option.none<ignore.Ignore>())
   )
-})
 
 /**
  * Where ignore rules start for a walk of `base`: the nearest directory at or
  * above it that holds `.git`, else the workspace root that contains it; with
  * the `.gitignore` layers of the directories strictly above `base`.
  */
-const anchorOf = Effect.fnUntraced(function*(base: string, roots: Workspace.Roots) {
+const anchorOf = Effect.fnUntraced(function*(base: string, realRoots: SafeFs.RealRoots) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
-  const realRoots: Array<string> = []
-  for (const root of roots.roots) realRoots.push(yield* fs.realPath(root).pipe(Effect.orElseSucceed(() => root)))
   const inside = (root: string) => {
     const rel = path.relative(root, base)
     return rel === "" || (rel !== ".." && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel))
@@ -95,7 +98,7 @@ const anchorOf = Effect.fnUntraced(function*(base: string, roots: Workspace.Root
   const anchor = current
   const layers: Array<Layer> = []
   for (const dir of chain.slice(1).reverse()) {
-    const rules = yield* readRules(path.join(dir, ".gitignore"))
+    const rules = yield* readRules(path.join(dir, ".gitignore"), realRoots)
     if (Option.isSome(rules)) layers.push({ dir: path.relative(anchor, dir).split(path.sep).join("/"), rules: rules.value })
   }
   const prefix = path.relative(anchor, base).split(path.sep).join("/")
@@ -119,16 +122,17 @@ export const files = (
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
       const path = yield* Path.Path
-      const { prefix, layers, skipped } = yield* anchorOf(base, roots)
+      const realRoots = yield* SafeFs.realRoots(roots.roots)
+      const { prefix, layers, skipped } = yield* anchorOf(base, realRoots)
 
       // The stack of directories still to read; created per run, so mutating it is local to this walk.
       const step = Effect.fnUntraced(function*(stack: Array<Pending>) {
         const dir = stack.pop()!
-        const entries = [...(yield* fs.readDirectoryEntries(dir.absolute).pipe(Effect.orElseSucceed(() => [])))]
+        const entries = [...(yield* SafeFs.listDirectory(dir.absolute, realRoots).pipe(Effect.orElseSucceed(() => [])))]
           .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
         let dirLayers = dir.layers
         if (entries.some((e) => e.name === ".gitignore" && e.type === "File")) {
-          const rules = yield* readRules(path.join(dir.absolute, ".gitignore"))
+          const rules = yield* readRules(path.join(dir.absolute, ".gitignore"), realRoots)
           if (Option.isSome(rules)) dirLayers = [...dirLayers, { dir: join(prefix, dir.relative), rules: rules.value }]
         }
         const found: Array<Entry> = []

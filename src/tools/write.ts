@@ -1,19 +1,20 @@
 /**
  * `write {path, content}`: creates or replaces a whole file, atomically (a
  * temp file in the same directory, fsynced, renamed over the target), or
- * through the client's editor when it offers `fs/write_text_file`.
+ * through the client's editor when it offers `fs/write_text_file`. Files are
+ * opened through `SafeFs`: what was checked is what is read and written.
  *
- * Also the file-writing helpers `edit` shares: the atomic write, the
- * permission scope of an edit, line counting.
+ * Also the file-writing helpers `edit` shares: inspecting and storing a file,
+ * the permission scope of an edit, line counting.
  */
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
-import * as FileSystem from "effect/FileSystem"
 import * as Path from "effect/Path"
 import type { PlatformError } from "effect/PlatformError"
 import * as Random from "effect/Random"
 import * as Schema from "effect/Schema"
 import * as Preview from "./Preview.ts"
+import * as SafeFs from "./SafeFs.ts"
 import * as Tool from "./Tool.ts"
 import * as Workspace from "./Workspace.ts"
 
@@ -63,54 +64,42 @@ export const editScope = (input: string, cwd: string): Tool.PermissionScope => {
   return { kind: "path", value: dir, label }
 }
 
-/** What is at a resolved path: nothing, a regular file (with its mode), or something else. */
-export const inspect = Effect.fnUntraced(function*(absolute: string, shown: string) {
-  const fs = yield* FileSystem.FileSystem
-  const info = yield* fs.stat(absolute).pipe(
-    Effect.map((info) => ({ _tag: info.type === "File" ? "file" as const : "other" as const, type: info.type, mode: info.mode & 0o7777 })),
-    Effect.catch((error) =>
-      error.reason._tag === "NotFound"
-        ? Effect.succeed({ _tag: "missing" as const })
-        : Effect.fail(`Cannot access ${shown}: ${describeError(error)}`)
-    )
-  )
-  return info
-})
+/** A failure of `SafeFs` as the model reads it: a change under the tool, or `prefix: kind (code)`. */
+export const describeFailure = (error: SafeFs.Failure, shown: string, prefix: string): string =>
+  SafeFs.describeChange(error, shown) ?? `${prefix}: ${describeError(error as PlatformError)}`
+
+const decode = (bytes: Uint8Array): string => new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes)
 
 /**
- * Writes `content` to `target` atomically: a uniquely named temp file beside
- * it, fsynced, given `mode` when set, then renamed over the target. The temp
- * file is removed when any step fails.
+ * What is at a resolved path: nothing, a regular file (its mode, and what was
+ * read: status and bytes, for a replace that must find it unchanged), or
+ * something else. Read from the descriptor `SafeFs` opened.
  */
-export const writeAtomic = Effect.fnUntraced(function*(target: string, content: string, mode: number | undefined, tag: string) {
-  const fs = yield* FileSystem.FileSystem
-  const path = yield* Path.Path
-  const unique = (yield* Random.nextIntBetween(0, 2 ** 31 - 1)).toString(36)
-  const safeTag = tag.replace(/[^A-Za-z0-9_-]/g, "").slice(0, 24)
-  const temp = path.join(path.dirname(target), `.${path.basename(target).slice(0, 100)}.${safeTag}${unique}.skein.tmp`)
-  const bytes = new TextEncoder().encode(content)
-  const removeTemp = fs.remove(temp).pipe(Effect.ignore)
-  yield* Effect.scoped(
-    Effect.gen(function*() {
-      // A failed open created nothing (the name is new: "wx"); from here on the temp file is ours to remove.
-      const file = yield* fs.open(temp, { flag: "wx", mode: mode ?? 0o666 })
-      yield* file.writeAll(bytes).pipe(Effect.andThen(file.sync), Effect.onError(() => removeTemp))
-    })
-  )
-  yield* (mode === undefined ? Effect.void : fs.chmod(temp, mode)).pipe(
-    Effect.andThen(fs.rename(temp, target)),
-    Effect.onError(() => removeTemp)
-  )
-})
+export type Inspected =
+  | { readonly _tag: "missing" }
+  | { readonly _tag: "file"; readonly mode: number; readonly read: SafeFs.Expected }
+  | { readonly _tag: "other"; readonly type: "Directory" | "Other" }
+
+export const inspect = (absolute: string, shown: string, roots: SafeFs.RealRoots): Effect.Effect<Inspected, string> =>
+  Effect.scoped(SafeFs.openRead(absolute, roots).pipe(
+    Effect.flatMap(({ handle, stat }): Effect.Effect<Inspected, SafeFs.Failure> =>
+      stat.isFile()
+        ? Effect.map(SafeFs.readAll(handle), (bytes) => ({ _tag: "file", mode: Number(stat.mode) & 0o7777, read: { stat, bytes } }))
+        : Effect.succeed({ _tag: "other", type: stat.isDirectory() ? "Directory" : "Other" })
+    ),
+    Effect.catch((error) =>
+      SafeFs.isNotFound(error) ? Effect.succeed({ _tag: "missing" } as const) : Effect.fail(describeFailure(error, shown, `Cannot access ${shown}`))
+    )
+  ))
 
 /** Reads a file's current text for a diff: through the client when it can, else from disk; null when unreadable. */
 export const currentText = (absolute: string, ctx: Tool.ToolContext) =>
   Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
     const client = ctx.client?.readTextFile
     if (client) return yield* client(absolute).pipe(Effect.orElseSucceed(() => null))
-    return yield* fs.readFile(absolute).pipe(
-      Effect.map((bytes): string | null => new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes)),
+    const roots = yield* SafeFs.realRoots(ctx.roots)
+    return yield* Effect.scoped(SafeFs.openRead(absolute, roots).pipe(Effect.flatMap(({ handle }) => SafeFs.readAll(handle)))).pipe(
+      Effect.map((bytes): string | null => decode(bytes)),
       Effect.orElseSucceed(() => null)
     )
   })
@@ -118,27 +107,33 @@ export const currentText = (absolute: string, ctx: Tool.ToolContext) =>
 /**
  * Stores `content` at the resolved path `absolute`: through the client's
  * editor when it offers writes, else atomically on disk keeping `mode`.
- * Missing parent directories are created first (they are inside the roots:
- * the path was resolved). Fails with a message for the model.
+ * Missing parent directories are created first, each inside a verified one.
+ * With `expected`, the local write goes ahead only if the file is still what
+ * was read. Fails with a message for the model.
  */
-export const store = Effect.fnUntraced(function*(absolute: string, shown: string, content: string, mode: number | undefined, ctx: Tool.ToolContext) {
-  const fs = yield* FileSystem.FileSystem
-  const path = yield* Path.Path
-  const parent = path.dirname(absolute)
-  const parentExists = yield* fs.exists(parent).pipe(Effect.orElseSucceed(() => false))
-  if (!parentExists) {
-    yield* fs.makeDirectory(parent, { recursive: true }).pipe(
-      Effect.mapError((error) => `Cannot create the directory of ${shown}: ${describeError(error)}`)
+export const store = (
+  absolute: string,
+  shown: string,
+  content: string,
+  mode: number | undefined,
+  ctx: Tool.ToolContext,
+  expected?: SafeFs.Expected
+) =>
+  Effect.scoped(Effect.gen(function*() {
+    const roots = yield* SafeFs.realRoots(ctx.roots)
+    const dir = yield* SafeFs.openDirectory(NodePath.dirname(absolute), roots, true).pipe(
+      Effect.mapError((error) => describeFailure(error, shown, `Cannot create the directory of ${shown}`))
     )
-  }
-  const write = ctx.client?.writeTextFile
-  if (write) {
-    return yield* write(absolute, content).pipe(Effect.mapError((message) => `Cannot write ${shown} through the editor: ${message}`))
-  }
-  yield* writeAtomic(absolute, content, mode, ctx.toolCallId).pipe(
-    Effect.mapError((error) => `Cannot write ${shown}: ${describeError(error)}`)
-  )
-})
+    const write = ctx.client?.writeTextFile
+    if (write) {
+      return yield* write(absolute, content).pipe(Effect.mapError((message) => `Cannot write ${shown} through the editor: ${message}`))
+    }
+    const unique = (yield* Random.nextIntBetween(0, 2 ** 31 - 1)).toString(36)
+    const tag = `${ctx.toolCallId.replace(/[^A-Za-z0-9_-]/g, "").slice(0, 24)}${unique}`
+    yield* SafeFs.writeAtomic(dir, NodePath.basename(absolute), new TextEncoder().encode(content), roots, { mode, tag, expected }).pipe(
+      Effect.mapError((error) => describeFailure(error, shown, `Cannot write ${shown}`))
+    )
+  }))
 
 export const write = Tool.define<Params>({
   name: "write",
@@ -161,11 +156,16 @@ export const write = Tool.define<Params>({
       const path = yield* Path.Path
       const resolved = yield* Workspace.resolve(args.path, ctx)
       const shown = Workspace.display(path, ctx.cwd, resolved)
-      const before = yield* inspect(resolved, shown)
+      const before = yield* inspect(resolved, shown, yield* SafeFs.realRoots(ctx.roots))
       if (before._tag === "other") {
         return Tool.error(before.type === "Directory" ? `${shown} is a directory; give the path of a file` : `${shown} is not a regular file; write only replaces regular files`)
       }
-      const oldText = before._tag === "file" ? yield* currentText(resolved, ctx) : null
+      const viaClient = ctx.client?.readTextFile
+      const oldText = before._tag !== "file"
+        ? null
+        : viaClient
+        ? yield* viaClient(resolved).pipe(Effect.orElseSucceed(() => null))
+        : decode(before.read.bytes)
       yield* store(resolved, shown, args.content, before._tag === "file" ? before.mode : undefined, ctx)
       const lines = lineCount(args.content)
       const content = before._tag === "file"

@@ -6,7 +6,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { edit } from "../../src/tools/edit.ts"
+import { edit, editedText } from "../../src/tools/edit.ts"
 import * as Tool from "../../src/tools/Tool.ts"
 import * as TempDir from "../support/TempDir.ts"
 
@@ -163,4 +163,11 @@ describe("edit", () => {
       assert.isFalse(out.ok)
       assert.match(out.content, /outside the workspace/)
     }))
+
+  it("editedText is the tool's new content without touching a file (CRLF kept, errors as data)", () => {
+    assert.deepStrictEqual(editedText("a\r\nb\r\n", [{ oldText: "a\nb", newText: "x\ny" }], "f.txt"), { _tag: "ok", text: "x\r\ny\r\n", firstLine: 1 })
+    assert.deepStrictEqual(editedText("a\nb\n", [{ oldText: "b", newText: "c" }], "f.txt"), { _tag: "ok", text: "a\nc\n", firstLine: 2 })
+    const missing = editedText("a\n", [{ oldText: "zz", newText: "c" }], "f.txt")
+    assert.strictEqual(missing._tag, "error")
+  })
 })

@@ -3,14 +3,10 @@
  * the mode, confinement, atomicity (no temp files left), and writing through the client.
  */
 import { assert, describe, it } from "@effect/vitest"
-import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
-import * as NodePath from "@effect/platform-node/NodePath"
 import * as Effect from "effect/Effect"
-import * as FileSystem from "effect/FileSystem"
-import * as Layer from "effect/Layer"
-import * as PlatformError from "effect/PlatformError"
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import * as SafeFs from "../../src/tools/SafeFs.ts"
 import * as Tool from "../../src/tools/Tool.ts"
 import { write } from "../../src/tools/write.ts"
 import * as TempDir from "../support/TempDir.ts"
@@ -86,33 +82,35 @@ describe("write", () => {
       assert.strictEqual(readFileSync(join(cwd, "plain"), "utf8"), "x")
     }))
 
-  it.effect("a failed rename removes the temp file and leaves the target as it was", () =>
+  it.effect("a failed rename removes the temp file", () =>
     Effect.gen(function*() {
-      const { cwd, ctx } = yield* setup()
-      writeFileSync(join(cwd, "a.txt"), "old")
-      const renames: Array<string> = []
-      // The Node file system, except that rename fails (after the temp file was written and fsynced).
-      const failingRename = Layer.effect(
-        FileSystem.FileSystem,
-        Effect.gen(function*() {
-          const fs = yield* FileSystem.FileSystem
-          return FileSystem.FileSystem.of({
-            ...fs,
-            rename: (from) =>
-              Effect.sync(() => renames.push(from)).pipe(
-                Effect.andThen(Effect.fail(PlatformError.systemError({ _tag: "Busy", module: "FileSystem", method: "rename", cause: { code: "EBUSY" } })))
-              )
-          })
-        })
-      ).pipe(Layer.provide(NodeFileSystem.layer))
-      const out = yield* Tool.run(write, { path: "a.txt", content: "new" }, ctx).pipe(
-        Effect.provide(Layer.mergeAll(failingRename, NodePath.layer))
-      )
-      assert.deepStrictEqual(out, { ok: false, content: "Cannot write a.txt: busy (EBUSY)", details: undefined })
-      assert.strictEqual(renames.length, 1)
-      assert.match(renames[0]!, /\/\.a\.txt\..*\.skein\.tmp$/)
-      assert.strictEqual(readFileSync(join(cwd, "a.txt"), "utf8"), "old")
-      assert.deepStrictEqual(tree(cwd), ["a.txt"])
+      const { cwd, run } = yield* setup()
+      const steps: Array<string> = []
+      // After the temp file was written and fsynced, a directory takes the target's name: rename fails.
+      const hooks: SafeFs.Hooks = {
+        before: (step, target) => {
+          steps.push(step)
+          mkdirSync(target)
+          writeFileSync(join(target, "keep"), "k")
+        }
+      }
+      const out = yield* run({ path: "a.txt", content: "new" }).pipe(Effect.provideService(SafeFs.Hooks, hooks))
+      assert.deepStrictEqual(out, { ok: false, content: "Cannot write a.txt: bad resource (EISDIR)", details: undefined })
+      assert.deepStrictEqual(steps, ["replace"])
+      assert.deepStrictEqual(tree(cwd), ["a.txt", "a.txt/keep"])
+    }))
+
+  it.effect("a new file gets 0666 less the umask; a replaced one keeps its mode, setuid bits aside from umask", () =>
+    Effect.gen(function*() {
+      const { cwd, run } = yield* setup()
+      const umask = process.umask()
+      assert.isTrue((yield* run({ path: "new.txt", content: "x" })).ok)
+      assert.strictEqual(statSync(join(cwd, "new.txt")).mode & 0o7777, 0o666 & ~umask)
+      writeFileSync(join(cwd, "private.txt"), "old")
+      chmodSync(join(cwd, "private.txt"), 0o600)
+      assert.isTrue((yield* run({ path: "private.txt", content: "new" })).ok)
+      assert.strictEqual(statSync(join(cwd, "private.txt")).mode & 0o7777, 0o600)
+      assert.strictEqual(readFileSync(join(cwd, "private.txt"), "utf8"), "new")
     }))
 
   it.effect("writes through the client's writeTextFile when offered, not to disk", () =>

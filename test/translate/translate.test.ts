@@ -388,7 +388,7 @@ describe("Translate: examples", () => {
       rawOutput: { ok: true, content: "built\n[exit code 0]", exitCode: 0 }
     })
     assertValid("s-1", live!)
-    assert.deepStrictEqual(Translate.replay(result), [{ ...live!, content: [{ type: "content", content: { type: "text", text: "built\n" } }] }])
+    assert.deepStrictEqual(Translate.replay(result) as Array<unknown>, [{ ...(live as object), content: [{ type: "content", content: { type: "text", text: "built\n" } }] }])
     assert.deepStrictEqual(Translate.live(ev({ type: "tool_terminal", data: { id: "b1", terminalId: "term-1" } })), [
       { sessionUpdate: "tool_call_update", toolCallId: "b1", content: [{ type: "terminal", terminalId: "term-1" }] }
     ])
