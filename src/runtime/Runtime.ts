@@ -27,6 +27,8 @@ import { type LogError, SessionLog, type Writer } from "../log/SessionLog.ts"
 import * as DynamicToolkit from "../mcp/DynamicToolkit.ts"
 import * as McpSession from "../mcp/McpSession.ts"
 import * as McpRecord from "../mcp/Record.ts"
+import * as ProviderConfig from "../providers/ProviderConfig.ts"
+import * as Secrets from "../secrets/Secrets.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
 import { Bus } from "./Bus.ts"
 import { Config, DEFAULT_MAX_LIVE_SESSIONS, EVICT_AFTER_IDLE_MS } from "./Config.ts"
@@ -70,6 +72,9 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | File
     const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
     const services = Context.make(FileSystem.FileSystem, fs).pipe(Context.add(Path.Path, path)) as Context.Context<ToolEnv>
+    // The keys of config.json are secrets whichever provider answers (the scripted one too).
+    const configured = yield* ProviderConfig.load(config.home).pipe(Effect.provideService(FileSystem.FileSystem, fs), Effect.provideService(Path.Path, path))
+    ProviderConfig.registerSecrets(configured.file, process.env)
     const parent = yield* Effect.scope
     /** The live sessions, with when each was last used (to choose which to close past the cap). */
     const live = new Map<string, { readonly session: Session.Session; readonly scope: Scope.Closeable; used: number }>()
@@ -110,7 +115,8 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | File
         model: config.model,
         models: config.models,
         services,
-        ask: options.ask,
+        // A question shows the model's arguments: without secrets, like everything else it shows.
+        ask: options.ask === undefined ? undefined : (request) => options.ask!(Secrets.redactDeep(request)),
         client: options.client?.(id),
         permissionTimeoutMs: config.permissionTimeoutMs,
         notices: servers === undefined ? undefined : () => servers.takeNotices().map((notice) => ({ text: notice.text, source: "mcp" })),
