@@ -10,6 +10,8 @@ import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import type { Transport } from "../jsonrpc/Peer.ts"
 import { Runtime, RuntimeError } from "../runtime/Api.ts"
+import { hideSecrets } from "../secrets/ProcEnviron.ts"
+import * as Stderr from "../secrets/Stderr.ts"
 import { awaiting, serveWith } from "../server/AcpServer.ts"
 import * as Stdio from "../server/Stdio.ts"
 import { VERSION } from "../version.ts"
@@ -17,9 +19,10 @@ import { markWarm, snapshotSoon } from "./CodeCache.ts"
 import { skeinConfig } from "./Config.ts"
 import * as Options from "./Options.ts"
 
-/** stdout belongs to the protocol: anything else that tries to print goes to stderr. */
+/** stdout belongs to the protocol: anything else that tries to print goes to stderr, redacted. */
 const guardStdout = () => {
-  const toStderr = (...args: Array<unknown>) => console.error(...args)
+  const toStderr = Stderr.print
+  console.error = toStderr
   console.log = toStderr
   console.info = toStderr
   console.debug = toStderr
@@ -63,9 +66,11 @@ export const run = (args: ReadonlyArray<string>) =>
       // The runtime (the log, tools, providers and MCP all come with it) is loaded and built
       // once `initialize` is answered, in the background: `initialize` never waits for it, and
       // the client's `session/new` mostly finds it ready. Built once; its scope is the server's.
+      // Before it, the secrets of Skein's environment leave /proc/<pid>/environ (no command runs sooner).
       const scope = yield* Effect.scope
       const ready = yield* Effect.cached(
-        Effect.promise(() => import("../index.ts")).pipe(
+        Effect.sync(hideSecrets).pipe(
+          Effect.andThen(Effect.promise(() => import("../index.ts"))),
           Effect.flatMap(({ Skein }) => Layer.build(Skein.layer(config))),
           // Start-up ends here: the code cache is taken shortly after.
           Effect.tap(() => Effect.sync(snapshotSoon)),
