@@ -10,7 +10,6 @@ import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import type { Transport } from "../jsonrpc/Peer.ts"
 import { Runtime, RuntimeError } from "../runtime/Api.ts"
-import { hideSecrets } from "../secrets/ProcEnviron.ts"
 import * as Stderr from "../secrets/Stderr.ts"
 import { awaiting, serveWith } from "../server/AcpServer.ts"
 import * as Stdio from "../server/Stdio.ts"
@@ -66,11 +65,9 @@ export const run = (args: ReadonlyArray<string>) =>
       // The runtime (the log, tools, providers and MCP all come with it) is loaded and built
       // once `initialize` is answered, in the background: `initialize` never waits for it, and
       // the client's `session/new` mostly finds it ready. Built once; its scope is the server's.
-      // Before it, the secrets of Skein's environment leave /proc/<pid>/environ (no command runs sooner).
       const scope = yield* Effect.scope
       const ready = yield* Effect.cached(
-        Effect.sync(hideSecrets).pipe(
-          Effect.andThen(Effect.promise(() => import("../index.ts"))),
+        Effect.promise(() => import("../index.ts")).pipe(
           Effect.flatMap(({ Skein }) => Layer.build(Skein.layer(config))),
           // Start-up ends here: the code cache is taken shortly after.
           Effect.tap(() => Effect.sync(snapshotSoon)),

@@ -8,7 +8,6 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Logger from "effect/Logger"
-import { hideSecrets } from "../secrets/ProcEnviron.ts"
 import * as Stderr from "../secrets/Stderr.ts"
 import { VERSION } from "../version.ts"
 import * as Acp from "./acp.ts"
@@ -83,8 +82,6 @@ const main = async () => {
     return
   }
   const command = await load()
-  // `acp` does this once `initialize` is answered, off the path a client waits on.
-  if (name !== "acp") hideSecrets()
   runMain(command.run(rest), command.signalExitCode)
 }
 

@@ -12,7 +12,6 @@ import * as readline from "node:readline"
 import { Skein } from "../index.ts"
 import type { SessionEvent } from "../log/Event.ts"
 import type { Asker, PermissionAnswer } from "../runtime/Gate.ts"
-import { hideSecrets } from "../secrets/ProcEnviron.ts"
 import { Runtime } from "../runtime/Runtime.ts"
 import { skeinConfig } from "./Config.ts"
 import * as Options from "./Options.ts"
@@ -97,8 +96,6 @@ export const run = (args: ReadonlyArray<string>) =>
     const prompt = parsed.positionals.length > 0 ? parsed.positionals.join(" ") : readStdin().trim()
     if (prompt.length === 0) return yield* Effect.fail(new Options.UsageError("skein run needs a PROMPT (as arguments or on stdin)"))
     const config = yield* skeinConfig(Options.common(parsed.values))
-    // The config may have named more variables holding keys (`apiKeyEnv`).
-    hideSecrets()
     const cwd = nodePath.resolve(typeof parsed.values.cwd === "string" ? parsed.values.cwd : process.cwd())
     const json = parsed.values.json === true
 

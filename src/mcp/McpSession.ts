@@ -29,6 +29,7 @@ import type * as HttpClient from "effect/http/HttpClient"
 import * as Queue from "effect/Queue"
 import * as Scope from "effect/Scope"
 import type { McpServer, McpServerHttp, McpServerSse, McpServerStdio } from "../acp/Session.ts"
+import * as ProcEnviron from "../secrets/ProcEnviron.ts"
 import * as Secrets from "../secrets/Secrets.ts"
 import * as Tool from "../tools/Tool.ts"
 import type * as Connect from "./Connect.ts"
@@ -193,6 +194,8 @@ export const start = (options: Options): Effect.Effect<McpSession, never, Scope.
     const secrets = Secrets.registry()
     for (const config of options.servers) register(secrets, config)
     const baseEnv = secrets.childEnv(options.env ?? process.env)
+    // A server (and what it runs) must not find Skein's own secrets in /proc/<skein>/environ.
+    if (options.servers.length > 0) ProcEnviron.hideSecrets()
     const notices: Array<Notice> = []
     let closing = false
     let snapshot: ReadonlyArray<Tool.Tool> = []

@@ -11,7 +11,7 @@
  * block then shows `NAME=****`; the program sees the real value.
  *
  * It costs two small reads and a write for each secret, and nothing when no
- * variable is secret. Anything unexpected (another OS, no `/proc`, a kernel
+ * variable is secret; it is done before the first command or MCP server starts. Anything unexpected (another OS, no `/proc`, a kernel
  * that refuses) leaves the environment as it is: this is a second line of
  * defence behind the redactor.
  *
@@ -89,5 +89,16 @@ export const hide = (isSecret: (name: string, value: string) => boolean): Readon
   }
 }
 
-/** Blanks every variable the process's registry holds secret (see `Secrets.isSecretVariable`). */
-export const hideSecrets = (): ReadonlyArray<string> => hide(Secrets.registry().isSecretVariable)
+let scanned: number | undefined
+
+/**
+ * Blanks every variable the process's registry holds secret (`Secrets.isSecretVariable`).
+ * Called before a command or an MCP server starts, so that start-up never pays for it; it
+ * looks at the environment again only when the registry learned something since.
+ */
+export const hideSecrets = (): ReadonlyArray<string> => {
+  const registry = Secrets.registry()
+  if (scanned === registry.version()) return []
+  scanned = registry.version()
+  return hide(registry.isSecretVariable)
+}

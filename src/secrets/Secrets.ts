@@ -94,6 +94,8 @@ const decoded = (text: string): string => {
 /** The secret parts inside a value: URL passwords, a credential after an auth scheme, secret query parameters. */
 const partsOf = (value: string): Array<string> => {
   const parts: Array<string> = []
+  // Most values (every variable of the environment passes here) hold neither a URL nor a space.
+  if (!value.includes("://") && !value.includes(" ")) return parts
   for (const match of value.matchAll(CREDENTIAL_URL)) parts.push(match[1]!, decoded(match[1]!))
   for (const match of value.matchAll(QUERY_PARAM)) if (isSecretName(decoded(match[1]!))) parts.push(match[2]!, decoded(match[2]!))
   const scheme = AUTH_SCHEME.exec(value.trim())
@@ -141,6 +143,8 @@ export interface Registry {
   readonly byteStream: () => { readonly push: (chunk: Uint8Array) => Uint8Array; readonly flush: () => Uint8Array }
   /** How many values are redacted from text. */
   readonly size: () => number
+  /** Changes whenever a value or a name is added. */
+  readonly version: () => number
 }
 
 export const make = (): Registry => {
@@ -244,7 +248,9 @@ export const make = (): Registry => {
     addValue,
     addConfigured,
     addName: (name) => {
+      if (names.has(name)) return
       names.add(name)
+      version++
     },
     addEnvironment,
     isSecretVariable,
@@ -267,7 +273,8 @@ export const make = (): Registry => {
       }
       return { push, flush: () => Buffer.from(latin1.flush(), "latin1") }
     },
-    size: () => forms.size
+    size: () => forms.size,
+    version: () => version
   }
 }
 

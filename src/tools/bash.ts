@@ -15,6 +15,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as FileSystem from "effect/FileSystem"
 import * as Schema from "effect/Schema"
+import * as ProcEnviron from "../secrets/ProcEnviron.ts"
 import * as Secrets from "../secrets/Secrets.ts"
 import * as OutputBuffer from "./process/OutputBuffer.ts"
 import * as ProcessGroup from "./process/ProcessGroup.ts"
@@ -163,6 +164,8 @@ export const bash = Tool.define<Params>({
     Effect.gen(function*() {
       if (args.command.trim() === "") return Tool.error("The command is empty")
       if (args.command.includes("\0")) return Tool.error("The command contains a NUL character")
+      // Before any command can look at /proc/<skein>/environ (a client's terminal too).
+      ProcEnviron.hideSecrets()
       const timeoutMs = args.timeout_ms ?? DEFAULT_TIMEOUT_MS
       const terminal = ctx.client?.terminal
       if (terminal !== undefined) return yield* runInClient(terminal, args.command, timeoutMs, ctx)
