@@ -72,10 +72,18 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | File
     const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
     const services = Context.make(FileSystem.FileSystem, fs).pipe(Context.add(Path.Path, path)) as Context.Context<ToolEnv>
-    // The keys of config.json are secrets whichever provider answers (the scripted one too).
-    const configured = yield* ProviderConfig.load(config.home).pipe(Effect.provideService(FileSystem.FileSystem, fs), Effect.provideService(Path.Path, path))
-    ProviderConfig.registerSecrets(configured.file, process.env)
     const parent = yield* Effect.scope
+    // The keys of config.json are secrets whichever provider answers (the scripted one too). Read
+    // in the background: session/new need not wait for it, and no tool output can come before a
+    // prompt, a round trip of the client's later.
+    yield* Effect.forkIn(
+      ProviderConfig.load(config.home).pipe(
+        Effect.map((configured) => ProviderConfig.registerSecrets(configured.file, process.env)),
+        Effect.provideService(FileSystem.FileSystem, fs),
+        Effect.provideService(Path.Path, path)
+      ),
+      parent
+    )
     /** The live sessions, with when each was last used (to choose which to close past the cap). */
     const live = new Map<string, { readonly session: Session.Session; readonly scope: Scope.Closeable; used: number }>()
     const maxLive = config.maxLiveSessions ?? DEFAULT_MAX_LIVE_SESSIONS

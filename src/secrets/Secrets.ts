@@ -147,7 +147,8 @@ export interface Registry {
   readonly version: () => number
 }
 
-export const make = (): Registry => {
+/** A registry; `environment`, when given, is read into it the first time it is needed. */
+export const make = (environment?: () => Env): Registry => {
   /** Every known secret value, whatever its length (child environments). */
   const values = new Set<string>()
   /** The forms redacted from text (values of `MIN_LENGTH` or more). */
@@ -195,11 +196,25 @@ export const make = (): Registry => {
     }
   }
 
-  const matcher = () => (text ??= Matcher.make(forms))
-  const redact = (s: string) => (forms.size === 0 ? s : matcher().redact(s))
+  // Read on first use, not when the registry is made: adding a configured key at start-up is cheap.
+  let pending = environment
+  const ready = () => {
+    if (pending === undefined) return
+    const env = pending()
+    pending = undefined
+    addEnvironment(env)
+  }
 
-  const isSecretVariable = (name: string, value: string) =>
-    isNamedSecret(name, value) || values.has(value) || (forms.size > 0 && matcher().redact(value) !== value)
+  const matcher = () => (text ??= Matcher.make(forms))
+  const redact = (s: string) => {
+    ready()
+    return forms.size === 0 ? s : matcher().redact(s)
+  }
+
+  const isSecretVariable = (name: string, value: string) => {
+    ready()
+    return isNamedSecret(name, value) || values.has(value) || (forms.size > 0 && matcher().redact(value) !== value)
+  }
 
   const deep = (value: unknown): unknown => {
     if (typeof value === "string") return redact(value)
@@ -263,9 +278,16 @@ export const make = (): Registry => {
       return out
     },
     redact,
-    redactDeep: <A>(value: A): A => (forms.size === 0 ? value : deep(value) as A),
-    stream: () => follow(matcher),
+    redactDeep: <A>(value: A): A => {
+      ready()
+      return forms.size === 0 ? value : deep(value) as A
+    },
+    stream: () => {
+      ready()
+      return follow(matcher)
+    },
     byteStream: () => {
+      ready()
       const latin1 = follow(() => (bytes ??= Matcher.make([...forms].map(asLatin1))), 1)
       const push = (chunk: Uint8Array): Uint8Array => {
         if (forms.size === 0) return chunk
@@ -273,8 +295,14 @@ export const make = (): Registry => {
       }
       return { push, flush: () => Buffer.from(latin1.flush(), "latin1") }
     },
-    size: () => forms.size,
-    version: () => version
+    size: () => {
+      ready()
+      return forms.size
+    },
+    version: () => {
+      ready()
+      return version
+    }
   }
 }
 
@@ -284,14 +312,8 @@ export const make = (): Registry => {
 
 let processRegistry: Registry | undefined
 
-/** This process's registry; Skein's own environment is read into it on first use. */
-export const registry = (): Registry => {
-  if (processRegistry === undefined) {
-    processRegistry = make()
-    processRegistry.addEnvironment(process.env)
-  }
-  return processRegistry
-}
+/** This process's registry; Skein's own environment is read into it when it is first needed. */
+export const registry = (): Registry => (processRegistry ??= make(() => process.env))
 
 export const redact = (text: string): string => registry().redact(text)
 export const redactDeep = <A>(value: A): A => registry().redactDeep(value)

@@ -27,9 +27,19 @@ const MCP_TOKEN = "mcp-a-e2e-3b7e55aa01"
 const MCP_OPAQUE = "Zx81-opaque-Q7v2"
 /** Server c's, which it prints on stderr before it fails (so it is in the warning and the notice). */
 const FAILING_TOKEN = "mcp-c-e2e-9f00d1e2c3"
-const SECRETS = [ENV_KEY, DB_PASSWORD, MCP_TOKEN, MCP_OPAQUE, FAILING_TOKEN]
+/** A literal key in $SKEIN_HOME/config.json (of a provider this run does not even use). */
+const CONFIG_KEY = "cfg-literal-key-5e6f7a8b"
+const SECRETS = [ENV_KEY, DB_PASSWORD, MCP_TOKEN, MCP_OPAQUE, FAILING_TOKEN, CONFIG_KEY]
 
-const SECRET_FILE = ["# local settings", `MYLLM_KEY=${ENV_KEY}`, `DB=postgres://app:${DB_PASSWORD}@db/app`, `MCP=${MCP_TOKEN}`, `ID=${MCP_OPAQUE}`, ""].join("\n")
+const SECRET_FILE = [
+  "# local settings",
+  `MYLLM_KEY=${ENV_KEY}`,
+  `DB=postgres://app:${DB_PASSWORD}@db/app`,
+  `MCP=${MCP_TOKEN}`,
+  `ID=${MCP_OPAQUE}`,
+  `CFG=${CONFIG_KEY}`,
+  ""
+].join("\n")
 
 const SKEIN_ENV = { MYLLM_KEY: ENV_KEY, DATABASE_URL: `postgres://app:${DB_PASSWORD}@db/app` }
 
@@ -99,6 +109,8 @@ describe("e2e: secrets never reach the model, the client, the log or stderr", ()
         }]
       }
     })
+    // Read once the runtime is built, after initialize.
+    writeFileSync(path.join(agent.home, "config.json"), JSON.stringify({ providers: { spare: { dialect: "openai-chat", baseUrl: "http://127.0.0.1:9/v1", apiKey: CONFIG_KEY } } }))
     await agent.initialize()
     const sessionId = await newSession(agent, [
       fixture(agent, "a", { MCP_A_TOKEN: MCP_TOKEN, UPSTREAM_ID: MCP_OPAQUE }),
@@ -124,6 +136,7 @@ describe("e2e: secrets never reach the model, the client, the log or stderr", ()
     expect(snoop).toMatch(/^0$/m)
     expect(result.get("read")).toContain("MYLLM_KEY=[redacted]")
     expect(result.get("read")).toContain("DB=[redacted]")
+    expect(result.get("read")).toContain("CFG=[redacted]")
     expect(result.get("grep")).toContain("MCP=[redacted]")
     expect(result.get("typed")).toContain("typed [redacted]")
     // A server sees its own env (redacted on the way back), neither Skein's nor another server's.
