@@ -1,7 +1,9 @@
 /**
  * Finds many secret values in text at once: an Aho-Corasick automaton over
  * UTF-16 code units, built once per set of values, so redacting costs one pass
- * over the text however many secrets there are.
+ * over the text however many secrets there are. Most texts hold none: a native
+ * regular expression of all the values says so first, at a fraction of the
+ * cost of walking the automaton in JavaScript.
  *
  * - `redact` replaces every occurrence with `MARKER`; overlapping or touching
  *   occurrences become one marker. A text without any returns as it came.
@@ -57,13 +59,19 @@ const addRange = (ranges: Array<number>, start: number, end: number) => {
   ranges.push(start, end)
 }
 
+const escape = (value: string) => value.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&")
+
 export const make = (values: Iterable<string>): Matcher => {
   const root = newNode(0)
   // Whether a code unit begins any value: most of any text is skipped on this test alone.
   const first = new Uint8Array(65536)
   let size = 0
+  let longest = 0
+  const alternatives: Array<string> = []
   for (const value of values) {
     if (value.length === 0) continue
+    alternatives.push(escape(value))
+    if (value.length > longest) longest = value.length
     let node = root
     for (let i = 0; i < value.length; i++) {
       const c = value.charCodeAt(i)
@@ -78,6 +86,8 @@ export const make = (values: Iterable<string>): Matcher => {
     node.out = value.length
     first[value.charCodeAt(0)] = 1
   }
+  /** Whether a text holds any value at all. */
+  const any = new RegExp(alternatives.join("|"))
   // Fail links, breadth first; `out` takes the longest value a fail link ends.
   const queue: Array<Node> = []
   for (const child of root.next.values()) {
@@ -118,7 +128,7 @@ export const make = (values: Iterable<string>): Matcher => {
   }
 
   const redact = (text: string): string => {
-    if (size === 0) return text
+    if (size === 0 || !any.test(text)) return text
     let ranges: Array<number> | undefined
     let node = root
     for (let i = 0; i < text.length; i++) {
@@ -178,11 +188,19 @@ export const make = (values: Iterable<string>): Matcher => {
           return text
         }
         const base = heldStart + held.length
-        for (let i = 0; i < text.length; i++) {
+        // Nothing begun and no value in the chunk: only its end can begin one, so only its end is walked.
+        const from = node === root && !any.test(text) ? Math.max(0, text.length - longest + 1) : 0
+        for (let i = from; i < text.length; i++) {
           const c = text.charCodeAt(i)
           if (node === root && first[c] === 0) continue
           node = step(node, c)
           if (node.out > 0) addRange(ranges, Math.max(base + i + 1 - node.out, heldStart), base + i + 1)
+        }
+        if (held.length === 0 && ranges.length === 0 && node.depth < minHold) {
+          // The usual case: nothing to redact, nothing to hold.
+          heldStart += text.length
+          open = false
+          return text
         }
         held += text
         const end = heldStart + held.length
