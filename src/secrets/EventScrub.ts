@@ -23,11 +23,13 @@ export interface EventScrub {
 type DeltaType = "text_delta" | "thinking_delta"
 
 export const make = (registry: Secrets.Registry = Secrets.registry()): EventScrub => {
-  const streams = { text_delta: registry.stream(), thinking_delta: registry.stream() }
+  // Made at the first delta: a session that is only created does not pay for reading the environment.
+  let made: Record<DeltaType, ReturnType<Secrets.Registry["stream"]>> | undefined
+  const streams = () => (made ??= { text_delta: registry.stream(), thinking_delta: registry.stream() })
   let pending: DeltaType | undefined
 
   const flushOne = (type: DeltaType, into: Array<EphemeralBody>) => {
-    const text = streams[type].flush()
+    const text = streams()[type].flush()
     if (text.length > 0) into.push({ type, data: { text } })
   }
 
@@ -46,7 +48,7 @@ export const make = (registry: Secrets.Registry = Secrets.registry()): EventScru
       // Text and thinking alternate: the other stream's held text comes first.
       const out = pending !== undefined && pending !== body.type ? (flush() as Array<EphemeralBody>) : []
       pending = body.type
-      const text = streams[body.type].push(body.data.text)
+      const text = streams()[body.type].push(body.data.text)
       if (text === body.data.text) out.push(body)
       else if (text.length > 0) out.push({ type: body.type, data: { text } })
       return out

@@ -18,11 +18,11 @@
  * child environments):
  * - the values of secret variables in Skein's environment (a value that is a
  *   file path is not: the path is not the secret, the file is);
- * - every configured provider key (`apiKey`, the variable `apiKeyEnv` names)
- *   and provider header value;
- * - every MCP server's `env` value and HTTP header value whose name says it is
- *   secret, or that looks like a credential (`looksLikeCredential`: letters
- *   with digits, not a path or a URL);
+ * - every configured provider key (`apiKey`, the variable `apiKeyEnv` names);
+ * - every provider header, MCP server `env` value and MCP HTTP header value
+ *   whose name says it is secret, or that looks like a credential
+ *   (`looksLikeCredential`: letters with digits, not a path or a URL), and an
+ *   MCP server's `--token X` style arguments;
  * - inside any of these: the password of a URL, the credential after
  *   `Bearer`/`Basic`/`token`, and the values of secret-named query parameters;
  *   each also as it looks JSON-escaped and URL-encoded.
