@@ -135,7 +135,7 @@ export const make = (binding: Binding): Tool.Tool<Arguments> => {
     kind: kindOf(binding.tool),
     mutating: !readOnly,
     parameters: Arguments,
-    inputSchema: schemaOf(binding.tool),
+    inputSchema: Secrets.redactDeep(schemaOf(binding.tool)),
     title: () => `${binding.server}: ${title(binding.tool)}`,
     locations: () => [],
     execute: (args) => binding.call(args)

@@ -24,8 +24,9 @@
  *   (`looksLikeCredential`: letters with digits, not a path or a URL), and an
  *   MCP server's `--token X` style arguments;
  * - inside any of these: the password of a URL, the credential after
- *   `Bearer`/`Basic`/`token`, and the values of secret-named query parameters;
- *   each also as it looks JSON-escaped and URL-encoded.
+ *   `Bearer`/`Basic`/`token`, the values of secret-named query parameters,
+ *   each line of a value of several lines; each also as it looks JSON-escaped
+ *   and URL-encoded.
  *
  * One registry per process: the environment, stderr and `/proc` are per
  * process, and a value secret for one session is secret for all of them
@@ -170,6 +171,8 @@ export const make = (environment?: () => Env): Registry => {
       text = bytes = undefined
       version++
       for (const part of partsOf(v)) addValue(part)
+      // A key of several lines (PEM) may be shown a line at a time.
+      if (v.includes("\n")) for (const line of v.split(/\r?\n/)) addValue(line)
     }
   }
 

@@ -96,6 +96,12 @@ describe("Secrets: redaction", () => {
     assert.strictEqual(registry.redact(text), text)
   })
 
+  it("a key of several lines is redacted whole and line by line", () => {
+    const registry = Secrets.make()
+    registry.addEnvironment({ SSH_PRIVATE_KEY: "-----BEGIN KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEF\nAASCBKcwggSjAgEAAoIBAQC7\n-----END KEY-----" })
+    assert.strictEqual(registry.redact("line: AASCBKcwggSjAgEAAoIBAQC7"), `line: ${M}`)
+  })
+
   it("redactDeep keeps what has no secret as the same object", () => {
     const registry = Secrets.make()
     registry.addValue("s3cr3t-value")
