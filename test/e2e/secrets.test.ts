@@ -78,10 +78,10 @@ const expectNoSecret = (where: string, text: string, secrets: ReadonlyArray<stri
 
 const results = (log: ReadonlyArray<any>) => new Map<string, string>(log.filter((e) => e.type === "tool_result").map((e) => [e.data.id, e.data.content]))
 
+const temps: Array<string> = []
 afterEach(() => {
   for (const dir of temps.splice(0)) rmSync(dir, { recursive: true, force: true })
 })
-const temps: Array<string> = []
 
 describe("e2e: secrets never reach the model, the client, the log or stderr", () => {
   it.skipIf(process.platform !== "linux")("commands, reads, greps, MCP results and the model's own text, in bypassPermissions", async () => {
