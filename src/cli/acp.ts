@@ -10,6 +10,7 @@ import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import type { Transport } from "../jsonrpc/Peer.ts"
 import { Runtime, RuntimeError } from "../runtime/Api.ts"
+import * as Stderr from "../secrets/Stderr.ts"
 import { awaiting, serveWith } from "../server/AcpServer.ts"
 import * as Stdio from "../server/Stdio.ts"
 import { VERSION } from "../version.ts"
@@ -17,9 +18,10 @@ import { markWarm, snapshotSoon } from "./CodeCache.ts"
 import { skeinConfig } from "./Config.ts"
 import * as Options from "./Options.ts"
 
-/** stdout belongs to the protocol: anything else that tries to print goes to stderr. */
+/** stdout belongs to the protocol: anything else that tries to print goes to stderr, redacted. */
 const guardStdout = () => {
-  const toStderr = (...args: Array<unknown>) => console.error(...args)
+  const toStderr = Stderr.print
+  console.error = toStderr
   console.log = toStderr
   console.info = toStderr
   console.debug = toStderr

@@ -3,10 +3,12 @@
  * and each command builds only the layers it needs.
  */
 import * as Cause from "effect/Cause"
+import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Logger from "effect/Logger"
+import * as Stderr from "../secrets/Stderr.ts"
 import { VERSION } from "../version.ts"
 import * as Acp from "./acp.ts"
 import * as Options from "./Options.ts"
@@ -31,7 +33,8 @@ const commands: Record<string, () => Promise<CommandModule>> = {
 
 /** Runs a command effect; SIGINT/SIGTERM interrupt it and shut everything down cleanly. */
 const runMain = (effect: Effect.Effect<number, unknown>, signalExitCode: number) => {
-  const fiber = Effect.runFork(effect.pipe(Effect.provideService(Logger.LogToStderr, true)))
+  // Every log line goes to stderr, redacted.
+  const fiber = Effect.runFork(effect.pipe(Effect.provideService(Logger.LogToStderr, true), Effect.provideService(Console.Console, Stderr.console)))
   let signalled = false
   const onSignal = () => {
     if (signalled) return
@@ -49,10 +52,10 @@ const runMain = (effect: Effect.Effect<number, unknown>, signalExitCode: number)
     } else {
       const error = Cause.squash(exit.cause)
       if (error instanceof Options.UsageError) {
-        process.stderr.write(`skein: ${error.message}\n`)
+        Stderr.write(`skein: ${error.message}\n`)
         code = 2
       } else {
-        process.stderr.write(`skein: ${Cause.pretty(exit.cause)}\n`)
+        Stderr.write(`skein: ${Cause.pretty(exit.cause)}\n`)
         code = 1
       }
     }

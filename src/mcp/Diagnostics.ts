@@ -2,8 +2,9 @@
  * A bounded tail of a server's diagnostic output (its stderr, plus stdout
  * lines that were not JSON-RPC): the last `maxLines` lines, each cut to
  * `maxLineChars`. Memory stays fixed whatever the server prints; nothing of it
- * ever reaches Skein's stdout.
+ * ever reaches Skein's stdout, and secret values are redacted from it.
  */
+import * as Secrets from "../secrets/Secrets.ts"
 
 export interface Tail {
   /** Adds output; lines are split on `\n` (a partial last line waits for its end). */
@@ -27,8 +28,9 @@ export const make = (options?: { readonly maxLines?: number; readonly maxLineCha
   let partial = ""
   let dropped = 0
   const cut = (text: string) => (text.length > maxLineChars ? `${text.slice(0, maxLineChars)}…` : text)
+  // Redacted before it is cut: a server may print its own token.
   const keep = (text: string) => {
-    kept.push(cut(text.replace(/\r$/, "")))
+    kept.push(cut(Secrets.redact(text.replace(/\r$/, ""))))
     if (kept.length > maxLines) {
       kept.shift()
       dropped++
@@ -43,7 +45,7 @@ export const make = (options?: { readonly maxLines?: number; readonly maxLineCha
       for (const part of parts) keep(part)
     },
     line: keep,
-    lines: () => (partial.length > 0 ? [...kept, partial] : kept.slice()),
+    lines: () => (partial.length > 0 ? [...kept, Secrets.redact(partial)] : kept.slice()),
     dropped: () => dropped
   }
 }

@@ -29,7 +29,8 @@ import type * as HttpClient from "effect/http/HttpClient"
 import * as Queue from "effect/Queue"
 import * as Scope from "effect/Scope"
 import type { McpServer, McpServerHttp, McpServerSse, McpServerStdio } from "../acp/Session.ts"
-import { scrubEnv } from "../tools/bash.ts"
+import * as ProcEnviron from "../secrets/ProcEnviron.ts"
+import * as Secrets from "../secrets/Secrets.ts"
 import * as Tool from "../tools/Tool.ts"
 import type * as Connect from "./Connect.ts"
 import * as Diagnostics from "./Diagnostics.ts"
@@ -163,6 +164,24 @@ const nextMacrotask: Effect.Effect<void> = Effect.callback<void>((resume) => {
 const isToolLevel = (error: McpClientError): boolean =>
   (error.reason._tag === "ProtocolError" && error.reason.code !== undefined) || error.reason._tag === "UnsupportedError"
 
+/** Makes a server's configured secrets known: env values, header values, credentials in its URL. */
+const register = (secrets: Secrets.Registry, config: McpServer) => {
+  if (isHttp(config) || isSse(config)) {
+    for (const header of config.headers) secrets.addConfigured(header.name, header.value)
+    secrets.addConfigured("url", config.url)
+  } else {
+    const stdio = config as McpServerStdio
+    for (const variable of stdio.env) secrets.addConfigured(variable.name, variable.value)
+    // `--token=X`, `--api-key X`: a secret passed as an argument.
+    stdio.args.forEach((arg, i) => {
+      const flag = /^--?([^=]+)(?:=(.*))?$/s.exec(arg)
+      if (flag === null || !Secrets.isSecretName(flag[1]!)) return
+      const value = flag[2] ?? stdio.args[i + 1]
+      if (value !== undefined) secrets.addValue(value)
+    })
+  }
+}
+
 /** Starts the servers in the background; the scope owns them. */
 export const start = (options: Options): Effect.Effect<McpSession, never, Scope.Scope> =>
   Effect.gen(function*() {
@@ -170,7 +189,13 @@ export const start = (options: Options): Effect.Effect<McpSession, never, Scope.
     const initTimeoutMs = options.initTimeoutMs ?? DEFAULT_INIT_TIMEOUT_MS
     const callTimeoutMs = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS
     const clientInfo = options.clientInfo ?? { name: "skein", version: "0" }
-    const baseEnv = scrubEnv(options.env ?? process.env)
+    // Every server's env and header values are secrets from now on, in every session: they are
+    // redacted wherever they show up (a tool's output, another server's result, the log).
+    const secrets = Secrets.registry()
+    for (const config of options.servers) register(secrets, config)
+    const baseEnv = secrets.childEnv(options.env ?? process.env)
+    // A server (and what it runs) must not find Skein's own secrets in /proc/<skein>/environ.
+    if (options.servers.length > 0) ProcEnviron.hideSecrets()
     const notices: Array<Notice> = []
     let closing = false
     let snapshot: ReadonlyArray<Tool.Tool> = []
@@ -369,8 +394,10 @@ export const start = (options: Options): Effect.Effect<McpSession, never, Scope.
     } satisfies McpSession
   })
 
-/** Status as text, one server per paragraph (for `skein doctor` and logs). */
-export const statusText = (statuses: ReadonlyArray<ServerStatus>): string =>
+/** Status as text, one server per paragraph (for `skein doctor` and logs), without secrets. */
+export const statusText = (statuses: ReadonlyArray<ServerStatus>): string => Secrets.redact(statusLines(statuses))
+
+const statusLines = (statuses: ReadonlyArray<ServerStatus>): string =>
   statuses.length === 0
     ? "No MCP servers."
     : statuses.map((s) => {

@@ -12,6 +12,7 @@ import type * as McpSchema from "effect/ai/McpSchema"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { ToolKind } from "../log/Event.ts"
+import * as Secrets from "../secrets/Secrets.ts"
 import * as Tool from "../tools/Tool.ts"
 
 /** The longest tool name providers accept. */
@@ -83,7 +84,7 @@ const bounded = (text: string): string => {
   return `${text.slice(0, half)}\n[… ${text.length - MAX_CONTENT_CHARS} characters omitted …]\n${text.slice(-half)}`
 }
 
-/** A tool result as text: text as is, media as a short marker, links and resources by URI. */
+/** A tool result as text: text as is, media as a short marker, links and resources by URI; secrets redacted. */
 export const render = (result: McpSchema.CallToolResult): string => {
   const parts: Array<string> = []
   for (const block of result.content) {
@@ -108,7 +109,8 @@ export const render = (result: McpSchema.CallToolResult): string => {
     }
   }
   if (parts.length === 0 && result.structuredContent !== undefined) parts.push(JSON.stringify(result.structuredContent))
-  return bounded(parts.join("\n"))
+  // Redacted before it is cut: a cut must not leave the start of a secret behind.
+  return bounded(Secrets.redact(parts.join("\n")))
 }
 
 const Arguments = Schema.Record(Schema.String, Schema.Unknown)
@@ -126,14 +128,14 @@ export interface Binding {
 
 export const make = (binding: Binding): Tool.Tool<Arguments> => {
   const readOnly = isReadOnly(binding.tool)
-  const description = binding.tool.description ?? title(binding.tool)
+  const description = Secrets.redact(binding.tool.description ?? title(binding.tool))
   return Tool.define<Arguments>({
     name: binding.name,
     description: description.length > MAX_DESCRIPTION_CHARS ? `${description.slice(0, MAX_DESCRIPTION_CHARS)}…` : description,
     kind: kindOf(binding.tool),
     mutating: !readOnly,
     parameters: Arguments,
-    inputSchema: schemaOf(binding.tool),
+    inputSchema: Secrets.redactDeep(schemaOf(binding.tool)),
     title: () => `${binding.server}: ${title(binding.tool)}`,
     locations: () => [],
     execute: (args) => binding.call(args)

@@ -7,6 +7,7 @@
  * an auth header, or anything that looks like one (Invariant 6).
  */
 import * as Schema from "effect/Schema"
+import * as Secrets from "../secrets/Secrets.ts"
 
 export const Reason = Schema.Literals([
   "auth",
@@ -49,26 +50,8 @@ export interface Who {
 // Scrubbing
 // ---------------------------------------------------------------------------
 
-const patterns: ReadonlyArray<RegExp> = [
-  // Vendor key shapes, including the masked echoes some APIs return ("sk-proj-****abcd").
-  /\b(?:sk|pk|rk)-[A-Za-z0-9_\-*.]{6,}/g,
-  /\bgsk_[A-Za-z0-9]{8,}/g,
-  /\b(?:xai|hf)[-_][A-Za-z0-9]{8,}/g,
-  /\bBearer\s+[A-Za-z0-9._~+/=\-]+/gi,
-  /((?:api[_-]?key|x-api-key|authorization|token)["']?\s*[:=]\s*["']?)[^\s"',}]+/gi
-]
-
-/** Removes every secret and anything shaped like a key or a bearer token. */
-export const scrub = (text: string, secrets: ReadonlyArray<string> = []): string => {
-  let out = text
-  for (const secret of secrets) {
-    if (secret.length >= 4) out = out.split(secret).join("[redacted]")
-  }
-  for (const pattern of patterns) {
-    out = out.replace(pattern, (match, prefix?: unknown) => (typeof prefix === "string" && match.startsWith(prefix) ? `${prefix}[redacted]` : "[redacted]"))
-  }
-  return out
-}
+/** Removes every known secret, `secrets`, and anything shaped like a key or a bearer token. */
+export const scrub = (text: string, secrets: ReadonlyArray<string> = []): string => Secrets.redactWithShapes(text, secrets)
 
 /** A base URL without user info, query or fragment. */
 export const safeUrl = (url: string): string => {

@@ -12,6 +12,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Path from "effect/Path"
+import * as Secrets from "../secrets/Secrets.ts"
 
 export const INSTRUCTION_FILES = ["AGENTS.md", "CLAUDE.md"] as const
 /** Longest instructions file kept (characters); the rest is cut with a note. */
@@ -65,7 +66,8 @@ export const load = Effect.fn("Prompt.load")(function*(cwd: string, options: { r
       const file = path.join(dir, name)
       const text = yield* fs.readFileString(file).pipe(Effect.option)
       if (text._tag === "None") continue
-      const trimmed = text.value.trim()
+      // The model sees no secret, from a project file either.
+      const trimmed = Secrets.redact(text.value.trim())
       // CLAUDE.md is often a copy of (or a link to) AGENTS.md.
       if (trimmed.length === 0 || seen.has(trimmed)) continue
       seen.add(trimmed)

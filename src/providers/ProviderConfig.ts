@@ -35,6 +35,7 @@ import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
+import * as Secrets from "../secrets/Secrets.ts"
 import * as Errors from "./Errors.ts"
 import { dialects } from "./Models.ts"
 
@@ -122,6 +123,22 @@ export const parse = (text: string, path: string): { readonly file: ConfigFile; 
   if (decoded._tag === "Success") return { file: decoded.success, status: { _tag: "ok" } }
   const detail = Errors.scrub(decoded.failure.message.replace(/\s+/g, " "), apiKeys(json)).slice(0, 500)
   return { file: {}, status: { _tag: "invalid", message: `${path} is not a valid Skein config: ${detail}` } }
+}
+
+/**
+ * Makes the keys a config declares known secrets (redacted everywhere, kept out of child
+ * environments): literal `apiKey`s, the variables `apiKeyEnv` names and their values, and
+ * header values.
+ */
+export const registerSecrets = (file: ConfigFile, env: Readonly<Record<string, string | undefined>>, registry = Secrets.registry()) => {
+  for (const decl of Object.values(file.providers ?? {})) {
+    registry.addValue(decl.apiKey)
+    if (decl.apiKeyEnv !== undefined) {
+      registry.addName(decl.apiKeyEnv)
+      registry.addValue(env[decl.apiKeyEnv])
+    }
+    for (const [name, value] of Object.entries(decl.headers ?? {})) registry.addConfigured(name, value)
+  }
 }
 
 /** Reads `<home>/config.json`; a missing file is no error. */

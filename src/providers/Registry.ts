@@ -17,6 +17,7 @@ import * as Effect from "effect/Effect"
 import type { HttpClient } from "effect/http/HttpClient"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import * as Secrets from "../secrets/Secrets.ts"
 import type * as Http from "./Http.ts"
 import * as Models from "./Models.ts"
 import type { Provider, StreamPart } from "./Provider.ts"
@@ -269,6 +270,13 @@ export const setup = Effect.fn("Registry.setup")(function*(options: Options) {
     const made = providerSetup(name, declared[name], file, config.path, options.env)
     if (typeof made === "string") errors.push(made)
     else providers.set(name, made)
+  }
+
+  // Every key in play is a secret from now on, wherever it would show up.
+  ProviderConfig.registerSecrets(file, options.env)
+  for (const provider of providers.values()) {
+    Secrets.registry().addValue(provider.target.apiKey)
+    for (const [name, value] of Object.entries(provider.target.headers)) Secrets.registry().addConfigured(name, value)
   }
 
   const named = options.provider ?? file.provider

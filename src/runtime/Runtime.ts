@@ -27,6 +27,8 @@ import { type LogError, SessionLog, type Writer } from "../log/SessionLog.ts"
 import * as DynamicToolkit from "../mcp/DynamicToolkit.ts"
 import * as McpSession from "../mcp/McpSession.ts"
 import * as McpRecord from "../mcp/Record.ts"
+import * as ProviderConfig from "../providers/ProviderConfig.ts"
+import * as Secrets from "../secrets/Secrets.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
 import { Bus } from "./Bus.ts"
 import { Config, DEFAULT_MAX_LIVE_SESSIONS, EVICT_AFTER_IDLE_MS } from "./Config.ts"
@@ -70,6 +72,17 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | File
     const path = yield* Path.Path
     const services = Context.make(FileSystem.FileSystem, fs).pipe(Context.add(Path.Path, path)) as Context.Context<ToolEnv>
     const parent = yield* Effect.scope
+    // The keys of config.json are secrets whichever provider answers (the scripted one too). Read
+    // in the background: session/new need not wait for it, and no tool output can come before a
+    // prompt, a round trip of the client's later.
+    yield* Effect.forkIn(
+      ProviderConfig.load(config.home).pipe(
+        Effect.map((configured) => ProviderConfig.registerSecrets(configured.file, process.env)),
+        Effect.provideService(FileSystem.FileSystem, fs),
+        Effect.provideService(Path.Path, path)
+      ),
+      parent
+    )
     /** The live sessions, with when each was last used (to choose which to close past the cap). */
     const live = new Map<string, { readonly session: Session.Session; readonly scope: Scope.Closeable; used: number }>()
     const maxLive = config.maxLiveSessions ?? DEFAULT_MAX_LIVE_SESSIONS
@@ -109,7 +122,8 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | File
         models: config.models,
         services,
         presented: options.presented,
-        ask: options.ask,
+        // A question shows the model's arguments: without secrets, like everything else it shows.
+        ask: options.ask === undefined ? undefined : (request) => options.ask!(Secrets.redactDeep(request)),
         client: options.client,
         permissionTimeoutMs: config.permissionTimeoutMs,
         notices: servers === undefined ? undefined : () => servers.takeNotices().map((notice) => ({ text: notice.text, source: "mcp" })),

@@ -28,6 +28,7 @@ import type { ServerStatus as McpServerStatus } from "../mcp/McpSession.ts"
 import * as Models from "../providers/Models.ts"
 import * as Prompt from "../providers/Prompt.ts"
 import type { Provider } from "../providers/Provider.ts"
+import * as EventScrub from "../secrets/EventScrub.ts"
 import * as ClientCalls from "../session/ClientCalls.ts"
 import type { Answer } from "../session/Questions.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
@@ -182,6 +183,7 @@ export const make = (
     // The session's cost so far (USD), when the model's price is known.
     let spent = 0
 
+    const scrub = EventScrub.make()
     // Completed when the session starts closing: requests waiting on the mailbox give up.
     const closing = yield* Deferred.make<void>()
     yield* deps.bus.register(info.id).pipe(Scope.provide(scope))
@@ -191,10 +193,13 @@ export const make = (
      * uninterruptible step, so a cancel never leaves a line on disk that the
      * session does not know about.
      */
-    const emitCanonical = (turn: number | null, body: CanonicalBody, committed?: () => void): Effect.Effect<void, LogError> =>
+    const emitCanonical = (turn: number | null, raw: CanonicalBody, committed?: () => void): Effect.Effect<void, LogError> =>
       lock.withPermits(1)(
         Effect.uninterruptible(Effect.gen(function*() {
           const ts = yield* Clock.currentTimeMillis
+          // Secrets never reach the log, the model's history or a presenter; held-back deltas go first.
+          for (const held of scrub.flush()) yield* deps.bus.publish({ ...held, sessionId: info.id, seq, ts, turn } as SessionEvent<EphemeralBody>)
+          const body = scrub.canonical(raw)
           const event = { ...body, sessionId: info.id, seq: seq + 1, ts, turn } as SessionEvent<CanonicalBody>
           yield* deps.writer.append([event])
           seq = event.seq
@@ -204,9 +209,12 @@ export const make = (
         }))
       )
 
-    const emitEphemeral = (turn: number, body: EphemeralBody): Effect.Effect<void> =>
-      Effect.flatMap(Clock.currentTimeMillis, (ts) =>
-        deps.bus.publish({ ...body, sessionId: info.id, seq, ts, turn } as SessionEvent<EphemeralBody>))
+    const emitEphemeral = (turn: number, raw: EphemeralBody): Effect.Effect<void> =>
+      Effect.flatMap(Clock.currentTimeMillis, (ts) => {
+        const bodies = scrub.ephemeral(raw)
+        const publish = (body: EphemeralBody) => deps.bus.publish({ ...body, sessionId: info.id, seq, ts, turn } as SessionEvent<EphemeralBody>)
+        return bodies.length === 1 ? publish(bodies[0]!) : Effect.forEach(bodies, publish, { discard: true })
+      })
 
     /** After a model call with usage: the context it used of the window, and the cost so far. */
     const usageUpdate = (turn: number, usage: Usage): Effect.Effect<void> => {

@@ -6,13 +6,17 @@
  * the group is killed (SIGTERM, then SIGKILL) and the call returns only once
  * it is dead. Output is bounded in memory (head and tail kept, the middle
  * counted), streamed to presenters while it runs, and the environment is the
- * process's minus secrets. A non-zero exit is a result with `ok: false`.
+ * process's minus secrets (`secrets/Secrets.ts`). Secret values are redacted
+ * from the output as it arrives, before it is bounded, so a cut never leaves
+ * part of one behind. A non-zero exit is a result with `ok: false`.
  */
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as FileSystem from "effect/FileSystem"
 import * as Schema from "effect/Schema"
+import * as ProcEnviron from "../secrets/ProcEnviron.ts"
+import * as Secrets from "../secrets/Secrets.ts"
 import * as OutputBuffer from "./process/OutputBuffer.ts"
 import * as ProcessGroup from "./process/ProcessGroup.ts"
 import { commandPrefix } from "./ReadOnlyCommands.ts"
@@ -36,27 +40,6 @@ const Params = Schema.Struct({
   )
 })
 type Params = typeof Params.Type
-
-// ---------------------------------------------------------------------------
-// Environment
-// ---------------------------------------------------------------------------
-
-const SECRET_SUFFIX = /_(?:API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|SECRET_KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?)$/i
-const SECRET_NAMES = new Set(["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "API_KEY", "TOKEN", "SECRET", "PASSWORD"])
-const SKEIN_SECRET = /^SKEIN_.*(?:KEY|SECRET|TOKEN|PASSWORD|AUTH|CREDENTIAL)/i
-
-/** Whether an environment variable's name says it holds a secret. */
-export const isSecretName = (name: string): boolean =>
-  SECRET_NAMES.has(name.toUpperCase()) || SECRET_SUFFIX.test(name) || SKEIN_SECRET.test(name)
-
-/** The environment a command sees: ours minus provider keys, tokens, passwords and Skein's secrets. */
-export const scrubEnv = (env: Readonly<Record<string, string | undefined>>): Record<string, string> => {
-  const out: Record<string, string> = {}
-  for (const [name, value] of Object.entries(env)) {
-    if (value !== undefined && !isSecretName(name)) out[name] = value
-  }
-  return out
-}
 
 // ---------------------------------------------------------------------------
 // Result shaping
@@ -100,9 +83,11 @@ const runLocal = Effect.fn("bash.runLocal")(function*(command: string, timeoutMs
   if (!isDirectory) return Tool.error(`The working directory does not exist: ${ctx.cwd}`)
   const shell = (yield* fs.exists("/bin/bash").pipe(Effect.orElseSucceed(() => false))) ? "/bin/bash" : "/bin/sh"
   const output = OutputBuffer.make(HEAD_BYTES, TAIL_BYTES)
+  const redacting = Secrets.registry().byteStream()
+  const onOutput = (chunk: Uint8Array) => output.push(redacting.push(chunk))
 
   return yield* Effect.acquireUseRelease(
-    ProcessGroup.spawn({ shell, command, cwd: ctx.cwd, env: scrubEnv(process.env), onOutput: output.push }),
+    ProcessGroup.spawn({ shell, command, cwd: ctx.cwd, env: Secrets.childEnv(), onOutput }),
     (group) =>
       Effect.gen(function*() {
         const progress = yield* Effect.forkChild(progressLoop(output, ctx))
@@ -125,6 +110,7 @@ const runLocal = Effect.fn("bash.runLocal")(function*(command: string, timeoutMs
         }
         yield* ProcessGroup.awaitFor(group.drained, DRAIN_MS)
         yield* Fiber.interrupt(progress)
+        output.push(redacting.flush())
         const rendered = output.render()
         const details = { output: rendered.text, exitCode, truncated: rendered.truncated }
         const content = withStatus(rendered.text, status)
@@ -138,7 +124,7 @@ const runInClient = (terminal: Tool.ClientTerminal, command: string, timeoutMs: 
   terminal.run({ toolCallId: ctx.toolCallId, command, cwd: ctx.cwd, timeoutMs, outputByteLimit: HEAD_BYTES + TAIL_BYTES }).pipe(
     Effect.map((result) => {
       // The client was asked for a limit; bound again in case it ignored it.
-      const rendered = OutputBuffer.boundString(result.output, HEAD_BYTES, TAIL_BYTES)
+      const rendered = OutputBuffer.boundString(Secrets.redact(result.output), HEAD_BYTES, TAIL_BYTES)
       const truncated = result.truncated || rendered.truncated
       const status = result.timedOut
         ? timeoutLine(result.signal ?? "SIGTERM", timeoutMs)
@@ -178,6 +164,8 @@ export const bash = Tool.define<Params>({
     Effect.gen(function*() {
       if (args.command.trim() === "") return Tool.error("The command is empty")
       if (args.command.includes("\0")) return Tool.error("The command contains a NUL character")
+      // Before any command can look at /proc/<skein>/environ (a client's terminal too).
+      ProcEnviron.hideSecrets()
       const timeoutMs = args.timeout_ms ?? DEFAULT_TIMEOUT_MS
       const terminal = ctx.client?.terminal
       if (terminal !== undefined) return yield* runInClient(terminal, args.command, timeoutMs, ctx)

@@ -133,13 +133,14 @@ describe.concurrent("McpSession with a real stdio server", () => {
       yield* Scope.close(scope, Exit.void)
     }))
 
-  it.live("passes the client's env over Skein's, and keeps Skein's secrets from the server", () =>
+  it.live("passes the client's env over Skein's, keeps Skein's secrets from the server, and redacts its own", () =>
     Effect.gen(function*() {
       const { mcp, scope, cwd } = yield* started([fixture("fix", { MCP_FIXTURE_SECRET: "from-client" })], {
         env: { ...process.env, OPENAI_API_KEY: "sk-skein", MCP_FIXTURE_PLAIN: "plain" }
       })
       yield* mcp.settled
-      assert.strictEqual((yield* callTool(mcp, "fix__echo", { text: "env:MCP_FIXTURE_SECRET" }, cwd)).content, "env MCP_FIXTURE_SECRET=from-client")
+      // The server has it; what it says of it comes back redacted.
+      assert.strictEqual((yield* callTool(mcp, "fix__echo", { text: "env:MCP_FIXTURE_SECRET" }, cwd)).content, "env MCP_FIXTURE_SECRET=[redacted]")
       assert.strictEqual((yield* callTool(mcp, "fix__echo", { text: "env:MCP_FIXTURE_PLAIN" }, cwd)).content, "env MCP_FIXTURE_PLAIN=plain")
       assert.strictEqual((yield* callTool(mcp, "fix__echo", { text: "env:OPENAI_API_KEY" }, cwd)).content, "env OPENAI_API_KEY=unset")
       yield* Scope.close(scope, Exit.void)
