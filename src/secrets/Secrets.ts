@@ -30,7 +30,7 @@
  *
  * One registry per process: the environment, stderr and `/proc` are per
  * process, and a value secret for one session is secret for all of them
- * (adr/0009). `make()` gives an independent one (tests).
+ * (adr/0010). `make()` gives an independent one (tests).
  */
 import * as Matcher from "./Matcher.ts"
 
