@@ -43,11 +43,12 @@ const captureLogs = () => {
 
 /**
  * A zombie: a process that has exited but that its parent has not waited for. The shell starts
- * `true` in the background, then becomes `sleep`, which never waits for it. Returns its pid and
- * the parent, to kill at the end (its zombie child is then reaped by init).
+ * a short `sleep` in the background, then becomes a long `sleep`, which never waits for it (the
+ * short one ends after that, so the shell cannot have reaped it). Returns its pid and the
+ * parent, to kill at the end (its zombie child is then reaped by init).
  */
 const zombie = async (): Promise<{ readonly pid: number; readonly parent: ChildProcess }> => {
-  const parent = spawn("sh", ["-c", "true & echo $!; exec sleep 30"], { stdio: ["ignore", "pipe", "ignore"] })
+  const parent = spawn("sh", ["-c", "sleep 0.2 & echo $!; exec sleep 30"], { stdio: ["ignore", "pipe", "ignore"] })
   const pid = await new Promise<number>((resolve) => parent.stdout!.once("data", (chunk: Buffer) => resolve(Number(String(chunk).trim()))))
   for (let i = 0; i < 1000 && Lock.processState(pid) !== "Z"; i++) await new Promise((resolve) => setTimeout(resolve, 5))
   return { pid, parent }
