@@ -4,7 +4,7 @@
  * last line is cut (and said on stderr), the stale lock is taken over, the interrupted turn is
  * closed, and the session goes on.
  */
-import { spawn } from "node:child_process"
+import { spawn, spawnSync } from "node:child_process"
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -39,22 +39,25 @@ describe("e2e: kill -9 and load", () => {
     const sessionId = await first.newSession()
     await first.prompt(sessionId, "Read the notes")
     void first.prompt(sessionId, "Now think").catch(() => undefined)
-    await first.waitForUpdate(sessionId, (u) => u.sessionUpdate === "agent_message_chunk" && (u.content as { text: string }).text === "Half an ans")
+    const file = logFile(first, sessionId)
+    // Mid-stream, once the text shown so far is checkpointed in the log.
+    await waitUntil(() => readFileSync(file, "utf8").includes('"type":"model_partial"'), "the checkpoint of the streamed text")
     await crash(first)
 
-    const file = logFile(first, sessionId)
     const beforeCrash = readFileSync(file, "utf8")
     const written = beforeCrash.trimEnd().split("\n").map((l) => JSON.parse(l))
-    expect(written.slice(1).map((e) => e.type)).toEqual(["turn_start", "model_response", "tool_call", "tool_result", "model_response", "turn_end", "turn_start"])
+    expect(written.slice(1).map((e) => e.type)).toEqual([
+      "turn_start", "model_response", "tool_call", "tool_result", "model_response", "turn_end", "turn_start", "model_partial"
+    ])
     expect(existsSync(join(first.home, "sessions", `${sessionId}.lock`))).toBe(true)
     // What a crash in the middle of an append leaves behind.
-    appendFileSync(file, '{"seq":8,"ts":1,"turn":2,"type":"model_resp')
+    appendFileSync(file, '{"seq":9,"ts":1,"turn":2,"type":"model_part')
 
     const second = await agents.ready({ script, args: ["--home", first.home] })
     const response = await second.sdk.request("session/load", { sessionId, cwd: first.cwd, mcpServers: [] })
     await second.settled(sessionId)
     expect(response.modes?.currentModeId).toBe("default")
-    expect(second.stderr).toContain(`Session log ${file}: cut a torn last line (line 9`)
+    expect(second.stderr).toContain(`Session log ${file}: cut a torn last line (line 10`)
     // Taking over the dead process's lock is routine: not a word about it in the editor's transcript.
     expect(second.stderr).not.toMatch(/lock/i)
 
@@ -66,20 +69,70 @@ describe("e2e: kill -9 and load", () => {
       ["tool_call_update", "completed"],
       ["agent_message_chunk", "It says hello."],
       ["user_message_chunk", "Now think"],
+      ["agent_message_chunk", "Half an ans"],
       ["agent_message_chunk", INTERRUPTED_TURN]
     ])
 
-    // The log keeps every byte written before the crash (minus the torn tail), then the closing turn_end.
+    // The log keeps every byte written before the crash (minus the torn tail), then what closes the turn.
     const after = readFileSync(file, "utf8")
     expect(after.startsWith(beforeCrash)).toBe(true)
     const appended = after.slice(beforeCrash.length).trimEnd().split("\n").map((l) => JSON.parse(l))
-    expect(appended).toEqual([{ seq: 8, ts: expect.any(Number), turn: 2, type: "turn_end", data: { stopReason: "cancelled", error: INTERRUPTED_TURN } }])
+    expect(appended).toEqual([
+      { seq: 9, ts: expect.any(Number), turn: 2, type: "model_response", data: { call: 1, parts: [{ type: "text", text: "Half an ans" }], stop: "cancelled" } },
+      { seq: 10, ts: expect.any(Number), turn: 2, type: "turn_end", data: { stopReason: "cancelled", error: INTERRUPTED_TURN } }
+    ])
 
     // And the session goes on in the new process.
     expect(await second.prompt(sessionId, "Still there?")).toEqual({ stopReason: "end_turn" })
     const log = readFileSync(file, "utf8").trimEnd().split("\n").map((l) => JSON.parse(l))
-    expect(log.slice(-3).map((e) => [e.seq, e.turn, e.type])).toEqual([[9, 3, "turn_start"], [10, 3, "model_response"], [11, 3, "turn_end"]])
+    expect(log.slice(-3).map((e) => [e.seq, e.turn, e.type])).toEqual([[11, 3, "turn_start"], [12, 3, "model_response"], [13, 3, "turn_end"]])
     expectClean(second)
+  })
+
+  it("mid-stream: the text streamed up to the last checkpoint is logged, and session/load shows it once", async () => {
+    const script = {
+      turns: [
+        { calls: [[{ text: "First paragraph. " }, { text: "Second paragraph." }, { sleep_ms: 60_000 }, { text: "Never shown." }]] },
+        { calls: [[{ text: "Back again." }]] }
+      ]
+    }
+    const first = await agents.ready({ script })
+    const sessionId = await first.newSession()
+    void first.prompt(sessionId, "Write").catch(() => undefined)
+    const file = logFile(first, sessionId)
+    const partialText = () =>
+      readFileSync(file, "utf8").trimEnd().split("\n").map((l) => JSON.parse(l))
+        .filter((e) => e.type === "model_partial")
+        .flatMap((e) => e.data.parts.map((p: { text: string }) => p.text))
+        .join("")
+    // The stream pauses: a checkpoint logs what was shown (no model_response yet).
+    await waitUntil(() => partialText() === "First paragraph. Second paragraph.", "the checkpoint of the streamed text")
+    await crash(first)
+    const beforeCrash = readFileSync(file, "utf8")
+    expect(beforeCrash.trimEnd().split("\n").slice(1).map((l) => JSON.parse(l).type).filter((t) => t !== "model_partial")).toEqual(["turn_start"])
+
+    const second = await agents.ready({ script, args: ["--home", first.home] })
+    await second.sdk.request("session/load", { sessionId, cwd: first.cwd, mcpServers: [] })
+    await second.settled(sessionId)
+    // Shown once: the streamed text, then that the turn was interrupted.
+    expect(second.updates(sessionId)).toEqual([
+      { sessionUpdate: "user_message_chunk", content: { type: "text", text: "Write" } },
+      { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "First paragraph. Second paragraph." } },
+      { sessionUpdate: "agent_message_chunk", content: { type: "text", text: INTERRUPTED_TURN } }
+    ])
+    // Loading closed the call with what it had streamed: the model's interrupted answer.
+    const after = readFileSync(file, "utf8")
+    expect(after.startsWith(beforeCrash)).toBe(true)
+    expect(after.slice(beforeCrash.length).trimEnd().split("\n").map((l) => JSON.parse(l)).map((e) => [e.type, e.data])).toEqual([
+      ["model_response", { call: 1, parts: [{ type: "text", text: "First paragraph. Second paragraph." }], stop: "cancelled" }],
+      ["turn_end", { stopReason: "cancelled", error: INTERRUPTED_TURN }]
+    ])
+    expect(await second.prompt(sessionId, "Go on")).toEqual({ stopReason: "end_turn" })
+    expectClean(second)
+
+    // And every later replay shows it once too (the model_response supersedes the checkpoints).
+    const replay = spawnSync(NODE, [SKEIN, "replay", sessionId, "--acp", "--home", first.home], { encoding: "utf8", timeout: 20_000 })
+    expect(replay.stdout.split("First paragraph.").length - 1).toBe(1)
   })
 
   // An editor that killed Skein and has not waited for it yet leaves a zombie: dead, but signal 0
