@@ -130,6 +130,62 @@ describe("creating a session", () => {
     }).pipe(Effect.provide(TempDir.platform)))
 })
 
+describe("migrating a log (v1 → the current format)", () => {
+  const FIXTURE = join(REPO_ROOT, "test/fixtures/logs/v1-basic.ndjson")
+  const original = readFileSync(FIXTURE, "utf8")
+  const originalEvents = original.trimEnd().split("\n").slice(1).map((l) => JSON.parse(l))
+
+  /** The log on disk is complete and loadable, in either format, with every event of the original. */
+  const expectWholeLog = (home: string) =>
+    Effect.gen(function*() {
+      const log = yield* storeIn(home)
+      const contents = yield* log.read("fixture-v1")
+      assert.include([1, LOG_VERSION], contents.version)
+      assert.strictEqual(contents.torn, undefined)
+      assert.deepStrictEqual(contents.events.map(({ sessionId: _, ...e }) => e), originalEvents)
+    })
+
+  const seed = (home: string) => {
+    mkdirSync(join(home, "sessions"), { recursive: true })
+    writeFileSync(join(home, "sessions", "fixture-v1.ndjson"), original)
+  }
+
+  it.effect("opened for writing, it is replaced in one rename; the original stays as the backup, byte for byte", () =>
+    Effect.gen(function*() {
+      const home = yield* TempDir.make()
+      seed(home)
+      const dir = join(home, "sessions")
+      const before = statSync(join(dir, "fixture-v1.ndjson")).ino
+      const log = yield* storeIn(home)
+      yield* Effect.scoped(log.open("fixture-v1")).pipe(Effect.provide(Logger.layer([])))
+      assert.deepStrictEqual(names(dir), ["fixture-v1.ndjson", "fixture-v1.ndjson.v1.bak"])
+      // The backup is the original file itself (a hard link), not a copy.
+      assert.strictEqual(statSync(join(dir, "fixture-v1.ndjson.v1.bak")).ino, before)
+      assert.strictEqual(readFileSync(join(dir, "fixture-v1.ndjson.v1.bak"), "utf8"), original)
+      assert.strictEqual(JSON.parse(readFileSync(join(dir, "fixture-v1.ndjson"), "utf8").split("\n")[0]!).v, LOG_VERSION)
+      yield* expectWholeLog(home)
+    }).pipe(Effect.provide(TempDir.platform)))
+
+  for (const point of ["migrate.written", "migrate.backed-up", "migrate.replaced"] as const) {
+    it.effect(`killed at ${point}: a complete log is there, and the next open finishes the migration`, () =>
+      Effect.gen(function*() {
+        const home = yield* TempDir.make()
+        seed(home)
+        const dir = join(home, "sessions")
+        killedAt(home, "open", "fixture-v1", point)
+        yield* expectWholeLog(home)
+        const log = yield* storeIn(home)
+        const opened = yield* Effect.scoped(log.open("fixture-v1")).pipe(Effect.provide(Logger.layer([])))
+        assert.strictEqual(opened.contents.events.length, originalEvents.length)
+        yield* expectWholeLog(home)
+        assert.strictEqual((yield* log.read("fixture-v1")).version, LOG_VERSION)
+        // Nothing of the killed migration is left but the backup of the original.
+        assert.deepStrictEqual(names(dir), ["fixture-v1.ndjson", "fixture-v1.ndjson.v1.bak"])
+        assert.strictEqual(readFileSync(join(dir, "fixture-v1.ndjson.v1.bak"), "utf8"), original)
+      }).pipe(Effect.provide(TempDir.platform)))
+  }
+})
+
 describe("a refused load changes nothing", () => {
   it.live("a wrong cwd or a missing additional directory is refused before the torn tail is cut", () =>
     Effect.gen(function*() {
