@@ -190,7 +190,8 @@ export class SessionLog extends Context.Service<SessionLog, {
             for (const event of contents.events) text += encodeEvent(event)
             const bytes = encoder.encode(text)
             yield* Files.replaceWhole(file, bytes, Files.backupPath(file, contents.version), faults)
-            yield* Effect.logInfo(`Migrated session log ${file} from format v${contents.version} to v${LOG_VERSION}`)
+            // Routine after an upgrade of Skein, for every session: not for the editor's transcript.
+            yield* Effect.logDebug(`Migrated session log ${file} from format v${contents.version} to v${LOG_VERSION}`)
             return bytes.length
           })
 

@@ -4,11 +4,12 @@
  * secrets) 0600. `skein sessions rm` removes every file of the session, secrets included.
  */
 import { spawnSync } from "node:child_process"
-import { readdirSync, readFileSync, statSync } from "node:fs"
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { rawAgents } from "../fixtures/faults/harness.ts"
-import { NODE, SKEIN } from "../support/AgentProcess.ts"
+import { LOG_VERSION } from "../../src/log/Event.ts"
+import { NODE, REPO_ROOT, SKEIN } from "../support/AgentProcess.ts"
 
 const agents = rawAgents()
 afterEach(() => agents.disposeAll())
@@ -16,6 +17,23 @@ afterEach(() => agents.disposeAll())
 const mode = (file: string) => (statSync(file).mode & 0o777).toString(8)
 
 describe("e2e: session files", () => {
+  it("a v1 log loads in an editor: upgraded once and quietly, the original kept as its backup", async () => {
+    const agent = agents.start({ script: { turns: [] } })
+    await agent.initialize()
+    const dir = path.join(agent.home, "sessions")
+    mkdirSync(dir, { recursive: true })
+    const original = readFileSync(path.join(REPO_ROOT, "test/fixtures/logs/v1-basic.ndjson"), "utf8").split("/fixture/project").join(agent.cwd)
+    writeFileSync(path.join(dir, "fixture-v1.ndjson"), original)
+    const loaded = await agent.request("session/load", { sessionId: "fixture-v1", cwd: agent.cwd, mcpServers: [] })
+    expect(loaded.error).toBeUndefined()
+    expect(readdirSync(dir).sort()).toEqual(["fixture-v1.lock", "fixture-v1.ndjson", "fixture-v1.ndjson.v1.bak"])
+    expect(readFileSync(path.join(dir, "fixture-v1.ndjson.v1.bak"), "utf8")).toBe(original)
+    expect(JSON.parse(readFileSync(path.join(dir, "fixture-v1.ndjson"), "utf8").split("\n")[0]!).v).toBe(LOG_VERSION)
+    // Routine: nothing about it in the editor's transcript.
+    expect(agent.stderr).toBe("")
+    expect(agent.problems).toEqual([])
+  })
+
   it("under umask 000: the sessions directory is 0700, every file in it 0600; sessions rm removes them all", async () => {
     const agent = agents.start({ script: { turns: [{ calls: [[{ text: "Hi." }]] }] }, umask: "000" })
     await agent.initialize()
