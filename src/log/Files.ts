@@ -121,7 +121,8 @@ export const createWhole = (file: string, bytes: Uint8Array, faults?: Faults): E
       const temp = creatingPath(file)
       // A leftover of a create that was killed: the log it was for never appeared.
       nodeFs.rmSync(temp, { force: true })
-      const fd = nodeFs.openSync(temp, "wx", FILE_MODE)
+      // For appending (O_APPEND): after an append that failed is cut back, the next lands at the end.
+      const fd = nodeFs.openSync(temp, "ax", FILE_MODE)
       try {
         writeAll(fd, bytes)
         faults?.("create.written")
