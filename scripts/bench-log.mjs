@@ -83,7 +83,7 @@ const makeEvents = (sessionId, n) => {
   }
   return events
 }
-const header = (id) => ({ type: "session", v: 1, id, cwd: workspace, created: Date.now(), mode: "default", skein: "bench" })
+const header = (id) => ({ type: "session", v: 2, id, cwd: workspace, created: Date.now(), mode: "default", skein: "bench" })
 
 const platform = Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)
 

@@ -35,7 +35,7 @@ const uuid = (i) => `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`
 // ---- fixtures: as in scripts/bench-sessions.mjs ---------------------------------------------
 const smallLog = (id, cwd, i) => {
   const t = 1_700_000_000_000 + i * 1000
-  return line({ type: "session", v: 1, id, cwd, created: t, mode: "default", skein: "bench" }) +
+  return line({ type: "session", v: 2, id, cwd, created: t, mode: "default", skein: "bench" }) +
     line({ seq: 1, ts: t, turn: 1, type: "turn_start", data: { content: [{ type: "text", text: `Task number ${i}: summarise the notes and fix the failing test` }] } }) +
     line({ seq: 2, ts: t + 1, turn: 1, type: "model_response", data: { call: 1, parts: [{ type: "text", text: "Reading." }, { type: "tool_call", id: "c1", name: "read", args: { path: "notes.txt" } }], stop: "tool_use" } }) +
     line({ seq: 3, ts: t + 2, turn: 1, type: "tool_call", data: { id: "c1", name: "read", args: { path: "notes.txt" }, title: "Read notes.txt", kind: "read" } }) +
@@ -48,7 +48,7 @@ for (let i = 0; i < SESSIONS; i++) {
 }
 const bigId = uuid(999_999)
 {
-  const parts = [line({ type: "session", v: 1, id: bigId, cwd: workspace, created: 1_700_000_000_000, mode: "default", skein: "bench" })]
+  const parts = [line({ type: "session", v: 2, id: bigId, cwd: workspace, created: 1_700_000_000_000, mode: "default", skein: "bench" })]
   let seq = 0
   let turn = 0
   const filler = "The quick brown fox jumps over the lazy dog. ".repeat(4)

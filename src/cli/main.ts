@@ -17,9 +17,21 @@ type Command = (args: ReadonlyArray<string>) => Effect.Effect<number, unknown>
 
 export interface CommandModule {
   readonly run: Command
-  /** Exit code after SIGINT/SIGTERM: `acp` shuts down cleanly (0), `run` was interrupted (130). */
+  /**
+   * Exit code after SIGINT/SIGTERM: `acp` shuts down cleanly (0), `run` was interrupted (130).
+   * After SIGHUP, `acp` still exits 0; the others exit 129 (128 + SIGHUP, what a shell reports
+   * for a hangup).
+   */
   readonly signalExitCode: number
 }
+
+/** The signals that shut a command down cleanly: each interrupts it, so every finalizer runs. */
+const SHUTDOWN_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const
+type ShutdownSignal = (typeof SHUTDOWN_SIGNALS)[number]
+
+/** The exit code after `signal`: a hangup is not an interrupt by the user, unless the command exits 0 anyway. */
+const exitCodeAfter = (signal: ShutdownSignal, signalExitCode: number) =>
+  signal === "SIGHUP" && signalExitCode !== 0 ? 129 : signalExitCode
 
 // `acp` is imported statically; every other command loads when it runs, so `acp` never
 // evaluates their modules (the launcher's code cache makes loading them later cheap).
@@ -31,24 +43,38 @@ const commands: Record<string, () => Promise<CommandModule>> = {
   doctor: () => import("./doctor.ts")
 }
 
-/** Runs a command effect; SIGINT/SIGTERM interrupt it and shut everything down cleanly. */
+/**
+ * Runs a command effect; SIGINT, SIGTERM and SIGHUP interrupt it and shut everything down
+ * cleanly (turns cancelled, child processes killed, logs synced, locks removed).
+ *
+ * SIGHUP is what an editor or terminal that goes away sends (Emacs on exit, a closed pty); by
+ * default it would kill Skein on the spot. It stays handled after the first one (a hangup
+ * often comes twice: from the kernel and from the shell), while a second SIGINT or SIGTERM
+ * is left to its default, so a user can still force a stuck shutdown.
+ */
 const runMain = (effect: Effect.Effect<number, unknown>, signalExitCode: number) => {
   // Every log line goes to stderr, redacted.
   const fiber = Effect.runFork(effect.pipe(Effect.provideService(Logger.LogToStderr, true), Effect.provideService(Console.Console, Stderr.console)))
-  let signalled = false
-  const onSignal = () => {
-    if (signalled) return
-    signalled = true
+  let signalled: ShutdownSignal | undefined
+  const onSignal = (signal: ShutdownSignal) => {
+    if (signalled !== undefined) return
+    signalled = signal
     Effect.runFork(Fiber.interrupt(fiber))
   }
-  process.once("SIGINT", onSignal)
-  process.once("SIGTERM", onSignal)
+  for (const signal of SHUTDOWN_SIGNALS) {
+    if (signal === "SIGHUP") process.on(signal, onSignal)
+    else process.once(signal, onSignal)
+  }
+  // Whoever reads our output may be gone (an editor that exited, `| head`): a failed write to
+  // stdout or stderr must not end the process before its shutdown has run.
+  process.stdout.on("error", () => {})
+  process.stderr.on("error", () => {})
   fiber.addObserver((exit) => {
     let code: number
     if (Exit.isSuccess(exit)) {
       code = exit.value
     } else if (Cause.hasInterruptsOnly(exit.cause)) {
-      code = signalled ? signalExitCode : 1
+      code = signalled !== undefined ? exitCodeAfter(signalled, signalExitCode) : 1
     } else {
       const error = Cause.squash(exit.cause)
       if (error instanceof Options.UsageError) {

@@ -93,6 +93,21 @@ export const ModelResponse = event("model_response", {
   stop: ModelStop,
   error: Schema.optionalKey(Schema.String)
 })
+/**
+ * Text and thinking a model call has streamed so far, logged as the call goes (at a bounded
+ * rate, never per delta), so that a crash loses at most the last moments of what the user
+ * saw. `parts` is what came since the call's previous `model_partial`: a part of the same
+ * kind as the last one goes on from it (tool calls are not in it). The call's `model_response`,
+ * when there is one, holds all of it and supersedes these; one that never came (a crash) is
+ * rebuilt from them when the session is loaded again.
+ */
+export const ModelPartial = event("model_partial", {
+  call: Schema.Number,
+  parts: Schema.Array(Schema.Union([
+    Schema.Struct({ type: Schema.Literal("text"), text: Schema.String }),
+    Schema.Struct({ type: Schema.Literal("thinking"), text: Schema.String, signature: Schema.optionalKey(Schema.String) })
+  ]))
+})
 /** The model asked for a tool; logged before it runs. */
 export const ToolCall = event("tool_call", {
   id: Schema.String,
@@ -164,6 +179,7 @@ export const McpServers = event("mcp_servers", {
 
 export const CanonicalBody = Schema.Union([
   TurnStart,
+  ModelPartial,
   ModelResponse,
   ToolCall,
   ToolResult,
@@ -238,7 +254,8 @@ export const LogLine = Schema.Struct({
   data: Schema.Unknown
 })
 
-export const LOG_VERSION = 1
+/** The log format. 2: `model_partial` events (a Skein that reads only v1 would refuse them). */
+export const LOG_VERSION = 2
 
 /** Line 1 of a log file. */
 export const LogHeader = Schema.Struct({

@@ -6,7 +6,7 @@
  * is logged or read back. Providers receive a read-only view.
  */
 import type { Message } from "../providers/Provider.ts"
-import type { CanonicalBody, PermissionRule } from "./Event.ts"
+import type { AssistantPart, CanonicalBody, PermissionRule } from "./Event.ts"
 
 export interface History {
   readonly messages: Array<Message>
@@ -22,6 +22,12 @@ export interface History {
   readonly config: Map<string, string>
   /** Permission rules made by "always" answers, oldest first. */
   readonly rules: Array<PermissionRule>
+  /**
+   * What the model call in progress streamed so far, from its `model_partial` events; none once
+   * its `model_response` is logged. Left at the end of a log, it is a call a crash interrupted:
+   * recovery makes it the call's answer (`Recovery.closing`).
+   */
+  partial: { readonly call: number; readonly parts: Array<AssistantPart> } | undefined
 }
 
 export const make = (): History => ({
@@ -32,17 +38,41 @@ export const make = (): History => ({
   announced: new Map(),
   mode: undefined,
   config: new Map(),
-  rules: []
+  rules: [],
+  partial: undefined
 })
+
+/** Appends streamed text to parts the way the stream built them: a part of the same kind goes on from the last. */
+export const appendPart = (parts: Array<AssistantPart>, type: "text" | "thinking", text: string, signature?: string): void => {
+  const last = parts[parts.length - 1]
+  if (last !== undefined && last.type === "text" && type === "text") {
+    parts[parts.length - 1] = { type, text: last.text + text }
+  } else if (last !== undefined && last.type === "thinking" && type === "thinking") {
+    const sig = signature ?? last.signature
+    parts[parts.length - 1] = sig === undefined ? { type, text: last.text + text } : { type, text: last.text + text, signature: sig }
+  } else if (type === "thinking" && signature !== undefined) {
+    parts.push({ type, text, signature })
+  } else {
+    parts.push({ type, text })
+  }
+}
 
 /** Applies one canonical event to the history. */
 export const apply = (history: History, event: CanonicalBody): void => {
   switch (event.type) {
     case "turn_start":
       history.turns++
+      history.partial = undefined
       history.messages.push({ role: "user", content: event.data.content })
       return
+    case "model_partial": {
+      // The model sees none of it until the call's model_response (or recovery) says what it answered.
+      if (history.partial === undefined || history.partial.call !== event.data.call) history.partial = { call: event.data.call, parts: [] }
+      for (const part of event.data.parts) appendPart(history.partial.parts, part.type, part.text, part.type === "thinking" ? part.signature : undefined)
+      return
+    }
     case "model_response": {
+      history.partial = undefined
       if (event.data.parts.length === 0) return
       for (const part of event.data.parts) {
         if (part.type === "tool_call") {
@@ -73,6 +103,7 @@ export const apply = (history: History, event: CanonicalBody): void => {
     case "turn_end":
       history.openToolCalls.clear()
       history.announced.clear()
+      history.partial = undefined
       return
     case "permission":
       if (event.data.rule !== undefined) history.rules.push(event.data.rule)

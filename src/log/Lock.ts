@@ -6,7 +6,7 @@
  * The lock file appears atomically with its content (written to a private
  * temporary file, then hard-linked into place, which fails if a lock exists).
  * A lock whose owner is a process of this host that no longer runs (a crash,
- * `kill -9`) is stale and taken over. A lock held by another host cannot be
+ * `kill -9`, a zombie not yet reaped) is stale and taken over, quietly (at debug level). A lock held by another host cannot be
  * checked and is respected; the error says which file to remove.
  */
 import * as Clock from "effect/Clock"
@@ -48,18 +48,23 @@ const parseOwner = (text: string): Owner | undefined => {
   }
 }
 
-/** Whether a process of this host runs with that pid (EPERM: it runs, as someone else). */
+/**
+ * Whether a process of this host runs with that pid (EPERM: it runs, as someone else). A
+ * zombie (dead, not yet reaped by its parent: an editor that killed Skein and has not waited
+ * for it yet) still answers signal 0, but runs no more: where the system tells (Linux), it
+ * does not count.
+ */
 const running = (pid: number): boolean => {
   if (!Number.isInteger(pid) || pid <= 0) return false
   try {
     process.kill(pid, 0)
-    return true
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"
+    if ((error as NodeJS.ErrnoException).code !== "EPERM") return false
   }
+  const state = processState(pid)
+  return state !== "Z" && state !== "X"
 }
 
-/** Whether the lock's owner may still write: another host, or a running process here. */
 const readProc = (file: string): string | undefined => {
   if (process.platform !== "linux") return undefined
   try {
@@ -76,13 +81,18 @@ export const bootId = (): string | undefined => {
   return thisBoot
 }
 
-/** When a process started, in clock ticks since boot (Linux: field 22 of /proc/<pid>/stat). */
-export const processStart = (pid: number): string | undefined => {
+/** The fields of /proc/<pid>/stat after the command name (Linux), from field 3 on. */
+const statFields = (pid: number): Array<string> | undefined => {
   const stat = readProc(`/proc/${pid}/stat`)
-  if (stat === undefined) return undefined
   // The command name (field 2) is in parentheses and may hold spaces: count after its end.
-  return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]
+  return stat === undefined ? undefined : stat.slice(stat.lastIndexOf(")") + 2).split(" ")
 }
+
+/** When a process started, in clock ticks since boot (Linux: field 22 of /proc/<pid>/stat). */
+export const processStart = (pid: number): string | undefined => statFields(pid)?.[19]
+
+/** A process's state letter (Linux: field 3 of /proc/<pid>/stat; `Z` zombie, `X` dead). */
+export const processState = (pid: number): string | undefined => statFields(pid)?.[0]
 
 /** The same process as the one that wrote `owner`, as far as this system can tell. */
 const sameProcess = (owner: Owner): boolean => {
@@ -93,6 +103,7 @@ const sameProcess = (owner: Owner): boolean => {
   return since === undefined || since === owner.since
 }
 
+/** Whether the lock's owner may still write: another host, or a running process here. */
 export const isLive = (owner: Owner | undefined): boolean =>
   owner !== undefined &&
   (owner.host !== os.hostname() || ((owner.pid === process.pid || running(owner.pid)) && sameProcess(owner)))
@@ -152,7 +163,7 @@ export const acquire = (lockFile: string, sessionId: string): Effect.Effect<void
     }
     const temp = `${lockFile}.${process.pid}.${me.started}.tmp`
     try {
-      nodeFs.writeFileSync(temp, mine, { flag: "w" })
+      nodeFs.writeFileSync(temp, mine, { flag: "w", mode: 0o600 })
     } catch (error) {
       return yield* io("write", error)
     }
@@ -174,7 +185,8 @@ export const acquire = (lockFile: string, sessionId: string): Effect.Effect<void
       if (current !== undefined && isLive(current)) return lockedError(sessionId, lockFile, current)
       // Stale: remove it only if it is still the stale one, then race for it once more.
       if (read() === text) remove(lockFile)
-      yield* Effect.logWarning(`Took over the stale lock ${lockFile} (its owner, pid ${current?.pid ?? "?"}, is gone)`)
+      // Routine after a crash and none of the user's business: editors show stderr in their transcript.
+      yield* Effect.logDebug(`Took over the stale lock ${lockFile} (its owner, pid ${current?.pid ?? "?"}, is gone)`)
       return link()
     }).pipe(Effect.ensuring(Effect.sync(() => remove(temp))))
     if (taken instanceof LogError) return yield* taken

@@ -11,7 +11,7 @@
  * here as the identity, and turn the old version's entry into a function that
  * rewrites its lines into the new shape (composing older upgrades with it). A
  * log opened for writing is rewritten once in the current format (the old file
- * is kept as `<id>.ndjson.v<N>.bak`).
+ * is kept as `<id>.ndjson.v<N>.bak`; see `Files.replaceWhole`).
  */
 import { LOG_VERSION } from "./Event.ts"
 
@@ -25,9 +25,13 @@ export interface Upgrade {
 
 export const identity: Upgrade = { header: (header) => header, event: (event) => event }
 
+/** v1 → v2: v2 only adds an event type (`model_partial`); every v1 line is a v2 line. */
+const v1: Upgrade = { header: (header) => ({ ...header, v: 2 }), event: (event) => event }
+
 /** The formats Skein reads, by version. */
 export const formats: ReadonlyMap<number, Upgrade> = new Map<number, Upgrade>([
-  [1, identity]
+  [1, v1],
+  [2, identity]
 ])
 
 export type Plan =

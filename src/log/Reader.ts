@@ -57,6 +57,11 @@ const checkData = (type: string, d: Record<string, unknown>): string | undefined
   switch (type) {
     case "turn_start":
       return Array.isArray(d.content) && d.content.every((b) => isRecord(b) && isString(b.type)) ? undefined : "turn_start without content"
+    case "model_partial":
+      return typeof d.call === "number" && Array.isArray(d.parts) &&
+          d.parts.every((p) => isRecord(p) && (p.type === "text" || p.type === "thinking") && isString(p.text))
+        ? undefined
+        : "malformed model_partial"
     case "model_response":
       return typeof d.call === "number" && isString(d.stop) && Array.isArray(d.parts) && d.parts.every((p) => isRecord(p) && isString(p.type))
         ? undefined

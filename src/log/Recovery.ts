@@ -1,8 +1,11 @@
 /**
  * Closing what a crash left open. A process killed mid-turn leaves a log whose
- * last turn has no `turn_end`, and maybe tool calls without a result. Before a
- * session continues such a log, it appends what the supervisor would have:
- * a failed result for each open tool call and a `turn_end` that says the turn
+ * last turn has no `turn_end`, maybe a model call that streamed text but never
+ * ended (its `model_partial` checkpoints), and maybe tool calls without a
+ * result. Before a session continues such a log, it appends what the
+ * supervisor would have: the interrupted call's `model_response` (cancelled,
+ * with the text its checkpoints hold: what the model sees as its answer), a
+ * failed result for each open tool call and a `turn_end` that says the turn
  * was interrupted. Pure: it only says which events to append.
  */
 import type { Canonical, CanonicalBody } from "./Event.ts"
@@ -26,6 +29,9 @@ export const closing = (events: ReadonlyArray<Canonical>, history: History): { r
   const turn = openTurn(events)
   if (turn === undefined) return undefined
   const bodies: Array<CanonicalBody> = []
+  if (history.partial !== undefined) {
+    bodies.push({ type: "model_response", data: { call: history.partial.call, parts: history.partial.parts, stop: "cancelled" } })
+  }
   for (const [id, name] of history.openToolCalls) {
     bodies.push({ type: "tool_result", data: { id, title: history.announced.get(id) ?? name, ok: false, content: INTERRUPTED_TOOL } })
   }

@@ -26,12 +26,35 @@ export const withRecovery = (events: ReadonlyArray<Canonical>): ReadonlyArray<Ca
   ]
 }
 
-/** Every update that rebuilds the logged history, in order. */
+/**
+ * Whether the event at `index` is a `model_partial` that a later `model_response` of the same
+ * call supersedes (that response shows all of its text). Only a log that has checkpoints pays
+ * for the scan, from its first one on.
+ */
+const supersededPartials = (events: ReadonlyArray<Canonical>) => {
+  let answered: Set<string> | undefined
+  return (event: Canonical, index: number): boolean => {
+    if (event.type !== "model_partial") return false
+    if (answered === undefined) {
+      answered = new Set()
+      for (let i = index; i < events.length; i++) {
+        const e = events[i]!
+        if (e.type === "model_response") answered.add(`${e.turn}:${e.data.call}`)
+      }
+    }
+    return answered.has(`${event.turn}:${event.data.call}`)
+  }
+}
+
+/** Every update that rebuilds the logged history, in order; the text of each model call once. */
 export const updates = (events: ReadonlyArray<Canonical>): Array<Translate.SessionUpdate> => {
   const out: Array<Translate.SessionUpdate> = []
+  const superseded = supersededPartials(events)
   // Logs from before results carried their call's title: it comes from the call.
   const titles = new Map<string, string>()
-  for (const event of events) {
+  for (let i = 0; i < events.length; i++) {
+    const event = events[i]!
+    if (superseded(event, i)) continue
     if (event.type === "tool_call") titles.set(event.data.id, event.data.title)
     const shown = event.type === "tool_result" && event.data.title === undefined && titles.has(event.data.id)
       ? { ...event, data: { ...event.data, title: titles.get(event.data.id)! } }
@@ -46,6 +69,8 @@ export const notificationLines = (sessionId: string, events: ReadonlyArray<Canon
   updates(events).map((update) =>
     JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: { sessionId, update } }) + "\n"
   )
+
+const THINKING = "  (thinking) "
 
 const indent = (text: string, prefix: string) => text.split("\n").map((line) => prefix + line).join("\n")
 
@@ -65,14 +90,30 @@ export const transcript = (header: LogHeader, events: ReadonlyArray<Canonical>):
   out.push(`  created  ${new Date(header.created).toISOString()}`)
   if (header.mode !== undefined) out.push(`  mode     ${header.mode}`)
   const titles = new Map<string, string>()
-  for (const event of events) {
+  const superseded = supersededPartials(events)
+  for (let i = 0; i < events.length; i++) {
+    const event = events[i]!
+    if (superseded(event, i)) continue
     switch (event.type) {
       case "turn_start":
         out.push("", `── turn ${event.turn} ${"─".repeat(40)}`, indent(promptText(event.data.content), "> "))
         break
+      case "model_partial": {
+        // A call still streaming (the log of a live session): its checkpoints read as one text.
+        const previous = events[i - 1]
+        const goesOn = previous?.type === "model_partial" && previous.turn === event.turn && previous.data.call === event.data.call
+          ? previous.data.parts.at(-1)?.type
+          : undefined
+        event.data.parts.forEach((part, j) => {
+          const shown = part.type === "thinking" ? indent(part.text, THINKING) : part.text
+          if (j === 0 && goesOn === part.type && out.length > 0) out[out.length - 1] += part.type === "thinking" ? shown.slice(THINKING.length) : shown
+          else out.push(shown)
+        })
+        break
+      }
       case "model_response":
         for (const part of event.data.parts) {
-          if (part.type === "thinking" && part.text.length > 0) out.push(indent(part.text, "  (thinking) "))
+          if (part.type === "thinking" && part.text.length > 0) out.push(indent(part.text, THINKING))
           if (part.type === "text" && part.text.length > 0) out.push(part.text)
         }
         if (event.data.error !== undefined) out.push(`  (model call ${event.data.call} failed: ${event.data.error})`)

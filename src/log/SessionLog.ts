@@ -10,7 +10,10 @@
  * - The file is fsynced on `sync` (every turn end) and when the writer's scope
  *   closes (session close, shutdown); the first sync also syncs the directory.
  * - `open` recovers a log a crash left: a torn last line is cut (and reported
- *   on stderr), an old format is rewritten in the current one.
+ *   on stderr), an old format is rewritten in the current one. Its `check`
+ *   runs before any of that: a refused open changes nothing.
+ * - The directory is owner-only and so is every file in it; creating, deleting
+ *   and migrating keep the files whole at every instant (see `Files.ts`).
  */
 import * as Context from "effect/Context"
 import * as nodeFs from "node:fs"
@@ -21,6 +24,7 @@ import * as Path from "effect/Path"
 import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import { type Canonical, LOG_VERSION, type LogHeader } from "./Event.ts"
+import * as Files from "./Files.ts"
 import * as Listing from "./Listing.ts"
 import * as Lock from "./Lock.ts"
 import { LogError } from "./LogError.ts"
@@ -48,6 +52,8 @@ export interface Config {
   readonly home: string
   /** The formats logs are read in (default: `Migrations.formats`); tests pass others. */
   readonly formats?: ReadonlyMap<number, Migrations.Upgrade> | undefined
+  /** Called at each step of a multi-file operation (tests stop the process there). */
+  readonly faults?: Files.Faults | undefined
 }
 
 const encoder = new TextEncoder()
@@ -63,15 +69,25 @@ export class SessionLog extends Context.Service<SessionLog, {
   readonly pathOf: (sessionId: string) => string
   /** Creates a new log with its header and takes its lock; the writer lives as long as the scope. */
   readonly create: (header: LogHeader) => Effect.Effect<Writer, LogError, Scope.Scope>
-  /** Takes the lock of an existing log, reads it, cuts a torn tail and continues it. */
-  readonly open: (sessionId: string) => Effect.Effect<Opened, LogError, Scope.Scope>
+  /**
+   * Takes the lock of an existing log, reads it, then, once `check` accepts what it holds, cuts
+   * a torn tail, upgrades an old format and continues it. When `check` refuses, the files are
+   * as they were (the lock is released).
+   */
+  readonly open: <E = never>(
+    sessionId: string,
+    check?: (contents: Reader.Contents) => Effect.Effect<void, E>
+  ) => Effect.Effect<Opened, LogError | E, Scope.Scope>
   /** Reads a session's log without taking its lock or changing it. */
   readonly read: (sessionId: string) => Effect.Effect<Reader.Contents, LogError>
   /** Reads a log file anywhere. */
   readonly readFile: (file: string) => Effect.Effect<Reader.Contents, LogError>
   /** One page of the sessions, newest first. */
   readonly list: (query: Listing.Query) => Effect.Effect<Listing.Page, LogError>
-  /** Removes a session's log and lock; an unknown id is not an error. Fails if another process has it open. */
+  /**
+   * Removes a session's files, its side files first and its log last, under its lock; an
+   * unknown id is not an error. Fails if another process has it open.
+   */
   readonly remove: (sessionId: string) => Effect.Effect<void, LogError>
 }>()("skein/log/SessionLog") {
   static readonly layer = (config: Config) =>
@@ -82,9 +98,13 @@ export class SessionLog extends Context.Service<SessionLog, {
         const path = yield* Path.Path
         const directory = path.join(config.home, "sessions")
         const readerOptions: Reader.Options = { formats: config.formats }
+        const faults = config.faults
+        // An existing directory that others can read is made owner-only now; a missing one is
+        // created (owner-only) with the first session.
+        if (nodeFs.existsSync(directory)) yield* Effect.ignore(Files.ensurePrivateDirectory(directory))
         let ensured = false
         const ensureDirectory = Effect.suspend(() =>
-          ensured ? Effect.void : fs.makeDirectory(directory, { recursive: true }).pipe(Effect.tap(() => Effect.sync(() => {
+          ensured ? Effect.void : Files.ensurePrivateDirectory(directory).pipe(Effect.tap(() => Effect.sync(() => {
             ensured = true
           })))
         )
@@ -108,12 +128,19 @@ export class SessionLog extends Context.Service<SessionLog, {
           )
         )
 
-        /** A writer over an open append handle; `size` is the length of the intact file. */
-        const makeWriter = (file: string, handle: FileSystem.File, size: number) =>
+        /** A writer over a descriptor open for appending, closed with the scope; `size` is the length of the intact file. */
+        const makeWriter = (file: string, fd: number, size: number) =>
           Effect.gen(function*() {
+            yield* Effect.addFinalizer(() => Effect.sync(() => nodeFs.closeSync(fd)))
             const serial = yield* Semaphore.make(1)
             let length = size
-            const sync = Effect.andThen(handle.sync.pipe(Effect.mapError(fail(file, "sync"))), syncDirectory)
+            const sync = Effect.andThen(
+              Effect.try({
+                try: () => nodeFs.fsyncSync(fd),
+                catch: (error) => new LogError({ reason: "io", message: `Cannot sync session log ${file}: ${(error as NodeJS.ErrnoException).code ?? "error"}` })
+              }),
+              syncDirectory
+            )
             // Flush on close: shutdown, session close and interruption all pass here.
             yield* Effect.addFinalizer(() => Effect.ignore(sync))
             const writer: Writer = {
@@ -125,7 +152,6 @@ export class SessionLog extends Context.Service<SessionLog, {
                   let text = ""
                   for (const event of events) text += encodeEvent(event)
                   const bytes = Buffer.from(text)
-                  const fd = (handle as unknown as { fd: number }).fd
                   try {
                     let off = 0
                     while (off < bytes.length) off += nodeFs.writeSync(fd, bytes, off, bytes.length - off)
@@ -148,71 +174,74 @@ export class SessionLog extends Context.Service<SessionLog, {
         const create = Effect.fn("SessionLog.create")(function*(header: LogHeader) {
           const file = pathOf(header.id)
           yield* checkId(header.id)
-          yield* ensureDirectory.pipe(Effect.mapError(fail(file, "create the directory for")))
+          yield* ensureDirectory
           yield* Lock.acquire(lockOf(header.id), header.id)
-          const handle = yield* fs.open(file, { flag: "ax" }).pipe(Effect.mapError(fail(file, "create")))
           const line = encoder.encode(JSON.stringify(header) + "\n")
-          // Synchronous, as every append: a few µs instead of a thread-pool round trip.
-          const fd = (handle as unknown as { fd: number }).fd
-          yield* Effect.try({
-            try: () => {
-              let off = 0
-              while (off < line.length) off += nodeFs.writeSync(fd, line, off, line.length - off)
-            },
-            catch: (error) => new LogError({ reason: "io", message: `Cannot write session log ${file}: ${(error as NodeJS.ErrnoException).code ?? "error"}` })
-          })
-          return yield* makeWriter(file, handle, line.length)
+          // The log appears with its header, or not at all.
+          const fd = yield* Files.createWhole(file, line, faults)
+          return yield* makeWriter(file, fd, line.length)
         })
 
-        /** Rewrites a log of an older format in the current one; the old file stays as a backup. */
+        /** Rewrites a log of an older format in the current one, in one rename; the old file stays as a backup. */
         const rewrite = (contents: Reader.Contents) =>
           Effect.gen(function*() {
             const file = contents.file
-            const temp = `${file}.migrating`
             let text = JSON.stringify({ ...contents.header, v: LOG_VERSION }) + "\n"
             for (const event of contents.events) text += encodeEvent(event)
             const bytes = encoder.encode(text)
-            yield* Effect.scoped(Effect.gen(function*() {
-              const out = yield* fs.open(temp, { flag: "w" })
-              yield* out.writeAll(bytes)
-              yield* out.sync
-            })).pipe(Effect.mapError(fail(file, "migrate")))
-            yield* fs.rename(file, `${file}.v${contents.version}.bak`).pipe(Effect.mapError(fail(file, "back up")))
-            yield* fs.rename(temp, file).pipe(Effect.mapError(fail(file, "migrate")))
-            yield* Effect.logWarning(`Migrated session log ${file} from format v${contents.version} to v${LOG_VERSION}`)
+            yield* Files.replaceWhole(file, bytes, Files.backupPath(file, contents.version), faults)
+            // Routine after an upgrade of Skein, for every session: not for the editor's transcript.
+            yield* Effect.logDebug(`Migrated session log ${file} from format v${contents.version} to v${LOG_VERSION}`)
             return bytes.length
           })
 
-        const open = Effect.fn("SessionLog.open")(function*(sessionId: string) {
-          yield* checkId(sessionId)
-          const file = pathOf(sessionId)
-          if (!(yield* fs.exists(file).pipe(Effect.orElseSucceed(() => false)))) {
-            return yield* new LogError({ reason: "not_found", message: `Session not found: ${sessionId}` })
-          }
-          yield* Lock.acquire(lockOf(sessionId), sessionId)
-          const contents = yield* Reader.read(fs, file, readerOptions)
-          let size = contents.intactBytes
-          if (contents.torn !== undefined) {
-            yield* fs.truncate(file, contents.intactBytes).pipe(Effect.mapError(fail(file, "cut the torn tail of")))
-            yield* Effect.logWarning(
-              `Session log ${file}: cut a torn last line (line ${contents.torn.line}, ${contents.torn.bytes} bytes) left by a crash`
-            )
-          }
-          if (contents.version !== LOG_VERSION) size = yield* rewrite(contents)
-          const handle = yield* fs.open(file, { flag: "a" }).pipe(Effect.mapError(fail(file, "open")))
-          const writer = yield* makeWriter(file, handle, size)
-          return { contents, writer } satisfies Opened
-        })
+        const open = <E = never>(sessionId: string, check?: (contents: Reader.Contents) => Effect.Effect<void, E>) =>
+          Effect.gen(function*() {
+            yield* checkId(sessionId)
+            const file = pathOf(sessionId)
+            if (!(yield* fs.exists(file).pipe(Effect.orElseSucceed(() => false)))) {
+              return yield* new LogError({ reason: "not_found", message: `Session not found: ${sessionId}` })
+            }
+            yield* Lock.acquire(lockOf(sessionId), sessionId)
+            const contents = yield* Reader.read(fs, file, readerOptions)
+            // Whatever refuses the session does so before anything changes on disk.
+            if (check !== undefined) yield* check(contents)
+            yield* Files.removeLeftovers(file)
+            let size = contents.intactBytes
+            if (contents.torn !== undefined) {
+              yield* fs.truncate(file, contents.intactBytes).pipe(Effect.mapError(fail(file, "cut the torn tail of")))
+              yield* Effect.logWarning(
+                `Session log ${file}: cut a torn last line (line ${contents.torn.line}, ${contents.torn.bytes} bytes) left by a crash`
+              )
+            }
+            if (contents.version !== LOG_VERSION) size = yield* rewrite(contents)
+            const fd = yield* Effect.try({
+              try: () => nodeFs.openSync(file, "a"),
+              catch: (error) => new LogError({ reason: "io", message: `Cannot open session log ${file}: ${(error as NodeJS.ErrnoException).code ?? "error"}` })
+            })
+            // A log an older Skein wrote with the umask's mode.
+            Files.tightenFile(fd)
+            const writer = yield* makeWriter(file, fd, size)
+            return { contents, writer } satisfies Opened
+          }).pipe(Effect.withSpan("SessionLog.open"))
 
         const read = (sessionId: string) =>
           Effect.andThen(checkId(sessionId), Reader.read(fs, pathOf(sessionId), readerOptions))
 
         const remove = Effect.fn("SessionLog.remove")(function*(sessionId: string) {
           if (!Listing.isSessionId(sessionId)) return
-          const file = pathOf(sessionId)
-          yield* Lock.checkFree(fs, lockOf(sessionId), sessionId)
-          yield* fs.remove(file, { force: true }).pipe(Effect.mapError(fail(file, "remove")))
-          yield* Effect.ignore(fs.remove(lockOf(sessionId), { force: true }))
+          const present = yield* Effect.try({
+            // Another process's lock in the making (`<id>.lock.*`) is not the session's; a lock a
+            // killed delete left is, and goes too (taken over, if its owner is gone).
+            try: () => Files.sessionFiles(directory, sessionId).some((name) => !name.startsWith(`${sessionId}.lock.`)),
+            catch: (error) => new LogError({ reason: "io", message: `Cannot list ${directory}: ${(error as NodeJS.ErrnoException).code ?? "error"}` })
+          })
+          if (!present) return
+          // Under the lock: no other process opens the session while its files go; released (removed) last.
+          yield* Effect.scoped(Effect.andThen(
+            Lock.acquire(lockOf(sessionId), sessionId),
+            Files.removeSession(directory, sessionId, faults)
+          ))
         })
 
         return SessionLog.of({

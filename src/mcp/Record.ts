@@ -9,8 +9,9 @@
  *   name, transport, command or URL (without credentials, query or
  *   fragment), and the *names* of its env variables and headers;
  * - the settings as the client sent them go to `<id>.mcp.json` next to the
- *   log, created with mode 0600 (owner only) and replaced atomically. It is
- *   removed with the session. A log copied elsewhere without it still says
+ *   log, created with mode 0600 (owner only) and replaced atomically, only
+ *   once the log exists. It is removed with the session, before the log (see
+ *   `log/Files.ts`), so the secrets never outlive the log. A log copied elsewhere without it still says
  *   which servers were used; they are then not restarted.
  *
  * The client's list wins whenever it names at least one server.
@@ -98,4 +99,3 @@ export const load = (fs: FileSystem.FileSystem, file: string): Effect.Effect<Rea
     )
   )
 
-export const remove = (fs: FileSystem.FileSystem, file: string): Effect.Effect<void> => Effect.ignore(fs.remove(file, { force: true }))

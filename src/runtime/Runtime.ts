@@ -23,7 +23,8 @@ import type { McpServer } from "../acp/Session.ts"
 import { type Canonical, type CanonicalBody, LOG_VERSION } from "../log/Event.ts"
 import * as History from "../log/History.ts"
 import * as Recovery from "../log/Recovery.ts"
-import { type LogError, SessionLog, type Writer } from "../log/SessionLog.ts"
+import type * as Reader from "../log/Reader.ts"
+import { LogError, SessionLog, type Writer } from "../log/SessionLog.ts"
 import * as DynamicToolkit from "../mcp/DynamicToolkit.ts"
 import * as McpSession from "../mcp/McpSession.ts"
 import * as McpRecord from "../mcp/Record.ts"
@@ -245,11 +246,20 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | File
       Effect.gen(function*() {
         const scope = yield* Scope.fork(parent)
         const loaded = yield* Effect.gen(function*() {
-          const { contents, writer } = yield* Effect.mapError(log.open(options.sessionId).pipe(Scope.provide(scope)), fromLogError)
+          // Refusals come before anything is written: a refused load leaves the log as it was.
+          const check = (contents: Reader.Contents) =>
+            Effect.gen(function*() {
+              yield* checkCwd(options.cwd, contents.header.cwd)
+              for (const dir of options.additionalDirectories ?? contents.header.additionalDirectories ?? []) {
+                yield* checkDirectory(dir, "An additional directory")
+              }
+            })
+          const { contents, writer } = yield* log.open(options.sessionId, check).pipe(
+            Scope.provide(scope),
+            Effect.mapError((error) => (error instanceof LogError ? fromLogError(error) : error))
+          )
           const header = contents.header
-          yield* checkCwd(options.cwd, header.cwd)
           const additionalDirectories = options.additionalDirectories ?? header.additionalDirectories ?? []
-          for (const dir of additionalDirectories) yield* checkDirectory(dir, "An additional directory")
           const history = History.make()
           const events = contents.events
           for (const event of events) History.apply(history, event)
@@ -332,11 +342,8 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | File
       })
 
     const deleteSession = Effect.fn("Runtime.deleteSession")(function*(sessionId: string) {
-      yield* lifecycle.withPermits(1)(
-        Effect.andThen(closeSession(sessionId), Effect.mapError(log.remove(sessionId), fromLogError)).pipe(
-          Effect.andThen(McpRecord.remove(fs, McpRecord.settingsPath(log.pathOf(sessionId))))
-        )
-      )
+      // The log store removes the session's side files (its MCP servers' secrets) before its log.
+      yield* lifecycle.withPermits(1)(Effect.andThen(closeSession(sessionId), Effect.mapError(log.remove(sessionId), fromLogError)))
     })
 
     return Runtime.of({

@@ -20,11 +20,12 @@ import type {
   Usage,
   UserBlock
 } from "../log/Event.ts"
-import type { History } from "../log/History.ts"
+import { appendPart, type History } from "../log/History.ts"
 import type { LogError } from "../log/SessionLog.ts"
 import type { Provider, StreamPart } from "../providers/Provider.ts"
 import * as Tool from "../tools/Tool.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
+import * as Checkpoint from "./Checkpoint.ts"
 
 export interface TurnOutcome {
   readonly stopReason: StopReason
@@ -89,21 +90,6 @@ export type Permit = { readonly _tag: "allow" } | { readonly _tag: "deny"; reado
 const stopReasonOf = (stop: ModelStop): StopReason =>
   stop === "max_tokens" ? "max_tokens" : stop === "refusal" ? "refusal" : "end_turn"
 
-/** Appends a delta to the last part when it is of the same kind, else starts a new part. */
-const appendText = (parts: Array<AssistantPart>, type: "text" | "thinking", text: string, signature?: string) => {
-  const last = parts[parts.length - 1]
-  if (last !== undefined && last.type === "text" && type === "text") {
-    parts[parts.length - 1] = { type, text: last.text + text }
-  } else if (last !== undefined && last.type === "thinking" && type === "thinking") {
-    const sig = signature ?? last.signature
-    parts[parts.length - 1] = sig === undefined ? { type, text: last.text + text } : { type, text: last.text + text, signature: sig }
-  } else if (type === "thinking" && signature !== undefined) {
-    parts.push({ type, text, signature })
-  } else {
-    parts.push({ type, text })
-  }
-}
-
 interface CallResult {
   readonly parts: ReadonlyArray<AssistantPart>
   readonly usage: Usage | undefined
@@ -111,7 +97,7 @@ interface CallResult {
   readonly failure: string | undefined
 }
 
-/** Streams one model call, publishing deltas as they arrive. */
+/** Streams one model call, publishing deltas as they arrive and logging checkpoints of its text. */
 const modelCall = (ctx: TurnContext, call: number): Effect.Effect<CallResult> => {
   const parts: Array<AssistantPart> = []
   ctx.state.partial = parts
@@ -119,15 +105,19 @@ const modelCall = (ctx: TurnContext, call: number): Effect.Effect<CallResult> =>
   let usage: Usage | undefined
   let stop: ModelStop = "end_turn"
   let failure: string | undefined
-  const onPart = (part: StreamPart): Effect.Effect<void> => {
+  const withCheckpoint = (emitted: Effect.Effect<void>, due: Effect.Effect<void> | undefined) =>
+    due === undefined ? emitted : Effect.andThen(emitted, due)
+  const onPart = (checkpoints: Checkpoint.Checkpoints) => (part: StreamPart): Effect.Effect<void> => {
     switch (part._tag) {
       case "TextDelta":
         if (part.text.length === 0) return Effect.void
-        appendText(parts, "text", part.text)
-        return ctx.emit.ephemeral({ type: "text_delta", data: { text: part.text } })
+        appendPart(parts, "text", part.text)
+        return withCheckpoint(ctx.emit.ephemeral({ type: "text_delta", data: { text: part.text } }), checkpoints.streamed(part.text.length))
       case "ThinkingDelta":
-        appendText(parts, "thinking", part.text, part.signature)
-        return part.text.length === 0 ? Effect.void : ctx.emit.ephemeral({ type: "thinking_delta", data: { text: part.text } })
+        appendPart(parts, "thinking", part.text, part.signature)
+        return part.text.length === 0
+          ? Effect.void
+          : withCheckpoint(ctx.emit.ephemeral({ type: "thinking_delta", data: { text: part.text } }), checkpoints.streamed(part.text.length))
       case "ToolCall":
         ctx.state.requested.set(part.id, part.args)
         parts.push({ type: "tool_call", id: part.id, name: part.name, args: part.args })
@@ -154,7 +144,9 @@ const modelCall = (ctx: TurnContext, call: number): Effect.Effect<CallResult> =>
     model: ctx.model,
     reasoningEffort: ctx.reasoningEffort
   }).pipe(
-    Stream.runForEach(onPart),
+    (stream) => Effect.flatMap(Checkpoint.make(call, parts, ctx.emit.canonical), (checkpoints) => Stream.runForEach(stream, onPart(checkpoints))),
+    // Closing the scope stops the checkpoint timer before the model_response is logged.
+    Effect.scoped,
     Effect.map(() => ({ parts, usage, stop, failure }))
   )
 }

@@ -234,6 +234,7 @@ export const live = (event: SessionEvent): ReadonlyArray<SessionUpdate> => {
         ...(event.data.cost !== undefined ? { cost: { amount: event.data.cost, currency: "USD" } } : {})
       }]
     case "turn_start":
+    case "model_partial":
     case "model_response":
       return none
     default:
@@ -246,6 +247,9 @@ export const replay = (event: Canonical): ReadonlyArray<SessionUpdate> => {
   switch (event.type) {
     case "turn_start":
       return event.data.content.map((block) => ({ sessionUpdate: "user_message_chunk", content: userContent(block) }))
+    // A checkpoint of text a call streamed: replayed only when its call has no model_response
+    // (see `Replay.updates`), so the text is shown once.
+    case "model_partial":
     case "model_response": {
       const out: Array<SessionUpdate> = []
       for (const part of event.data.parts) {

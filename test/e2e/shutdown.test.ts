@@ -3,6 +3,7 @@
  * interrupted and logged as cancelled, and the process exits 0 promptly.
  */
 import { describe, expect, it } from "vitest"
+import { LOG_VERSION } from "../../src/log/Event.ts"
 import { expectClean, useAgents } from "../support/AgentProcess.ts"
 
 const agents = useAgents()
@@ -22,7 +23,7 @@ describe("e2e: shutdown", () => {
     await prompt
 
     const log = agent.readLog(sessionId)
-    expect(log[0]).toMatchObject({ type: "session", v: 1, id: sessionId, cwd: agent.cwd })
+    expect(log[0]).toMatchObject({ type: "session", v: LOG_VERSION, id: sessionId, cwd: agent.cwd })
     const events = log.slice(1)
     const seqs = events.map((e) => e.seq as number)
     expect(seqs).toEqual([...seqs].sort((a, b) => a - b))

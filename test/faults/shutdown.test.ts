@@ -11,6 +11,7 @@
 import { existsSync, readFileSync } from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
+import { LOG_VERSION } from "../../src/log/Event.ts"
 import { type AgentProcess, expectClean, useAgents } from "../support/AgentProcess.ts"
 import { descendants, groupMembers, killGroup, until } from "../fixtures/faults/harness.ts"
 
@@ -40,7 +41,7 @@ const startTurn = async (agent: AgentProcess, sessionId: string) => {
 /** Seq strictly increasing, every tool call closed by a result, last line turn_end cancelled. */
 const expectConsistentLog = (agent: AgentProcess, sessionId: string) => {
   const log = agent.readLog(sessionId)
-  expect(log[0]).toMatchObject({ type: "session", v: 1, id: sessionId })
+  expect(log[0]).toMatchObject({ type: "session", v: LOG_VERSION, id: sessionId })
   const events = log.slice(1)
   const seqs = events.map((e) => e.seq as number)
   for (let i = 1; i < seqs.length; i++) expect(seqs[i]).toBeGreaterThan(seqs[i - 1]!)

@@ -6,9 +6,11 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FileSystem from "effect/FileSystem"
+import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
+import * as References from "effect/References"
 import * as Scope from "effect/Scope"
-import { spawn, spawnSync } from "node:child_process"
+import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { hostname } from "node:os"
 import { join } from "node:path"
@@ -27,12 +29,29 @@ const deadPid = () => spawnSync(process.execPath, ["-e", ""]).pid!
 
 const owner = (pid: number, host = hostname()) => JSON.stringify({ pid, host, started: 1 })
 
-const captureWarnings = () => {
+/** Every log line at any level (debug included), with its level: `Debug: …`. */
+const captureLogs = () => {
   const lines: Array<string> = []
-  const logger = Logger.make<unknown, void>(({ message }) => {
-    lines.push((Array.isArray(message) ? message : [message]).map(String).join(" "))
+  const logger = Logger.make<unknown, void>(({ logLevel, message }) => {
+    lines.push(`${logLevel}: ${(Array.isArray(message) ? message : [message]).map(String).join(" ")}`)
   })
-  return { lines, layer: Logger.layer([logger]) }
+  return {
+    lines,
+    layer: Layer.mergeAll(Logger.layer([logger]), Layer.succeed(References.MinimumLogLevel, "Debug"))
+  }
+}
+
+/**
+ * A zombie: a process that has exited but that its parent has not waited for. The shell starts
+ * a short `sleep` in the background, then becomes a long `sleep`, which never waits for it (the
+ * short one ends after that, so the shell cannot have reaped it). Returns its pid and the
+ * parent, to kill at the end (its zombie child is then reaped by init).
+ */
+const zombie = async (): Promise<{ readonly pid: number; readonly parent: ChildProcess }> => {
+  const parent = spawn("sh", ["-c", "sleep 0.2 & echo $!; exec sleep 30"], { stdio: ["ignore", "pipe", "ignore"] })
+  const pid = await new Promise<number>((resolve) => parent.stdout!.once("data", (chunk: Buffer) => resolve(Number(String(chunk).trim()))))
+  for (let i = 0; i < 1000 && Lock.processState(pid) !== "Z"; i++) await new Promise((resolve) => setTimeout(resolve, 5))
+  return { pid, parent }
 }
 
 describe("Lock", () => {
@@ -79,17 +98,17 @@ describe("Lock", () => {
         assert.strictEqual(readFileSync(file, "utf8"), owner(child.pid!))
       })))
 
-  it.effect("a lock whose owner process is gone is stale: taken over, with a warning", () =>
+  it.effect("a lock whose owner process is gone is stale: taken over, said at debug level only", () =>
     withFs((fs, dir) =>
       Effect.gen(function*() {
         const file = join(dir, "s.lock")
         const dead = deadPid()
         writeFileSync(file, owner(dead))
         yield* Lock.checkFree(fs, file, "s")
-        const logs = captureWarnings()
+        const logs = captureLogs()
         yield* Lock.acquire(file, "s").pipe(Effect.provide(logs.layer))
         assert.strictEqual(JSON.parse(readFileSync(file, "utf8")).pid, process.pid)
-        assert.isTrue(logs.lines.some((l) => l.includes(`stale lock ${file}`) && l.includes(`pid ${dead}`)), logs.lines.join("\n"))
+        assert.deepStrictEqual(logs.lines, [`Debug: Took over the stale lock ${file} (its owner, pid ${dead}, is gone)`])
       })))
 
   it.effect.skipIf(process.platform !== "linux")("a pid that now names another process, or a lock from an earlier boot, is stale", () =>
@@ -109,16 +128,34 @@ describe("Lock", () => {
         assert.strictEqual((yield* Effect.flip(Lock.acquire(file, "s"))).reason, "locked")
         // The pid, but a process started at another time: the writer is gone, its pid reused.
         lock({ boot, since: String(Number(since) - 1) })
-        const logs = captureWarnings()
+        const logs = captureLogs()
         const scope = yield* Scope.make()
         yield* Lock.acquire(file, "s").pipe(Effect.provide(logs.layer), Scope.provide(scope))
-        assert.isTrue(logs.lines.some((l) => l.includes(`stale lock ${file}`) && l.includes(`pid ${pid}`)), logs.lines.join("\n"))
+        assert.deepStrictEqual(logs.lines, [`Debug: Took over the stale lock ${file} (its owner, pid ${pid}, is gone)`])
         const mine = JSON.parse(readFileSync(file, "utf8"))
         assert.deepStrictEqual([mine.pid, mine.boot, mine.since], [process.pid, boot, Lock.processStart(process.pid)])
         yield* Scope.close(scope, Exit.void)
         // Written in another boot: stale whatever the pid is now.
         lock({ boot: "another-boot", since })
-        yield* Lock.acquire(file, "s").pipe(Effect.provide(captureWarnings().layer))
+        yield* Lock.acquire(file, "s").pipe(Effect.provide(captureLogs().layer))
+        assert.strictEqual(JSON.parse(readFileSync(file, "utf8")).pid, process.pid)
+      })))
+
+  it.effect.skipIf(process.platform !== "linux")("a lock whose owner is a zombie (dead, not yet reaped) is stale and taken over", () =>
+    withFs((fs, dir) =>
+      Effect.gen(function*() {
+        const { pid, parent } = yield* Effect.promise(zombie)
+        yield* Effect.addFinalizer(() => Effect.sync(() => parent.kill("SIGKILL")))
+        assert.strictEqual(Lock.processState(pid), "Z")
+        // Signal 0 still reaches it: that alone made it look alive.
+        assert.doesNotThrow(() => process.kill(pid, 0))
+        const file = join(dir, "s.lock")
+        // The lock exactly as that process would have written it.
+        const held = { pid, host: hostname(), started: 1, boot: Lock.bootId(), since: Lock.processStart(pid) }
+        writeFileSync(file, JSON.stringify(held))
+        assert.isFalse(Lock.isLive(held))
+        yield* Lock.checkFree(fs, file, "s")
+        yield* Lock.acquire(file, "s")
         assert.strictEqual(JSON.parse(readFileSync(file, "utf8")).pid, process.pid)
       })))
 

@@ -187,7 +187,9 @@ describe("Versions and migrations", () => {
     assert.include((newer as { message: string }).message, `written by a newer Skein (log format v${LOG_VERSION + 1}`)
     assert.strictEqual(Migrations.plan(0)._tag, "Unreadable")
     assert.strictEqual(Migrations.plan("1")._tag, "Unreadable")
-    assert.strictEqual(Migrations.formats.get(1), Migrations.identity)
+    assert.strictEqual(Migrations.formats.get(LOG_VERSION), Migrations.identity)
+    // v1 logs keep loading: upgraded as they are read.
+    assert.strictEqual(Migrations.plan(1)._tag, "Upgrade")
   })
 
   it.effect("a log from a newer Skein fails to load with a clear error naming the file", () =>

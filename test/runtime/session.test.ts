@@ -11,7 +11,7 @@ import * as Logger from "effect/Logger"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { VERSION } from "../../src/index.ts"
-import type { CanonicalBody, SessionEvent } from "../../src/log/Event.ts"
+import { type CanonicalBody, LOG_VERSION, type SessionEvent } from "../../src/log/Event.ts"
 import * as History from "../../src/log/History.ts"
 import type { ModelRequest } from "../../src/providers/Provider.ts"
 import type * as Scripted from "../../src/providers/Scripted.ts"
@@ -125,7 +125,7 @@ describe("Session: a turn with a tool", () => {
         const log = readLog(home, session.id)
         assert.deepStrictEqual(log.header, {
           type: "session",
-          v: 1,
+          v: LOG_VERSION,
           id: session.id,
           cwd,
           created: session.created,

@@ -75,6 +75,16 @@ const canonicalBody: fc.Arbitrary<CanonicalBody> = fc.oneof(
     opt("error", str)
   ).map(([call, parts, u, stop, e]) => ({ type: "model_response" as const, data: { call, parts, stop, ...u, ...e } })),
   fc.tuple(
+    fc.integer({ min: 1, max: 50 }),
+    fc.array(
+      fc.oneof(
+        fc.record({ type: fc.constant("text" as const), text: str }),
+        fc.tuple(str, opt("signature", str)).map(([text, s]) => ({ type: "thinking" as const, text, ...s }))
+      ),
+      { maxLength: 4 }
+    )
+  ).map(([call, parts]) => ({ type: "model_partial" as const, data: { call, parts } })),
+  fc.tuple(
     str,
     str,
     jsonValue,
@@ -254,6 +264,10 @@ describe("Translate: examples", () => {
     assert.deepStrictEqual(Translate.live(ev({ type: "thinking_delta", data: { text: "hmm" } })), [
       { sessionUpdate: "agent_thought_chunk", content: { type: "text", text: "hmm" } }
     ])
+  })
+
+  it("live model_partial sends nothing: its text went out as deltas", () => {
+    assert.deepStrictEqual(Translate.live(ev({ type: "model_partial", data: { call: 1, parts: [{ type: "text", text: "Hel" }] } })), [])
   })
 
   it("live model_response and turn_start send nothing (the final text is never re-sent)", () => {
