@@ -55,6 +55,9 @@ const terminal = (peer: Peer.Peer, sessionId: string): ClientTerminal => ({
         command: "/bin/bash",
         args: ["-c", options.command],
         cwd: options.cwd,
+        ...(options.env !== undefined && Object.keys(options.env).length > 0
+          ? { env: Object.entries(options.env).map(([name, value]) => ({ name, value })) }
+          : {}),
         outputByteLimit: options.outputByteLimit
       }).pipe(Effect.flatMap(decodeCreate), Effect.mapError(message("Creating a terminal"))),
       ({ terminalId }) =>

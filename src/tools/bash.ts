@@ -13,6 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as FileSystem from "effect/FileSystem"
 import * as Schema from "effect/Schema"
+import * as GitGuard from "./commands/GitGuard.ts"
 import * as OutputBuffer from "./process/OutputBuffer.ts"
 import * as ProcessGroup from "./process/ProcessGroup.ts"
 import { commandPrefix } from "./ReadOnlyCommands.ts"
@@ -58,6 +59,10 @@ export const scrubEnv = (env: Readonly<Record<string, string | undefined>>): Rec
   return out
 }
 
+/** What a command the gate allowed without asking runs with on top: git with its code-running configuration off. */
+const confined = (ctx: Tool.ToolContext): Record<string, string> | undefined =>
+  ctx.readOnly === true ? GitGuard.environment(process.env) : undefined
+
 // ---------------------------------------------------------------------------
 // Result shaping
 // ---------------------------------------------------------------------------
@@ -102,7 +107,7 @@ const runLocal = Effect.fn("bash.runLocal")(function*(command: string, timeoutMs
   const output = OutputBuffer.make(HEAD_BYTES, TAIL_BYTES)
 
   return yield* Effect.acquireUseRelease(
-    ProcessGroup.spawn({ shell, command, cwd: ctx.cwd, env: scrubEnv(process.env), onOutput: output.push }),
+    ProcessGroup.spawn({ shell, command, cwd: ctx.cwd, env: { ...scrubEnv(process.env), ...confined(ctx) }, onOutput: output.push }),
     (group) =>
       Effect.gen(function*() {
         const progress = yield* Effect.forkChild(progressLoop(output, ctx))
@@ -135,7 +140,14 @@ const runLocal = Effect.fn("bash.runLocal")(function*(command: string, timeoutMs
 })
 
 const runInClient = (terminal: Tool.ClientTerminal, command: string, timeoutMs: number, ctx: Tool.ToolContext) =>
-  terminal.run({ toolCallId: ctx.toolCallId, command, cwd: ctx.cwd, timeoutMs, outputByteLimit: HEAD_BYTES + TAIL_BYTES }).pipe(
+  terminal.run({
+    toolCallId: ctx.toolCallId,
+    command,
+    cwd: ctx.cwd,
+    ...(ctx.readOnly === true ? { env: confined(ctx) } : {}),
+    timeoutMs,
+    outputByteLimit: HEAD_BYTES + TAIL_BYTES
+  }).pipe(
     Effect.map((result) => {
       // The client was asked for a limit; bound again in case it ignored it.
       const rendered = OutputBuffer.boundString(result.output, HEAD_BYTES, TAIL_BYTES)
