@@ -209,6 +209,7 @@ export const make = (
     const permit = Gate.make({
       sessionId: info.id,
       cwd: info.cwd,
+      roots: [info.cwd, ...info.additionalDirectories],
       mode: () => mode,
       history,
       ask: deps.ask,

@@ -66,7 +66,7 @@ export interface TurnContext {
   /** The client's file and terminal access, when it offers them. */
   readonly client?: Tool.ClientAccess | undefined
   /** The permission gate: may this announced call run? A denial's reason goes to the model. */
-  readonly permit: (call: AnnouncedCall, tool: Tool.Tool, args: unknown) => Effect.Effect<Permit>
+  readonly permit: (call: AnnouncedCall, tool: Tool.Tool, args: unknown) => Effect.Effect<Permit, never, Tool.ToolEnv>
   /**
    * Messages for the user that arose outside the model (an MCP server failed),
    * each given out once; the loop logs them as `notice` events before each
@@ -84,7 +84,10 @@ export interface AnnouncedCall {
   readonly locations?: ReadonlyArray<Location> | undefined
 }
 
-export type Permit = { readonly _tag: "allow" } | { readonly _tag: "deny"; readonly reason: string }
+/** `readOnly`: the gate allowed it without asking because it only reads; the tool runs it confined. */
+export type Permit =
+  | { readonly _tag: "allow"; readonly readOnly?: true | undefined }
+  | { readonly _tag: "deny"; readonly reason: string }
 
 const stopReasonOf = (stop: ModelStop): StopReason =>
   stop === "max_tokens" ? "max_tokens" : stop === "refusal" ? "refusal" : "end_turn"
@@ -188,6 +191,7 @@ export const runToolCall = (ctx: TurnContext, call: { readonly id: string; reado
         toolCallId: call.id,
         cwd: ctx.cwd,
         roots: ctx.roots,
+        readOnly: permit.readOnly === true,
         progress: (output) => ctx.emit.ephemeral({ type: "tool_progress", data: { id: call.id, output } }),
         plan: (entries) =>
           ctx.emit.canonical({ type: "plan", data: { entries } }).pipe(
