@@ -5,6 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as fc from "fast-check"
 import { execFileSync, spawnSync } from "node:child_process"
 import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
@@ -122,6 +123,22 @@ describe("Confine.check: globs", () => {
       writeFileSync(join(ws, "--version"), "")
       const output = execFileSync("/bin/bash", ["-c", "cat *"], { cwd: ws, encoding: "utf8" })
       assert.include(output, "GNU coreutils")
+    }))
+})
+
+describe("Confine.check: any input", () => {
+  it.effect("never fails and never dies, whatever the command", () =>
+    Effect.gen(function*() {
+      const { check, ws, outside } = yield* setup
+      symlinkSync(outside, join(ws, "out"))
+      writeFileSync(join(ws, "-rf"), "")
+      const unit = fc.constantFrom(..."ls cat grep -r git -C find . .. / * ? [ ] z-a ! ~ < | ' \" out a.txt src".split(" "), " ")
+      const commands = fc.sample(fc.array(unit, { maxLength: 8 }).map((parts) => parts.join(" ")), 300)
+      for (const command of commands) {
+        const verdict = yield* check(command)
+        assert.isBoolean(verdict.ok, command)
+      }
+      assert.isFalse(allowed(yield* check("ls [z-a]*")))
     }))
 })
 

@@ -129,12 +129,19 @@ export const inspect = Effect.fnUntraced(function*(dir: string, roots: ReadonlyA
       return refuse("the repository lies outside the workspace")
     }
   }
-  const common = lines[1]!
-  const alternates = yield* fs.readFileString(path.join(common, "objects", "info", "alternates")).pipe(Effect.orElseSucceed(() => ""))
-  if (alternates.trim() !== "") return refuse("the repository borrows objects from elsewhere (alternates)")
+  /** A small regular file's text, "" when there is none, undefined for anything else (a FIFO would block). */
+  const small = (file: string) =>
+    fs.stat(file).pipe(
+      Effect.flatMap((info) =>
+        info.type === "File" && info.size < 1_000_000n ? fs.readFileString(file) : Effect.succeed(undefined)
+      ),
+      Effect.catch((error) => Effect.succeed(error.reason._tag === "NotFound" ? "" : undefined))
+    )
+  const alternates = yield* small(path.join(lines[1]!, "objects", "info", "alternates"))
+  if (alternates === undefined || alternates.trim() !== "") return refuse("the repository borrows objects from elsewhere (alternates)")
   if (lines[2] !== undefined) {
-    const modules = yield* fs.readFileString(path.join(lines[2], ".gitmodules")).pipe(Effect.orElseSucceed(() => ""))
-    if (/ignore/i.test(modules)) return refuse("the repository's .gitmodules sets which submodule changes to ignore")
+    const modules = yield* small(path.join(lines[2], ".gitmodules"))
+    if (modules === undefined || /ignore/i.test(modules)) return refuse("the repository's .gitmodules sets which submodule changes to ignore")
   }
   const config = yield* git(["config", "--list", "--show-scope", "--includes", "-z"], dir, env)
   if (config.code !== 0) return refuse("git could not read the repository's configuration")

@@ -118,7 +118,11 @@ export const patternRegex = (pattern: string): RegExp | undefined => {
       }
     } else out += escapeRegex(c)
   }
-  return new RegExp(`^${out}$`, "s")
+  try {
+    return new RegExp(`^${out}$`, "s")
+  } catch {
+    return undefined // a range out of order, say: bash matches nothing, we cannot say what
+  }
 }
 
 const MAX_MATCHES = 1000
