@@ -11,9 +11,10 @@ import * as Effect from "effect/Effect"
 import type { CanonicalBody } from "../log/Event.ts"
 import type { History } from "../log/History.ts"
 import type { LogError } from "../log/SessionLog.ts"
+import * as Confine from "../tools/commands/Confine.ts"
 import * as Permissions from "../tools/Permissions.ts"
-import { isReadOnlyCommand } from "../tools/ReadOnlyCommands.ts"
 import type { PermissionToolCall } from "../session/Questions.ts"
+import * as Protected from "../tools/Protected.ts"
 import type { Tool, ToolEnv } from "../tools/Tool.ts"
 import type { ModeId } from "./Modes.ts"
 import type { AnnouncedCall, Permit } from "./Turn.ts"
@@ -35,8 +36,8 @@ export type Asker = (request: PermissionRequest) => Effect.Effect<PermissionAnsw
 export interface Options {
   readonly sessionId: string
   readonly cwd: string
-  /** The session's directories (the cwd first), for previews of edits. */
-  readonly roots: ReadonlyArray<string>
+  /** Every directory the session may touch, the cwd first (default: the cwd alone). */
+  readonly roots?: ReadonlyArray<string> | undefined
   readonly mode: () => ModeId
   readonly history: History
   readonly ask: Asker | undefined
@@ -49,21 +50,41 @@ const denied = (reason: string): Permit => ({ _tag: "deny", reason })
 /** An id as it may be quoted in a warning: short, and JSON-quoted so nothing in it reads as our own words. */
 const quoted = (id: string): string => JSON.stringify(id.length > 64 ? `${id.slice(0, 64)}…` : id)
 
+/**
+ * What the policy needs from the file system, looked up only where the mode
+ * leaves a question open: whether a command only reads inside the roots, and
+ * whether an edit's target is protected.
+ */
+const facts = Effect.fnUntraced(function*(options: Options, mode: ModeId, call: AnnouncedCall, tool: Tool, command: string | undefined) {
+  if (mode === "bypassPermissions" || mode === "plan" || !tool.mutating) return {}
+  const roots = options.roots ?? [options.cwd]
+  if (command !== undefined) {
+    const verdict = yield* Confine.check(command, { cwd: options.cwd, roots, env: process.env })
+    return { readOnlyCommand: verdict.ok }
+  }
+  if (tool.kind !== "edit") return {}
+  for (const location of call.locations ?? []) {
+    if ((yield* Protected.reason(location.path, roots)) !== undefined) return { protectedEdit: location.path }
+  }
+  return {}
+})
+
 export const make = (options: Options) => (call: AnnouncedCall, tool: Tool, args: unknown): Effect.Effect<Permit, never, ToolEnv> =>
   Effect.gen(function*() {
     const command = tool.kind === "execute" && typeof (args as { command?: unknown }).command === "string"
       ? (args as { command: string }).command
       : undefined
+    const mode = options.mode()
     const verdict = Permissions.decide({
-      mode: options.mode(),
+      mode,
       rules: options.history.rules,
       tool,
       args,
       cwd: options.cwd,
       command,
-      isReadOnlyCommand
+      ...(yield* facts(options, mode, call, tool, command))
     })
-    if (verdict._tag === "allow") return { _tag: "allow" } as Permit
+    if (verdict._tag === "allow") return { _tag: "allow", ...(verdict.readOnly === true ? { readOnly: true } : {}) } as Permit
     if (verdict._tag === "deny") return denied(verdict.reason)
     const record = (body: CanonicalBody) =>
       options.record(body).pipe(Effect.catchCause((cause) => Effect.logError("could not log a permission answer", cause)))
@@ -73,7 +94,7 @@ export const make = (options: Options) => (call: AnnouncedCall, tool: Tool, args
     }
     const choices = Permissions.options(tool, verdict.scope)
     // The change an edit would make, so the user sees it before answering (none if it cannot be worked out).
-    const preview = tool.preview === undefined ? [] : yield* tool.preview(args, { cwd: options.cwd, roots: options.roots })
+    const preview = tool.preview === undefined ? [] : yield* tool.preview(args, { cwd: options.cwd, roots: options.roots ?? [options.cwd] })
     const answer = yield* options.ask({
       sessionId: options.sessionId,
       toolCall: {

@@ -85,7 +85,10 @@ export interface AnnouncedCall {
   readonly locations?: ReadonlyArray<Location> | undefined
 }
 
-export type Permit = { readonly _tag: "allow" } | { readonly _tag: "deny"; readonly reason: string }
+/** `readOnly`: the gate allowed it without asking because it only reads; the tool runs it confined. */
+export type Permit =
+  | { readonly _tag: "allow"; readonly readOnly?: true | undefined }
+  | { readonly _tag: "deny"; readonly reason: string }
 
 const stopReasonOf = (stop: ModelStop): StopReason =>
   stop === "max_tokens" ? "max_tokens" : stop === "refusal" ? "refusal" : "end_turn"
@@ -180,6 +183,7 @@ export const runToolCall = (ctx: TurnContext, call: { readonly id: string; reado
         toolCallId: call.id,
         cwd: ctx.cwd,
         roots: ctx.roots,
+        readOnly: permit.readOnly === true,
         progress: (output) => ctx.emit.ephemeral({ type: "tool_progress", data: { id: call.id, output } }),
         plan: (entries) =>
           ctx.emit.canonical({ type: "plan", data: { entries } }).pipe(

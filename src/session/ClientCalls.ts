@@ -44,7 +44,15 @@ const terminal = (call: Call, announce: (toolCallId: string, terminalId: string)
     return Effect.acquireUseRelease(
       result(call, "Creating a terminal", {
         method: "terminal/create",
-        params: { command: "/bin/bash", args: ["-c", options.command], cwd: options.cwd, outputByteLimit: options.outputByteLimit }
+        params: {
+          command: "/bin/bash",
+          args: ["-c", options.command],
+          cwd: options.cwd,
+          ...(options.env !== undefined && Object.keys(options.env).length > 0
+            ? { env: Object.entries(options.env).map(([name, value]) => ({ name, value })) }
+            : {}),
+          outputByteLimit: options.outputByteLimit
+        }
       }, options.toolCallId).pipe(Effect.flatMap(decoded(decodeCreate, "Creating a terminal"))),
       ({ terminalId }) =>
         Effect.gen(function*() {

@@ -56,6 +56,7 @@ export type ClientOp =
       readonly command: string
       readonly args: ReadonlyArray<string>
       readonly cwd: string
+      readonly env?: ReadonlyArray<{ readonly name: string; readonly value: string }> | undefined
       readonly outputByteLimit: number
     }
   }

@@ -8,7 +8,11 @@
  * - `plan` refuses every mutating call without asking.
  * - A remembered rule decides when it covers the call (reject wins).
  * - `acceptEdits` allows edits (always inside the workspace: tools are confined).
- * - `default` allows read-only shell commands and asks for everything else.
+ * - `default` and `acceptEdits` allow read-only shell commands whose paths stay
+ *   inside the workspace (the gate checks that against the file system), and
+ *   ask for everything else.
+ * - An edit of a protected file (git's own files, see `Protected.ts`) always
+ *   asks, unless a rule made for that very file allows it.
  */
 import type { ModeId } from "../runtime/Modes.ts"
 import { matchesCommandPrefix } from "./ReadOnlyCommands.ts"
@@ -25,7 +29,8 @@ export interface Rule {
 }
 
 export type Verdict =
-  | { readonly _tag: "allow" }
+  /** `readOnly`: allowed because the command only reads; it runs in its confined form. */
+  | { readonly _tag: "allow"; readonly readOnly?: true | undefined }
   | { readonly _tag: "deny"; readonly reason: string }
   | { readonly _tag: "ask"; readonly scope: PermissionScope }
 
@@ -57,11 +62,23 @@ export interface Input<A> {
   readonly tool: Tool<A>
   readonly args: A
   readonly cwd: string
-  /** Whether a shell command only reads (the `default` mode runs those without asking). */
-  readonly isReadOnlyCommand?: ((command: string) => boolean) | undefined
   /** The full command of an `execute` call, when there is one. */
   readonly command?: string | undefined
+  /** Whether that command only reads, inside the workspace (the gate checks it against the file system). */
+  readonly readOnlyCommand?: boolean | undefined
+  /** The target of an edit when it is protected (absolute): asked for even where edits are allowed. */
+  readonly protectedEdit?: string | undefined
 }
+
+const relative = (cwd: string, path: string): string =>
+  isInside(cwd, path) && path !== cwd ? path.slice(cwd.length + (cwd.endsWith("/") ? 0 : 1)) : path
+
+/** A protected file is remembered by itself, never by its directory. */
+const fileScope = (path: string, cwd: string): PermissionScope => ({
+  kind: "path",
+  value: path,
+  label: `edits of ${relative(cwd, path)}`
+})
 
 export const decide = <A>(input: Input<A>): Verdict => {
   const { mode, tool } = input
@@ -72,15 +89,25 @@ export const decide = <A>(input: Input<A>): Verdict => {
       reason: `Plan mode is read-only: ${tool.name} is not allowed. Describe the change you would make instead; the user can switch modes to let you make it.`
     }
   }
-  const scope = tool.scope !== undefined ? tool.scope(input.args, input.cwd) : toolScope(tool)
-  const covering = input.rules.filter((rule) => covers(rule, tool, scope, input.command))
+  const protectedEdit = tool.kind === "edit" ? input.protectedEdit : undefined
+  const scope = protectedEdit !== undefined
+    ? fileScope(protectedEdit, input.cwd)
+    : tool.scope !== undefined
+    ? tool.scope(input.args, input.cwd)
+    : toolScope(tool)
+  const covering = input.rules.filter((rule) =>
+    covers(rule, tool, scope, input.command) &&
+    // "Always allow edits in DIR" does not reach a protected file inside it.
+    (protectedEdit === undefined || rule.decision === "reject" || rule.value === protectedEdit)
+  )
   const reject = covering.find((rule) => rule.decision === "reject")
   if (reject !== undefined) return { _tag: "deny", reason: `The user chose to always reject ${reject.label}.` }
-  if (covering.some((rule) => rule.decision === "allow")) return { _tag: "allow" }
-  if (mode === "acceptEdits" && tool.kind === "edit") return { _tag: "allow" }
-  if (tool.kind === "execute" && input.command !== undefined && input.isReadOnlyCommand?.(input.command) === true) {
-    return { _tag: "allow" }
+  // Before the rules' allowances, so that a read-only command covered by a rule still runs confined.
+  if (tool.kind === "execute" && input.command !== undefined && input.readOnlyCommand === true) {
+    return { _tag: "allow", readOnly: true }
   }
+  if (covering.some((rule) => rule.decision === "allow")) return { _tag: "allow" }
+  if (mode === "acceptEdits" && tool.kind === "edit" && protectedEdit === undefined) return { _tag: "allow" }
   return { _tag: "ask", scope }
 }
 

@@ -28,6 +28,11 @@ export interface ToolContext {
   readonly cwd: string
   /** Every directory the session may touch: the cwd first, then additional directories. */
   readonly roots: ReadonlyArray<string>
+  /**
+   * The gate let this call run without asking because it only reads: run it
+   * in its confined form (bash: git with the configuration that runs code off).
+   */
+  readonly readOnly?: boolean | undefined
   /** Streams partial output (e.g. a running command) to presenters. */
   readonly progress: (output: string) => Effect.Effect<void>
   /** Publishes the model's plan (the full list) to presenters and the log. */
@@ -62,6 +67,8 @@ export interface ClientTerminal {
     readonly toolCallId?: string | undefined
     readonly command: string
     readonly cwd: string
+    /** Variables to set on top of the terminal's environment. */
+    readonly env?: Readonly<Record<string, string>> | undefined
     readonly timeoutMs: number
     readonly outputByteLimit: number
   }) => Effect.Effect<

@@ -17,6 +17,7 @@ import * as FileSystem from "effect/FileSystem"
 import * as Schema from "effect/Schema"
 import * as ProcEnviron from "../secrets/ProcEnviron.ts"
 import * as Secrets from "../secrets/Secrets.ts"
+import * as GitGuard from "./commands/GitGuard.ts"
 import * as OutputBuffer from "./process/OutputBuffer.ts"
 import * as ProcessGroup from "./process/ProcessGroup.ts"
 import { commandPrefix } from "./ReadOnlyCommands.ts"
@@ -40,6 +41,14 @@ const Params = Schema.Struct({
   )
 })
 type Params = typeof Params.Type
+
+// ---------------------------------------------------------------------------
+// Environment
+// ---------------------------------------------------------------------------
+
+/** What a command the gate allowed without asking runs with on top: git with its code-running configuration off. */
+const confined = (ctx: Tool.ToolContext): Record<string, string> | undefined =>
+  ctx.readOnly === true ? GitGuard.environment(process.env) : undefined
 
 // ---------------------------------------------------------------------------
 // Result shaping
@@ -87,7 +96,7 @@ const runLocal = Effect.fn("bash.runLocal")(function*(command: string, timeoutMs
   const onOutput = (chunk: Uint8Array) => output.push(redacting.push(chunk))
 
   return yield* Effect.acquireUseRelease(
-    ProcessGroup.spawn({ shell, command, cwd: ctx.cwd, env: Secrets.childEnv(), onOutput }),
+    ProcessGroup.spawn({ shell, command, cwd: ctx.cwd, env: { ...Secrets.childEnv(), ...confined(ctx) }, onOutput }),
     (group) =>
       Effect.gen(function*() {
         const progress = yield* Effect.forkChild(progressLoop(output, ctx))
@@ -121,7 +130,14 @@ const runLocal = Effect.fn("bash.runLocal")(function*(command: string, timeoutMs
 })
 
 const runInClient = (terminal: Tool.ClientTerminal, command: string, timeoutMs: number, ctx: Tool.ToolContext) =>
-  terminal.run({ toolCallId: ctx.toolCallId, command, cwd: ctx.cwd, timeoutMs, outputByteLimit: HEAD_BYTES + TAIL_BYTES }).pipe(
+  terminal.run({
+    toolCallId: ctx.toolCallId,
+    command,
+    cwd: ctx.cwd,
+    ...(ctx.readOnly === true ? { env: confined(ctx) } : {}),
+    timeoutMs,
+    outputByteLimit: HEAD_BYTES + TAIL_BYTES
+  }).pipe(
     Effect.map((result) => {
       // The client was asked for a limit; bound again in case it ignored it.
       const rendered = OutputBuffer.boundString(Secrets.redact(result.output), HEAD_BYTES, TAIL_BYTES)

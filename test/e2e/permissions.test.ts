@@ -2,9 +2,12 @@
  * Permissions end to end: a real ACP client answers `session/request_permission` and the
  * agent's behaviour follows each answer, each mode and each remembered rule.
  */
-import { existsSync, readFileSync } from "node:fs"
+import { execFileSync } from "node:child_process"
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
+import { afterEach } from "vitest"
 import { expectClean, message, useAgents, waitUntil } from "../support/AgentProcess.ts"
 
 const agents = useAgents()
@@ -180,6 +183,93 @@ describe("e2e: modes", () => {
     expect(agent.permissionRequests.map((r) => r.toolCall.toolCallId)).toEqual(["b1"])
     expect(existsSync(path.join(agent.cwd, "a.txt"))).toBe(true)
     expect(existsSync(path.join(agent.cwd, "b"))).toBe(false)
+    expectClean(agent)
+  })
+})
+
+describe("e2e: what runs without asking stays read-only", () => {
+  const scratch: Array<string> = []
+  afterEach(() => {
+    for (const dir of scratch.splice(0)) rmSync(dir, { recursive: true, force: true })
+  })
+
+  /** A repository in `cwd` whose configuration runs a script that leaves a marker outside it. */
+  const hostileRepo = (cwd: string, config: ReadonlyArray<[string, string]>) => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "skein-marker-"))
+    scratch.push(dir)
+    const marker = path.join(dir, "marker")
+    const script = path.join(dir, "evil.sh")
+    writeFileSync(script, `#!/bin/sh\necho ran >> ${JSON.stringify(marker)}\ncat\n`)
+    chmodSync(script, 0o755)
+    writeFileSync(path.join(dir, "post-index-change"), `#!/bin/sh\necho hook >> ${JSON.stringify(marker)}\n`)
+    chmodSync(path.join(dir, "post-index-change"), 0o755)
+    const git = (...args: Array<string>) => execFileSync("git", ["-c", "core.hooksPath=/dev/null", ...args], { cwd, encoding: "utf8" })
+    git("init", "-q")
+    git("config", "user.email", "a@example.com")
+    git("config", "user.name", "a")
+    writeFileSync(path.join(cwd, ".gitattributes"), "*.txt diff=drv\n")
+    git("add", ".")
+    git("commit", "-qm", "one")
+    writeFileSync(path.join(cwd, "a.txt"), "two\n")
+    git("commit", "-qam", "two")
+    for (const [key, value] of config) git("config", key, value === "SCRIPT" ? script : value === "HOOKS" ? dir : value)
+    return { marker }
+  }
+
+  const bashTurn = (...commands: Array<string>) => ({
+    turns: [{ calls: [...commands.map((command, i) => [{ tool: "bash", args: { command }, id: `b${i + 1}` }]), [{ text: "done" }]] }]
+  })
+
+  it("default mode runs git status without asking, with the repository's fsmonitor and hooks off", async () => {
+    const agent = await agents.ready({ script: bashTurn("git status --short", "git log -p -1"), files: { "a.txt": "one\n" }, permission: select("reject_once") })
+    const { marker } = hostileRepo(agent.cwd, [["core.fsmonitor", "SCRIPT"], ["core.hooksPath", "HOOKS"]])
+    const sessionId = await agent.newSession()
+    await agent.prompt(sessionId, "go")
+    expect(agent.permissionRequests).toEqual([])
+    expect((toolUpdates(agent.updates(sessionId), "b1").at(-1) as any).status).toBe("completed")
+    expect((toolUpdates(agent.updates(sessionId), "b2").at(-1) as any).status).toBe("completed")
+    expect(existsSync(marker)).toBe(false)
+    expectClean(agent)
+  })
+
+  it("a diff driver the repository configures, a read outside, a write: each is asked, none runs", async () => {
+    const agent = await agents.ready({
+      script: bashTurn("git log -p", "cat /etc/hostname", "sort -o out.txt a.txt", "grep -r x ~"),
+      files: { "a.txt": "one\n" },
+      permission: select("reject_once")
+    })
+    const { marker } = hostileRepo(agent.cwd, [["diff.drv.textconv", "SCRIPT"]])
+    const sessionId = await agent.newSession()
+    await agent.prompt(sessionId, "go")
+    expect(agent.permissionRequests.map((r) => r.toolCall.toolCallId)).toEqual(["b1", "b2", "b3", "b4"])
+    expect(existsSync(marker)).toBe(false)
+    expect(existsSync(path.join(agent.cwd, "out.txt"))).toBe(false)
+    expectClean(agent)
+  })
+
+  it("acceptEdits asks before an edit of .git/config, offering to remember that file alone", async () => {
+    const agent = await agents.ready({
+      script: {
+        turns: [{
+          calls: [
+            [{ tool: "write", args: { path: "b.txt", content: "b" }, id: "w1" }],
+            [{ tool: "write", args: { path: ".git/config", content: "[core]\n\tfsmonitor = sh\n" }, id: "w2" }],
+            [{ text: "done" }]
+          ]
+        }]
+      },
+      files: { "a.txt": "one\n" },
+      args: ["--mode", "acceptEdits"],
+      permission: select("reject_once")
+    })
+    hostileRepo(agent.cwd, [])
+    const before = readFileSync(path.join(agent.cwd, ".git", "config"), "utf8")
+    const sessionId = await agent.newSession()
+    await agent.prompt(sessionId, "go")
+    expect(agent.permissionRequests.map((r) => r.toolCall.toolCallId)).toEqual(["w2"])
+    expect(agent.permissionRequests[0]!.options.find((o) => o.kind === "allow_always")!.name).toBe("Always allow edits of .git/config")
+    expect(readFileSync(path.join(agent.cwd, "b.txt"), "utf8")).toBe("b")
+    expect(readFileSync(path.join(agent.cwd, ".git", "config"), "utf8")).toBe(before)
     expectClean(agent)
   })
 })

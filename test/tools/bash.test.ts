@@ -151,6 +151,18 @@ describe("bash: results", () => {
   })
 })
 
+describe("bash: read-only calls", () => {
+  it.live("a call the gate allowed as read-only runs git with its code-running configuration off; others do not", () =>
+    Effect.gen(function*() {
+      const dir = yield* TempDir.make()
+      const show = "git config --get core.hooksPath; git config --get core.fsmonitor; printenv GIT_OPTIONAL_LOCKS"
+      const confined = yield* run({ command: show }, context(dir, { readOnly: true }))
+      assert.strictEqual(confined.details?.output, "/dev/null\nfalse\n0\n")
+      const plain = yield* run({ command: "printenv GIT_OPTIONAL_LOCKS GIT_CONFIG_COUNT" }, context(dir))
+      assert.strictEqual(plain.details?.output, "")
+    }))
+})
+
 describe("bash: process group", () => {
   it.live("interrupting the call kills the whole group before it completes", () =>
     Effect.gen(function*() {
@@ -307,6 +319,18 @@ describe("bash: client terminal", () => {
       assert.strictEqual(out.content, "from the editor\n[exit code 0]")
       assert.deepStrictEqual(out.details, { output: "from the editor\n", exitCode: 0, truncated: false, terminalId: "term-1" })
       assert.deepStrictEqual(calls, [{ toolCallId: "t1", command: "exit 7", cwd: "/nowhere", timeoutMs: 5_000, outputByteLimit: 64 * 1024 }])
+    }))
+
+  it.live("a command the gate allowed as read-only gets git's code-running configuration off, there too", () =>
+    Effect.gen(function*() {
+      const { calls, terminal } = fake(Effect.succeed({ terminalId: "term-1", output: "", truncated: false, exitCode: 0, signal: null, timedOut: false }))
+      yield* run({ command: "git status" }, context("/w", { client: { terminal }, readOnly: true }))
+      yield* run({ command: "git status" }, context("/w", { client: { terminal } }))
+      const env = calls[0]!.env ?? {}
+      assert.strictEqual(env["GIT_OPTIONAL_LOCKS"], "0")
+      const keys = Object.entries(env).filter(([name]) => name.startsWith("GIT_CONFIG_KEY_")).map(([, key]) => key)
+      assert.includeMembers(keys, ["core.fsmonitor", "core.hooksPath", "safe.bareRepository"])
+      assert.isUndefined(calls[1]!.env)
     }))
 
   it.live("a timeout, a non-zero exit and a failure of the terminal", () =>

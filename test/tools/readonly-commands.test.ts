@@ -1,4 +1,4 @@
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import { commandPrefix, isReadOnlyCommand, matchesCommandPrefix, parsePipeline } from "../../src/tools/ReadOnlyCommands.ts"
 
@@ -18,14 +18,11 @@ const READ_ONLY = [
   "which node",
   "file package.json",
   "stat -c %s package.json",
-  "tree -L 2",
   "du -sh .",
   "df -h",
   "grep -rn TODO src",
   "grep -rn 'a|b' src 2>/dev/null",
   "grep foo file 2>&1",
-  "rg -n \"Effect\\.gen\" src",
-  "rg --files",
   "find . -name '*.ts'",
   "find src -type f -newer package.json",
   "git status",
@@ -44,7 +41,6 @@ const READ_ONLY = [
   "git tag",
   "git tag -l 'v*'",
   "git remote -v",
-  "git config --get user.name",
   "git stash list",
   "git log --oneline | head -5",
   "git diff | wc -l",
@@ -96,7 +92,6 @@ const NOT_READ_ONLY = [
   "find . -execdir rm {} +",
   "find . -ok rm {} \\;",
   "find . -fprint out.txt",
-  "find * -name x",
   "git branch -D x",
   "git branch -d x",
   "git branch --delete x",
@@ -218,9 +213,98 @@ describe("isReadOnlyCommand", () => {
   })
 })
 
+/** Each family of options that writes, runs, reads a file it names, or follows links out, by program. */
+const FAMILIES: Record<string, ReadonlyArray<string>> = {
+  "write a file": [
+    "sort -o out in", "sort -oout in", "sort --output=out in", "sort --outp=x in", "sort --o=x in", "sort -T dir in",
+    "sort --temporary-directory=d in", "uniq in out", "uniq in -out", "uniq -- in -out", "xxd in out", "xxd in -out",
+    "xxd -- in -out", "xxd -r in out", "xxd -r in", "git log --output=x", "git log --out=x", "git log --outp x",
+    "git diff --output x", "git show --output=x", "date -s 2020-01-01", "date --set=x", "date 0101", "sed -i s/a/b/ f",
+    "sed --in-place s/a/b/ f", "sed -n 'w out' f", "sed 's/a/b/w out' f", "find . -fprint f", "find . -fprint0 f",
+    "find . -fprintf f %p", "find . -fls f", "tree -o out", "git describe --dirty", "git reflog expire --all",
+    "git reflog delete 'HEAD@{1}'", "git stash", "git stash push", "git branch x", "git tag v1", "git branch -l x -d y",
+    "git worktree add x", "git remote add o u", "tail -f log", "tail --follow log", "tail -F log", "tail --retry log",
+    "hostname newname", "hostname -F f", "hostname --file f", "df --sync", "file -p f", "od -w16 f"
+  ],
+  "run a program": [
+    "sort --compress-program=sh in", "sort --compress-prog=sh in", "find . -exec rm {} +", "find . -execdir rm {} +",
+    "find . -ok rm {} ;", "find . -okdir rm {} ;", "find . -delete", "git grep -O foo", "git grep -Ovim foo",
+    "git grep --open-files-in-pager foo", "git grep --open foo", "git diff --ext-diff", "git log --ext-diff -p",
+    "git log --textconv -p", "git show --textconv", "git log --show-signature", "git cat-file --textconv HEAD:a",
+    "git cat-file --filters HEAD:a", "git blame --textconv f", "diff -l a b", "diff --paginate a b", "file -z f",
+    "file -Z f", "file --uncompress f", "file -S f", "file -C -m m", "file --compile", "rg --pre sh x", "fd -x rm",
+    "git -c core.pager=sh log", "git -c diff.x.textconv=sh log", "git --config-env=core.pager=X log",
+    "git --exec-path=. log", "git difftool", "git log --ext-grep", "xargs cat", "env cat f", "nice cat f", "timeout 1 cat f"
+  ],
+  "read a file named by an option": [
+    "wc --files0-from=list", "wc --files0-from list", "du --files0-from=list", "sort --files0-from=f",
+    "sort --random-source=/dev/urandom in", "md5sum -c sums", "sha256sum --check sums", "cksum -c sums", "file -f names",
+    "file --files-from names", "file -m magic f", "jq --rawfile a /etc/passwd .", "jq --slurpfile a f .",
+    "jq -f prog.jq f", "jq --from-file prog.jq", "jq -L dir .", "jq -Ldir .", "jq 'import \"a\" as a; .' f",
+    "jq 'include \"x\"; .'", "jq --args . a", "strings @/etc/passwd", "strings -n @x f", "git blame --contents /etc/passwd f",
+    "git blame -S revs f", "git blame --ignore-revs-file f x", "git ls-files -X f", "git ls-files --exclude-from=f",
+    "git ls-files --exclude-per-directory=f", "git grep -f pats", "git config --file x --list", "git config --get user.name",
+    "git config --list", "diff --from-file=a b", "diff --to-file=a b", "diff -X ex a b", "date -f dates",
+    "date --file=dates", "hexdump -f fmt x", "hexdump --format-file fmt x", "git diff -Oorder", "git diff -O order",
+    "git diff --no-index a b", "git grep --no-index x", "du -X ex", "du --exclude-from=ex"
+  ],
+  "follow links out of the tree": [
+    "grep -R x .", "grep -rR x .", "grep --dereference-recursive x", "grep --deref x .", "find -L .", "find -H .",
+    "find . -follow", "find . -xtype l", "ls -L", "ls -lL", "ls --dereference", "du -L", "du --dereference",
+    "diff -r a b", "diff --recursive a b", "tree -l", "rg -L x", "rg --follow x", "fd -L x", "stat --deref f",
+    "git grep --recurse-submodules x", "git ls-files --recurse-submodules", "git diff --submodule=diff",
+    "git log --submodule=diff -p"
+  ],
+  "abbreviate a long option": [
+    "ls --al", "grep --recur x", "head --lin=5 f", "cat --number-non f", "git log --onel", "git status --shor",
+    "sed --expr=p f", "sed --quie -n p f", "jq --raw .", "wc --line f", "du --max-d=1"
+  ],
+  "put a glob where its expansion shifts the words": [
+    "grep -e *.ts f", "find . -name *.ts", "uniq *.txt", "diff *.txt", "cat -*", "comm *", "cmp *.bin",
+    "git -C * log", "grep *.ts", "sed -n *.ts f", "jq *.json", "ls -I *.o", "sort -k *", "xxd *.bin", "date +*"
+  ],
+  "expand a home directory": [
+    "cat ~/.ssh/id_rsa", "cat ~root/x", "ls ~", "cat < ~/.bashrc", "git -C ~ log", "grep x ~/.netrc",
+    "ls a=~/x", "cat x:~/y", "wc -l ~+/x"
+  ],
+  "choose another repository or configuration": [
+    "git --git-dir=x log", "git --git-dir x log", "git --work-tree=/ status", "git --namespace=x log", "git -Cdir log",
+    "git --bare log", "git --super-prefix=x status"
+  ]
+}
+
+describe("the allowlist, family by family", () => {
+  for (const [family, commands] of Object.entries(FAMILIES)) {
+    it(`asks for commands that ${family}`, () => {
+      expect(commands.filter((command) => isReadOnlyCommand(command))).toEqual([])
+    })
+  }
+
+  it("takes getopt's forms of the options it allows: glued, separate, `=`, clusters, -NUM, --", () => {
+    const forms = [
+      "head -n5 f", "head -n 5 f", "head --lines=5 f", "head --lines 5 f", "head -5 f", "tail -n +5 f", "ls -la -- -n",
+      "grep -rn --include=*.ts foo src", "grep -e foo -e bar f", "grep -efoo f", "grep -C3 x f", "grep -3 x f",
+      "grep --color=always x f", "grep --color x f", "sort -k2,2n -t, f", "cut -d: -f1 /dev/null", "git log -n5",
+      "git log -5 --oneline", "git log --format=%H%x09%s", "git log --since '2 weeks ago' -- src", "git diff -U5 --stat",
+      "git status -sb", "git status -uno", "git show HEAD~2 --name-only", "git branch -vv", "git branch --contains HEAD",
+      "git tag -l 'v*'", "git stash show -p", "git reflog -n 5", "git reflog show", "git remote get-url origin",
+      "date -Iseconds", "date -u +%s", "jq -rc '.a | keys' f.json", "jq --arg n v '.[$n]' f", "xxd -l 64 -c 8 f", "xxd -ps f",
+      "find . -maxdepth 2 -type f -name '*.ts' -print", "find src \\( -name a -o -name b \\) -print", "sed -n -e 1p -e 3p f",
+      "od -An -tx1 f", "strings -n 8 f", "diff -u a b", "cmp -l a b", "wc -l < f", "git -C sub --no-pager log -1"
+    ]
+    expect(forms.filter((command) => !isReadOnlyCommand(command))).toEqual([])
+  })
+
+  it("every word it is given may be checked as a path only after the lexer: a -rf operand is an option to getopt", () => {
+    // `ls -- -rf` names a file; `ls -rf` is two options; both are read-only, neither writes.
+    expect(isReadOnlyCommand("ls -- -rf")).toBe(true)
+    expect(isReadOnlyCommand("rm -- -rf")).toBe(false)
+  })
+})
+
 describe("parsePipeline", () => {
   it("removes quotes and descriptor numbers, keeps the words", () => {
-    const words = (command: string) => parsePipeline(command)?.map((segment) => segment.map((w) => w.text))
+    const words = (command: string) => parsePipeline(command)?.map((segment) => segment.words.map((w) => w.text))
     assert.deepStrictEqual(words("grep -e 'a b' \"c\\\"d\" e\\ f 2>/dev/null | head -n1"), [["grep", "-e", "a b", "c\"d", "e f"], ["head", "-n1"]])
     assert.deepStrictEqual(words("wc -l <file.txt"), [["wc", "-l"]])
     assert.deepStrictEqual(words(""), [])
