@@ -16,7 +16,7 @@
  * `runtime.loadSession({ sessionId })` makes one live again (with its logged
  * events, for a presenter to replay), `runtime.readSession(id)` reads a log
  * without loading it, `runtime.deleteSession(id)` removes one.
- * `Replay.updates(events)` / `Replay.transcript(header, events)` show a log,
+ * `AcpReplay.updates(events)` / `Replay.transcript(header, events)` show a log,
  * and `Rerun.run({ header, events, home, cwd })` re-executes it and reports
  * where tool results differ.
  */
@@ -30,7 +30,7 @@ import * as Scripted from "./providers/Scripted.ts"
 import * as Unconfigured from "./providers/Unconfigured.ts"
 import { Bus } from "./runtime/Bus.ts"
 import { Config, DEFAULT_MAX_TURN_REQUESTS, DEFAULT_PERMISSION_TIMEOUT_MS } from "./runtime/Config.ts"
-import { DEFAULT_MODE, type ModeId } from "./runtime/Modes.ts"
+import { DEFAULT_MODE, type ModeId } from "./Vocabulary.ts"
 import { layer as RuntimeLayer } from "./runtime/Runtime.ts"
 import * as Toolkit from "./tools/Toolkit.ts"
 import { VERSION } from "./version.ts"
@@ -100,6 +100,7 @@ export type {
   SessionSummary
 } from "./runtime/Runtime.ts"
 export * as Replay from "./log/Replay.ts"
+export * as AcpReplay from "./translate/Replay.ts"
 export * as Rerun from "./runtime/Rerun.ts"
 export * as ReplayProvider from "./providers/Replay.ts"
 export { LogError } from "./log/LogError.ts"

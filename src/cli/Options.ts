@@ -5,7 +5,7 @@
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import { parseArgs } from "node:util"
-import { isModeId, type ModeId } from "../runtime/Modes.ts"
+import { isModeId, type ModeId } from "../Vocabulary.ts"
 
 export class UsageError extends Error {
   override readonly name = "UsageError"

@@ -18,6 +18,7 @@ import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
 import * as nodePath from "node:path"
 import * as Replay from "../log/Replay.ts"
+import * as AcpReplay from "../translate/Replay.ts"
 import * as McpRecord from "../mcp/Record.ts"
 import * as Rerun from "../runtime/Rerun.ts"
 import * as Options from "./Options.ts"
@@ -131,7 +132,7 @@ export const run = (args: ReadonlyArray<string>) =>
       }
       const events = yield* asLoaded(contents)
       if (parsed.values.acp === true) {
-        yield* writeOut(Replay.notificationLines(contents.header.id, events).join(""))
+        yield* writeOut(AcpReplay.notificationLines(contents.header.id, events).join(""))
       } else {
         yield* writeOut(Replay.transcript(contents.header, events))
       }

@@ -7,74 +7,31 @@
  * provider sees and the updates a client was shown.
  */
 import * as Schema from "effect/Schema"
-import type * as Questions from "../session/Questions.ts"
+import {
+  AssistantPart,
+  ClientCall,
+  Location,
+  ModelStop,
+  PermissionAsked,
+  StopReason,
+  ToolDetails,
+  ToolKind,
+  Usage,
+  UserBlock
+} from "../Vocabulary.ts"
 
-// ---------------------------------------------------------------------------
-// Content the user sends and the model produces
-// ---------------------------------------------------------------------------
-
-/** A block of user input, as received from a presenter (a subset of ACP content). */
-export const UserBlock = Schema.Union([
-  Schema.Struct({ type: Schema.Literal("text"), text: Schema.String }),
-  Schema.Struct({
-    type: Schema.Literal("resource_link"),
-    uri: Schema.String,
-    name: Schema.String,
-    mimeType: Schema.optionalKey(Schema.String),
-    title: Schema.optionalKey(Schema.String),
-    description: Schema.optionalKey(Schema.String),
-    size: Schema.optionalKey(Schema.Number)
-  }),
-  Schema.Struct({ type: Schema.Literal("image"), data: Schema.String, mimeType: Schema.String, uri: Schema.optionalKey(Schema.String) }),
-  Schema.Struct({
-    type: Schema.Literal("resource"),
-    uri: Schema.String,
-    mimeType: Schema.optionalKey(Schema.String),
-    text: Schema.optionalKey(Schema.String),
-    blob: Schema.optionalKey(Schema.String)
-  })
-])
-export type UserBlock = typeof UserBlock.Type
-
-/** One part of a model response, in the order the model produced it. */
-export const AssistantPart = Schema.Union([
-  Schema.Struct({ type: Schema.Literal("text"), text: Schema.String }),
-  Schema.Struct({ type: Schema.Literal("thinking"), text: Schema.String, signature: Schema.optionalKey(Schema.String) }),
-  Schema.Struct({ type: Schema.Literal("tool_call"), id: Schema.String, name: Schema.String, args: Schema.Unknown })
-])
-export type AssistantPart = typeof AssistantPart.Type
-
-export const Usage = Schema.Struct({
-  input: Schema.Number,
-  output: Schema.Number,
-  cached: Schema.optionalKey(Schema.Number)
-})
-export type Usage = typeof Usage.Type
-
-/** Why a model call ended. `tool_use` means the turn goes on with tool results. */
-export const ModelStop = Schema.Literals(["end_turn", "tool_use", "max_tokens", "refusal", "error", "cancelled"])
-export type ModelStop = typeof ModelStop.Type
-
-/** Why a turn ended, as ACP names it. */
-export const StopReason = Schema.Literals(["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"])
-export type StopReason = typeof StopReason.Type
-
-export const ToolKind = Schema.Literals(["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"])
-export type ToolKind = typeof ToolKind.Type
-
-export const Location = Schema.Struct({ path: Schema.String, line: Schema.optionalKey(Schema.Number) })
-export type Location = typeof Location.Type
-
-/** What presenters show of a tool result beyond its text: a diff, a command's output. */
-export const ToolDetails = Schema.Struct({
-  diff: Schema.optionalKey(Schema.Array(Schema.Struct({ path: Schema.String, oldText: Schema.NullOr(Schema.String), newText: Schema.String }))),
-  exitCode: Schema.optionalKey(Schema.NullOr(Schema.Number)),
-  output: Schema.optionalKey(Schema.String),
-  truncated: Schema.optionalKey(Schema.Boolean),
-  /** The client terminal the command ran in (live presenters keep showing it; a replay shows `output`). */
-  terminalId: Schema.optionalKey(Schema.String)
-})
-export type ToolDetails = typeof ToolDetails.Type
+// The content vocabulary is shared by every layer; it lives in `Vocabulary.ts`.
+export {
+  AssistantPart,
+  Location,
+  ModelStop,
+  promptText,
+  StopReason,
+  ToolDetails,
+  ToolKind,
+  Usage,
+  UserBlock
+} from "../Vocabulary.ts"
 
 // ---------------------------------------------------------------------------
 // Events
@@ -200,35 +157,39 @@ export type CanonicalBody = typeof CanonicalBody.Type
  * Questions (`permission_asked`, `client_call`) are for whoever presents the turn: it answers
  * with `Session.answer(requestId, …)`. They travel on the bus in order with everything else,
  * so a presenter shows a question only after the updates that led to it. A question the
- * session stops waiting for (cancel, timeout) is followed by `question_withdrawn`.
+ * session stops waiting for (cancel, timeout, its presenter gone) is followed by
+ * `question_withdrawn`.
  */
-export type EphemeralBody =
-  | { readonly type: "text_delta"; readonly data: { readonly text: string } }
-  | { readonly type: "thinking_delta"; readonly data: { readonly text: string } }
-  | { readonly type: "tool_running"; readonly data: { readonly id: string } }
-  | { readonly type: "tool_progress"; readonly data: { readonly id: string; readonly output: string } }
-  /** After a model call: the context it used (`used` of the window's `size` tokens) and the session's cost so far (USD). */
-  | { readonly type: "usage"; readonly data: { readonly used: number; readonly size: number; readonly cost?: number } }
-  | { readonly type: "permission_asked"; readonly data: Questions.PermissionAsked }
-  | { readonly type: "client_call"; readonly data: Questions.ClientCall }
-  | { readonly type: "question_withdrawn"; readonly data: { readonly requestId: string } }
-  /** A command of this tool call runs in the client's terminal `terminalId`. */
-  | { readonly type: "tool_terminal"; readonly data: { readonly id: string; readonly terminalId: string } }
+export const TextDelta = event("text_delta", { text: Schema.String })
+export const ThinkingDelta = event("thinking_delta", { text: Schema.String })
+export const ToolRunning = event("tool_running", { id: Schema.String })
+/** The running output of a tool call so far (the whole bounded buffer each time). */
+export const ToolProgress = event("tool_progress", { id: Schema.String, output: Schema.String })
+/** After a model call: the context it used (`used` of the window's `size` tokens) and the session's cost so far (USD). */
+export const UsageUpdate = event("usage", { used: Schema.Number, size: Schema.Number, cost: Schema.optionalKey(Schema.Number) })
+export const PermissionAskedEvent = Schema.Struct({ type: Schema.Literal("permission_asked"), data: PermissionAsked })
+export const ClientCallEvent = Schema.Struct({ type: Schema.Literal("client_call"), data: ClientCall })
+export const QuestionWithdrawn = event("question_withdrawn", { requestId: Schema.String })
+/** A command of this tool call runs in the client's terminal `terminalId`. */
+export const ToolTerminal = event("tool_terminal", { id: Schema.String, terminalId: Schema.String })
+
+export const EphemeralBody = Schema.Union([
+  TextDelta,
+  ThinkingDelta,
+  ToolRunning,
+  ToolProgress,
+  UsageUpdate,
+  PermissionAskedEvent,
+  ClientCallEvent,
+  QuestionWithdrawn,
+  ToolTerminal
+])
+export type EphemeralBody = typeof EphemeralBody.Type
 
 export type EventBody = CanonicalBody | EphemeralBody
 export type EventType = EventBody["type"]
 
-const ephemeralTypes: ReadonlySet<string> = new Set([
-  "text_delta",
-  "thinking_delta",
-  "tool_running",
-  "tool_progress",
-  "usage",
-  "permission_asked",
-  "client_call",
-  "question_withdrawn",
-  "tool_terminal"
-])
+const ephemeralTypes: ReadonlySet<string> = new Set(EphemeralBody.members.map((member) => member.fields.type.literal))
 export const isEphemeral = (body: EventBody): body is EphemeralBody => ephemeralTypes.has(body.type)
 
 /** An event as it travels on the bus: stamped with its session, sequence, time and turn. */
@@ -269,20 +230,3 @@ export const LogHeader = Schema.Struct({
   skein: Schema.optionalKey(Schema.String)
 })
 export type LogHeader = typeof LogHeader.Type
-
-/** The text of a user prompt, as the model and a transcript see it. */
-export const promptText = (content: ReadonlyArray<UserBlock>): string =>
-  content
-    .map((block) => {
-      switch (block.type) {
-        case "text":
-          return block.text
-        case "resource_link":
-          return `[${block.name}](${block.uri})`
-        case "resource":
-          return block.text !== undefined ? `<resource uri="${block.uri}">\n${block.text}\n</resource>` : `[resource ${block.uri}]`
-        case "image":
-          return "[image]"
-      }
-    })
-    .join("\n")

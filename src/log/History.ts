@@ -5,7 +5,7 @@
  * folded incrementally: each canonical event is applied once, in O(1), as it
  * is logged or read back. Providers receive a read-only view.
  */
-import type { Message } from "../providers/Provider.ts"
+import type { Message } from "../Vocabulary.ts"
 import type { AssistantPart, CanonicalBody, PermissionRule } from "./Event.ts"
 
 export interface History {

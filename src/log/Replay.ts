@@ -1,9 +1,8 @@
 /**
- * Replaying a log for presenters, purely: the `session/update` stream that
- * `session/load` sends (through `Translate.replay`), those updates as ACP
- * notification lines, and a plain-text transcript for people.
+ * Replaying a log, purely: the events as loading sees them (a crashed turn closed), which
+ * checkpoints a later response supersedes, and a plain-text transcript for people. What a
+ * client is sent on `session/load` is `translate/Replay.ts`.
  */
-import * as Translate from "../translate/Translate.ts"
 import { type Canonical, type LogHeader, promptText } from "./Event.ts"
 import * as History from "./History.ts"
 import * as Recovery from "./Recovery.ts"
@@ -31,7 +30,7 @@ export const withRecovery = (events: ReadonlyArray<Canonical>): ReadonlyArray<Ca
  * call supersedes (that response shows all of its text). Only a log that has checkpoints pays
  * for the scan, from its first one on.
  */
-const supersededPartials = (events: ReadonlyArray<Canonical>) => {
+export const supersededPartials = (events: ReadonlyArray<Canonical>) => {
   let answered: Set<string> | undefined
   return (event: Canonical, index: number): boolean => {
     if (event.type !== "model_partial") return false
@@ -45,30 +44,6 @@ const supersededPartials = (events: ReadonlyArray<Canonical>) => {
     return answered.has(`${event.turn}:${event.data.call}`)
   }
 }
-
-/** Every update that rebuilds the logged history, in order; the text of each model call once. */
-export const updates = (events: ReadonlyArray<Canonical>): Array<Translate.SessionUpdate> => {
-  const out: Array<Translate.SessionUpdate> = []
-  const superseded = supersededPartials(events)
-  // Logs from before results carried their call's title: it comes from the call.
-  const titles = new Map<string, string>()
-  for (let i = 0; i < events.length; i++) {
-    const event = events[i]!
-    if (superseded(event, i)) continue
-    if (event.type === "tool_call") titles.set(event.data.id, event.data.title)
-    const shown = event.type === "tool_result" && event.data.title === undefined && titles.has(event.data.id)
-      ? { ...event, data: { ...event.data, title: titles.get(event.data.id)! } }
-      : event
-    for (const update of Translate.replay(shown)) out.push(update)
-  }
-  return out
-}
-
-/** The `session/update` notifications `session/load` writes, one JSON-RPC line each (with `\n`). */
-export const notificationLines = (sessionId: string, events: ReadonlyArray<Canonical>): Array<string> =>
-  updates(events).map((update) =>
-    JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: { sessionId, update } }) + "\n"
-  )
 
 const THINKING = "  (thinking) "
 

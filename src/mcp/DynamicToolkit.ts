@@ -9,7 +9,7 @@
  */
 import * as Tool from "../tools/Tool.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
-import type { ToolSpec } from "../providers/Provider.ts"
+import type { ToolSpec } from "../Vocabulary.ts"
 
 export interface LiveTools {
   /** The current tools; a new array after each change (specs are cached per array). */

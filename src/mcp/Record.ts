@@ -19,7 +19,7 @@
 import * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"
 import * as Schema from "effect/Schema"
-import { McpServer } from "../acp/Session.ts"
+import { McpServer } from "../Vocabulary.ts"
 
 /** One server as the log records it. */
 export interface Summary {

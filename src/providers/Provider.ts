@@ -6,21 +6,9 @@
  * outcome as data. Interrupting the stream aborts the call.
  */
 import type * as Stream from "effect/Stream"
-import type { AssistantPart, ModelStop, Usage, UserBlock } from "../log/Event.ts"
+import type { Message, ModelStop, ToolSpec, Usage } from "../Vocabulary.ts"
 
-/** A tool as the model sees it. */
-export interface ToolSpec {
-  readonly name: string
-  readonly description: string
-  /** JSON Schema of the arguments. */
-  readonly parameters: Record<string, unknown>
-}
-
-/** The provider-neutral conversation history. */
-export type Message =
-  | { readonly role: "user"; readonly content: ReadonlyArray<UserBlock> }
-  | { readonly role: "assistant"; readonly parts: ReadonlyArray<AssistantPart> }
-  | { readonly role: "tool"; readonly id: string; readonly name: string; readonly ok: boolean; readonly content: string }
+export type { Message, ToolSpec } from "../Vocabulary.ts"
 
 export interface ModelRequest {
   readonly sessionId: string

@@ -8,7 +8,7 @@ import * as Layer from "effect/Layer"
 import type { Catalog } from "../providers/Models.ts"
 import type { Provider } from "../providers/Provider.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
-import type { ModeId } from "./Modes.ts"
+import type { ModeId } from "../Vocabulary.ts"
 
 export interface Settings {
   /** `$SKEIN_HOME`: sessions live in `<home>/sessions`. */

@@ -13,10 +13,10 @@ import type { History } from "../log/History.ts"
 import type { LogError } from "../log/SessionLog.ts"
 import * as Confine from "../tools/commands/Confine.ts"
 import * as Permissions from "../tools/Permissions.ts"
-import type { PermissionToolCall } from "../session/Questions.ts"
+import type { PermissionToolCall } from "../Vocabulary.ts"
 import * as Protected from "../tools/Protected.ts"
 import type { Tool, ToolEnv } from "../tools/Tool.ts"
-import type { ModeId } from "./Modes.ts"
+import type { ModeId } from "../Vocabulary.ts"
 import type { AnnouncedCall, Permit } from "./Turn.ts"
 
 /** What a presenter is asked: the live tool call (with the change it would make) and the four options. */

@@ -11,10 +11,11 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as Acp from "../acp/index.ts"
 import type * as Peer from "../jsonrpc/Peer.ts"
+import * as Protocol from "../jsonrpc/Protocol.ts"
 import type { SessionEvent } from "../log/Event.ts"
 import type { Session } from "../runtime/Session.ts"
 import type { Capabilities } from "../session/ClientCalls.ts"
-import type { Answer, ClientCall, PermissionAsked } from "../session/Questions.ts"
+import type { Answer, ClientCall, PermissionAsked } from "../Vocabulary.ts"
 
 export type { Capabilities }
 
@@ -55,8 +56,29 @@ const permission = (peer: Peer.Peer, sessionId: string, data: PermissionAsked, s
     )
   )
 
+const exitStatus = (status: Acp.Client.TerminalExitStatus) => ({ exitCode: status.exitCode ?? null, signal: status.signal ?? null })
+
+/** Each client method's response, decoded as ACP allows and put in the session's shape of its result. */
+const results: Record<ClientCall["op"]["method"], (response: unknown) => Effect.Effect<unknown, Schema.SchemaError>> = {
+  "fs/read_text_file": (r) => Effect.map(Schema.decodeUnknownEffect(Acp.Client.ReadTextFileResponse)(r), (x) => ({ content: x.content })),
+  "fs/write_text_file": () => Effect.succeed({}),
+  "terminal/create": (r) => Effect.map(Schema.decodeUnknownEffect(Acp.Client.CreateTerminalResponse)(r), (x) => ({ terminalId: x.terminalId })),
+  "terminal/wait_for_exit": (r) => Effect.map(Schema.decodeUnknownEffect(Acp.Client.WaitForTerminalExitResponse)(r), exitStatus),
+  "terminal/output": (r) =>
+    Effect.map(Schema.decodeUnknownEffect(Acp.Client.TerminalOutputResponse)(r), (x) => ({
+      output: x.output,
+      truncated: x.truncated,
+      exitStatus: x.exitStatus == null ? null : exitStatus(x.exitStatus)
+    })),
+  "terminal/kill": () => Effect.succeed({}),
+  "terminal/release": () => Effect.succeed({})
+}
+
 const clientCall = (peer: Peer.Peer, sessionId: string, data: ClientCall, sent: Deferred.Deferred<void>) =>
   peer.request(data.op.method, { sessionId, ...data.op.params }, { sent }).pipe(
+    Effect.flatMap((response) =>
+      Effect.mapError(results[data.op.method](response), () => new Protocol.RpcError({ code: Protocol.ErrorCode.InternalError, message: `its answer to ${data.op.method} was malformed` }))
+    ),
     Effect.map((result): Answer => ({ outcome: "result", result })),
     Effect.catch((error) => Effect.succeed<Answer>({ outcome: "error", message: error.message }))
   )

@@ -1,14 +1,13 @@
 /**
  * The client's editor-side file access and terminals, as tools see them (`ClientAccess`),
  * made of questions: each operation is a `client_call` on the session's stream, answered by
- * the presenter with the client's result, which is decoded here. A malformed or failed answer
- * is a tool error, never a crash.
+ * the presenter with the client's result (in the shapes of `Vocabulary.ClientResults`), which
+ * is decoded here. A malformed or failed answer is a tool error, never a crash.
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import * as AcpClient from "../acp/Client.ts"
 import type { ClientAccess, ClientTerminal } from "../tools/Tool.ts"
-import type { Answer, ClientOp } from "./Questions.ts"
+import { type Answer, type ClientOp, ClientResults } from "../Vocabulary.ts"
 
 /** What the client offers (ACP `clientCapabilities`), after the presenter's own settings. */
 export interface Capabilities {
@@ -22,10 +21,10 @@ export const none: Capabilities = { readTextFile: false, writeTextFile: false, t
 /** Puts one operation to the presenter and waits for its answer (interruption withdraws it). */
 export type Call = (op: ClientOp, toolCallId?: string) => Effect.Effect<Answer>
 
-const decodeRead = Schema.decodeUnknownEffect(AcpClient.ReadTextFileResponse)
-const decodeCreate = Schema.decodeUnknownEffect(AcpClient.CreateTerminalResponse)
-const decodeOutput = Schema.decodeUnknownEffect(AcpClient.TerminalOutputResponse)
-const decodeExit = Schema.decodeUnknownEffect(AcpClient.WaitForTerminalExitResponse)
+const decodeRead = Schema.decodeUnknownEffect(ClientResults["fs/read_text_file"])
+const decodeCreate = Schema.decodeUnknownEffect(ClientResults["terminal/create"])
+const decodeOutput = Schema.decodeUnknownEffect(ClientResults["terminal/output"])
+const decodeExit = Schema.decodeUnknownEffect(ClientResults["terminal/wait_for_exit"])
 
 /** The client's result for `op`, or a message saying what failed. */
 const result = (call: Call, what: string, op: ClientOp, toolCallId?: string): Effect.Effect<unknown, string> =>

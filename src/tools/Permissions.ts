@@ -14,7 +14,7 @@
  * - An edit of a protected file (git's own files, see `Protected.ts`) always
  *   asks, unless a rule made for that very file allows it.
  */
-import type { ModeId } from "../runtime/Modes.ts"
+import type { ModeId } from "../Vocabulary.ts"
 import { matchesCommandPrefix } from "./ReadOnlyCommands.ts"
 import type { PermissionScope, Tool } from "./Tool.ts"
 

@@ -7,7 +7,7 @@
 import * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"
 import type * as Path from "effect/Path"
-import type { ProposedDiff } from "../session/Questions.ts"
+import type { ProposedDiff } from "../Vocabulary.ts"
 import * as SafeFs from "./SafeFs.ts"
 import * as Workspace from "./Workspace.ts"
 

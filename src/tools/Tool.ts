@@ -11,7 +11,7 @@ import * as Schema from "effect/Schema"
 import type { FileSystem } from "effect/FileSystem"
 import type { Path } from "effect/Path"
 import type { Location, ToolDetails, ToolKind } from "../log/Event.ts"
-import type { ProposedDiff } from "../session/Questions.ts"
+import type { ProposedDiff } from "../Vocabulary.ts"
 
 /** What a tool returns: text for the model, details for presenters. */
 export interface ToolOutput {

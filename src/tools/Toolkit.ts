@@ -1,7 +1,7 @@
 /**
  * The set of tools a session offers the model, looked up by name.
  */
-import type { ToolSpec } from "../providers/Provider.ts"
+import type { ToolSpec } from "../Vocabulary.ts"
 import { bash } from "./bash.ts"
 import { edit } from "./edit.ts"
 import { glob } from "./glob.ts"

@@ -9,7 +9,7 @@
  */
 import type { Canonical, SessionEvent, ToolDetails, ToolResult, UserBlock } from "../log/Event.ts"
 import { type Catalog, effortFor } from "../providers/Models.ts"
-import { modes, type ModeId } from "../runtime/Modes.ts"
+import { modes, type ModeId } from "../Vocabulary.ts"
 
 // The ACP v1 shapes this module produces (validated against the official schema in tests).
 export type ContentBlock =
@@ -248,7 +248,7 @@ export const replay = (event: Canonical): ReadonlyArray<SessionUpdate> => {
     case "turn_start":
       return event.data.content.map((block) => ({ sessionUpdate: "user_message_chunk", content: userContent(block) }))
     // A checkpoint of text a call streamed: replayed only when its call has no model_response
-    // (see `Replay.updates`), so the text is shown once.
+    // (see `translate/Replay.ts`), so the text is shown once.
     case "model_partial":
     case "model_response": {
       const out: Array<SessionUpdate> = []

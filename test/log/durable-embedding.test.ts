@@ -5,7 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { join } from "node:path"
-import { Replay, Rerun, Runtime, Skein } from "../../src/index.ts"
+import { AcpReplay, Replay, Rerun, Runtime, Skein } from "../../src/index.ts"
 import { makeDirs, text } from "../support/Sessions.ts"
 
 const script = {
@@ -32,7 +32,7 @@ describe("Embedding: durable sessions", () => {
         assert.deepStrictEqual(page.sessions.map((s) => [s.id, s.title]), [[id, "Summarise notes.txt"]])
 
         const { session, events } = yield* runtime.loadSession({ sessionId: id, cwd })
-        assert.deepStrictEqual(Replay.updates(events).map((u) => u.sessionUpdate), [
+        assert.deepStrictEqual(AcpReplay.updates(events).map((u) => u.sessionUpdate), [
           "user_message_chunk",
           "agent_message_chunk",
           "tool_call",

@@ -13,6 +13,7 @@ import { Skein, type SkeinConfig } from "../../src/index.ts"
 import { LOG_VERSION } from "../../src/log/Event.ts"
 import { INTERRUPTED_TURN } from "../../src/log/Recovery.ts"
 import * as Replay from "../../src/log/Replay.ts"
+import * as AcpReplay from "../../src/translate/Replay.ts"
 import type { ModelRequest } from "../../src/providers/Provider.ts"
 import { CHECKPOINT_CHARS } from "../../src/runtime/Checkpoint.ts"
 import * as Rerun from "../../src/runtime/Rerun.ts"
@@ -64,7 +65,7 @@ describe("model_partial", () => {
 
       // A replay shows the text once: as the model_response, not the checkpoints too.
       const record = yield* inRuntime(home, {}, (runtime) => runtime.readSession(id))
-      const chunks = Replay.updates(record.events).filter((u) => u.sessionUpdate === "agent_message_chunk")
+      const chunks = AcpReplay.updates(record.events).filter((u) => u.sessionUpdate === "agent_message_chunk")
       assert.deepStrictEqual(chunks, [{ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "x".repeat(deltas) } }])
       // (From the first turn on: the header names paths, which may hold an x.)
       const whole = Replay.transcript(record.header, record.events)
@@ -80,7 +81,7 @@ describe("model_partial", () => {
 
       // What a read-only replay (skein replay, sessions show) shows equals what session/load shows.
       const before = yield* inRuntime(home, {}, (runtime) => runtime.readSession("s1"))
-      const readOnly = Replay.updates(Replay.withRecovery(before.events))
+      const readOnly = AcpReplay.updates(Replay.withRecovery(before.events))
       // The transcript of a call still streaming (a live session's log) reads its checkpoints as one text.
       const live = Replay.transcript(before.header, before.events)
       assert.include(live, "> two\n  (thinking) Let me think.\nThe answer is forty\n")
@@ -92,7 +93,7 @@ describe("model_partial", () => {
           assert.deepStrictEqual(yield* session.prompt(text("three")), { stopReason: "end_turn" })
           return events
         }))
-      const updates = Replay.updates(loaded)
+      const updates = AcpReplay.updates(loaded)
       assert.deepStrictEqual(updates, [
         { sessionUpdate: "user_message_chunk", content: { type: "text", text: "one" } },
         { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "First answer." } },

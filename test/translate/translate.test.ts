@@ -16,7 +16,7 @@ import {
   type ToolDetails,
   type UserBlock
 } from "../../src/log/Event.ts"
-import { type ModeId, modes } from "../../src/runtime/Modes.ts"
+import { type ModeId, modes } from "../../src/Vocabulary.ts"
 import * as Translate from "../../src/translate/Translate.ts"
 import { validateDef } from "../support/AcpSchema.ts"
 

@@ -1,0 +1,32 @@
+/**
+ * A log as a client is shown it: the `session/update` stream `session/load` sends (through
+ * `Translate.replay`), and those updates as ACP notification lines (the same bytes
+ * `session/load` writes, `skein replay --acp` prints).
+ */
+import type { Canonical } from "../log/Event.ts"
+import { supersededPartials } from "../log/Replay.ts"
+import * as Translate from "./Translate.ts"
+
+/** Every update that rebuilds the logged history, in order; the text of each model call once. */
+export const updates = (events: ReadonlyArray<Canonical>): Array<Translate.SessionUpdate> => {
+  const out: Array<Translate.SessionUpdate> = []
+  const superseded = supersededPartials(events)
+  // Logs from before results carried their call's title: it comes from the call.
+  const titles = new Map<string, string>()
+  for (let i = 0; i < events.length; i++) {
+    const event = events[i]!
+    if (superseded(event, i)) continue
+    if (event.type === "tool_call") titles.set(event.data.id, event.data.title)
+    const shown = event.type === "tool_result" && event.data.title === undefined && titles.has(event.data.id)
+      ? { ...event, data: { ...event.data, title: titles.get(event.data.id)! } }
+      : event
+    for (const update of Translate.replay(shown)) out.push(update)
+  }
+  return out
+}
+
+/** The `session/update` notifications `session/load` writes, one JSON-RPC line each (with `\n`). */
+export const notificationLines = (sessionId: string, events: ReadonlyArray<Canonical>): Array<string> => {
+  const encode = Translate.encoder(sessionId)
+  return updates(events).map(encode)
+}
