@@ -41,8 +41,8 @@ const lazyBuiltins = {
 
 // The tool worker (src/tools/worker/worker.ts) is bundled first, on its own, and its code goes
 // into the bundles that start it as a string: a worker needs code it can load, and the CLI is
-// one file run through `vm.Script`. It is small (a regex loop and a glob matcher: about
-// 10 KB), so the string costs start-up almost nothing; the worker itself starts
+// one file run through `vm.Script`. It is small (a regex loop, a glob matcher, exact-match
+// edits: about 10 KB), so the string costs start-up almost nothing; the worker itself starts
 // on first use, never before.
 const worker = await build({
   entryPoints: ["src/tools/worker/worker.ts"],

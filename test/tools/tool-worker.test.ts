@@ -1,7 +1,8 @@
 /**
- * grep and glob do their matching on worker threads: a pattern that backtracks catastrophically
- * is stopped by the time limit with an error that names it, and interrupting a search (the user
- * cancels) terminates its worker at once, leaving no thread behind.
+ * grep, glob and large edits do their CPU work on worker threads: a pattern that backtracks
+ * catastrophically is stopped by the time limit with an error that names it, interrupting a
+ * search (the user cancels) terminates its worker at once, leaving no thread behind, and a large
+ * edit gives the same result there as a small one here.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
@@ -9,6 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
+import { edit } from "../../src/tools/edit.ts"
 import { glob } from "../../src/tools/glob.ts"
 import { grep } from "../../src/tools/grep.ts"
 import * as ToolWorker from "../../src/tools/worker/ToolWorker.ts"
@@ -37,6 +39,7 @@ const setup = Effect.gen(function*() {
   const cwd = join(base, "ws")
   mkdirSync(cwd)
   const ctx: Tool.ToolContext = { sessionId: "s-1", toolCallId: "c-1", cwd, roots: [cwd], progress: () => Effect.void, plan: () => Effect.void }
+  const read = (name: string) => readFileSync(join(cwd, name), "utf8")
   const files = (entries: Record<string, string>) => {
     for (const [name, content] of Object.entries(entries)) {
       mkdirSync(dirname(join(cwd, name)), { recursive: true })
@@ -48,7 +51,7 @@ const setup = Effect.gen(function*() {
       limit === undefined ? (effect) => effect : Effect.provideService(ToolWorker.TimeLimit, limit),
       Effect.provide(TempDir.platform)
     )
-  return { files, run }
+  return { files, read, run }
 })
 
 describe("tool worker", () => {
@@ -112,5 +115,28 @@ describe("tool worker", () => {
       const outs = yield* Effect.all(Array.from({ length: 3 }, () => run(grep, { pattern: "needle" })), { concurrency: "unbounded" })
       for (const out of outs) assert.strictEqual(out.content, "a.txt:1: needle\n\n[1 match in 1 file.]")
       assert.strictEqual(ToolWorker.liveWorkers(), 1)
+    }))
+
+  it.live("an edit whose scanning is large runs in the worker, with the same result as a small one here", () =>
+    Effect.gen(function*() {
+      const { files, read, run } = yield* setup
+      const filler = "filler line\r\n".repeat(100_000)
+      files({ "small.txt": "one\r\ntwo\r\n", "big.txt": `one\r\n${filler}two\r\n${filler}three\r\n` })
+      const edits = [{ oldText: "two\n", newText: "2\n" }, { oldText: "three", newText: "3" }]
+
+      const small = yield* run(edit, { path: "small.txt", edits: [edits[0]] })
+      assert.strictEqual(small.content, "Edited small.txt: 1 edit applied at line 2.")
+      assert.strictEqual(read("small.txt"), "one\r\n2\r\n")
+      assert.strictEqual(ToolWorker.liveWorkers(), 0)
+
+      assert.isAbove(read("big.txt").length * edits.length, ToolWorker.INLINE_EDIT_WORK)
+      const big = yield* run(edit, { path: "big.txt", edits })
+      assert.strictEqual(big.content, "Edited big.txt: 2 edits applied, first change at line 100002.")
+      assert.strictEqual(read("big.txt"), `one\r\n${filler}2\r\n${filler}3\r\n`)
+      assert.strictEqual(ToolWorker.liveWorkers(), 1)
+
+      const ambiguous = yield* run(edit, { path: "big.txt", edits: [{ oldText: "filler line", newText: "x" }] })
+      assert.isFalse(ambiguous.ok)
+      assert.match(ambiguous.content, /^The edit failed: oldText matches 200000 places in big\.txt \(lines 2, 3, 4, 5, 6, …\)/)
     }))
 })

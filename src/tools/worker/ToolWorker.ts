@@ -1,6 +1,6 @@
 /**
  * CPU-bound tool work (a model's regular expression over file contents, its
- * glob over paths) runs on worker threads, never
+ * glob over paths, many edits of a large file) runs on worker threads, never
  * on the thread that serves the protocol: a pattern such as `(a+)+$` can take
  * exponential time, and while it runs no session gets an update and no
  * `session/cancel` is read.
@@ -23,6 +23,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Semaphore from "effect/Semaphore"
+import * as Edits from "./edits.ts"
 import type { TextResult } from "./match.ts"
 import type { Reply, Request } from "./worker.ts"
 import { workerScript } from "./workerScript.ts"
@@ -163,6 +164,7 @@ export const use = <A, E, R>(work: (handle: Handle) => Effect.Effect<A, E, R>): 
 interface Results {
   readonly grep: TextResult
   readonly glob: ReadonlyArray<number>
+  readonly edit: Edits.Applied
 }
 
 const request = <Op extends Request["op"]>(
@@ -191,6 +193,19 @@ export const grep = (handle: Handle, regex: RegExp, bytes: Uint8Array, keep: num
 /** The indices of the `paths` that the glob `pattern` matches. */
 export const glob = (handle: Handle, pattern: string, paths: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<number>, string> =>
   request(handle, "glob", { pattern, paths })
+
+/**
+ * Characters of scanning (file size times number of edits) an edit may do on
+ * this thread: a few ms. Its cost is known up front, unlike a pattern's, so
+ * the usual small edit never waits for a worker.
+ */
+export const INLINE_EDIT_WORK = 2_000_000
+
+/** A file's text after `edits` (see `Edits.rewrite`), in the worker when it is large work; `None` past the time limit. */
+export const rewrite = (original: string, edits: ReadonlyArray<Edits.Edit>, shown: string): Effect.Effect<Option.Option<Edits.Applied>, string> =>
+  original.length * edits.length <= INLINE_EDIT_WORK
+    ? Effect.sync(() => Option.some(Edits.rewrite(original, edits, shown)))
+    : use((handle) => request(handle, "edit", { original, edits, shown }))
 
 /** A time limit as the model reads it, e.g. "30 s". */
 export const formatLimit = (limit: Duration.Duration): string => `${Number(Duration.toSeconds(limit).toFixed(2))} s`

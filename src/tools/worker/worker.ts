@@ -1,5 +1,5 @@
 /**
- * The tool worker's entry: answers `grep` and `glob` requests from the
+ * The tool worker's entry: answers `grep`, `glob` and `edit` requests from the
  * thread that serves the protocol (./ToolWorker.ts), one at a time, in order.
  * It never touches the file system: the main thread reads the files (through
  * the same confinement as every tool) and sends their contents.
@@ -9,6 +9,7 @@
  */
 import * as Glob from "effect/Glob"
 import { parentPort } from "node:worker_threads"
+import { type Applied, type Edit, rewrite } from "./edits.ts"
 import { globMatches, searchText, type TextResult } from "./match.ts"
 
 export type Request =
@@ -21,9 +22,10 @@ export type Request =
     readonly keep: number
   }
   | { readonly id: number; readonly op: "glob"; readonly pattern: string; readonly paths: ReadonlyArray<string> }
+  | { readonly id: number; readonly op: "edit"; readonly original: string; readonly edits: ReadonlyArray<Edit>; readonly shown: string }
 
 export type Reply =
-  | { readonly id: number; readonly ok: true; readonly value: TextResult | ReadonlyArray<number> }
+  | { readonly id: number; readonly ok: true; readonly value: TextResult | ReadonlyArray<number> | Applied }
   | { readonly id: number; readonly ok: false; readonly message: string }
 
 // One call sends the same pattern with every file or batch: compile it once.
@@ -37,6 +39,7 @@ const answer = (request: Request): Reply => {
       if (regex?.key !== key) regex = { key, value: new RegExp(request.source, request.flags) }
       return { id: request.id, ok: true, value: searchText(request.bytes, regex.value, request.keep) }
     }
+    if (request.op === "edit") return { id: request.id, ok: true, value: rewrite(request.original, request.edits, request.shown) }
     if (glob?.key !== request.pattern) glob = { key: request.pattern, value: Glob.make(request.pattern, { dot: true }) }
     return { id: request.id, ok: true, value: globMatches(glob.value, request.paths) }
   } catch (error) {
