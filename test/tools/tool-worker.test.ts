@@ -117,6 +117,17 @@ describe("tool worker", () => {
       assert.strictEqual(ToolWorker.liveWorkers(), 1)
     }))
 
+  it.live("a search that stops early, with files still being matched, keeps its worker warm", () =>
+    Effect.gen(function*() {
+      const { files, run } = yield* setup
+      const tree: Record<string, string> = {}
+      for (let i = 0; i < 300; i++) tree[`f${String(i).padStart(3, "0")}.txt`] = "needle\n".repeat(50)
+      files(tree)
+      const out = yield* run(grep, { pattern: "needle" })
+      assert.match(out.content, /\n\n\[10000 matches or more in 200 files; .* search stopped after 10000 matches; there may be more\.\]$/)
+      assert.strictEqual(ToolWorker.liveWorkers(), 1)
+    }))
+
   it.live("an edit whose scanning is large runs in the worker, with the same result as a small one here", () =>
     Effect.gen(function*() {
       const { files, read, run } = yield* setup

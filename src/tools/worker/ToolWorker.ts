@@ -37,6 +37,8 @@ export const TimeLimit = Context.Reference<Duration.Duration>("skein/tools/worke
 export const MAX_WORKERS = 4
 /** A worker's JavaScript heap: a pattern that needs more fails its call, not the process. */
 const HEAP_MB = 256
+/** How long a worker that finished a call with requests left running may take to answer them. */
+const DRAIN_MS = 100
 /** How long the warm worker waits for the next call before it is ended. */
 const IDLE_MS = 60_000
 
@@ -121,12 +123,18 @@ const acquire = Effect.suspend(() => {
   return Effect.succeed(warm.handle)
 })
 
-// A worker may still be busy with a request its call gave up (a search stopped early, interrupted
-// or timed out): the next call would wait behind work nobody reads, so it is terminated instead.
-const release = (handle: Handle, exit: Exit.Exit<unknown, unknown>) => {
-  const reusable = Exit.isSuccess(exit) && !handle.abandoned && handle.failure === undefined && handle.pending.size === 0
-  if (!reusable || idle !== undefined) return stop(handle)
-  return Effect.sync(() => {
+// A call that ended well may have left requests running (a search that had seen enough): the
+// worker is kept only once it has answered them, soon; else the next call would wait behind work
+// nobody reads. After an interruption, a time limit or a failure, it is terminated at once.
+const release = (handle: Handle, exit: Exit.Exit<unknown, unknown>) =>
+  Effect.gen(function*() {
+    if (Exit.isSuccess(exit) && handle.abandoned && handle.failure === undefined) {
+      handle.abandoned = false
+      // Answered in order: the reply to a ping means everything before it is done.
+      yield* request(handle, "ping", {}).pipe(Effect.timeoutOption(DRAIN_MS), Effect.ignore)
+    }
+    const reusable = Exit.isSuccess(exit) && !handle.abandoned && handle.failure === undefined && handle.pending.size === 0
+    if (!reusable || idle !== undefined) return yield* stop(handle)
     handle.worker.unref()
     // A timer of Node's own, unreferenced: it must not keep the process alive, as an Effect sleep would.
     const timer = setTimeout(() => {
@@ -137,7 +145,6 @@ const release = (handle: Handle, exit: Exit.Exit<unknown, unknown>) => {
     timer.unref()
     idle = { handle, timer }
   })
-}
 
 /** Ends the warm worker now rather than after a minute unused (an embedding program done with Skein, a test). */
 export const endIdle: Effect.Effect<void> = Effect.suspend(() => {
@@ -162,6 +169,7 @@ export const use = <A, E, R>(work: (handle: Handle) => Effect.Effect<A, E, R>): 
 
 /** What each kind of request answers. */
 interface Results {
+  readonly ping: null
   readonly grep: TextResult
   readonly glob: ReadonlyArray<number>
   readonly edit: Edits.Applied
@@ -187,7 +195,7 @@ const request = <Op extends Request["op"]>(
 /** The lines of a file's bytes that `regex` matches (the bytes are handed over, not copied, when they can be). */
 export const grep = (handle: Handle, regex: RegExp, bytes: Uint8Array, keep: number): Effect.Effect<TextResult, string> => {
   const whole = bytes.buffer instanceof ArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
-  return request(handle, "grep", { source: regex.source, flags: regex.flags, bytes, keep }, whole ? [bytes.buffer as ArrayBuffer] : [])
+  return request(handle, "grep", { source: regex.source, flags: regex.flags, bytes, keep }, whole ? [bytes.buffer] : [])
 }
 
 /** The indices of the `paths` that the glob `pattern` matches. */

@@ -21,11 +21,12 @@ export type Request =
     readonly bytes: Uint8Array
     readonly keep: number
   }
+  | { readonly id: number; readonly op: "ping" }
   | { readonly id: number; readonly op: "glob"; readonly pattern: string; readonly paths: ReadonlyArray<string> }
   | { readonly id: number; readonly op: "edit"; readonly original: string; readonly edits: ReadonlyArray<Edit>; readonly shown: string }
 
 export type Reply =
-  | { readonly id: number; readonly ok: true; readonly value: TextResult | ReadonlyArray<number> | Applied }
+  | { readonly id: number; readonly ok: true; readonly value: TextResult | ReadonlyArray<number> | null | Applied }
   | { readonly id: number; readonly ok: false; readonly message: string }
 
 // One call sends the same pattern with every file or batch: compile it once.
@@ -39,6 +40,7 @@ const answer = (request: Request): Reply => {
       if (regex?.key !== key) regex = { key, value: new RegExp(request.source, request.flags) }
       return { id: request.id, ok: true, value: searchText(request.bytes, regex.value, request.keep) }
     }
+    if (request.op === "ping") return { id: request.id, ok: true, value: null }
     if (request.op === "edit") return { id: request.id, ok: true, value: rewrite(request.original, request.edits, request.shown) }
     if (glob?.key !== request.pattern) glob = { key: request.pattern, value: Glob.make(request.pattern, { dot: true }) }
     return { id: request.id, ok: true, value: globMatches(glob.value, request.paths) }
