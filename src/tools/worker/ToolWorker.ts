@@ -86,8 +86,9 @@ const spawn = Effect.sync((): Handle => {
     stderr: true,
     resourceLimits: { maxOldGenerationSizeMb: HEAP_MB }
   })
-  worker.stdout.pipe(process.stderr, { end: false })
-  worker.stderr.pipe(process.stderr, { end: false })
+  const toStderr = (chunk: Uint8Array) => process.stderr.write(chunk)
+  worker.stdout.on("data", toStderr)
+  worker.stderr.on("data", toStderr)
   live++
   const handle: Handle = { worker, pending: new Map(), nextId: 0, failure: undefined, abandoned: false, exited: false }
   worker.on("message", (reply: Reply) => {
