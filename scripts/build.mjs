@@ -7,7 +7,7 @@ import { createHash } from "node:crypto"
 import { spawn } from "node:child_process"
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { join, resolve } from "node:path"
 
 // Built-in modules that start-up does not need are loaded on first use instead: each import of
 // them becomes a module of functions that fetch the real one when called.
@@ -39,9 +39,40 @@ const lazyBuiltins = {
   }
 }
 
+// The tool worker (src/tools/worker/worker.ts) is bundled first, on its own, and its code goes
+// into the bundles that start it as a string: a worker needs code it can load, and the CLI is
+// one file run through `vm.Script`. It is small (a regex loop, a glob matcher, exact-match
+// edits: about 10 KB), so the string costs start-up almost nothing; the worker itself starts
+// on first use, never before.
+const worker = await build({
+  entryPoints: ["src/tools/worker/worker.ts"],
+  write: false,
+  bundle: true,
+  platform: "node",
+  format: "cjs",
+  target: "node22",
+  minify: true,
+  treeShaking: true,
+  legalComments: "none",
+  logLevel: "warning"
+})
+const workerCode = worker.outputFiles[0].text
+const embeddedWorker = {
+  name: "embedded-worker",
+  setup(b) {
+    const script = resolve("src/tools/worker/workerScript.ts")
+    b.onResolve({ filter: /workerScript\.ts$/ }, (args) =>
+      resolve(args.resolveDir, args.path) === script ? { path: script, namespace: "skein-worker" } : undefined)
+    b.onLoad({ filter: /.*/, namespace: "skein-worker" }, () => ({
+      contents: `export const workerScript = () => ({ code: ${JSON.stringify(workerCode)}, eval: true })`,
+      loader: "js"
+    }))
+  }
+}
+
 const cli = await build({
   entryPoints: ["src/cli/main.ts"],
-  plugins: [lazyBuiltins],
+  plugins: [lazyBuiltins, embeddedWorker],
   outfile: "dist/skein-main.cjs",
   bundle: true,
   platform: "node",
@@ -102,6 +133,7 @@ if (process.env.SKEIN_NO_CODE_CACHE !== "1" && process.env.SKEIN_NO_CODE_CACHE !
 // program shares its own copy of Effect with Skein.
 await build({
   entryPoints: ["src/index.ts"],
+  plugins: [embeddedWorker],
   outfile: "dist/index.mjs",
   bundle: true,
   platform: "node",

@@ -5,11 +5,14 @@
  * endings keeps them, whichever endings the edits were written with.
  */
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
 import * as Preview from "./Preview.ts"
 import * as SafeFs from "./SafeFs.ts"
 import * as Tool from "./Tool.ts"
+import * as Edits from "./worker/edits.ts"
+import * as ToolWorker from "./worker/ToolWorker.ts"
 import * as Workspace from "./Workspace.ts"
 import { absoluteOf, editScope, inspect, plural, store } from "./write.ts"
 
@@ -26,80 +29,11 @@ const Params = Schema.Struct({
 })
 type Params = typeof Params.Type
 
-const MAX_HINT_CHARS = 80
-
-/** 1-based line number of a character offset. */
-const lineAt = (text: string, index: number): number => {
-  let line = 1
-  for (let i = text.indexOf("\n"); i !== -1 && i < index; i = text.indexOf("\n", i + 1)) line++
-  return line
-}
-
-/** Offsets of the non-overlapping occurrences of `needle`. */
-const occurrences = (text: string, needle: string): Array<number> => {
-  const found: Array<number> = []
-  for (let i = text.indexOf(needle); i !== -1; i = text.indexOf(needle, i + needle.length)) found.push(i)
-  return found
-}
-
-const firstNonBlank = (text: string): string => text.split("\n").find((l) => l.trim() !== "") ?? ""
-
-/** Why an edit found nothing, with where its first line does occur when it does. */
-const notFound = (text: string, oldText: string, label: string, shown: string, afterOthers: boolean): string => {
-  const raw = firstNonBlank(oldText).replace(/\r$/, "")
-  const first = raw.length > MAX_HINT_CHARS ? `${raw.slice(0, MAX_HINT_CHARS)}…` : raw
-  const needle = raw.trim()
-  const lines = needle === "" ? [] : text.split("\n").flatMap((line, i) => (line.includes(needle) ? [i + 1] : [])).slice(0, 5)
-  const where = lines.length > 0
-    ? ` Its first non-blank line (${JSON.stringify(first)}) appears at line${lines.length > 1 ? "s" : ""} ${lines.join(", ")}; check the indentation and the lines after it.`
-    : ` Its first non-blank line is ${JSON.stringify(first)}.`
-  return `${label} failed: oldText was not found in ${shown}. It must match the file exactly, whitespace and indentation included.${where}${
-    afterOthers ? " Edits apply in order, each to the text the previous ones produced." : ""
-  } The file was not changed; read it again and retry.`
-}
-
-type Applied = { readonly _tag: "ok"; readonly text: string; readonly firstLine: number } | { readonly _tag: "error"; readonly message: string }
-
-/** Applies the edits in order to `text`, or says which one failed. Pure. */
-export const applyEdits = (text: string, edits: ReadonlyArray<{ readonly oldText: string; readonly newText: string }>, shown: string): Applied => {
-  let current = text
-  let first: number | undefined
-  for (let i = 0; i < edits.length; i++) {
-    const { newText, oldText } = edits[i]!
-    const label = edits.length === 1 ? "The edit" : `Edit ${i + 1} of ${edits.length}`
-    if (oldText === "") return { _tag: "error", message: `${label} failed: oldText is empty; give text that occurs exactly once in the file (use write to create or replace a whole file). The file was not changed.` }
-    const found = occurrences(current, oldText)
-    if (found.length === 0) return { _tag: "error", message: notFound(current, oldText, label, shown, i > 0) }
-    if (found.length > 1) {
-      const lines = found.slice(0, 5).map((index) => lineAt(current, index))
-      return {
-        _tag: "error",
-        message: `${label} failed: oldText matches ${found.length} places in ${shown} (lines ${lines.join(", ")}${found.length > 5 ? ", …" : ""}); include more surrounding lines so it matches exactly once. The file was not changed.`
-      }
-    }
-    const at = found[0]!
-    const line = lineAt(current, at)
-    first = first === undefined ? line : Math.min(first, line)
-    current = current.slice(0, at) + newText + current.slice(at + oldText.length)
-  }
-  return { _tag: "ok", text: current, firstLine: first ?? 1 }
-}
-
-/** True when every line break is CRLF (a file with mixed endings is edited as it is). */
-const usesCrlf = (text: string): boolean => text.includes("\r\n") && !/(^|[^\r])\n/.test(text)
-
-const toLf = (text: string) => text.replaceAll("\r\n", "\n")
-
 /**
- * The text an edit makes of `original`: the edits applied in order, a CRLF
- * file kept CRLF whichever endings the edits use. Pure, so a permission
- * request can show the change before it is made.
+ * The text an edit makes of `original` (the edits applied in order, a CRLF file kept CRLF), or
+ * why it fails. Pure, and shared with the permission request's preview of the change.
  */
-export const editedText = (original: string, edits: ReadonlyArray<{ readonly oldText: string; readonly newText: string }>, shown: string): Applied => {
-  const crlf = usesCrlf(original)
-  const applied = applyEdits(crlf ? toLf(original) : original, crlf ? edits.map((e) => ({ oldText: toLf(e.oldText), newText: toLf(e.newText) })) : edits, shown)
-  return applied._tag === "ok" && crlf ? { ...applied, text: applied.text.replaceAll("\n", "\r\n") } : applied
-}
+export const editedText = Edits.rewrite
 
 /** The bytes of a file as text for an edit, or why it cannot be edited. */
 const asText = (bytes: Uint8Array, shown: string): Effect.Effect<string, string> =>
@@ -125,10 +59,12 @@ export const edit = Tool.define<Params>({
   locations: (args, cwd) => [{ path: absoluteOf(args.path, cwd) }],
   scope: (args, cwd) => editScope(args.path, cwd),
   preview: (args, where) =>
-    Effect.map(Preview.current(args.path, where), (file) => {
+    Effect.gen(function*() {
+      const file = yield* Preview.current(args.path, where)
       if (file === undefined || file.text === null) return []
-      const applied = editedText(file.text, args.edits, args.path)
-      return applied._tag === "ok" ? [Preview.diff(file.path, file.text, applied.text)] : []
+      // Off the protocol thread when it is large work, like the edit itself.
+      const applied = yield* ToolWorker.rewrite(file.text, args.edits, args.path).pipe(Effect.orElseSucceed(() => Option.none()))
+      return Option.isSome(applied) && applied.value._tag === "ok" ? [Preview.diff(file.path, file.text, applied.value.text)] : []
     }),
   execute: (args, ctx) =>
     Effect.gen(function*() {
@@ -142,7 +78,9 @@ export const edit = Tool.define<Params>({
       const original = clientRead
         ? yield* clientRead(resolved).pipe(Effect.mapError((message) => `Cannot read ${shown} through the editor: ${message}`))
         : yield* asText(before.read.bytes, shown)
-      const applied = editedText(original, args.edits, shown)
+      const rewritten = yield* ToolWorker.rewrite(original, args.edits, shown).pipe(Effect.mapError((message) => `edit failed: ${message}`))
+      if (Option.isNone(rewritten)) return Tool.error(`edit stopped: applying the edits to ${shown} did not finish within the time limit of ${ToolWorker.formatLimit(yield* ToolWorker.TimeLimit)}. The file was not changed.`)
+      const applied = rewritten.value
       if (applied._tag === "error") return Tool.error(applied.message)
       const updated = applied.text
       if (updated === original) return Tool.ok(`No change to ${shown}: every newText equals its oldText.`)

@@ -4,10 +4,11 @@
  */
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
-import * as Glob from "effect/Glob"
+import * as Option from "effect/Option"
 import * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import * as ToolWorker from "./worker/ToolWorker.ts"
 import * as Tool from "./Tool.ts"
 import * as Walk from "./walk.ts"
 import * as Workspace from "./Workspace.ts"
@@ -17,6 +18,8 @@ import { absoluteOf, describeError, plural } from "./write.ts"
 export const MAX_RESULTS = 500
 /** Files looked at before the listing stops. */
 export const MAX_SCANNED = 200_000
+/** Paths sent to the worker at once to be matched. */
+const BATCH = 512
 
 const Params = Schema.Struct({
   pattern: Schema.String.annotate({ description: "Glob matched against file paths relative to `path`, e.g. \"**/*.ts\" or \"src/*.{js,json}\"" }),
@@ -47,7 +50,8 @@ export const glob = Tool.define<Params>({
     "List the files whose path relative to `path` (default: the working directory) matches a glob pattern.",
     "`*` and `?` stay within one directory level, `**` spans levels (\"**/*.ts\" finds .ts files at any depth, \"*.ts\" only directly in `path`), `{a,b}` and `[abc]` work; dotfiles match.",
     `Files excluded by .gitignore and those in .git and node_modules are left out; symbolic links are not followed; only files are listed, not directories.`,
-    `Results are sorted by path, at most ${MAX_RESULTS}, with a count of the rest. Use grep to search contents.`
+    `Results are sorted by path, at most ${MAX_RESULTS}, with a count of the rest. Use grep to search contents.`,
+    `A listing still running after ${ToolWorker.formatLimit(ToolWorker.TimeLimit.defaultValue())} is stopped with an error.`
   ].join(" "),
   parameters: Params,
   title: (args) => `Find ${args.pattern}${args.path !== undefined ? ` in ${args.path}` : ""}`,
@@ -76,21 +80,37 @@ export const glob = Tool.define<Params>({
         return Tool.ok(where)
       }
 
-      const matcher = Glob.make(rest, { dot: true })
+      // Matching runs in the tool worker: a model's glob can cost a lot per path (10,000 brace alternatives, long runs of `*`).
       // Without `**` (or braces, which may hold a `/`) a pattern reaches a fixed depth: deeper directories are not read.
       const restSegments = rest.split("/")
       const maxDepth = restSegments.includes("**") || rest.includes("{") ? Infinity : restSegments.length - 1
       const found: Array<string> = []
       let scanned = 0
-      yield* Walk.files(resolved, ctx, { descend: (relative) => relative.split("/").length <= maxDepth }).pipe(
-        Stream.runForEachWhile((entry) =>
-          Effect.sync(() => {
-            scanned++
-            if (Glob.match(matcher, entry.relative)) found.push(Workspace.display(path, ctx.cwd, entry.absolute))
-            return scanned < MAX_SCANNED
-          })
+      const completed = yield* ToolWorker.use((worker) =>
+        Walk.files(resolved, ctx, { descend: (relative) => relative.split("/").length <= maxDepth }).pipe(
+          Stream.rechunk(BATCH),
+          Stream.chunks,
+          Stream.runForEachWhile((chunk) =>
+            Effect.gen(function*() {
+              const batch = chunk.slice(0, MAX_SCANNED - scanned)
+              scanned += batch.length
+              const hits = yield* ToolWorker.glob(worker, rest, batch.map((entry) => entry.relative)).pipe(
+                Effect.mapError((message) => `glob failed: ${message}`)
+              )
+              for (const i of hits) found.push(Workspace.display(path, ctx.cwd, batch[i]!.absolute))
+              return scanned < MAX_SCANNED
+            })
+          )
         )
       )
+      if (Option.isNone(completed)) {
+        const limit = yield* ToolWorker.TimeLimit
+        return Tool.error(
+          `glob stopped: listing ${args.pattern} did not finish within its time limit of ${ToolWorker.formatLimit(limit)} (${plural(scanned, "file")} looked at, ${
+            plural(found.length, "match", "matches")
+          } by then). Use a simpler pattern (fewer {a,b} alternatives and * wildcards) or a narrower path.`
+        )
+      }
       const stopped = scanned >= MAX_SCANNED ? ` Listing stopped after ${MAX_SCANNED} files; there may be more.` : ""
       if (found.length === 0) return Tool.ok(`No files match ${args.pattern}${args.path !== undefined ? ` in ${args.path}` : ""}.${stopped}`)
       found.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))

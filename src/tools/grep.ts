@@ -4,13 +4,16 @@
  * `.gitignore` respected, `.git/` and `node_modules/` skipped, binary and very
  * large files skipped, results bounded.
  */
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
-import * as Glob from "effect/Glob"
+import * as Option from "effect/Option"
 import * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as SafeFs from "./SafeFs.ts"
+import * as Match from "./worker/match.ts"
+import * as ToolWorker from "./worker/ToolWorker.ts"
 import * as Tool from "./Tool.ts"
 import * as Walk from "./walk.ts"
 import * as Workspace from "./Workspace.ts"
@@ -23,7 +26,9 @@ export const MAX_OUTPUT_BYTES = 30 * 1024
 /** Files larger than this are not searched. */
 export const MAX_FILE_BYTES = 1024 * 1024
 /** Characters of one matching line shown. */
-export const MAX_LINE_CHARS = 300
+export const MAX_LINE_CHARS = Match.MAX_LINE_CHARS
+/** Paths sent to the worker at once to be matched against `glob`. */
+const GLOB_BATCH = 512
 /** Matches counted (past those shown) before the search stops. */
 export const MAX_COUNTED = 10_000
 /** Files read before the search stops. */
@@ -44,17 +49,7 @@ interface FileResult {
   readonly skipped?: "large" | "binary" | "unreadable" | undefined
 }
 
-/** A line cut to `MAX_LINE_CHARS` around its match. */
-const cutLine = (line: string, at: number): string => {
-  if (line.length <= MAX_LINE_CHARS) return line
-  const start = Math.max(0, Math.min(at - 80, line.length - MAX_LINE_CHARS))
-  const end = start + MAX_LINE_CHARS
-  return `${start > 0 ? "…" : ""}${line.slice(start, end)}${end < line.length ? "…" : ""}`
-}
-
-const looksBinary = (bytes: Uint8Array): boolean => bytes.subarray(0, 8192).includes(0)
-
-/** Compiles the pattern; a leading `(?i)` (as ripgrep users write it) means ignore case. */
+/** Compiles the pattern; a leading `(?i)` (as ripgrep users write it) means ignore case. Parsing only: matching runs in the worker. */
 const compile = (pattern: string): Effect.Effect<RegExp, string> => {
   const insensitive = pattern.startsWith("(?i)")
   const source = insensitive ? pattern.slice(4) : pattern
@@ -64,27 +59,28 @@ const compile = (pattern: string): Effect.Effect<RegExp, string> => {
   })
 }
 
-const searchFile = (absolute: string, shown: string, regex: RegExp, keep: number, roots: SafeFs.RealRoots) =>
+/** Reads one file here (IO) and matches it in the worker (CPU); a worker failure fails the search. */
+const searchFile = (worker: ToolWorker.Handle, absolute: string, shown: string, regex: RegExp, roots: SafeFs.RealRoots) =>
   Effect.gen(function*() {
     // Opened without following links and verified inside the roots (a path swapped for a symlink is unreadable).
-    const bytes = yield* SafeFs.readFileBounded(absolute, roots, MAX_FILE_BYTES)
-    if (bytes === undefined) return { shown, matches: [], count: 0, skipped: "large" } satisfies FileResult
-    if (looksBinary(bytes)) return { shown, matches: [], count: 0, skipped: "binary" } satisfies FileResult
-    const text = new TextDecoder("utf-8").decode(bytes)
-    const matches: Array<{ line: number; text: string }> = []
-    let count = 0
-    const lines = text.split("\n")
-    for (let i = 0; i < lines.length; i++) {
-      const raw = lines[i]!
-      const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw
-      if (i === lines.length - 1 && line === "") break
-      const found = regex.exec(line)
-      if (found === null) continue
-      count++
-      if (matches.length < keep) matches.push({ line: i + 1, text: cutLine(line, found.index) })
-    }
-    return { shown, matches, count } satisfies FileResult
-  }).pipe(Effect.orElseSucceed((): FileResult => ({ shown, matches: [], count: 0, skipped: "unreadable" })))
+    const bytes = yield* SafeFs.readFileBounded(absolute, roots, MAX_FILE_BYTES).pipe(
+      Effect.map((read): Uint8Array | "large" => read ?? "large"),
+      Effect.orElseSucceed((): Uint8Array | "large" | "unreadable" => "unreadable")
+    )
+    if (typeof bytes === "string") return { shown, matches: [], count: 0, skipped: bytes } satisfies FileResult
+    const found = yield* ToolWorker.grep(worker, regex, bytes, MAX_MATCHES).pipe(
+      Effect.mapError((message) => `grep failed while searching ${shown}: ${message}`)
+    )
+    return found.binary ? { shown, matches: [], count: 0, skipped: "binary" } satisfies FileResult : { shown, matches: found.matches, count: found.count }
+  })
+
+/** The tool error for a search the time limit stopped, with what it had found by then. */
+const timedOut = (pattern: string, limit: Duration.Duration, found: ReadonlyArray<string>, searched: number) =>
+  Tool.error(
+    `${found.length > 0 ? `${found.join("\n")}\n\n` : ""}[grep stopped: the search for /${pattern}/ did not finish within its time limit of ${
+      ToolWorker.formatLimit(limit)
+    } (${plural(searched, "file")} searched${found.length > 0 ? "; the matches above were found by then" : ""}). A pattern with nested repetition such as (a+)+ can take exponential time on some lines: rewrite it without nested quantifiers, or narrow path or glob.]`
+  )
 
 export const grep = Tool.define<Params>({
   name: "grep",
@@ -95,7 +91,8 @@ export const grep = Tool.define<Params>({
     "Searches the files under `path` (default: the working directory; may be a single file), optionally only those matching `glob`.",
     "Files excluded by .gitignore, the .git and node_modules directories, binary files and files over 1 MB are skipped; symbolic links are not followed.",
     `Prints \`path:line: text\` for each matching line; at most ${MAX_MATCHES} matches and about ${MAX_OUTPUT_BYTES / 1024} KB are shown, lines are cut to ${MAX_LINE_CHARS} characters, and the output says how many more matches there are.`,
-    "Narrow `path` or `glob` when results are cut."
+    "Narrow `path` or `glob` when results are cut.",
+    `A search still running after ${ToolWorker.formatLimit(ToolWorker.TimeLimit.defaultValue())} is stopped with an error: avoid nested repetition such as (a+)+, which can take exponential time.`
   ].join(" "),
   parameters: Params,
   title: (args) => `Search for /${args.pattern}/${args.path !== undefined ? ` in ${args.path}` : ""}${args.glob !== undefined ? ` (${args.glob})` : ""}`,
@@ -112,8 +109,12 @@ export const grep = Tool.define<Params>({
         Effect.mapError((error) => (error.reason._tag === "NotFound" ? `Path not found: ${where}` : `Cannot search ${where}: ${describeError(error)}`))
       )
 
+      const limit = yield* ToolWorker.TimeLimit
+
       if (info.type === "File") {
-        const result = yield* searchFile(resolved, where, regex, MAX_MATCHES, roots)
+        const searched = yield* ToolWorker.use((worker) => searchFile(worker, resolved, where, regex, roots))
+        if (Option.isNone(searched)) return timedOut(args.pattern, limit, [], 0)
+        const result = searched.value
         if (result.skipped === "large") return Tool.ok(`${where} is larger than ${MAX_FILE_BYTES / 1024 / 1024} MB and was not searched; use read with offset to page through it.`)
         if (result.skipped === "binary") return Tool.ok(`${where} is a binary file and was not searched.`)
         if (result.skipped === "unreadable") return Tool.error(`Cannot read ${where}`)
@@ -124,9 +125,8 @@ export const grep = Tool.define<Params>({
       }
       if (info.type !== "Directory") return Tool.error(`${where} is neither a file nor a directory`)
 
-      const filter = args.glob === undefined ? undefined : Glob.make(args.glob, { dot: true })
-      const matchesGlob = (relative: string) =>
-        filter === undefined || Glob.match(filter, args.glob!.includes("/") ? relative : relative.slice(relative.lastIndexOf("/") + 1))
+      // A glob without `/` names files at any depth: it is matched against the file name.
+      const globKey = args.glob === undefined || args.glob.includes("/") ? (relative: string) => relative : (relative: string) => relative.slice(relative.lastIndexOf("/") + 1)
 
       const shownLines: Array<string> = []
       let bytes = 0
@@ -138,32 +138,45 @@ export const grep = Tool.define<Params>({
       let binary = 0
       let stoppedBy: string | undefined
 
-      yield* Walk.files(resolved, ctx).pipe(
-        Stream.filter((entry) => matchesGlob(entry.relative)),
-        Stream.mapEffect((entry) => searchFile(entry.absolute, Workspace.display(path, ctx.cwd, entry.absolute), regex, MAX_MATCHES, roots), { concurrency: 8 }),
-        Stream.runForEachWhile((result) =>
-          Effect.sync(() => {
-            filesSearched++
-            if (result.skipped === "large") large++
-            if (result.skipped === "binary") binary++
-            if (result.count > 0) filesMatched++
-            total += result.count
-            for (const match of result.matches) {
-              if (outputFull || shownLines.length >= MAX_MATCHES) break
-              const line = `${result.shown}:${match.line}: ${match.text}`
-              if (bytes + line.length + 1 > MAX_OUTPUT_BYTES) {
-                outputFull = true
-                break
-              }
-              bytes += line.length + 1
-              shownLines.push(line)
-            }
-            if (total >= MAX_COUNTED) stoppedBy = `${MAX_COUNTED} matches`
-            else if (filesSearched >= MAX_FILES) stoppedBy = `${MAX_FILES} files`
-            return stoppedBy === undefined
-          })
+      const completed = yield* ToolWorker.use((worker) => {
+        const filter = args.glob
+        const candidates = filter === undefined ? Walk.files(resolved, ctx) : Walk.files(resolved, ctx).pipe(
+          Stream.rechunk(GLOB_BATCH),
+          Stream.chunks,
+          Stream.mapEffect((batch) =>
+            ToolWorker.glob(worker, filter, batch.map((entry) => globKey(entry.relative))).pipe(
+              Effect.mapBoth({ onFailure: (message) => `grep failed while matching ${filter}: ${message}`, onSuccess: (hits) => hits.map((i) => batch[i]!) })
+            )
+          ),
+          Stream.flattenIterable
         )
-      )
+        return candidates.pipe(
+          Stream.mapEffect((entry) => searchFile(worker, entry.absolute, Workspace.display(path, ctx.cwd, entry.absolute), regex, roots), { concurrency: 8 }),
+          Stream.runForEachWhile((result) =>
+            Effect.sync(() => {
+              filesSearched++
+              if (result.skipped === "large") large++
+              if (result.skipped === "binary") binary++
+              if (result.count > 0) filesMatched++
+              total += result.count
+              for (const match of result.matches) {
+                if (outputFull || shownLines.length >= MAX_MATCHES) break
+                const line = `${result.shown}:${match.line}: ${match.text}`
+                if (bytes + line.length + 1 > MAX_OUTPUT_BYTES) {
+                  outputFull = true
+                  break
+                }
+                bytes += line.length + 1
+                shownLines.push(line)
+              }
+              if (total >= MAX_COUNTED) stoppedBy = `${MAX_COUNTED} matches`
+              else if (filesSearched >= MAX_FILES) stoppedBy = `${MAX_FILES} files`
+              return stoppedBy === undefined
+            })
+          )
+        )
+      })
+      if (Option.isNone(completed)) return timedOut(args.pattern, limit, shownLines, filesSearched)
 
       const skippedNote = [
         large > 0 ? `${plural(large, "file")} over ${MAX_FILE_BYTES / 1024 / 1024} MB` : "",
