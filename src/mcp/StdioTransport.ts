@@ -12,13 +12,13 @@
  * itself — initialize, discovery, calls — stays Effect's.
  *
  * Shutdown follows the MCP lifecycle: close the server's stdin, give it a
- * moment to exit, then SIGTERM and SIGKILL the group (grandchildren included,
- * e.g. the real server behind `npx`). If Skein itself exits without closing
- * scopes, a process `exit` hook SIGKILLs every group still open; if Skein is
- * killed outright, the server sees EOF on its stdin.
+ * moment to exit, then SIGTERM and SIGKILL everything it started
+ * (grandchildren included, e.g. the real server behind `npx`, and daemons it
+ * detached). The server is spawned and contained exactly as a bash command
+ * is (`tools/process/ProcessGroup.ts`): the same exit hook and watchdog cover
+ * Skein exiting without closing scopes or being killed outright.
  */
-import * as NodeChildProcess from "node:child_process"
-import type { Readable } from "node:stream"
+import type { Writable } from "node:stream"
 import type * as McpClient from "effect/ai/McpClient"
 import { ClosedError, LimitError, McpClientError, ProtocolError, TransportError } from "effect/ai/McpClientError"
 import type * as McpProtocol from "effect/ai/McpProtocol"
@@ -59,89 +59,32 @@ export interface Connection {
 
 export const fail = (reason: McpClientError["reason"]) => new McpClientError({ reason })
 
-// ---------------------------------------------------------------------------
-// The safety net (one global, because the process is global): every group
-// still open is SIGKILLed synchronously when Skein exits.
-// ---------------------------------------------------------------------------
-
-const open = new Set<number>()
-let hooked = false
-const killAllNow = () => {
-  for (const pgid of open) {
-    try {
-      process.kill(-pgid, "SIGKILL")
-    } catch {
-      // already gone
-    }
-  }
-  open.clear()
-}
-
 /** The server process groups this process still owns (for tests and diagnostics). */
+const open = new Set<number>()
 export const openGroups = (): ReadonlySet<number> => open
-
-// ---------------------------------------------------------------------------
 
 const describeExit = (exit: ProcessGroup.LeaderExit): string =>
   exit.signal !== null ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`
 
 interface Spawned {
-  readonly child: NodeChildProcess.ChildProcessWithoutNullStreams
   readonly group: ProcessGroup.Group
+  readonly stdin: Writable
   readonly stdoutEnded: Deferred.Deferred<void>
-  /** How the leader exited, once it has. */
-  readonly exitInfo: () => ProcessGroup.LeaderExit | undefined
 }
 
 const spawn = (options: Options): Effect.Effect<Spawned, McpClientError> =>
-  Effect.callback<Spawned, McpClientError>((resume) => {
-    const exited = Deferred.makeUnsafe<ProcessGroup.LeaderExit>()
-    const drained = Deferred.makeUnsafe<void>()
-    const stdoutEnded = Deferred.makeUnsafe<void>()
-    const cannot = (code: string | undefined) =>
+  ProcessGroup.spawnProgram({ file: options.command, args: options.args, cwd: options.cwd, env: options.env, stdin: "pipe" }).pipe(
+    Effect.mapError(({ code }) =>
       fail(new TransportError({ description: `Cannot start \`${options.command}\`${code !== undefined ? ` (${code})` : ""}` }))
-    let child: NodeChildProcess.ChildProcessWithoutNullStreams
-    try {
-      child = NodeChildProcess.spawn(options.command, [...options.args], {
-        cwd: options.cwd,
-        env: options.env,
-        detached: true,
-        stdio: ["pipe", "pipe", "pipe"],
-        windowsHide: true
-      })
-    } catch (error) {
-      return resume(Effect.fail(cannot((error as NodeJS.ErrnoException | undefined)?.code)))
-    }
-    let pipes = 2
-    const onClose = () => {
-      if (--pipes === 0) Deferred.doneUnsafe(drained, Effect.void)
-    }
-    for (const stream of [child.stdout, child.stderr] as Array<Readable>) {
-      stream.once("close", onClose)
-      stream.on("error", () => {})
-    }
-    child.stdout.once("end", () => Deferred.doneUnsafe(stdoutEnded, Effect.void))
-    child.stdout.once("close", () => Deferred.doneUnsafe(stdoutEnded, Effect.void))
-    // A write to a server that is gone fails with EPIPE; its exit is what we report.
-    child.stdin.on("error", () => {})
-    let exitInfo: ProcessGroup.LeaderExit | undefined
-    child.once("exit", (code, signal) => {
-      exitInfo = { code, signal }
-      Deferred.doneUnsafe(exited, Effect.succeed(exitInfo))
+    ),
+    Effect.map((group) => {
+      const stdoutEnded = Deferred.makeUnsafe<void>()
+      group.stdout.once("end", () => Deferred.doneUnsafe(stdoutEnded, Effect.void))
+      group.stdout.once("close", () => Deferred.doneUnsafe(stdoutEnded, Effect.void))
+      open.add(group.pid)
+      return { group, stdin: group.stdin!, stdoutEnded }
     })
-    child.on("error", (error: NodeJS.ErrnoException) => {
-      if (child.pid === undefined) resume(Effect.fail(cannot(error.code)))
-    })
-    child.once("spawn", () => {
-      const pid = child.pid!
-      if (!hooked) {
-        hooked = true
-        process.once("exit", killAllNow)
-      }
-      open.add(pid)
-      resume(Effect.succeed({ child, group: { pid, exited, drained, stdout: child.stdout, stderr: child.stderr }, stdoutEnded, exitInfo: () => exitInfo }))
-    })
-  })
+  )
 
 const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 const idKey = (id: unknown): string => `${typeof id}:${String(id)}`
@@ -153,10 +96,10 @@ const idKey = (id: unknown): string => `${typeof id}:${String(id)}`
 export const connect = (options: Options): Effect.Effect<Connection, McpClientError, Scope.Scope> =>
   Effect.gen(function*() {
     const maxBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES
-    const { child, group, stdoutEnded, exitInfo } = yield* Effect.acquireRelease(spawn(options), ({ child, group }) =>
+    const { group, stdin, stdoutEnded } = yield* Effect.acquireRelease(spawn(options), ({ group, stdin }) =>
       Effect.gen(function*() {
         lose(fail(new ClosedError({ description: "The MCP connection was closed" })))
-        child.stdin.end()
+        stdin.end()
         yield* ProcessGroup.awaitFor(group.exited, STDIN_GRACE_MS)
         yield* ProcessGroup.release(group)
         open.delete(group.pid)
@@ -177,8 +120,8 @@ export const connect = (options: Options): Effect.Effect<Connection, McpClientEr
     }
 
     const write = (message: unknown): void => {
-      if (failure !== undefined || child.stdin.destroyed || child.stdin.writableEnded) return
-      child.stdin.write(JSON.stringify(message) + "\n")
+      if (failure !== undefined || stdin.destroyed || stdin.writableEnded) return
+      stdin.write(JSON.stringify(message) + "\n")
     }
 
     const receive = (message: unknown): void => {
@@ -218,7 +161,7 @@ export const connect = (options: Options): Effect.Effect<Connection, McpClientEr
     const decoder = new TextDecoder()
     let buffered: Array<Buffer> = []
     let bufferedBytes = 0
-    child.stdout.on("data", (chunk: Buffer) => {
+    group.stdout.on("data", (chunk: Buffer) => {
       if (failure !== undefined) return
       let start = 0
       let index: number
@@ -253,7 +196,7 @@ export const connect = (options: Options): Effect.Effect<Connection, McpClientEr
         }
       }
     })
-    child.stderr.on("data", (chunk: Buffer) => options.diagnostics.push(chunk))
+    group.stderr.on("data", (chunk: Buffer) => options.diagnostics.push(chunk))
 
     // The server is gone when it exits or closes its output; what is still in the pipes is read
     // first (its last stderr lines explain the failure, and the notice quotes them).
@@ -263,7 +206,7 @@ export const connect = (options: Options): Effect.Effect<Connection, McpClientEr
         Effect.andThen(ProcessGroup.awaitFor(group.exited, 100)),
         Effect.andThen(ProcessGroup.awaitFor(group.drained, 100)),
         Effect.andThen(Effect.sync(() => {
-          const exit = exitInfo()
+          const exit = group.exitStatus()
           lose(fail(new TransportError({
             description: exit !== undefined ? `The server ${describeExit(exit)}` : "The server closed its output"
           })))

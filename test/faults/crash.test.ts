@@ -165,9 +165,9 @@ describe("faults: kill -9 and session/load", () => {
   })
 
   // DESIGN invariant 4, "no orphan process after exit": SIGKILL runs no finalizer, so the bash
-  // tool's process group (its own session and group) would outlive the agent. A watchdog in the
-  // group (src/tools/process/ProcessGroup.ts) polls the agent's pid and kills the group once the
-  // agent is gone.
+  // tool's process group (its own session and group) would outlive the agent. The agent's
+  // watchdog (src/tools/process/Watchdog.ts) sees its pipe from the agent close and kills the
+  // group. (test/faults/escape.test.ts covers processes that leave the group.)
   it("mid-tool: after kill -9 and a reload, no process of the command is left", async () => {
     const toolScript = { turns: [{ calls: [[{ tool: "bash", args: { command: "echo $$ > pid; sleep 30" }, id: "b1" }]] }] }
     const first = await agents.ready({ script: toolScript, args: ["--mode", "bypassPermissions"] })
