@@ -111,13 +111,13 @@ export const run = (args: ReadonlyArray<string>) =>
       const input = keyboard ? yield* Input.make : undefined
       const spinner = yield* Spinner.make(!json)
       const view = json ? undefined : Render.make(spinner)
+      // Stopped from outside (a signal, stdout closed): still say which session it was.
+      const said = Effect.onInterrupt(() => Effect.sync(() => Interactive.goodbye(session)))
       if (events !== undefined && !json) Terminal.note(Interactive.summary(session, events))
-      if (interactive) return yield* Interactive.loop(session, { input: input!, view: view!, version: VERSION })
+      if (interactive) return yield* said(Interactive.loop(session, { input: input!, view: view!, version: VERSION }))
 
       const show = view?.event ?? ((event) => Terminal.write(`${JSON.stringify(event)}\n`))
-      const presented = yield* Present.turn(session, [{ type: "text", text: prompt }], { show, view, input }).pipe(
-        Effect.onInterrupt(() => Effect.sync(() => Interactive.goodbye(session)))
-      )
+      const presented = yield* said(Present.turn(session, [{ type: "text", text: prompt }], { show, view, input }))
       markWarm()
       const { outcome } = presented
       if (!json) {

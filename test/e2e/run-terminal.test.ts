@@ -257,6 +257,29 @@ describe("e2e: skein run without a terminal", () => {
     expect(events.find((e) => e.type === "permission")!.data.outcome).toBe("unanswerable")
   })
 
+  it("stops cleanly when its reader goes away (`skein run … | head`)", async () => {
+    // A line every 50 ms for 20 s: the first write after the reader left fails.
+    const lines = Array.from({ length: 400 }, () => [{ text: "line\n" }, { sleep_ms: 50 }]).flat()
+    const { home, script, cwd, logs } = setup([{ calls: [lines] }])
+    const child = spawn(NODE, [SKEIN, "run", "--home", home, "--script", script, "hi"], { cwd, env: cleanEnv() })
+    let stderr = ""
+    child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c))
+    child.stdout.once("data", () => child.stdout.destroy())
+    const code = await new Promise<number | null>((resolve) => child.on("close", resolve))
+    expect(stderr).not.toMatch(/EPIPE|Unhandled|    at /)
+    expect(stderr).toMatch(/Session \S+ \(continue it with/)
+    expect(code).toBe(130)
+    expect(Object.values(logs())[0]!.at(-1)).toMatchObject({ type: "turn_end", data: { stopReason: "cancelled" } })
+  })
+
+  it("a turn that fails exits 1 with its error on stderr", () => {
+    const { home, script, cwd } = setup([{ calls: [[{ fail: "the model is down", retryable: false }]] }])
+    const r = spawnSync(NODE, [SKEIN, "run", "--home", home, "--script", script, "hi"], { cwd, env: cleanEnv(), encoding: "utf8" })
+    expect(r.status).toBe(1)
+    expect(r.stdout).toBe("")
+    expect(r.stderr).toContain("the model is down")
+  })
+
   it("with no model provider configured, exits 2 with what to do instead of answering", () => {
     const { home, cwd } = setup([])
     const r = spawnSync(NODE, [SKEIN, "run", "--home", home, "hi"], { cwd, env: cleanEnv(), encoding: "utf8" })

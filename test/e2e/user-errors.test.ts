@@ -79,7 +79,7 @@ const cases: ReadonlyArray<readonly [string, ReadonlyArray<string>, RegExp, Reco
 ]
 
 describe("e2e: user errors", () => {
-  it.each(cases)("%s: one line, exit 2", (_, args, message, extraEnv) => {
+  it.each(cases.map(([name, args, message, extraEnv]) => ({ name, args, message, extraEnv })))("$name: one line, exit 2", ({ args, message, extraEnv }) => {
     const r = skein(args, extraEnv)
     expect({ status: r.status, stdout: r.stdout }).toEqual({ status: 2, stdout: "" })
     expect(r.stderr).toMatch(/^skein: [^\n]+\n$/)

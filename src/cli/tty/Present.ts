@@ -78,7 +78,7 @@ export const turn = (session: Session, content: ReadonlyArray<UserBlock>, option
           // The question may have been withdrawn meanwhile: then the answer is not needed.
           yield* Effect.ignore(session.answer(asked.requestId, reply))
         }
-        options.view?.waiting()
+        if (!quit) options.view?.waiting()
       })
 
     options.view?.waiting()

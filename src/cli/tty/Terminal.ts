@@ -9,6 +9,18 @@ export type Stream = "out" | "err"
 
 const streams = { out: process.stdout, err: process.stderr } as const
 
+// A reader that went away (`skein run … | head`) is not a crash: nothing more is written there,
+// and when it was stdout the run stops as if interrupted (the turn is cancelled, the log closed).
+const closed = { out: false, err: false }
+streams.out.on("error", () => {
+  if (closed.out) return
+  closed.out = true
+  process.kill(process.pid, "SIGTERM")
+})
+streams.err.on("error", () => {
+  closed.err = true
+})
+
 /** Colours only on a terminal, and not when NO_COLOR is set. */
 const colours = (stream: Stream) => streams[stream].isTTY === true && (process.env.NO_COLOR ?? "") === ""
 
@@ -57,7 +69,7 @@ export const onBeforeWrite = (hook: () => void): void => {
 }
 
 const emit = (stream: Stream, text: string, plainEnd: string): void => {
-  if (text.length === 0) return
+  if (text.length === 0 || closed[stream]) return
   for (const hook of beforeWrite) hook()
   streams[stream].write(text)
   const ended = plainEnd.endsWith("\n")
@@ -97,5 +109,5 @@ export const markLineStart = (): void => {
 
 /** Draws something on the current line of stderr that is erased before anything else is written. */
 export const overlay = (text: string): void => {
-  process.stderr.write(text)
+  if (!closed.err) process.stderr.write(text)
 }
