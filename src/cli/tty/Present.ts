@@ -63,7 +63,8 @@ export const turn = (session: Session, content: ReadonlyArray<UserBlock>, option
     let quit = false
     const answer = (asked: PermissionAsked) =>
       Effect.gen(function*() {
-        if (input === undefined || quit) return
+        // No keyboard, or the run is ending: nothing to wait for, the call is denied.
+        if (input === undefined || quit) return yield* Effect.ignore(session.answer(asked.requestId, { outcome: "cancelled" }))
         options.view?.pause()
         if (asked.toolCall.content !== undefined && asked.toolCall.content.length > 0) options.view?.diffShown(asked.toolCall.toolCallId)
         const reply = yield* Question.ask(input, asked).pipe(
