@@ -104,6 +104,7 @@ export const run = (args: ReadonlyArray<string>) =>
     // A run that cannot reach a model fails here, instead of printing advice as an answer.
     if (config.unconfigured !== undefined) return yield* Effect.fail(new Options.UsageError(config.unconfigured))
 
+    Terminal.guardStreams()
     return yield* Effect.scoped(Effect.gen(function*() {
       const runtime = yield* Runtime
       // Questions need a person at the keyboard; a piped run denies what would need asking.

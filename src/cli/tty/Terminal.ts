@@ -9,17 +9,23 @@ export type Stream = "out" | "err"
 
 const streams = { out: process.stdout, err: process.stderr } as const
 
-// A reader that went away (`skein run … | head`) is not a crash: nothing more is written there,
-// and when it was stdout the run stops as if interrupted (the turn is cancelled, the log closed).
 const closed = { out: false, err: false }
-streams.out.on("error", () => {
-  if (closed.out) return
-  closed.out = true
-  process.kill(process.pid, "SIGTERM")
-})
-streams.err.on("error", () => {
-  closed.err = true
-})
+
+/**
+ * A reader that goes away (`skein run … | head`) is not a crash: nothing more is written
+ * there, and when it was stdout the run stops as if interrupted (the turn is cancelled, the
+ * log closed). Called once by the command, before it writes.
+ */
+export const guardStreams = (): void => {
+  streams.out.on("error", () => {
+    if (closed.out) return
+    closed.out = true
+    process.kill(process.pid, "SIGTERM")
+  })
+  streams.err.on("error", () => {
+    closed.err = true
+  })
+}
 
 /** Colours only on a terminal, and not when NO_COLOR is set. */
 const colours = (stream: Stream) => streams[stream].isTTY === true && (process.env.NO_COLOR ?? "") === ""
