@@ -18,8 +18,23 @@ const loadScript = (path: string) =>
       try: () => fs.readFileSync(path, "utf8"),
       catch: () => new Options.UsageError(`Cannot read the script file ${path}`)
     })
-    return yield* Scripted.parse(text, path).pipe(Effect.mapError((e) => new Options.UsageError(e.message)))
+    return yield* Scripted.parse(text, path).pipe(Effect.mapError((e) => new Options.UsageError(oneLine(e.message))))
   })
+
+/**
+ * A schema's report on one line: its first problem with where it is
+ * (`Expected array at ["turns"]`), and how many more there are.
+ */
+const oneLine = (message: string): string => {
+  const lines = message.split("\n").map((line) => line.trim()).filter((line) => line !== "")
+  if (lines.length <= 1) return message
+  const [first, second] = lines
+  const located = second !== undefined && second.startsWith("at ") ? `${first} ${second}` : first!
+  const more = lines.filter((line) => !line.startsWith("at ")).length - 1
+  return more > 0 ? `${located} (and ${more} more problem${more === 1 ? "" : "s"})` : located
+}
+
+export const loadScriptFile = loadScript
 
 export const skeinConfig = (common: Options.Common) =>
   Effect.gen(function*() {
@@ -32,7 +47,7 @@ export const skeinConfig = (common: Options.Common) =>
     }
     if (common.provider === "scripted" || (common.provider === undefined && common.script !== undefined)) {
       if (common.script === undefined) return yield* Effect.fail(new Options.UsageError("The scripted provider needs --script FILE"))
-      return { ...limits, script: yield* loadScript(common.script), model: common.model }
+      return { ...limits, script: yield* loadScript(common.script), model: common.model, unconfigured: undefined }
     }
     if (common.script !== undefined) {
       return yield* Effect.fail(new Options.UsageError(`--script selects the scripted provider; it cannot be combined with --provider ${common.provider}`))
@@ -41,5 +56,7 @@ export const skeinConfig = (common: Options.Common) =>
       Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)),
       Effect.mapError((error) => new Options.UsageError(error.message))
     )
-    return { ...limits, provider: resolved.provider, model: resolved.model, models: resolved.models }
+    // Why no model can answer, when none can (the provider then answers every prompt with it).
+    const unconfigured = resolved.setup.unconfigured
+    return { ...limits, provider: resolved.provider, model: resolved.model, models: resolved.models, unconfigured }
   })

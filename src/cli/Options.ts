@@ -47,7 +47,8 @@ export const HELP = `skein — an ACP coding agent on Effect
 
 Usage:
   skein acp [options]            Serve the Agent Client Protocol over stdio (for editors)
-  skein run [options] PROMPT     Run one turn in this terminal; --json prints events as NDJSON
+  skein run [options] [PROMPT]   Work in this terminal: with no PROMPT, prompt after prompt in one
+                                 session; with a PROMPT (or one piped on stdin), one turn
   skein sessions [list|show ID|rm ID]
                                  The saved sessions: list them (--cwd DIR, --limit N, --json),
                                  show one's transcript, delete one
@@ -85,13 +86,20 @@ skein acp options:
 
 skein run options:
   --cwd DIR                Working directory of the session (default: the current directory)
-  --json                   Print every event as one JSON line
+  -c, --continue           Go on with the newest session of this directory
+  -r, --resume ID          Go on with that session (any unique prefix of its id)
+  --json                   One turn; print every event as one JSON line
+  Permission questions are asked at the terminal (y: allow once, a: always, n: reject,
+  N: always reject). When stdin is not a terminal no one can answer: calls that need
+  permission are denied. Ctrl-C cancels a running turn; at a question it ends the run (130);
+  Ctrl-D, or Ctrl-C on an empty prompt, leaves (0). The answer goes to stdout, the rest to stderr.
 
 Providers read OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL like
 the vendors' SDKs, and $SKEIN_HOME/config.json; SKEIN_IDLE_TIMEOUT_MS (default 120000) fails a
 stream that stalls. Sessions live in $SKEIN_HOME/sessions/<id>.ndjson (one append-only log each).
 
-Exit codes: 0 ok, 1 runtime failure (replay --rerun: a difference), 2 usage, 130 interrupted.
+Exit codes: 0 ok, 1 runtime failure (replay --rerun: a difference), 2 usage (a bad option,
+directory, script, provider or session id), 130 interrupted.
 `
 
 const env = (name: string): string | undefined => {

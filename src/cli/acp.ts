@@ -14,6 +14,7 @@ import * as Stderr from "../secrets/Stderr.ts"
 import { awaiting, serveWith } from "../server/AcpServer.ts"
 import * as Stdio from "../server/Stdio.ts"
 import { VERSION } from "../version.ts"
+import * as Checks from "./Checks.ts"
 import { markWarm, snapshotSoon } from "./CodeCache.ts"
 import { skeinConfig } from "./Config.ts"
 import * as Options from "./Options.ts"
@@ -58,7 +59,9 @@ export const run = (args: ReadonlyArray<string>) =>
     }
     if (parsed.positionals.length > 0) return yield* Effect.fail(new Options.UsageError("skein acp takes no arguments"))
     const common = Options.common(parsed.values)
-    // A bad flag, script or config file is a usage error (exit 2) before anything is served.
+    // A bad flag, home, script or config file is a usage error (exit 2) before anything is
+    // served; once serving, every error is the protocol's.
+    Checks.home(common.home, { write: true })
     const config = yield* skeinConfig(common)
     guardStdout()
     yield* Effect.scoped(Effect.gen(function*() {

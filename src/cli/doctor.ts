@@ -16,7 +16,9 @@ import * as McpRecord from "../mcp/Record.ts"
 import * as Errors from "../providers/Errors.ts"
 import type { ModelInfo } from "../providers/Models.ts"
 import * as Registry from "../providers/Registry.ts"
+import * as Checks from "./Checks.ts"
 import * as CodeCache from "./CodeCache.ts"
+import { loadScriptFile } from "./Config.ts"
 import * as Options from "./Options.ts"
 
 export const signalExitCode = 130
@@ -120,22 +122,30 @@ export const run = (args: ReadonlyArray<string>) =>
     }
     if (parsed.positionals.length > 0) return yield* Effect.fail(new Options.UsageError("skein doctor takes no arguments"))
     const common = Options.common(parsed.values)
+    Checks.home(common.home, { write: false })
     const scripted = common.provider === "scripted" || (common.provider === undefined && common.script !== undefined)
+    // What was named on the command line must exist: a script that reads, a provider that is known.
+    if (scripted && common.script !== undefined) yield* loadScriptFile(common.script)
     const setup = yield* Registry.setup({
       home: common.home,
       env: process.env,
       provider: scripted ? undefined : common.provider,
       model: common.model
     }).pipe(Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)))
+    const unknown = scripted || common.provider === undefined
+      ? undefined
+      : setup.errors.find((e) => e.startsWith(`Unknown provider ${JSON.stringify(common.provider)}`))
+    if (unknown !== undefined) return yield* Effect.fail(new Options.UsageError(unknown))
     const script = scripted ? common.script ?? "(missing: the scripted provider needs --script FILE)" : undefined
+    const mcp = typeof parsed.values.mcp === "string" ? yield* mcpSession(common.home, parsed.values.mcp) : undefined
     process.stdout.write(report(setup, process.env, { home: common.home, script, codeCache: CodeCache.describe(CodeCache.status()) }))
-    if (typeof parsed.values.mcp === "string") process.stdout.write(yield* mcpReport(common.home, parsed.values.mcp))
+    if (mcp !== undefined) process.stdout.write(yield* mcpReport(mcp))
     const ready = scripted ? common.script !== undefined : setup.errors.length === 0 && setup.unconfigured === undefined
     return ready ? 0 : 1
   })
 
-/** The status of the MCP servers a session used, started and stopped for the report. */
-const mcpReport = (home: string, sessionId: string) =>
+/** A saved session's log and working directory, for `--mcp`; an unknown id is a usage error. */
+const mcpSession = (home: string, sessionId: string) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
@@ -144,8 +154,15 @@ const mcpReport = (home: string, sessionId: string) =>
       Effect.map((text) => JSON.parse(text.slice(0, text.indexOf("\n"))) as { readonly cwd?: string }),
       Effect.orElseSucceed(() => undefined)
     )
-    if (header === undefined) return `\nMCP servers of ${sessionId}: no such session in ${home}\n`
-    const servers = yield* McpRecord.load(fs, McpRecord.settingsPath(log))
-    const statuses = yield* McpSession.probe({ servers, cwd: header.cwd ?? process.cwd() })
-    return `\nMCP servers of ${sessionId}\n${McpSession.statusText(statuses).split("\n").map((l) => `  ${l}`).join("\n")}\n`
+    if (header === undefined) return yield* Effect.fail(new Options.UsageError(`No session ${sessionId} in ${path.join(home, "sessions")}`))
+    return { sessionId, log, cwd: header.cwd ?? process.cwd() }
+  }).pipe(Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)))
+
+/** The status of the MCP servers a session used, started and stopped for the report. */
+const mcpReport = (session: { readonly sessionId: string; readonly log: string; readonly cwd: string }) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const servers = yield* McpRecord.load(fs, McpRecord.settingsPath(session.log))
+    const statuses = yield* McpSession.probe({ servers, cwd: session.cwd })
+    return `\nMCP servers of ${session.sessionId}\n${McpSession.statusText(statuses).split("\n").map((l) => `  ${l}`).join("\n")}\n`
   }).pipe(Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)))

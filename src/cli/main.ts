@@ -43,6 +43,21 @@ const commands: Record<string, () => Promise<CommandModule>> = {
   doctor: () => import("./doctor.ts")
 }
 
+/** Reasons of the runtime's and the log's errors that are the user's to fix: a usage error (exit 2). */
+const usageReasons: ReadonlySet<string> = new Set(["invalid_cwd", "invalid_mode", "invalid_request", "not_found", "invalid_config", "unknown_provider"])
+
+/**
+ * A failure people read as one line: a usage error, or one of Skein's own errors (they carry a
+ * message meant for people). Anything else is a defect and keeps its trace.
+ */
+const describe = (error: unknown): { readonly message: string; readonly usage: boolean } | undefined => {
+  if (error instanceof Options.UsageError) return { message: error.message, usage: true }
+  if (typeof error !== "object" || error === null || !("_tag" in error) || !("message" in error)) return undefined
+  if (!["RuntimeError", "LogError", "SessionError", "RegistryError"].includes(String(error._tag))) return undefined
+  const reason = "reason" in error ? String(error.reason) : ""
+  return { message: String(error.message), usage: usageReasons.has(reason) }
+}
+
 /**
  * Runs a command effect; SIGINT, SIGTERM and SIGHUP interrupt it and shut everything down
  * cleanly (turns cancelled, child processes killed, logs synced, locks removed).
@@ -77,9 +92,10 @@ const runMain = (effect: Effect.Effect<number, unknown>, signalExitCode: number)
       code = signalled !== undefined ? exitCodeAfter(signalled, signalExitCode) : 1
     } else {
       const error = Cause.squash(exit.cause)
-      if (error instanceof Options.UsageError) {
-        Stderr.write(`skein: ${error.message}\n`)
-        code = 2
+      const known = describe(error)
+      if (known !== undefined) {
+        Stderr.write(`skein: ${known.message}\n`)
+        code = known.usage ? 2 : 1
       } else {
         Stderr.write(`skein: ${Cause.pretty(exit.cause)}\n`)
         code = 1

@@ -21,6 +21,7 @@ import * as Replay from "../log/Replay.ts"
 import * as AcpReplay from "../translate/Replay.ts"
 import * as McpRecord from "../mcp/Record.ts"
 import * as Rerun from "../runtime/Rerun.ts"
+import * as Checks from "./Checks.ts"
 import * as Options from "./Options.ts"
 import { asLoaded, logLayer, readRef, reportErrors, writeOut } from "./sessions.ts"
 
@@ -123,6 +124,8 @@ export const run = (args: ReadonlyArray<string>) =>
       return yield* Effect.fail(new Options.UsageError("--cwd and --rerun-home go with --rerun"))
     }
     const common = Options.common(parsed.values)
+    Checks.home(common.home, { write: false })
+    if (parsed.values["rerun-home"] !== undefined) Checks.home(nodePath.resolve(parsed.values["rerun-home"]), { write: true, what: "the re-run's home (--rerun-home)" })
     const program = Effect.gen(function*() {
       const contents = yield* readRef(ref)
       if (parsed.values.rerun === true) {

@@ -1,124 +1,131 @@
 /**
- * `skein run [PROMPT]`: one turn in a terminal. Streams the answer to stdout,
- * shows tool calls as lines, and with `--json` prints every event as NDJSON.
- * The prompt comes from the arguments, or from stdin when it is piped.
+ * `skein run`: Skein in a terminal.
+ *
+ * - `skein run PROMPT` (or the prompt piped on stdin): one turn, then exit; `--json` prints
+ *   every event as one JSON line.
+ * - `skein run` with no prompt at a terminal: prompt after prompt in one session
+ *   (`tty/Interactive.ts`).
+ * - `--continue` goes on with the newest session of this directory, `--resume ID` with that one.
+ *
+ * The session is presented here when stdin is a terminal: its permission questions are asked
+ * at the keyboard. When stdin is piped no one can answer, and calls that need asking are denied.
  */
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Stream from "effect/Stream"
 import * as fs from "node:fs"
-import * as nodePath from "node:path"
-import * as readline from "node:readline"
 import { Skein } from "../index.ts"
-import type { SessionEvent } from "../log/Event.ts"
-import type { Asker, PermissionAnswer } from "../runtime/Gate.ts"
+import type { Runtime as RuntimeService } from "../runtime/Api.ts"
 import { Runtime } from "../runtime/Runtime.ts"
+import { VERSION } from "../version.ts"
+import * as Checks from "./Checks.ts"
+import { markWarm } from "./CodeCache.ts"
 import { skeinConfig } from "./Config.ts"
 import * as Options from "./Options.ts"
-import { markWarm } from "./CodeCache.ts"
+import { logLayer, resolveId } from "./sessions.ts"
+import * as Input from "./tty/Input.ts"
+import * as Interactive from "./tty/Interactive.ts"
+import * as Present from "./tty/Present.ts"
+import * as Render from "./tty/Render.ts"
+import * as Spinner from "./tty/Spinner.ts"
+import * as Terminal from "./tty/Terminal.ts"
 
 export const signalExitCode = 130
 
-const tty = process.stderr.isTTY === true
-const dim = (s: string) => (tty ? `\x1b[2m${s}\x1b[0m` : s)
-const firstLine = (s: string) => {
-  const line = s.split("\n", 1)[0] ?? ""
-  return line.length > 160 ? `${line.slice(0, 160)}…` : line
-}
-
-/** A human-readable rendering of one event, written as it arrives. */
-export const render = (event: SessionEvent, out: (s: string) => void, err: (s: string) => void, state: { atLineStart: boolean }) => {
-  const write = (s: string) => {
-    if (s.length === 0) return
-    out(s)
-    state.atLineStart = s.endsWith("\n")
-  }
-  const line = (s: string) => write(`${state.atLineStart ? "" : "\n"}${s}\n`)
-  switch (event.type) {
-    case "text_delta":
-      return write(event.data.text)
-    case "thinking_delta":
-      return err(dim(event.data.text))
-    case "tool_call":
-      return line(`→ ${event.data.title}`)
-    case "tool_result":
-      return line(event.data.ok ? `  ✓ ${firstLine(event.data.content)}` : `  ✗ ${firstLine(event.data.content)}`)
-    case "turn_end":
-      if (event.data.error !== undefined) line(event.data.error)
-      else if (!state.atLineStart) write("\n")
-      return
-    case "mode_changed":
-      return line(`[mode: ${event.data.mode}]`)
-    case "notice":
-      return line(event.data.text)
-    default:
-      return
-  }
-}
-
-/** Asks at the terminal (stdin must be a TTY); anything but a clear answer is a denial. */
-const terminalAsker: Asker = (request) =>
-  Effect.callback<PermissionAnswer>((resume) => {
-    const rl = readline.createInterface({ input: process.stdin, output: process.stderr, terminal: true })
-    const always = request.options.find((o) => o.kind === "allow_always")?.name ?? "Always allow"
-    const never = request.options.find((o) => o.kind === "reject_always")?.name ?? "Always reject"
-    rl.question(
-      `\nAllow ${request.toolCall.title}?  [y] once  [a] ${always}  [n] no  [N] ${never}  > `,
-      (answer) => {
-        rl.close()
-        const choice = answer.trim()
-        const optionId = choice === "y" || choice === "Y" || choice === "yes"
-          ? "allow_once"
-          : choice === "a"
-          ? "allow_always"
-          : choice === "N"
-          ? "reject_always"
-          : "reject_once"
-        resume(Effect.succeed({ outcome: "selected", optionId }))
-      }
-    )
-    rl.once("close", () => resume(Effect.succeed({ outcome: "cancelled" })))
-    return Effect.sync(() => rl.close())
-  })
+const runOptions = {
+  ...Options.commonOptions,
+  cwd: { type: "string" },
+  json: { type: "boolean" },
+  continue: { type: "boolean", short: "c" },
+  resume: { type: "string", short: "r" }
+} as const
 
 const readStdin = () => (process.stdin.isTTY === true ? "" : fs.readFileSync(0, "utf8"))
 
+type Which =
+  | { readonly _tag: "new" }
+  | { readonly _tag: "continue" }
+  | { readonly _tag: "resume"; readonly id: string }
+
+/** The session to run in: a new one, the newest of this directory, or a saved one. */
+const open = (
+  runtime: RuntimeService["Service"],
+  which: Which,
+  options: { readonly cwd: string; readonly cwdGiven: boolean; readonly presented: boolean; readonly mode: string | undefined }
+) =>
+  Effect.gen(function*() {
+    if (which._tag === "new") {
+      return { session: yield* runtime.newSession({ cwd: options.cwd, presented: options.presented }), events: undefined }
+    }
+    let id: string
+    if (which._tag === "resume") {
+      id = which.id
+    } else {
+      const page = yield* runtime.listSessions({ cwd: options.cwd, limit: 1 })
+      const newest = page.sessions[0]
+      if (newest === undefined) return yield* Effect.fail(new Options.UsageError(`No session to continue in ${options.cwd}`))
+      id = newest.id
+    }
+    const loaded = yield* runtime.loadSession({
+      sessionId: id,
+      cwd: options.cwdGiven ? options.cwd : undefined,
+      presented: options.presented
+    })
+    if (options.mode !== undefined) yield* loaded.session.setMode(options.mode)
+    return { session: loaded.session, events: loaded.events }
+  })
+
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
-    const parsed = yield* Effect.try({
-      try: () => Options.parse(args, { ...Options.commonOptions, cwd: { type: "string" }, json: { type: "boolean" } }),
-      catch: (e) => e
-    })
+    const parsed = yield* Effect.try({ try: () => Options.parse(args, runOptions), catch: (e) => e })
     if (parsed.values.help === true) {
       process.stdout.write(Options.HELP)
       return 0
     }
-    const prompt = parsed.positionals.length > 0 ? parsed.positionals.join(" ") : readStdin().trim()
-    if (prompt.length === 0) return yield* Effect.fail(new Options.UsageError("skein run needs a PROMPT (as arguments or on stdin)"))
-    const config = yield* skeinConfig(Options.common(parsed.values))
-    const cwd = nodePath.resolve(typeof parsed.values.cwd === "string" ? parsed.values.cwd : process.cwd())
+    const common = Options.common(parsed.values)
     const json = parsed.values.json === true
+    const keyboard = process.stdin.isTTY === true
+    if (parsed.values.continue === true && parsed.values.resume !== undefined) {
+      return yield* Effect.fail(new Options.UsageError("--continue and --resume do not go together"))
+    }
+    const cwdGiven = typeof parsed.values.cwd === "string"
+    const cwd = Checks.directory(cwdGiven ? parsed.values.cwd! : process.cwd(), "--cwd")
+    const prompt = parsed.positionals.length > 0 ? parsed.positionals.join(" ") : readStdin().trim()
+    const interactive = prompt.length === 0 && keyboard
+    if (prompt.length === 0 && !interactive) {
+      return yield* Effect.fail(new Options.UsageError("skein run needs a PROMPT (as arguments or on stdin)"))
+    }
+    if (interactive && json) return yield* Effect.fail(new Options.UsageError("--json needs a PROMPT (as arguments or on stdin)"))
+    Checks.home(common.home, { write: true })
+    const which: Which = parsed.values.resume !== undefined
+      ? { _tag: "resume", id: yield* resolveId(parsed.values.resume).pipe(Effect.provide(logLayer(common.home))) }
+      : parsed.values.continue === true
+      ? { _tag: "continue" }
+      : { _tag: "new" }
+    const config = yield* skeinConfig(common)
+    // A run that cannot reach a model fails here, instead of printing advice as an answer.
+    if (config.unconfigured !== undefined) return yield* Effect.fail(new Options.UsageError(config.unconfigured))
 
+    Terminal.guardStreams()
     return yield* Effect.scoped(Effect.gen(function*() {
       const runtime = yield* Runtime
-      // Questions need a person at a terminal; piped runs deny what would need asking.
-      const ask = process.stdin.isTTY === true && parsed.positionals.length > 0 ? terminalAsker : undefined
-      const session = yield* runtime.newSession({ cwd, mode: config.mode, ask })
-      const subscription = yield* session.subscribe
-      const ticket = yield* session.submit([{ type: "text", text: prompt }])
-      const state = { atLineStart: true }
-      const out = (s: string) => void process.stdout.write(s)
-      const err = (s: string) => void process.stderr.write(s)
-      yield* Stream.fromSubscription(subscription).pipe(
-        Stream.filter((event) => event.turn === ticket.turn),
-        Stream.takeUntil((event) => event.type === "turn_end"),
-        Stream.runForEach((event) =>
-          Effect.sync(() => (json ? out(JSON.stringify(event) + "\n") : render(event, out, err, state)))
-        )
-      )
-      const outcome = yield* Deferred.await(ticket.outcome)
+      // Questions need a person at the keyboard; a piped run denies what would need asking.
+      const { session, events } = yield* open(runtime, which, { cwd, cwdGiven, presented: keyboard, mode: common.mode })
+      const input = keyboard ? yield* Input.make : undefined
+      const spinner = yield* Spinner.make(!json)
+      const view = json ? undefined : Render.make(spinner)
+      // Stopped from outside (a signal, stdout closed): still say which session it was.
+      const said = Effect.onInterrupt(() => Effect.sync(() => Interactive.goodbye(session)))
+      if (events !== undefined && !json) Terminal.note(Interactive.summary(session, events))
+      if (interactive) return yield* said(Interactive.loop(session, { input: input!, view: view!, version: VERSION }))
+
+      const show = view?.event ?? ((event) => Terminal.write(`${JSON.stringify(event)}\n`))
+      const presented = yield* said(Present.turn(session, [{ type: "text", text: prompt }], { show, view, input }))
       markWarm()
-      if (!json) err(dim(`[${outcome.stopReason}] session ${session.id}\n`))
-      return outcome.error !== undefined ? 1 : outcome.stopReason === "cancelled" ? 130 : 0
+      const { outcome } = presented
+      if (!json) {
+        const usage = view?.usage()
+        const parts = [`[${outcome.stopReason}]`, ...(usage !== undefined ? [Render.usageText(usage)] : []), `session ${session.id}`]
+        Terminal.noteLine(parts.join(" "), Terminal.dim)
+      }
+      return presented._tag === "Quit" || outcome.stopReason === "cancelled" ? 130 : outcome.error !== undefined ? 1 : 0
     })).pipe(Effect.provide(Skein.layer(config)))
   })

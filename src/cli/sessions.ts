@@ -12,10 +12,10 @@ import * as Layer from "effect/Layer"
 import * as nodePath from "node:path"
 import * as Listing from "../log/Listing.ts"
 import * as Lock from "../log/Lock.ts"
-import { LogError } from "../log/LogError.ts"
 import type * as Reader from "../log/Reader.ts"
 import * as Replay from "../log/Replay.ts"
 import { SessionLog } from "../log/SessionLog.ts"
+import * as Checks from "./Checks.ts"
 import * as Options from "./Options.ts"
 
 export const signalExitCode = 130
@@ -29,7 +29,8 @@ export const resolveId = (ref: string) =>
   Effect.gen(function*() {
     const log = yield* SessionLog
     const fs = yield* FileSystem.FileSystem
-    if (!Listing.isSessionId(ref)) return yield* new LogError({ reason: "not_found", message: `Not a session id: ${ref}` })
+    // An id that names no session is the user's mistake (exit 2), like any other bad argument.
+    if (!Listing.isSessionId(ref)) return yield* Effect.fail(new Options.UsageError(`Not a session id: ${ref}`))
     if (yield* fs.exists(log.pathOf(ref)).pipe(Effect.orElseSucceed(() => false))) return ref
     const names = yield* fs.readDirectory(log.directory).pipe(Effect.orElseSucceed(() => [] as Array<string>))
     const matches = names.filter((n) => n.endsWith(".ndjson") && n.startsWith(ref)).map((n) => n.slice(0, -".ndjson".length))
@@ -37,7 +38,7 @@ export const resolveId = (ref: string) =>
     if (matches.length > 1) {
       return yield* Effect.fail(new Options.UsageError(`"${ref}" matches ${matches.length} sessions; give more of the id`))
     }
-    return yield* new LogError({ reason: "not_found", message: `No session ${ref} in ${log.directory}` })
+    return yield* Effect.fail(new Options.UsageError(`No session ${ref} in ${log.directory}`))
   })
 
 /** Reads a session's log from an id, an id prefix, or the path of a log file. */
@@ -45,8 +46,12 @@ export const readRef = (ref: string) =>
   Effect.gen(function*() {
     const log = yield* SessionLog
     const fs = yield* FileSystem.FileSystem
-    const isFile = (ref.includes("/") || ref.endsWith(".ndjson")) && (yield* fs.exists(ref).pipe(Effect.orElseSucceed(() => false)))
-    if (isFile) return yield* log.readFile(ref)
+    if (ref.includes("/") || ref.endsWith(".ndjson")) {
+      if (!(yield* fs.exists(ref).pipe(Effect.orElseSucceed(() => false)))) {
+        return yield* Effect.fail(new Options.UsageError(`No such file: ${ref}`))
+      }
+      return yield* log.readFile(ref)
+    }
     return yield* log.read(yield* resolveId(ref))
   })
 
@@ -63,15 +68,18 @@ export const asLoaded = (contents: Reader.Contents) =>
 
 const reported: ReadonlySet<string> = new Set(["LogError", "RuntimeError", "SessionError"])
 
-/** Prints a log or runtime error as one line and answers exit code 1; anything else goes on. */
+/**
+ * Prints a log or runtime error as one line and answers its exit code: 2 for a session that
+ * does not exist (the user's mistake), else 1. Anything else goes on.
+ */
 export const reportErrors = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   effect.pipe(
     Effect.catchIf(
-      (error): error is E & { readonly _tag: string; readonly message: string } =>
+      (error): error is E & { readonly _tag: string; readonly message: string; readonly reason?: string } =>
         typeof error === "object" && error !== null && "_tag" in error && reported.has(String(error._tag)),
       (error) => Effect.sync(() => {
         process.stderr.write(`skein: ${error.message}\n`)
-        return 1 as const
+        return error.reason === "not_found" ? 2 as const : 1 as const
       })
     )
   )
@@ -144,6 +152,7 @@ export const run = (args: ReadonlyArray<string>) =>
     }
     const common = Options.common(parsed.values)
     const [sub = "list", ...rest] = parsed.positionals
+    Checks.home(common.home, { write: sub === "rm" || sub === "delete" })
     const limit = parsed.values.limit === undefined ? 50 : Number(parsed.values.limit)
     if (!Number.isInteger(limit) || limit < 1) return yield* Effect.fail(new Options.UsageError("--limit must be a positive integer"))
     const one = (what: string) =>

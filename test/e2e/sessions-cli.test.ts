@@ -57,7 +57,7 @@ describe("e2e: skein sessions", () => {
     expect(rm.stdout).toBe(`Removed session ${id}\n`)
     expect(existsSync(join(home, "sessions", `${id}.ndjson`))).toBe(false)
     const again = skein("sessions", "rm", id)
-    expect(again.status).toBe(1)
+    expect(again.status).toBe(2)
     expect(again.stderr).toContain(`skein: No session ${id}`)
     expect(skein("sessions", "frobnicate").status).toBe(2)
     expect(skein("sessions", "show").status).toBe(2)

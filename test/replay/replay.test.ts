@@ -283,7 +283,7 @@ describe("skein replay (CLI)", () => {
     assert.strictEqual(skein(["replay"]).status, 2)
     assert.strictEqual(skein(["replay", "x", "--acp", "--rerun"]).status, 2)
     const missing = skein(["replay", "no-such-session"])
-    assert.strictEqual(missing.status, 1)
+    assert.strictEqual(missing.status, 2)
     assert.include(missing.stderr, "skein: No session no-such-session")
   })
 })

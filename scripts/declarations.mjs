@@ -1,0 +1,15 @@
+// Declaration files for programs that embed Skein: dist/types/**/*.d.ts, emitted by tsc from
+// src/index.ts (tsconfig.build.json), which package.json's `exports["."].types` points at.
+// Type-checking the whole graph takes seconds, so this runs in `prepare` (npm install, npm
+// pack), not in the bundle build every `npm test` starts with.
+import { spawnSync } from "node:child_process"
+import { rmSync } from "node:fs"
+import { createRequire } from "node:module"
+
+rmSync("dist/types", { recursive: true, force: true })
+const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc")
+const emitted = spawnSync(process.execPath, [tsc, "-p", "tsconfig.build.json"], { stdio: "inherit" })
+if (emitted.status !== 0) {
+  process.stderr.write("declarations: tsc failed (see above)\n")
+  process.exit(1)
+}

@@ -1,0 +1,184 @@
+/**
+ * A session's events as people read them in a terminal, written as they arrive: the model's
+ * answer on stdout, and on stderr everything around it (thinking, each tool call with the
+ * running output of commands and the diff of edits, the plan, notices, the context and cost
+ * after a turn). A spinner fills the waits.
+ */
+import type { SessionEvent, ToolDetails } from "../../log/Event.ts"
+import * as Diff from "./Diff.ts"
+import * as OutputTail from "./OutputTail.ts"
+import type { Spinner } from "./Spinner.ts"
+import * as Terminal from "./Terminal.ts"
+
+export interface Usage {
+  readonly used: number
+  readonly size: number
+  readonly cost?: number | undefined
+}
+
+export interface View {
+  /** Shows one event of the turn. */
+  readonly event: (event: SessionEvent) => void
+  /** The prompt was sent: waiting for the model. */
+  readonly waiting: () => void
+  /** Something else takes the terminal (a question): the spinner stops and a line is started. */
+  readonly pause: () => void
+  /** The proposed diff of this tool call was shown in its question: its result does not repeat it. */
+  readonly diffShown: (toolCallId: string) => void
+  /** The latest context use and cost, when the provider told them. */
+  readonly usage: () => Usage | undefined
+}
+
+const firstLine = (s: string) => {
+  const line = s.split("\n", 1)[0] ?? ""
+  return line.length > 160 ? `${line.slice(0, 160)}…` : line
+}
+const lastLine = (s: string) => firstLine(s.trimEnd().split("\n").pop() ?? "")
+
+/** `12.3k` for people. */
+const tokens = (n: number) => (n >= 10_000 ? `${Math.round(n / 1000)}k` : n >= 1000 ? `${(n / 1000).toFixed(1)}k` : `${n}`)
+
+/** "context 12% (24.1k of 200k) · $0.0421" */
+export const usageText = (u: Usage): string => {
+  const context = `context ${Math.round((u.used / Math.max(1, u.size)) * 100)}% (${tokens(u.used)} of ${tokens(u.size)})`
+  return u.cost === undefined ? context : `${context} · $${u.cost.toFixed(u.cost < 1 ? 4 : 2)}`
+}
+
+/** A diff as indented, coloured lines for stderr. */
+export const diffText = (path: string, oldText: string | null, newText: string): string => {
+  const lines = Diff.unified(oldText, newText)
+  const out = [Terminal.dim("err", `    ${oldText === null ? "new file " : ""}${Terminal.oneLine(path)}`)]
+  for (const line of lines) {
+    const text = Terminal.clean(line.text)
+    switch (line.kind) {
+      case "hunk":
+        out.push(Terminal.cyan("err", `    ${text}`))
+        break
+      case "removed":
+        out.push(Terminal.red("err", `    -${text}`))
+        break
+      case "added":
+        out.push(Terminal.green("err", `    +${text}`))
+        break
+      case "context":
+        out.push(Terminal.dim("err", `     ${text}`))
+        break
+      case "more":
+        out.push(Terminal.dim("err", `    ${text}`))
+        break
+    }
+  }
+  return `${out.join("\n")}\n`
+}
+
+/** Command output, indented; `atLineStart` tells whether its first line is a new one. */
+const indentOutput = (text: string, atLineStart: boolean): string =>
+  Terminal.clean(text).replace(/(^|\n)(?=.)/g, (_, nl: string, offset: number) => (offset === 0 && !atLineStart ? nl : `${nl}    `))
+
+export const make = (spinner: Spinner): View => {
+  let usage: Usage | undefined
+  let thinking = false
+  const titles = new Map<string, string>()
+  const outputs = new Map<string, OutputTail.Seen>()
+  const shownDiffs = new Set<string>()
+
+  const text = (s: string) => {
+    spinner.stop()
+    if (thinking) {
+      thinking = false
+      Terminal.newline("err")
+    }
+    const cleaned = Terminal.clean(s)
+    Terminal.write(cleaned)
+  }
+
+  const output = (id: string, latest: string) => {
+    const step = OutputTail.next(outputs.get(id) ?? OutputTail.start, latest)
+    outputs.set(id, step.seen)
+    if (step.text.length === 0) return
+    spinner.stop()
+    const indented = indentOutput(step.text, Terminal.lineStart("err"))
+    Terminal.note(Terminal.dim("err", indented), indented)
+  }
+
+  const result = (id: string, ok: boolean, content: string, details: ToolDetails | undefined) => {
+    spinner.stop()
+    if (details?.output !== undefined && details.terminalId === undefined) output(id, details.output)
+    Terminal.newline("err")
+    // A command's status is its last line (the exit code); anything else says what it did first.
+    const summary = details?.output !== undefined ? lastLine(content) : firstLine(content)
+    const mark = ok ? Terminal.green("err", "  ✓") : Terminal.red("err", "  ✗")
+    Terminal.note(`${mark} ${Terminal.dim("err", Terminal.oneLine(summary))}\n`, "\n")
+    if (details?.diff !== undefined && !shownDiffs.has(id)) {
+      for (const d of details.diff) Terminal.note(diffText(d.path, d.oldText, d.newText), "\n")
+    }
+    outputs.delete(id)
+    titles.delete(id)
+  }
+
+  const event = (e: SessionEvent) => {
+    switch (e.type) {
+      case "text_delta":
+        return text(e.data.text)
+      case "thinking_delta": {
+        spinner.stop()
+        if (!thinking) Terminal.newline("out")
+        thinking = true
+        const cleaned = Terminal.clean(e.data.text)
+        return Terminal.note(Terminal.dim("err", cleaned), cleaned)
+      }
+      case "tool_call":
+        spinner.stop()
+        thinking = false
+        titles.set(e.data.id, e.data.title)
+        Terminal.newline("out")
+        return Terminal.noteLine(`${Terminal.cyan("err", "→")} ${Terminal.oneLine(e.data.title)}`)
+      case "tool_running":
+        return spinner.start(`running ${Terminal.oneLine(titles.get(e.data.id) ?? "the tool")}`)
+      case "tool_progress":
+        output(e.data.id, e.data.output)
+        if (Terminal.lineStart("err")) spinner.start(`running ${Terminal.oneLine(titles.get(e.data.id) ?? "the tool")}`)
+        return
+      case "tool_result":
+        result(e.data.id, e.data.ok, e.data.content, e.data.details)
+        return spinner.start("thinking")
+      case "plan": {
+        spinner.stop()
+        const marks = { completed: "✓", in_progress: "▸", pending: "○" } as const
+        const lines = e.data.entries.map((entry) => `  ${marks[entry.status]} ${Terminal.oneLine(entry.content)}`)
+        return Terminal.noteLine(Terminal.dim("err", ["Plan", ...lines].join("\n")))
+      }
+      case "usage":
+        usage = e.data
+        return
+      case "mode_changed":
+        return Terminal.noteLine(`[mode: ${Terminal.oneLine(e.data.mode)}]`, Terminal.dim)
+      case "notice":
+        spinner.stop()
+        return Terminal.noteLine(Terminal.clean(e.data.text))
+      case "turn_end":
+        spinner.stop()
+        thinking = false
+        Terminal.newline("out")
+        if (e.data.error !== undefined) Terminal.noteLine(Terminal.clean(e.data.error), Terminal.red)
+        return
+      default:
+        return
+    }
+  }
+
+  return {
+    event,
+    waiting: () => spinner.start("thinking"),
+    pause: () => {
+      spinner.stop()
+      thinking = false
+      Terminal.newline("out")
+      Terminal.newline("err")
+    },
+    diffShown: (id) => {
+      shownDiffs.add(id)
+    },
+    usage: () => usage
+  }
+}

@@ -1,0 +1,108 @@
+/**
+ * End to end: a user's mistake on the command line — a missing or non-directory `--cwd`, a
+ * home that is not a directory or cannot be written, an unreadable or invalid `--script`, a bad
+ * `--mode`, an unknown `--provider`, an unknown session id — is one line on stderr
+ * (`skein: …`, no stack trace) and exit 2, for every command, before any work. A failure that
+ * is not the user's (a damaged log, a session another process holds) stays exit 1.
+ */
+import { spawnSync } from "node:child_process"
+import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { NODE, SKEIN, useAgents } from "../support/AgentProcess.ts"
+
+const root = realpathSync(mkdtempSync(join(tmpdir(), "skein-usage-")))
+afterAll(() => {
+  chmodSync(join(root, "locked"), 0o700)
+  rmSync(root, { recursive: true, force: true })
+})
+const home = join(root, "home")
+const file = join(root, "a-file")
+writeFileSync(file, "not a directory\n")
+const script = join(root, "script.json")
+writeFileSync(script, JSON.stringify({ turns: [{ calls: [[{ text: "ok" }]] }] }))
+const badJson = join(root, "bad.json")
+writeFileSync(badJson, "{ not json")
+const badScript = join(root, "bad-script.json")
+writeFileSync(badScript, JSON.stringify({ turns: "none" }))
+// A home that cannot be created: under a directory without write permission, or, for root
+// (who may write anywhere), under /sys.
+mkdirSync(join(root, "locked"), { mode: 0o500 })
+const unwritable = process.getuid?.() === 0 ? "/sys/skein-no-home" : join(root, "locked", "home")
+
+const env = (): Record<string, string> => {
+  const out: Record<string, string> = {}
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value !== undefined && !/^(OPENAI_|ANTHROPIC_|SKEIN_)/.test(key)) out[key] = value
+  }
+  return { ...out, SKEIN_NO_CODE_CACHE: "1" }
+}
+
+const skein = (args: ReadonlyArray<string>, extraEnv: Record<string, string> = {}) =>
+  spawnSync(NODE, [SKEIN, ...args], { cwd: root, env: { ...env(), ...extraEnv }, input: "", encoding: "utf8", timeout: 20_000 })
+
+const ok = ["--home", home, "--script", script]
+const cases: ReadonlyArray<readonly [string, ReadonlyArray<string>, RegExp, Record<string, string>?]> = [
+  ["run: a missing --cwd", ["run", ...ok, "--cwd", join(root, "nope"), "hi"], /--cwd .*nope does not exist/],
+  ["run: a --cwd that is a file", ["run", ...ok, "--cwd", file, "hi"], /--cwd .*a-file is not a directory/],
+  ["run: a --home that is a file", ["run", "--home", file, "--script", script, "hi"], /a-file is not a directory: it cannot be the home directory/],
+  ["run: SKEIN_HOME that cannot be created", ["run", "--script", script, "hi"], /Cannot create .* for the home directory/, { SKEIN_HOME: unwritable }],
+  ["run: an unreadable --script", ["run", "--home", home, "--script", join(root, "missing.json"), "hi"], /Cannot read the script file/],
+  ["run: a --script that is not JSON", ["run", "--home", home, "--script", badJson, "hi"], /bad\.json is not valid JSON/],
+  ["run: a --script that is not a script", ["run", "--home", home, "--script", badScript, "hi"], /bad-script\.json/],
+  ["run: a bad --mode", ["run", ...ok, "--mode", "yolo", "hi"], /Unknown mode "yolo"/],
+  ["run: an unknown --provider", ["run", "--home", home, "--provider", "nope", "hi"], /Unknown provider "nope"/],
+  ["run: an unknown --resume id", ["run", ...ok, "--resume", "0badc0de", "hi"], /No session 0badc0de in /],
+  ["acp: a --home that is a file", ["acp", "--home", file, "--script", script], /a-file is not a directory/],
+  ["acp: a home that cannot be created", ["acp", "--home", unwritable, "--script", script], /Cannot create .* for the home directory/],
+  ["acp: an unreadable --script", ["acp", "--home", home, "--script", join(root, "missing.json")], /Cannot read the script file/],
+  ["acp: a --script that is not JSON", ["acp", "--home", home, "--script", badJson], /is not valid JSON/],
+  ["acp: a bad --mode", ["acp", ...ok, "--mode", "yolo"], /Unknown mode "yolo"/],
+  ["acp: an unknown --provider", ["acp", "--home", home, "--provider", "nope"], /Unknown provider "nope"/],
+  ["sessions: a --home that is a file", ["sessions", "--home", file], /a-file is not a directory/],
+  ["sessions: a bad --mode", ["sessions", "--home", home, "--mode", "yolo"], /Unknown mode "yolo"/],
+  ["sessions show: an unknown id", ["sessions", "show", "0badc0de", "--home", home], /No session 0badc0de in /],
+  ["sessions show: not an id", ["sessions", "show", "no such!", "--home", home], /Not a session id/],
+  ["sessions rm: an unknown id", ["sessions", "rm", "0badc0de", "--home", home], /No session 0badc0de in /],
+  ["sessions rm: a home that cannot be created", ["sessions", "rm", "0badc0de", "--home", unwritable], /Cannot create/],
+  ["replay: an unknown id", ["replay", "0badc0de", "--home", home], /No session 0badc0de in /],
+  ["replay: a missing log file", ["replay", join(root, "gone.ndjson")], /No such file: .*gone\.ndjson/],
+  ["replay: a --home that is a file", ["replay", "0badc0de", "--home", file], /a-file is not a directory/],
+  ["replay --rerun: a --rerun-home that is a file", ["replay", "0badc0de", "--home", home, "--rerun", "--rerun-home", file], /re-run's home/],
+  ["doctor: a --home that is a file", ["doctor", "--home", file], /a-file is not a directory/],
+  ["doctor: an unreadable --script", ["doctor", "--home", home, "--script", join(root, "missing.json")], /Cannot read the script file/],
+  ["doctor: a --script that is not JSON", ["doctor", "--home", home, "--script", badJson], /is not valid JSON/],
+  ["doctor: a bad --mode", ["doctor", "--home", home, "--mode", "yolo"], /Unknown mode "yolo"/],
+  ["doctor: an unknown --provider", ["doctor", "--home", home, "--provider", "nope"], /Unknown provider "nope"/],
+  ["doctor --mcp: an unknown session", ["doctor", "--home", home, "--mcp", "0badc0de"], /No session 0badc0de in /]
+]
+
+describe("e2e: user errors", () => {
+  it.each(cases.map(([name, args, message, extraEnv]) => ({ name, args, message, extraEnv })))("$name: one line, exit 2", ({ args, message, extraEnv }) => {
+    const r = skein(args, extraEnv)
+    expect({ status: r.status, stdout: r.stdout }).toEqual({ status: 2, stdout: "" })
+    expect(r.stderr).toMatch(/^skein: [^\n]+\n$/)
+    expect(r.stderr).toMatch(message)
+  })
+
+  const agents = useAgents()
+
+  it("a failure that is not the user's stays exit 1, in one line", async () => {
+    // A damaged log.
+    const sessions = join(home, "sessions")
+    mkdirSync(sessions, { recursive: true })
+    const id = "0bad10e5-0000-4000-8000-000000000000"
+    writeFileSync(join(sessions, `${id}.ndjson`), `${JSON.stringify({ type: "session", v: 1, id, cwd: root, created: 1 })}\n{ torn\n{"seq":2}\n`)
+    const show = skein(["sessions", "show", id, "--home", home])
+    expect(show.status).toBe(1)
+    expect(show.stderr).toMatch(/^skein: [^\n]+\n$/)
+
+    // A session another Skein process holds.
+    const agent = await agents.ready({ script: { turns: [{ calls: [[{ text: "ok" }]] }] } })
+    const sessionId = await agent.newSession()
+    const resume = skein(["run", "--home", agent.home, "--script", agent.scriptPath, "--resume", sessionId, "hi"])
+    expect(resume.status).toBe(1)
+    expect(resume.stderr).toMatch(/^skein: [^\n]*another Skein process[^\n]*\n$/)
+  })
+})
