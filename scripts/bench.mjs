@@ -8,7 +8,8 @@
 // raw client (bench/client.mjs), the same for every agent:
 // - Skein:  dist/skein.mjs acp --home <tmp> [--script <tmp>] (the build `npm run bench` just made);
 // - floor:  bench/floor.mjs, plain Node answering the same requests with no library at all;
-// - SDK:    bench/sdk-agent.mjs, a minimal agent on the official @agentclientprotocol/sdk.
+// - SDK:    bench/sdk-agent.mjs, a minimal agent on the official @agentclientprotocol/sdk;
+// - relay:  bench/relay.mjs, plain Node relaying a model server's stream with the built-in fetch.
 //
 // Figures (medians of several runs; p90 is the 90th-percentile run on the slow side):
 // 1. cold start: spawn → `initialize` response, and → `session/new` response (initialize first);
@@ -17,6 +18,12 @@
 // 2. first chunk: `session/prompt` written → first `agent_message_chunk` line read, on an
 //    initialized agent with a session; one scripted turn per prompt (one text delta); baseline:
 //    the SDK agent answering with one chunk.
+// 2b. first prompt: a fresh process per sample with a real HTTP provider (`--provider openai-chat`,
+//    OPENAI_BASE_URL at a local SSE server in this process that streams a fixed answer):
+//    `initialize`, `session/new`, a pause, then `session/prompt` written → first
+//    `agent_message_chunk` read; baseline: bench/relay.mjs, plain Node relaying the same stream
+//    with the built-in `fetch` (target ≤ 1.1×). Two pauses after `session/new`: an editor's (the
+//    user types; the target row) and none (a script that prompts at once).
 // 3. streaming throughput: one turn of 100,000 scripted text deltas; `session/update` lines per
 //    second from the prompt written to its response read; baseline: the SDK agent relaying as
 //    many deltas (target ≥ 1×); context: the agent's CPU time per turn, and the floor, which only
@@ -33,17 +40,20 @@
 //   --runs N        cold starts per agent (15, BENCH_RUNS)     --warmup N   (2, BENCH_WARMUP)
 //   --prompts N     first-chunk prompts per agent (15)         --deltas N   deltas per turn (100000)
 //   --turns N       throughput turns per agent after one warm-up turn (5)
+//   --first N       first-prompt runs per agent and pause (15)   --pause MS  the editor's pause (500)
 //   --mem-runs N    memory runs (3)                            --sessions-runs N (5)
-//   --only LIST     comma-separated sections: cold,chunk,throughput,memory,sessions,log
+//   --only LIST     comma-separated sections: cold,chunk,prompt,throughput,memory,sessions,log
 //   --no-readme     do not touch README.md
 // A partial run (--only) prints its table and writes nothing.
 import { execFile } from "node:child_process"
+import http from "node:http"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import os from "node:os"
 import { dirname, join, relative } from "node:path"
 import { parseArgs } from "node:util"
 import { fileURLToPath } from "node:url"
 import { Agent, msSince, sleep } from "../bench/client.mjs"
+import { warmCodeCache } from "./warm-code-cache.mjs"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const { values } = parseArgs({
@@ -53,6 +63,8 @@ const { values } = parseArgs({
     prompts: { type: "string" },
     deltas: { type: "string" },
     turns: { type: "string" },
+    first: { type: "string" },
+    pause: { type: "string" },
     "mem-runs": { type: "string" },
     "sessions-runs": { type: "string" },
     only: { type: "string" },
@@ -74,9 +86,11 @@ const PROMPTS = Math.max(1, nonNegative(values.prompts, 15, "--prompts"))
 const PROMPT_WARMUP = 3
 const DELTAS = Math.max(1, nonNegative(values.deltas, 100_000, "--deltas"))
 const TURNS = Math.max(1, nonNegative(values.turns, 5, "--turns"))
+const FIRST = Math.max(1, nonNegative(values.first, 15, "--first"))
+const PAUSE_MS = nonNegative(values.pause, 500, "--pause")
 const MEM_RUNS = Math.max(1, nonNegative(values["mem-runs"], 3, "--mem-runs"))
 const SESSIONS_RUNS = Math.max(1, nonNegative(values["sessions-runs"], 5, "--sessions-runs"))
-const SECTIONS = ["cold", "chunk", "throughput", "memory", "sessions", "log"]
+const SECTIONS = ["cold", "chunk", "prompt", "throughput", "memory", "sessions", "log"]
 const only = values.only === undefined ? SECTIONS : values.only.split(",").map((s) => s.trim())
 for (const s of only) {
   if (!SECTIONS.includes(s)) {
@@ -89,6 +103,7 @@ const SETTLE_MS = 500
 
 const TARGETS = {
   coldStart: 2, // × the floor, initialize and session/new
+  firstPrompt: 1.1, // × the plain-Node relay, first prompt of a fresh process
   throughput: 1, // × the SDK agent, at least
   sessionKB: 1024, // added RSS per idle session, under
   loadMs: 1000, // session/load of 100,000 events, under
@@ -104,8 +119,9 @@ const freshHome = () => join(tmp, `home-${++homes}`)
 const SKEIN = join(root, "dist", "skein.mjs")
 const FLOOR = join(root, "bench", "floor.mjs")
 const SDK = join(root, "bench", "sdk-agent.mjs")
+const RELAY = join(root, "bench", "relay.mjs")
 const GC_PROBE = join(root, "bench", "gc-probe.mjs")
-for (const file of [SKEIN, FLOOR, SDK]) {
+for (const file of [SKEIN, FLOOR, SDK, RELAY]) {
   if (!existsSync(file)) {
     process.stderr.write(`bench: ${relative(root, file)} is missing${file === SKEIN ? " (run `npm run build`)" : ""}\n`)
     process.exit(1)
@@ -114,17 +130,19 @@ for (const file of [SKEIN, FLOOR, SDK]) {
 
 const env = { ...process.env }
 delete env.NODE_OPTIONS // the same flags for every agent: none
-for (const k of Object.keys(env)) if (k.startsWith("SKEIN_")) delete env[k]
-// Skein's code cache lives in this run's temporary directory: the warm-ups fill it, as a
-// user's first start does. "skein-nocache" is Skein with the cache off: every start is then
+// Nothing reaches a real provider: no provider settings from this shell.
+for (const k of Object.keys(env)) if (/^(SKEIN|OPENAI|ANTHROPIC)_/.test(k)) delete env[k]
+// Skein's code cache lives in this run's temporary directory, filled before anything is measured
+// the way the build fills a user's (scripts/warm-code-cache.mjs): the starts measured are those
+// a user makes after an install. "skein-nocache" is Skein with the cache off: every start is then
 // like the first one after an install or upgrade.
 env.SKEIN_CODE_CACHE_DIR = join(tmp, "code-cache")
 const envNoCache = { ...env, SKEIN_NO_CODE_CACHE: "1" }
 
-const NAMES = { skein: "Skein", "skein-nocache": "Skein without its code cache", floor: "plain-Node floor", sdk: "ACP SDK agent" }
+const NAMES = { skein: "Skein", "skein-nocache": "Skein without its code cache", floor: "plain-Node floor", sdk: "ACP SDK agent", relay: "plain-Node relay" }
 
 /** Starts an agent; Skein gets a fresh home and, when given, a script. */
-const start = (id, { script, nodeArgs, args: extra = [] } = {}) => {
+const start = (id, { script, nodeArgs, args: extra = [], env: more } = {}) => {
   if (id === "skein" || id === "skein-nocache") {
     const args = [SKEIN, "acp", "--home", freshHome(), ...extra]
     if (script !== undefined) {
@@ -132,9 +150,9 @@ const start = (id, { script, nodeArgs, args: extra = [] } = {}) => {
       writeFileSync(file, JSON.stringify(script))
       args.push("--script", file)
     }
-    return new Agent(NAMES[id], args, { cwd: workspace, env: id === "skein" ? env : envNoCache, nodeArgs })
+    return new Agent(NAMES[id], args, { cwd: workspace, env: { ...(id === "skein" ? env : envNoCache), ...more }, nodeArgs })
   }
-  return new Agent(NAMES[id], [id === "floor" ? FLOOR : SDK], { cwd: workspace, env, nodeArgs })
+  return new Agent(NAMES[id], [id === "floor" ? FLOOR : id === "relay" ? RELAY : SDK], { cwd: workspace, env: { ...env, ...more }, nodeArgs })
 }
 
 const progress = (text) => {
@@ -245,6 +263,97 @@ const firstChunk = async () => {
     return Object.fromEntries(ids.map((id) => [id, summarize(samples[id])]))
   } finally {
     await Promise.all(ids.map((id) => agents[id].close()))
+  }
+}
+
+// ── 2b. first prompt of a fresh process, over HTTP ───────────────────────────────────────
+// The model: a local server that answers every POST with the same Chat Completions stream (one
+// text delta first), as a fast local model server would.
+const SSE_EVENTS = [
+  { choices: [{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null }] },
+  { choices: [{ index: 0, delta: { content: "Hello" }, finish_reason: null }] },
+  { choices: [{ index: 0, delta: { content: " world" }, finish_reason: null }] },
+  { choices: [{ index: 0, delta: {}, finish_reason: "stop" }] },
+  { choices: [], usage: { prompt_tokens: 12, completion_tokens: 2, total_tokens: 14 } }
+]
+const SSE_BODY = SSE_EVENTS.map((e) => `data: ${JSON.stringify({ id: "chatcmpl-bench", object: "chat.completion.chunk", created: 1730000000, model: "bench", ...e })}\n\n`).join("") + "data: [DONE]\n\n"
+
+const sseServer = () =>
+  new Promise((resolve) => {
+    let requests = 0
+    const server = http.createServer((req, res) => {
+      req.resume()
+      req.on("end", () => {
+        requests++
+        res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+        res.end(SSE_BODY)
+      })
+    })
+    server.listen(0, "127.0.0.1", () =>
+      resolve({
+        url: `http://127.0.0.1:${server.address().port}/v1`,
+        requests: () => requests,
+        close: () => new Promise((done) => {
+          server.closeAllConnections()
+          server.close(() => done())
+        })
+      }))
+  })
+
+const firstPromptOnce = async (id, url, pauseMs) => {
+  const agent = start(id, {
+    args: ["--provider", "openai-chat", "--model", "bench"],
+    env: { OPENAI_BASE_URL: url, BENCH_MODEL: "bench" }
+  })
+  try {
+    await agent.initialize()
+    const opened = await agent.request("session/new", { cwd: workspace, mcpServers: [] })
+    const sessionId = opened.result.sessionId
+    if (pauseMs > 0) await sleep(pauseMs)
+    let first
+    agent.onChunk = (t) => {
+      if (first === undefined) first = t
+    }
+    const r = await agent.prompt(sessionId, "Say hello.", 10_000)
+    if (first === undefined) throw new Error(`${agent.name}: no agent_message_chunk before the prompt response${agent.stderrTail()}`)
+    if (r.result?.stopReason !== "end_turn") throw new Error(`${agent.name}: prompt ended ${JSON.stringify(r.result)}${agent.stderrTail()}`)
+    const exit = await agent.close()
+    if (exit.code !== 0) throw new Error(`${agent.name} exited with ${exit.signal ?? `code ${exit.code}`}${agent.stderrTail()}`)
+    return { first: msSince(r.sent, first), ready: msSince(agent.t0, opened.t) }
+  } finally {
+    agent.kill()
+  }
+}
+
+const firstPrompt = async () => {
+  const ids = ["skein", "relay"]
+  const pauses = [PAUSE_MS, 0]
+  section(`first prompt over HTTP: ${WARMUP} warm-up + ${FIRST} fresh processes per agent and pause (${pauses.join(" ms, ")} ms after session/new), interleaved`)
+  const server = await sseServer()
+  try {
+    const samples = Object.fromEntries(pauses.map((p) => [p, Object.fromEntries(ids.map((id) => [id, []]))]))
+    const ready = Object.fromEntries(ids.map((id) => [id, []]))
+    for (let i = 0; i < WARMUP; i++) for (const id of ids) await firstPromptOnce(id, server.url, 0)
+    for (let i = 0; i < FIRST; i++) {
+      for (let k = 0; k < ids.length * pauses.length; k++) {
+        const j = (i + k) % (ids.length * pauses.length) // rotate: no run always follows the same one
+        const id = ids[j % ids.length]
+        const pause = pauses[Math.floor(j / ids.length)]
+        const r = await firstPromptOnce(id, server.url, pause)
+        samples[pause][id].push(r.first)
+        ready[id].push(r.ready)
+      }
+      progress(`  run ${i + 1}/${FIRST}`)
+    }
+    // Every model request is a prompt's: nothing else (a warm-up) reaches the model's server.
+    const expected = (WARMUP + FIRST * pauses.length) * ids.length
+    if (server.requests() !== expected) throw new Error(`the model server got ${server.requests()} requests for ${expected} prompts`)
+    return {
+      ...Object.fromEntries(pauses.map((p) => [p, Object.fromEntries(ids.map((id) => [id, summarize(samples[p][id])]))])),
+      ready: Object.fromEntries(ids.map((id) => [id, summarize(ready[id])]))
+    }
+  } finally {
+    await server.close()
   }
 }
 
@@ -430,6 +539,43 @@ const buildFigures = (r) => {
     addFigure({ group: "first chunk", id: "chunk.first", label: "prompt → first `agent_message_chunk`", unit: "ms", subject: "Skein", ...c.skein, baseline: { name: NAMES.sdk, median: c.sdk.median, p90: c.sdk.p90 } })
     addFigure({ group: "first chunk", id: "chunk.first.floor", label: "prompt → first chunk (vs floor)", unit: "ms", subject: "Skein", ...c.skein, baseline: { name: NAMES.floor, median: c.floor.median, p90: c.floor.p90 } })
   }
+  if (r.prompt) {
+    const p = r.prompt
+    const relay = (pause) => ({ name: NAMES.relay, median: p[pause].relay.median, p90: p[pause].relay.p90 })
+    addFigure({
+      group: "first prompt",
+      id: "prompt.first",
+      label: `fresh process over HTTP, prompt ${PAUSE_MS} ms after \`session/new\` → first chunk`,
+      unit: "ms",
+      subject: "Skein",
+      ...p[PAUSE_MS].skein,
+      baseline: relay(PAUSE_MS),
+      target: { kind: "ratio<=", value: TARGETS.firstPrompt, text: `≤ ${TARGETS.firstPrompt}× relay` },
+      note: "an editor: the user types the first prompt after the session opens"
+    })
+    if (p[0] !== undefined && PAUSE_MS !== 0) {
+      addFigure({
+        group: "first prompt",
+        id: "prompt.first.immediate",
+        label: "fresh process over HTTP, prompt right after `session/new` → first chunk",
+        unit: "ms",
+        subject: "Skein",
+        ...p[0].skein,
+        baseline: relay(0),
+        note: "a script that prompts at once: nothing is idle before the prompt"
+      })
+    }
+    addFigure({
+      group: "first prompt",
+      id: "prompt.ready",
+      label: "spawn → `session/new` response, with the HTTP provider",
+      unit: "ms",
+      subject: "Skein",
+      ...p.ready.skein,
+      baseline: { name: NAMES.relay, median: p.ready.relay.median, p90: p.ready.relay.p90 },
+      note: "the warm-up must not delay it: it starts after this answer"
+    })
+  }
   if (r.throughput) {
     const t = r.throughput
     addFigure({
@@ -582,9 +728,12 @@ const main = async () => {
   const started = Date.now()
   const loadBefore = os.loadavg()[0]
   process.stdout.write(`bench: node ${process.version}, sections ${only.join(", ")}\n`)
+  const unwarmed = await warmCodeCache({ env })
+  if (unwarmed !== undefined) throw new Error(`the code cache was not filled: ${unwarmed}`)
   const results = {}
   if (only.includes("cold")) results.cold = await coldStart()
   if (only.includes("chunk")) results.chunk = await firstChunk()
+  if (only.includes("prompt")) results.prompt = await firstPrompt()
   if (only.includes("throughput")) results.throughput = await throughput()
   if (only.includes("memory")) results.memory = await memory()
   if (only.includes("sessions")) results.sessions = await sessionsBench()
@@ -614,11 +763,12 @@ const main = async () => {
       client: "bench/client.mjs: one raw reader for every agent; session/update lines are counted by a byte search, other lines parsed",
       cold: { runs: RUNS, warmup: WARMUP, note: "fresh process per run, interleaved; ready = initialize at spawn, session/new on its response" },
       chunk: { prompts: PROMPTS, warmup: PROMPT_WARMUP, note: "one agent process each, one session, one scripted turn (one text delta) per prompt" },
+      prompt: { runs: FIRST, warmup: WARMUP, pauseMs: [PAUSE_MS, 0], note: "fresh process per run, interleaved; --provider openai-chat at a local SSE server in the bench process; the relay (bench/relay.mjs) POSTs with the built-in fetch" },
       throughput: { deltas: DELTAS, turns: TURNS, warmupTurns: 1, note: "Skein: script {text:'x', repeat}; SDK agent: awaited client.notify per delta; floor: synchronous writes" },
       memory: { runs: MEM_RUNS, settleMs: SETTLE_MS, counts: MEM_COUNTS, note: "VmRSS from /proc after a settle; afterGc: process.memoryUsage() after a forced GC (bench/gc-probe.mjs preloaded into every agent)" },
       sessions: { runs: SESSIONS_RUNS, skein: "scripts/bench-sessions.mjs", floor: "scripts/bench-sessions-floor.mjs" },
       log: { script: "scripts/bench-log.mjs", note: "in-process; default durability: no fsync per event, one at the turn's end" },
-      codeCache: "dist/skein.mjs loads dist/skein-main.cjs through a V8 code cache written at exit by a run that served; here in the run's temporary directory, filled by the warm-ups"
+      codeCache: "dist/skein.mjs loads dist/skein-main.cjs through a V8 code cache written at exit by a run that served; here in the run's temporary directory, filled first as the build fills a user's (scripts/warm-code-cache.mjs: initialize, session/new, one scripted turn)"
     },
     targets: TARGETS,
     figures,
@@ -626,6 +776,7 @@ const main = async () => {
     raw: {
       cold: results.cold,
       chunk: results.chunk,
+      prompt: results.prompt,
       throughput: results.throughput,
       memory: results.memory && { ...results.memory, raw: undefined },
       memoryRuns: results.memory?.raw,
@@ -657,10 +808,11 @@ const main = async () => {
     "",
     "Medians; p90 is the 90th-percentile run on the slow side. Baselines run in the same `npm run bench`, interleaved with Skein:",
     "the plain-Node floor (`bench/floor.mjs`) answers with no library at all; the ACP SDK agent (`bench/sdk-agent.mjs`) is a minimal",
-    "agent on `@agentclientprotocol/sdk` that relays deltas with awaited `notify` calls. How each figure is taken: `scripts/bench.mjs`.",
+    "agent on `@agentclientprotocol/sdk` that relays deltas with awaited `notify` calls; the plain-Node relay (`bench/relay.mjs`) relays",
+    "a local model server's stream with Node's built-in `fetch`, as Skein's `openai-chat` provider does. How each figure is taken: `scripts/bench.mjs`.",
     "The CPU rows (main-thread on-CPU time from `/proc/<pid>/schedstat`, process CPU from `/proc/<pid>/stat`) have no target; they",
     "show the work done, which a busy machine hardly changes, where wall-clock figures also count the wait for a CPU.",
-    `Runs: cold start ${RUNS} (+${WARMUP} warm-up), first chunk ${PROMPTS} prompts (+${PROMPT_WARMUP}), throughput ${TURNS} turns (+1), memory ${MEM_RUNS}, sessions ${SESSIONS_RUNS}, log 5.`,
+    `Runs: cold start ${RUNS} (+${WARMUP} warm-up), first chunk ${PROMPTS} prompts (+${PROMPT_WARMUP}), first prompt ${FIRST} per pause (+${WARMUP}), throughput ${TURNS} turns (+1), memory ${MEM_RUNS}, sessions ${SESSIONS_RUNS}, log 5.`,
     ...(memoryNote ? ["", memoryNote] : []),
     ""
   ].join("\n")

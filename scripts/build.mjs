@@ -4,10 +4,9 @@
 // compiled functions from a V8 code cache (see the launcher and adr/0008).
 import { build } from "esbuild"
 import { createHash } from "node:crypto"
-import { spawn } from "node:child_process"
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
+import { chmodSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { resolve } from "node:path"
+import { warmCodeCache } from "./warm-code-cache.mjs"
 
 // Built-in modules that start-up does not need are loaded on first use instead: each import of
 // them becomes a module of functions that fetch the real one when called.
@@ -98,36 +97,12 @@ writeFileSync("dist/skein.mjs", readFileSync("scripts/launcher.mjs", "utf8").rep
 chmodSync("dist/skein.mjs", 0o755)
 rmSync("dist/skein-main.mjs", { force: true }) // the ES-module bundle of earlier builds
 
-// Warms the code cache for this build and this Node: one `skein acp` start (initialize and
-// session/new, in a temporary home) writes it, so the first start a user makes is a warm one.
-// A failure here only means the first real start writes the cache instead.
-const warmCodeCache = () =>
-  new Promise((resolve) => {
-    const home = mkdtempSync(join(tmpdir(), "skein-build-warm-"))
-    const done = (problem) => {
-      clearTimeout(timer)
-      rmSync(home, { recursive: true, force: true })
-      if (problem !== undefined) process.stderr.write(`build: the code cache was not warmed (${problem})\n`)
-      resolve()
-    }
-    const child = spawn(process.execPath, ["dist/skein.mjs", "acp", "--home", home, "--provider", "scripted", "--script", "demo/script.json"], {
-      stdio: ["pipe", "pipe", "ignore"]
-    })
-    const timer = setTimeout(() => child.kill("SIGKILL"), 20_000)
-    let out = ""
-    child.stdout.setEncoding("utf8").on("data", (chunk) => {
-      out += chunk
-      if (out.includes('"id":1,') && !out.includes('"id":2,') && !child.sentNew) {
-        child.sentNew = true
-        child.stdin.write(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "session/new", params: { cwd: home, mcpServers: [] } }) + "\n")
-      }
-      if (out.includes('"id":2,')) child.stdin.end()
-    })
-    child.on("error", (error) => done(error.message))
-    child.on("exit", (code, signal) => done(code === 0 ? undefined : `skein acp exited with ${signal ?? code}`))
-    child.stdin.write(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: 1 } }) + "\n")
-  })
-if (process.env.SKEIN_NO_CODE_CACHE !== "1" && process.env.SKEIN_NO_CODE_CACHE !== "true") await warmCodeCache()
+// Warms the code cache for this build and this Node (scripts/warm-code-cache.mjs): the first
+// start a user makes is a warm one.
+if (process.env.SKEIN_NO_CODE_CACHE !== "1" && process.env.SKEIN_NO_CODE_CACHE !== "true") {
+  const problem = await warmCodeCache()
+  if (problem !== undefined) process.stderr.write(`build: the code cache was not warmed (${problem})\n`)
+}
 
 // The embedding API as a library: Effect and the platform stay external, so an embedding
 // program shares its own copy of Effect with Skein.

@@ -48,6 +48,37 @@ const warmOnFirstWrite = (transport: Transport, firstWritten: Deferred.Deferred<
   }
 }
 
+/** The pause between the first session's answer and the warm-up: a client that prompts at once has started its call by then. */
+export const WARM_AFTER_MS = 50
+
+/**
+ * The provider's warm-up (`Provider.warm`: Node's HTTP client and the whole path of a model
+ * call, run once without calling the model) starts while the client is idle after the first
+ * session opened: `WARM_AFTER_MS` after the answer that opened it is written. An editor's
+ * next message is then that session's first prompt, seconds later, and it finds all of it
+ * ready. Never earlier: loading Node's HTTP client holds the process for about 30 ms, which
+ * neither `initialize` nor `session/new` may wait for. A client that prompts at once starts
+ * the call before the warm-up, which then does nothing (the call loads what it needs).
+ */
+export const warmAfterFirstSession = (transport: Transport, warm: Effect.Effect<void> | undefined, scope: Scope.Scope) => {
+  let state: "waiting" | "opened" | "started" = warm === undefined ? "started" : "waiting"
+  const start = Effect.suspend(() => {
+    if (state !== "opened" || warm === undefined) return Effect.void
+    state = "started"
+    return Effect.asVoid(Effect.forkIn(Effect.andThen(Effect.sleep(WARM_AFTER_MS), warm), scope))
+  })
+  return {
+    transport: {
+      ...transport,
+      // The answer is queued before `opened` runs; the first write after it has gone out.
+      write: (chunk: string) => (state === "opened" ? Effect.andThen(transport.write(chunk), start) : transport.write(chunk))
+    } satisfies Transport,
+    opened: Effect.sync(() => {
+      if (state === "waiting") state = "opened"
+    })
+  }
+}
+
 export const signalExitCode = 0
 
 export const run = (args: ReadonlyArray<string>) =>
@@ -87,10 +118,16 @@ export const run = (args: ReadonlyArray<string>) =>
       )
       const firstWritten = yield* Deferred.make<void>()
       yield* Effect.forkScoped(Effect.andThen(Deferred.await(firstWritten), Effect.ignore(ready)))
-      yield* serveWith(warmOnFirstWrite(Stdio.transport(), firstWritten), {
+      const warming = warmAfterFirstSession(
+        warmOnFirstWrite(Stdio.transport(), firstWritten),
+        "provider" in config ? config.provider.warm : undefined,
+        scope
+      )
+      yield* serveWith(warming.transport, {
         version: VERSION,
         clientAccess: { useClientFs: !common.localFs, useClientTerminal: !common.localTerminal },
-        maxLineBytes: common.maxLineBytes
+        maxLineBytes: common.maxLineBytes,
+        onSessionOpened: warming.opened
       }, awaiting(ready))
     }))
     return 0

@@ -12,6 +12,7 @@ import type { Dialect } from "./Models.ts"
 import * as OpenAIChat from "./OpenAIChat.ts"
 import * as OpenAIResponses from "./OpenAIResponses.ts"
 import type { Provider } from "./Provider.ts"
+import * as Warm from "./Warm.ts"
 
 export const dialects: Record<Dialect, Http.Dialect> = {
   "openai-responses": OpenAIResponses.dialect,
@@ -23,3 +24,10 @@ export const dialects: Record<Dialect, Http.Dialect> = {
 export const fetchClient: Effect.Effect<HttpClient.HttpClient> = Effect.provide(HttpClient.HttpClient, FetchHttpClient.layer)
 
 export const make = (target: Http.Target, client: HttpClient.HttpClient): Provider => Http.make(dialects[target.dialect], target, client)
+
+/** Runs the first call's code path of `target`'s dialect once, without calling it (see `Warm`). */
+export const warm = (
+  target: Http.Target,
+  client: HttpClient.HttpClient,
+  env: Readonly<Record<string, string | undefined>>
+): Effect.Effect<void> => Warm.warm(dialects[target.dialect], target, client, env)

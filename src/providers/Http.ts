@@ -151,7 +151,7 @@ const requestFor = (dialect: Dialect, call: Call) =>
   )
 
 /** One attempt: POST, check the status, decode the SSE body. */
-const attempt = (
+export const attempt = (
   client: HttpClient.HttpClient,
   dialect: Dialect,
   call: Call

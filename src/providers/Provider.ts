@@ -5,6 +5,7 @@
  * fails: a failure is its last part (`Failure`), so the turn loop handles every
  * outcome as data. Interrupting the stream aborts the call.
  */
+import type * as Effect from "effect/Effect"
 import type * as Stream from "effect/Stream"
 import type { Message, ModelStop, ToolSpec, Usage } from "../Vocabulary.ts"
 
@@ -36,6 +37,11 @@ export interface Provider {
   /** The dialect name, e.g. `scripted`, `openai-chat`. */
   readonly name: string
   readonly stream: (request: ModelRequest) => Stream.Stream<StreamPart>
+  /**
+   * Loads and runs once what the first call needs, without calling the model, so that a
+   * first prompt does not pay for it; for a server to run while it waits for one. Never fails.
+   */
+  readonly warm?: Effect.Effect<void> | undefined
 }
 
 export const textDelta = (text: string): StreamPart => ({ _tag: "TextDelta", text })

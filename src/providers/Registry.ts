@@ -13,6 +13,7 @@
  * provider of the session's model — or, when nothing usable is configured, the
  * unconfigured provider whose answer says what to do.
  */
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import type { HttpClient } from "effect/http/HttpClient"
 import * as Schema from "effect/Schema"
@@ -361,14 +362,18 @@ const failure = (message: string): Stream.Stream<StreamPart> => Stream.succeed({
 /**
  * The provider for a setup: routes each call to the provider of its model; the
  * unconfigured one when nothing can answer. The HTTP stack loads on the first
- * call, so start-up does not pay for it.
+ * call, or with `warm`, so start-up does not pay for it. `env` tells `warm`
+ * whether a proxy may be in the way (see `Warm`).
  */
-export const provider = (s: Setup, client?: HttpClient): Provider => {
+export const provider = (s: Setup, client?: HttpClient, env: Env = {}): Provider => {
   if (s.choice === undefined || s.unconfigured !== undefined) return Unconfigured.make(s.unconfigured ?? Unconfigured.MESSAGE)
   const made = new Map<string, Provider>()
   let http = client
+  // Done when the first call starts: a warm-up still running then has nothing left to do.
+  const called = Deferred.makeUnsafe<void>()
   const providerOf = (p: ProviderSetup) =>
     Effect.gen(function*() {
+      yield* Deferred.succeed(called, undefined)
       const existing = made.get(p.target.name)
       if (existing !== undefined) return existing
       const Dialects = yield* Effect.promise(() => import("./Dialects.ts"))
@@ -377,8 +382,20 @@ export const provider = (s: Setup, client?: HttpClient): Provider => {
       made.set(p.target.name, created)
       return created
     })
+  const chosen = s.choice.provider
   return {
-    name: s.choice.provider.target.name,
+    name: chosen.target.name,
+    // The chosen provider's: loads the HTTP stack and runs its path once (no model is called),
+    // before the first call only; a call that starts meanwhile ends it.
+    warm: Effect.suspend(() => {
+      if (Deferred.isDoneUnsafe(called)) return Effect.void
+      const warmUp = Effect.gen(function*() {
+        const Dialects = yield* Effect.promise(() => import("./Dialects.ts"))
+        http ??= yield* Dialects.fetchClient
+        yield* Dialects.warm(chosen.target, http, env)
+      })
+      return Effect.raceFirst(warmUp, Deferred.await(called))
+    }),
     stream: (request) =>
       Stream.unwrap(Effect.suspend(() => {
         const routed = route(s, request.model)!
@@ -406,7 +423,7 @@ export const resolve = Effect.fn("Registry.resolve")(function*(options: Options)
   }
   return {
     setup: s,
-    provider: provider(s, options.httpClient),
+    provider: provider(s, options.httpClient, options.env),
     model: s.choice?.model,
     models: { entries: s.catalog, defaultModel: s.choice?.model, info: (model) => info(s, model) }
   } satisfies Resolved

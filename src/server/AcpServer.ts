@@ -35,6 +35,8 @@ export interface Options {
   readonly maxLineBytes?: number | undefined
   /** Whether tools use the client's `fs` and `terminal` when it offers them (default: both true). */
   readonly clientAccess?: ClientBridge.Settings | undefined
+  /** Runs each time a session was opened (new, load, resume), once its answer is in the write queue. */
+  readonly onSessionOpened?: Effect.Effect<void> | undefined
 }
 
 /** What Skein can do, exactly: advertised only once it works. */
@@ -206,7 +208,7 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
     })
 
   /** `session/load` and `session/resume`: the session live again; `load` replays its history first. */
-  const reopen = (params: Acp.Session.LoadSessionRequest, replay: boolean) =>
+  const reopen = (params: Acp.Session.LoadSessionRequest, replay: boolean, ctx: Peer.RequestContext) =>
     Effect.gen(function*() {
       const loaded = yield* Effect.mapError(
         runtime.loadSession({
@@ -232,8 +234,13 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
         if (lines.length > 0) yield* peer.sendEncoded(lines.join(""))
       }
       opened.add(loaded.session.id)
+      sessionOpened(ctx)
       return yield* sessionState(loaded.session)
     })
+
+  const sessionOpened = (ctx: Peer.RequestContext) => {
+    if (options.onSessionOpened !== undefined) ctx.onResponded(options.onSessionOpened)
+  }
 
   const list = (params: Acp.Session.ListSessionsRequest) =>
     Effect.gen(function*() {
@@ -273,7 +280,7 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
           agentInfo: { name: options.name ?? "skein", title: "Skein", version: options.version }
         }))),
       authenticate: Peer.request(Acp.Initialize.AuthenticateRequest, () => Effect.succeed({})),
-      "session/new": Peer.request(Acp.Session.NewSessionRequest, (params) =>
+      "session/new": Peer.request(Acp.Session.NewSessionRequest, (params, ctx) =>
         Effect.gen(function*() {
           const s = yield* Effect.mapError(
             runtime.newSession({
@@ -285,10 +292,11 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
             runtimeError
           )
           opened.add(s.id)
+          sessionOpened(ctx)
           return { sessionId: s.id, ...(yield* sessionState(s)) }
         })),
-      "session/load": Peer.request(Acp.Session.LoadSessionRequest, (params) => reopen(params, true)),
-      "session/resume": Peer.request(Acp.Session.ResumeSessionRequest, (params) => reopen(params, false)),
+      "session/load": Peer.request(Acp.Session.LoadSessionRequest, (params, ctx) => reopen(params, true, ctx)),
+      "session/resume": Peer.request(Acp.Session.ResumeSessionRequest, (params, ctx) => reopen(params, false, ctx)),
       "session/list": Peer.request(Acp.Session.ListSessionsRequest, list),
       "session/close": Peer.request(Acp.Session.CloseSessionRequest, (params) =>
         Effect.as(Effect.andThen(Effect.sync(() => opened.delete(params.sessionId)), runtime.closeSession(params.sessionId)), {})),

@@ -59,14 +59,18 @@ const compile = (pattern: string): Effect.Effect<RegExp, string> => {
   })
 }
 
-/** Reads one file here (IO) and matches it in the worker (CPU); a worker failure fails the search. */
-const searchFile = (worker: ToolWorker.Handle, absolute: string, shown: string, regex: RegExp, roots: SafeFs.RealRoots) =>
+type Read = { readonly shown: string; readonly bytes: Uint8Array | "large" | "unreadable" }
+
+/** Reads one file here (IO): opened without following links and verified inside the roots. */
+const readFile = (absolute: string, shown: string, roots: SafeFs.RealRoots): Effect.Effect<Read> =>
+  SafeFs.readFileBounded(absolute, roots, MAX_FILE_BYTES).pipe(
+    Effect.map((read): Read => ({ shown, bytes: read ?? "large" })),
+    Effect.orElseSucceed((): Read => ({ shown, bytes: "unreadable" }))
+  )
+
+/** Matches one file's bytes in the worker (CPU); a worker failure fails the search. */
+const matchFile = (worker: ToolWorker.Handle, { bytes, shown }: Read, regex: RegExp) =>
   Effect.gen(function*() {
-    // Opened without following links and verified inside the roots (a path swapped for a symlink is unreadable).
-    const bytes = yield* SafeFs.readFileBounded(absolute, roots, MAX_FILE_BYTES).pipe(
-      Effect.map((read): Uint8Array | "large" => read ?? "large"),
-      Effect.orElseSucceed((): Uint8Array | "large" | "unreadable" => "unreadable")
-    )
     if (typeof bytes === "string") return { shown, matches: [], count: 0, skipped: bytes } satisfies FileResult
     const found = yield* ToolWorker.grep(worker, regex, bytes, MAX_MATCHES).pipe(
       Effect.mapError((message) => `grep failed while searching ${shown}: ${message}`)
@@ -112,7 +116,7 @@ export const grep = Tool.define<Params>({
       const limit = yield* ToolWorker.TimeLimit
 
       if (info.type === "File") {
-        const searched = yield* ToolWorker.use((worker) => searchFile(worker, resolved, where, regex, roots))
+        const searched = yield* ToolWorker.use((worker) => Effect.flatMap(readFile(resolved, where, roots), (read) => matchFile(worker, read, regex)))
         if (Option.isNone(searched)) return timedOut(args.pattern, limit, [], 0)
         const result = searched.value
         if (result.skipped === "large") return Tool.ok(`${where} is larger than ${MAX_FILE_BYTES / 1024 / 1024} MB and was not searched; use read with offset to page through it.`)
@@ -151,7 +155,10 @@ export const grep = Tool.define<Params>({
           Stream.flattenIterable
         )
         return candidates.pipe(
-          Stream.mapEffect((entry) => searchFile(worker, entry.absolute, Workspace.display(path, ctx.cwd, entry.absolute), regex, roots), { concurrency: 8 }),
+          // Files are read eight at a time but handed to the worker in the walk's order, so which
+          // files a search got through does not depend on which read finished first.
+          Stream.mapEffect((entry) => readFile(entry.absolute, Workspace.display(path, ctx.cwd, entry.absolute), roots), { concurrency: 8 }),
+          Stream.mapEffect((read) => matchFile(worker, read, regex), { concurrency: 8 }),
           Stream.runForEachWhile((result) =>
             Effect.sync(() => {
               filesSearched++

@@ -117,6 +117,18 @@ describe("code cache", () => {
     }
   })
 
+  it("is filled by the build with a session and one turn, so a first prompt finds the turn's code compiled", async () => {
+    const started = path.join(tempDir("skein-cc-"), "cache")
+    expectInitialized(await acp({ SKEIN_CODE_CACHE_DIR: started }))
+    const built = path.join(tempDir("skein-cc-"), "cache")
+    // @ts-expect-error: a plain ES module of the build, without types
+    const { warmCodeCache } = await import("../../scripts/warm-code-cache.mjs")
+    expect(await warmCodeCache({ env: { ...process.env, SKEIN_NO_CODE_CACHE: "", SKEIN_CODE_CACHE_DIR: built } })).toBeUndefined()
+    expect(caches(built)).toEqual(caches(started))
+    // Every function that answering `initialize` compiled, and those of a session and a turn.
+    expect(statSync(path.join(built, caches(built)[0]!)).size).toBeGreaterThan(statSync(path.join(started, caches(started)[0]!)).size + 50_000)
+  })
+
   it("keeps one for `skein run` beside the one for `skein acp`", async () => {
     const root = tempDir("skein-cc-")
     const dir = path.join(root, "cache")

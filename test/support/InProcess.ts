@@ -13,7 +13,7 @@ import * as Fiber from "effect/Fiber"
 import type * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import type { Runtime } from "../../src/runtime/Api.ts"
-import { serve as serveAcp } from "../../src/server/AcpServer.ts"
+import { type Options, serve as serveAcp } from "../../src/server/AcpServer.ts"
 import { makeOutboundChecker } from "./AcpSchema.ts"
 import * as MemoryTransport from "./MemoryTransport.ts"
 
@@ -31,11 +31,11 @@ export interface Client {
   readonly end: Effect.Effect<void>
 }
 
-export const serve = <E>(layer: Layer.Layer<Runtime, E>): Effect.Effect<Client, never, Scope.Scope> =>
+export const serve = <E>(layer: Layer.Layer<Runtime, E>, options?: Partial<Options>): Effect.Effect<Client, never, Scope.Scope> =>
   Effect.gen(function*() {
     const mt = yield* MemoryTransport.make
     const checker = makeOutboundChecker()
-    const fiber = yield* serveAcp(mt.transport, { version: "test" }).pipe(Effect.provide(layer), Effect.forkScoped)
+    const fiber = yield* serveAcp(mt.transport, { version: "test", ...options }).pipe(Effect.provide(layer), Effect.forkScoped)
     let id = 0
     const request = (method: string, params: unknown) =>
       Effect.gen(function*() {
