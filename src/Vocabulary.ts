@@ -266,3 +266,21 @@ export const ClientResults = {
   "terminal/kill": Schema.Struct({}),
   "terminal/release": Schema.Struct({})
 } as const
+
+/** An MCP server of a session as it is now: connecting, ready (with its tools) or failed (why). */
+export const McpServerStatus = Schema.Struct({
+  name: Schema.String,
+  transport: Schema.Literals(["stdio", "http", "sse"]),
+  state: Schema.Literals(["connecting", "ready", "failed", "closed"]),
+  /** The names the model sees (ready servers). */
+  tools: Schema.Array(Schema.String),
+  /** Why it failed. */
+  error: Schema.optionalKey(Schema.String),
+  pid: Schema.optionalKey(Schema.Number),
+  /** The MCP revision the server speaks, once known. */
+  protocolVersion: Schema.optionalKey(Schema.String),
+  serverInfo: Schema.optionalKey(Schema.Struct({ name: Schema.String, version: Schema.String })),
+  /** The last lines of its stderr (and of stdout lines that were not JSON-RPC). */
+  stderr: Schema.Array(Schema.String)
+})
+export type McpServerStatus = typeof McpServerStatus.Type

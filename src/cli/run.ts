@@ -49,11 +49,11 @@ type Which =
 const open = (
   runtime: RuntimeService["Service"],
   which: Which,
-  options: { readonly cwd: string; readonly cwdGiven: boolean; readonly presented: boolean; readonly mode: string | undefined }
+  options: { readonly cwd: string; readonly cwdGiven: boolean; readonly mode: string | undefined }
 ) =>
   Effect.gen(function*() {
     if (which._tag === "new") {
-      return { session: yield* runtime.newSession({ cwd: options.cwd, presented: options.presented }), events: undefined }
+      return { session: yield* runtime.newSession({ cwd: options.cwd }), events: undefined }
     }
     let id: string
     if (which._tag === "resume") {
@@ -66,8 +66,7 @@ const open = (
     }
     const loaded = yield* runtime.loadSession({
       sessionId: id,
-      cwd: options.cwdGiven ? options.cwd : undefined,
-      presented: options.presented
+      ...(options.cwdGiven ? { cwd: options.cwd } : {})
     })
     if (options.mode !== undefined) yield* loaded.session.setMode(options.mode)
     return { session: loaded.session, events: loaded.events }
@@ -107,8 +106,8 @@ export const run = (args: ReadonlyArray<string>) =>
     Terminal.guardStreams()
     return yield* Effect.scoped(Effect.gen(function*() {
       const runtime = yield* Runtime
-      // Questions need a person at the keyboard; a piped run denies what would need asking.
-      const { session, events } = yield* open(runtime, which, { cwd, cwdGiven, presented: keyboard, mode: common.mode })
+      // Questions need a person at the keyboard; a piped run denies what would need asking (Present.turn).
+      const { session, events } = yield* open(runtime, which, { cwd, cwdGiven, mode: common.mode })
       const input = keyboard ? yield* Input.make : undefined
       const spinner = yield* Spinner.make(!json)
       const view = json ? undefined : Render.make(spinner)

@@ -58,6 +58,12 @@ export interface RequestContext {
    * the handler ends. Lets a later request's output wait for an earlier answer.
    */
   readonly onResponded: (effect: Effect.Effect<void>) => void
+  /**
+   * Queues this request's (successful) response now, before the handler returns; whatever the
+   * handler then returns or fails with is not sent. Lets a handler answer, then finish up
+   * (a prompt answers, then lets go of its turn, so nothing of the next turn can come first).
+   */
+  readonly respond: (result: unknown) => Effect.Effect<void>
 }
 
 export interface RequestHandler<R = never> {
@@ -172,6 +178,8 @@ interface InFlight {
   cancelRequested: boolean
   /** Run after the response is queued (`RequestContext.onResponded`). */
   responded: Array<Effect.Effect<void>>
+  /** The response is queued already (`RequestContext.respond`). */
+  answered: boolean
 }
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null
@@ -296,28 +304,37 @@ export const make = Effect.fnUntraced(function*(
 
       const reply = (id: Id | null, error: RpcError) => send(Framing.encode(Protocol.makeError(id, error)))
 
-      const runRequest = (id: Id, method: string, handler: RequestHandler<any>, params: unknown, entry: InFlight) =>
-        Effect.uninterruptibleMask((restore) =>
+      const runRequest = (id: Id, method: string, handler: RequestHandler<any>, params: unknown, entry: InFlight) => {
+        /** Queues the response once; what runs after it is `onResponded`'s. */
+        const answer = (exit: Exit.Exit<unknown, RpcError>): Effect.Effect<void> =>
+          Effect.suspend(() => {
+            if (entry.answered) return Effect.void
+            entry.answered = true
+            MutableHashMap.remove(inflight, id)
+            return Effect.flatMap(encodeResponse(id, exit), send).pipe(
+              Effect.andThen(Effect.suspend(() => Effect.forEach(entry.responded, (effect) => effect, { discard: true })))
+            )
+          })
+        const ctx: RequestContext = {
+          id,
+          onResponded: (effect) => void entry.responded.push(effect),
+          respond: (result) => Effect.uninterruptible(answer(Exit.succeed(result)))
+        }
+        return Effect.uninterruptibleMask((restore) =>
           restore(
             Effect.flatMap(Effect.suspend(() => handler.decode(params)), (decoded) => {
               if (handler.onCancel !== undefined) entry.onCancel = handler.onCancel(decoded)
-              return handler.handle(decoded, { id, onResponded: (effect) => void entry.responded.push(effect) })
+              return handler.handle(decoded, ctx)
             })
-          ).pipe(
-            Effect.exit,
-            Effect.flatMap((exit) => {
-              MutableHashMap.remove(inflight, id)
-              return Effect.flatMap(encodeResponse(id, exit), send)
-            }),
-            Effect.andThen(Effect.suspend(() => Effect.forEach(entry.responded, (effect) => effect, { discard: true })))
-          )
+          ).pipe(Effect.exit, Effect.flatMap(answer))
         ).pipe(Effect.annotateLogs({ rpcMethod: method, rpcId: id }))
+      }
 
       const onRequest = (id: Id, method: string, params: unknown): Effect.Effect<void, never, any> => {
         if (MutableHashMap.has(inflight, id)) return reply(id, Protocol.invalidRequest("Duplicate request id"))
         if (!Object.hasOwn(requests, method)) return reply(id, Protocol.methodNotFound(method))
         if (running >= maxConcurrent) return reply(id, Protocol.tooManyRequests())
-        const entry: InFlight = { onCancel: undefined, cancelRequested: false, responded: [] }
+        const entry: InFlight = { onCancel: undefined, cancelRequested: false, responded: [], answered: false }
         MutableHashMap.set(inflight, id, entry)
         running++
         const done = Effect.sync(() => {

@@ -41,7 +41,11 @@ const event = <T extends string, F extends Schema.Struct.Fields>(type: T, data: 
   Schema.Struct({ type: Schema.Literal(type), data: Schema.Struct(data) })
 
 /** A prompt was accepted and its turn started. */
-export const TurnStart = event("turn_start", { content: Schema.Array(UserBlock) })
+export const TurnStart = event("turn_start", {
+  content: Schema.Array(UserBlock),
+  /** Who presented the turn, when it said (an opaque name: a connection, a program). */
+  by: Schema.optionalKey(Schema.String)
+})
 /** One model call finished (or was cut short); holds everything needed to re-drive it. */
 export const ModelResponse = event("model_response", {
   call: Schema.Number,

@@ -28,7 +28,7 @@ import * as Fiber from "effect/Fiber"
 import type * as HttpClient from "effect/http/HttpClient"
 import * as Queue from "effect/Queue"
 import * as Scope from "effect/Scope"
-import type { McpServer, McpServerHttp, McpServerSse, McpServerStdio } from "../Vocabulary.ts"
+import type { McpServer, McpServerHttp, McpServerSse, McpServerStatus, McpServerStdio } from "../Vocabulary.ts"
 import * as ProcEnviron from "../secrets/ProcEnviron.ts"
 import * as Secrets from "../secrets/Secrets.ts"
 import * as Tool from "../tools/Tool.ts"
@@ -43,21 +43,8 @@ const NOTICE_STDERR_LINES = 3
 
 export type Transport = "stdio" | "http" | "sse"
 
-export interface ServerStatus {
-  readonly name: string
-  readonly transport: Transport
-  readonly state: "connecting" | "ready" | "failed" | "closed"
-  /** The names the model sees (ready servers). */
-  readonly tools: ReadonlyArray<string>
-  /** Why it failed. */
-  readonly error?: string | undefined
-  readonly pid?: number | undefined
-  /** The MCP revision the server speaks, once known. */
-  readonly protocolVersion?: string | undefined
-  readonly serverInfo?: { readonly name: string; readonly version: string } | undefined
-  /** The last lines of its stderr (and of stdout lines that were not JSON-RPC). */
-  readonly stderr: ReadonlyArray<string>
-}
+/** A server as it is now (the shape shared with presenters, `Vocabulary.McpServerStatus`). */
+export type ServerStatus = McpServerStatus
 
 /** Something the user should be told once, e.g. that a server failed. */
 export interface Notice {

@@ -30,8 +30,8 @@ export type PermissionAnswer =
   | { readonly outcome: "selected"; readonly optionId: string }
   | { readonly outcome: "cancelled" }
 
-/** Asks the user. Must not fail; a problem is `cancelled`. */
-export type Asker = (request: PermissionRequest) => Effect.Effect<PermissionAnswer>
+/** Asks the user. Must not fail; a problem is `cancelled`; `undefined` when nobody is there to answer. */
+export type Asker = (request: PermissionRequest) => Effect.Effect<PermissionAnswer | undefined>
 
 export interface Options {
   readonly sessionId: string
@@ -40,7 +40,9 @@ export interface Options {
   readonly roots?: ReadonlyArray<string> | undefined
   readonly mode: () => ModeId
   readonly history: History
-  readonly ask: Asker | undefined
+  readonly ask: Asker
+  /** Whether anyone can answer now (nobody presents the turn: calls that need asking are denied at once). */
+  readonly canAsk: () => boolean
   readonly timeoutMs: number
   readonly record: (body: CanonicalBody) => Effect.Effect<void, LogError>
 }
@@ -88,10 +90,11 @@ export const make = (options: Options) => (call: AnnouncedCall, tool: Tool, args
     if (verdict._tag === "deny") return denied(verdict.reason)
     const record = (body: CanonicalBody) =>
       options.record(body).pipe(Effect.catchCause((cause) => Effect.logError("could not log a permission answer", cause)))
-    if (options.ask === undefined) {
-      yield* record({ type: "permission", data: { toolCallId: call.id, outcome: "unanswerable" } })
-      return denied(`Permission is needed to run ${call.title}, and no one is there to answer. It was not run.`)
-    }
+    const unanswerable = Effect.as(
+      record({ type: "permission", data: { toolCallId: call.id, outcome: "unanswerable" } }),
+      denied(`Permission is needed to run ${call.title}, and no one is there to answer. It was not run.`)
+    )
+    if (!options.canAsk()) return yield* unanswerable
     const choices = Permissions.options(tool, verdict.scope)
     // The change an edit would make, so the user sees it before answering (none if it cannot be worked out).
     const preview = tool.preview === undefined ? [] : yield* tool.preview(args, { cwd: options.cwd, roots: options.roots ?? [options.cwd] })
@@ -108,10 +111,13 @@ export const make = (options: Options) => (call: AnnouncedCall, tool: Tool, args
       },
       options: choices
     }).pipe(Effect.timeoutOption(options.timeoutMs))
-    const offered = choices.find((choice) => answer._tag === "Some" && answer.value.outcome === "selected" && choice.optionId === answer.value.optionId)
-    if (answer._tag === "Some" && answer.value.outcome === "selected" && offered === undefined) {
+    // The presenter went away before answering.
+    if (answer._tag === "Some" && answer.value === undefined) return yield* unanswerable
+    const given = answer._tag === "Some" ? answer.value : undefined
+    const offered = choices.find((choice) => given?.outcome === "selected" && choice.optionId === given.optionId)
+    if (given?.outcome === "selected" && offered === undefined) {
       yield* Effect.logWarning(
-        `The answer to the permission request for ${call.title} chose option ${quoted(answer.value.optionId)}, which was not offered ` +
+        `The answer to the permission request for ${call.title} chose option ${quoted(given.optionId)}, which was not offered ` +
           `(offered: ${choices.map((choice) => choice.optionId).join(", ")}); it counts as cancelled.`
       )
     }

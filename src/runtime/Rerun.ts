@@ -21,7 +21,7 @@
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
-import type { McpServer } from "../Vocabulary.ts"
+import * as Stream from "effect/Stream"
 import type { Canonical, LogHeader } from "../log/Event.ts"
 import { SessionLog } from "../log/SessionLog.ts"
 import * as Replay from "../providers/Replay.ts"
@@ -29,12 +29,11 @@ import type { Toolkit } from "../tools/Toolkit.ts"
 import * as Toolkits from "../tools/Toolkit.ts"
 import { VERSION } from "../version.ts"
 import { Bus } from "./Bus.ts"
+import type { Session } from "../session/Protocol.ts"
 import { Config } from "./Config.ts"
-import type * as Gate from "./Gate.ts"
-import { isModeId, type ModeId } from "../Vocabulary.ts"
+import { isModeId, type McpServer, type ModeId, type PermissionAsked } from "../Vocabulary.ts"
 import * as Compare from "./RerunCompare.ts"
 import { layer as RuntimeLayer, Runtime } from "./Runtime.ts"
-import type { Session } from "./Session.ts"
 
 export type { Difference, Report, TurnReport } from "./RerunCompare.ts"
 
@@ -104,13 +103,16 @@ export const run = (options: Options) =>
       execute: (args: unknown, ctx: Parameters<typeof tool.execute>[1]) =>
         interrupted.has(ctx.toolCallId) ? Effect.andThen(cancel, Effect.never) : tool.execute(args, ctx)
     })))
-    const ask: Gate.Asker = (request) => {
-      const id = request.toolCall.toolCallId
-      if (interrupted.has(id)) return Effect.andThen(cancel, Effect.never)
-      const answer = permissions.get(id)
-      return Effect.succeed(
-        answer !== undefined && allowAnswers.has(answer) ? { outcome: "selected", optionId: answer } : { outcome: "cancelled" }
-      )
+    /** The log's answer to a permission question: the same option, or a denial. */
+    const answer = (session: Session, asked: PermissionAsked) => {
+      const id = asked.toolCall.toolCallId
+      // The log shows the turn was cut short while this call was waiting: cut it there again.
+      if (interrupted.has(id)) return cancel
+      const logged = permissions.get(id)
+      return Effect.ignore(session.answer(
+        asked.requestId,
+        logged !== undefined && allowAnswers.has(logged) ? { outcome: "selected", optionId: logged } : { outcome: "cancelled" }
+      ))
     }
     // A turn the log stopped at the cap stops there again; otherwise the log says when to stop.
     const capped = turns.filter((t) => t.stopReason === "max_turn_requests").map((t) => t.calls.size)
@@ -140,17 +142,25 @@ export const run = (options: Options) =>
 
     const rerun = yield* Effect.gen(function*() {
       const runtime = yield* Runtime
-      const session = yield* runtime.newSession({ cwd, additionalDirectories, mode: initialMode, ask, mcpServers: options.mcpServers })
+      const session = yield* runtime.newSession({
+        cwd,
+        additionalDirectories,
+        mode: initialMode,
+        ...(options.mcpServers !== undefined ? { mcpServers: options.mcpServers } : {})
+      })
       current = session
       // MCP servers start in the background: their tools must be listed before the first turn.
-      const connecting = () => session.mcpServers().some((server) => server.state === "connecting")
-      if (connecting()) {
-        yield* Effect.sleep(20).pipe(Effect.repeat({ while: connecting }), Effect.timeoutOption(MCP_READY_TIMEOUT_MS))
-      }
+      const connecting = Effect.map(session.mcpServers, (servers) => servers.some((server) => server.state === "connecting"))
+      yield* Effect.gen(function*() {
+        while (yield* connecting) yield* Effect.sleep(20)
+      }).pipe(Effect.timeoutOption(MCP_READY_TIMEOUT_MS))
       for (const turn of turns) {
         const mode = modes.get(turn.turn)
-        if (mode !== undefined && mode !== (yield* session.mode)) yield* Effect.ignore(session.setMode(mode))
-        yield* session.prompt(turn.content)
+        if (mode !== undefined && mode !== (yield* session.settings).mode) yield* Effect.ignore(session.setMode(mode))
+        // The re-run presents each turn, answering its questions as the log did.
+        yield* session.turn(turn.content).pipe(
+          Stream.runForEach((event) => (event.type === "permission_asked" ? answer(session, event.data) : Effect.void))
+        )
       }
       const record = yield* runtime.readSession(session.id)
       yield* runtime.closeSession(session.id)

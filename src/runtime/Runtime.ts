@@ -29,11 +29,11 @@ import * as DynamicToolkit from "../mcp/DynamicToolkit.ts"
 import * as McpSession from "../mcp/McpSession.ts"
 import * as McpRecord from "../mcp/Record.ts"
 import * as ProviderConfig from "../providers/ProviderConfig.ts"
-import * as Secrets from "../secrets/Secrets.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
-import { Bus } from "./Bus.ts"
+import * as Bus from "./Bus.ts"
 import { Config, DEFAULT_MAX_LIVE_SESSIONS, EVICT_AFTER_IDLE_MS } from "./Config.ts"
 import { isModeId, type ModeId } from "../Vocabulary.ts"
+import { SessionError } from "../session/Protocol.ts"
 import * as Session from "./Session.ts"
 import * as SessionId from "./SessionId.ts"
 
@@ -63,11 +63,11 @@ interface Mcp {
 }
 
 /** The Runtime, over the services it needs. */
-export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | FileSystem.FileSystem | Path.Path> = Layer.effect(
+export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | FileSystem.FileSystem | Path.Path> = Layer.effect(
   Runtime,
   Effect.gen(function*() {
     const config = yield* Config
-    const bus = yield* Bus
+    const bus = yield* Bus.Bus
     const log = yield* SessionLog
     const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
@@ -87,6 +87,8 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | File
     /** The live sessions, with when each was last used (to choose which to close past the cap). */
     const live = new Map<string, { readonly session: Session.Session; readonly scope: Scope.Closeable; used: number }>()
     const maxLive = config.maxLiveSessions ?? DEFAULT_MAX_LIVE_SESSIONS
+    /** Sessions closed to make room: they come back when asked for (`getSession`). */
+    const evicted = new Set<string>()
     // Loading, deleting and making room must not interleave (each looks at the registry, then the disk).
     const lifecycle = yield* Semaphore.make(1)
 
@@ -106,15 +108,16 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | File
         }
       })
 
-    const depsFor = (
-      writer: Writer,
-      options: Pick<NewSessionOptions, "ask" | "presented" | "client">,
-      mcp: Mcp
-    ): Session.Deps => {
+    const depsFor = (id: string, writer: Writer, mcp: Mcp): Session.Deps => {
       const servers = mcp.session
       return {
         bus,
         writer,
+        readLog: log.read(id).pipe(
+          Effect.map((contents) => contents.events),
+          Effect.mapError((error) => new SessionError({ reason: "log", message: error.message }))
+        ),
+        close: closeSession(id),
         provider: config.provider,
         // With MCP servers, the toolkit changes as their tools are discovered or withdrawn.
         toolkit: servers === undefined ? config.toolkit : DynamicToolkit.make(config.toolkit, servers),
@@ -122,10 +125,6 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | File
         model: config.model,
         models: config.models,
         services,
-        presented: options.presented,
-        // A question shows the model's arguments: without secrets, like everything else it shows.
-        ask: options.ask === undefined ? undefined : (request) => options.ask!(Secrets.redactDeep(request)),
-        client: options.client,
         permissionTimeoutMs: config.permissionTimeoutMs,
         notices: servers === undefined ? undefined : () => servers.takeNotices().map((notice) => ({ text: notice.text, source: "mcp" })),
         mcpStatus: servers?.status,
@@ -185,6 +184,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | File
         }
         yield* Effect.logInfo(`Closed the idle session ${oldest.session.id} to stay within ${maxLive} live sessions; it can be loaded again`)
         yield* Scope.close(oldest.scope, Exit.void)
+        evicted.add(oldest.session.id)
       }
     })
 
@@ -212,13 +212,9 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | File
         }).pipe(Scope.provide(scope))
         const servers = options.mcpServers ?? []
         const mcp = yield* startMcp(servers, servers.length > 0, writer, options.cwd, scope)
-        return yield* Session.make(
-          { id, cwd: options.cwd, additionalDirectories, created },
-          History.make(),
-          mode,
-          depsFor(writer, options, mcp),
-          scope
-        )
+        const history = History.make()
+        history.mode = mode
+        return yield* Session.make({ id, cwd: options.cwd, additionalDirectories, created }, history, depsFor(id, writer, mcp), scope)
       }).pipe(
         Effect.mapError(fromLogError),
         Effect.onError(() => Scope.close(scope, Exit.void))
@@ -277,7 +273,8 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | File
             }
             lastSeq += stamped.length
           }
-          const mode: ModeId = header.mode !== undefined && isModeId(header.mode) ? header.mode : config.defaultMode
+          // The mode it started in, unless its log changed it since.
+          if (history.mode === undefined || !isModeId(history.mode)) history.mode = header.mode !== undefined && isModeId(header.mode) ? header.mode : config.defaultMode
           // The client's servers win; without any, the ones the session used last time.
           const recorded = yield* McpRecord.load(fs, McpRecord.settingsPath(writer.path))
           const servers = McpRecord.choose(options.mcpServers ?? [], recorded)
@@ -285,8 +282,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | File
           const session = yield* Session.make(
             { id: header.id, cwd: header.cwd, additionalDirectories, created: header.created },
             history,
-            mode,
-            depsFor(writer, options, mcp),
+            depsFor(header.id, writer, mcp),
             scope,
             lastSeq
           )
@@ -302,7 +298,9 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | File
         const entry = live.get(options.sessionId)
         if (entry === undefined) {
           yield* makeRoom
-          return yield* start(options)
+          const loaded = yield* start(options)
+          evicted.delete(options.sessionId)
+          return loaded
         }
         entry.used = yield* Clock.currentTimeMillis
         yield* checkCwd(options.cwd, entry.session.cwd)
@@ -324,19 +322,23 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | File
         Effect.mapError(fromLogError)
       )
 
-    const getSession = (sessionId: string) =>
+    const getSession = (sessionId: string): Effect.Effect<Session.Session, RuntimeError> =>
       Effect.suspend(() => {
         const entry = live.get(sessionId)
-        return entry === undefined
-          ? Effect.fail(new RuntimeError({ reason: "not_found", message: `Session not found: ${sessionId}` }))
-          : Effect.map(Clock.currentTimeMillis, (now) => {
+        if (entry !== undefined) {
+          return Effect.map(Clock.currentTimeMillis, (now) => {
             entry.used = now
             return entry.session
           })
+        }
+        // Closed only to make room: it comes back from its log, as it was.
+        if (evicted.has(sessionId)) return Effect.map(loadSession({ sessionId }), (loaded) => loaded.session as Session.Session)
+        return Effect.fail(new RuntimeError({ reason: "not_found", message: `Session not found: ${sessionId}` }))
       })
 
     const closeSession = (sessionId: string) =>
       Effect.suspend(() => {
+        evicted.delete(sessionId)
         const entry = live.get(sessionId)
         return entry === undefined ? Effect.void : Scope.close(entry.scope, Exit.void)
       })
@@ -362,7 +364,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus | SessionLog | File
           created: session.created
         }))
       ),
-      events: Stream.unwrap(Effect.map(bus.subscribeAll, Stream.fromSubscription)),
+      events: Stream.unwrap(Effect.map(bus.subscribeAll, Bus.toStream)),
       models: config.models
     })
   })

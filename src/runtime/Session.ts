@@ -1,92 +1,60 @@
 /**
- * The Session actor: one mailbox fiber owns a session's state (mode, config,
- * the queue of prompts, the running turn). Every command is a message; the
- * mailbox never blocks on a turn, so `cancel` is handled at once.
+ * The Session actor: the local implementation of the session protocol
+ * (`session/Protocol.ts`). One mailbox fiber owns the session's one state value: the
+ * history folded from its log (messages, mode, config, permission rules), the numbering of
+ * its events, and the order of its turns (`Mailbox.ts`, a pure step). Every command is a
+ * message; the mailbox never blocks on a turn, so `Cancel` and answers are handled at once.
  *
- * A prompt becomes a turn supervised by a fiber in the session's scope. The
- * supervisor logs `turn_start`, runs the loop as an interruptible child, and —
- * whatever happens to the loop (end, failure, defect, cancel, shutdown) —
- * finalizes open tool calls, logs `turn_end`, syncs the log and resolves the
- * prompt. A defect in a turn is a failed turn for this session only.
+ * A prompt becomes a turn supervised by a fiber in the session's scope. The supervisor logs
+ * `turn_start`, runs the loop as an interruptible child, and — whatever happens to the loop
+ * (end, failure, defect, cancel, shutdown) — finalizes open tool calls, logs `turn_end` and
+ * syncs the log. A defect in a turn is a failed turn for this session only.
  */
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
+import type * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import type * as PubSub from "effect/PubSub"
+import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
-import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
-import type { CanonicalBody, EphemeralBody, SessionEvent, Usage, UserBlock } from "../log/Event.ts"
+import { type Canonical, type CanonicalBody, type EphemeralBody, isEphemeral, type SessionEvent } from "../log/Event.ts"
 import * as History from "../log/History.ts"
 import type { LogError, Writer } from "../log/SessionLog.ts"
-import type { ServerStatus as McpServerStatus } from "../mcp/McpSession.ts"
 import * as Models from "../providers/Models.ts"
 import * as Prompt from "../providers/Prompt.ts"
 import type { Provider } from "../providers/Provider.ts"
 import * as EventScrub from "../secrets/EventScrub.ts"
 import * as ClientCalls from "../session/ClientCalls.ts"
-import type { Answer } from "../Vocabulary.ts"
+import {
+  type Command,
+  type SendResult,
+  type Session as ProtocolSession,
+  SessionError,
+  type SessionInfo,
+  type Settings,
+  type TurnOutcome
+} from "../session/Protocol.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
-import type { Bus } from "./Bus.ts"
+import { isModeId, type McpServerStatus, type ModeId, type Usage, type UserBlock } from "../Vocabulary.ts"
+import * as Bus from "./Bus.ts"
 import * as Gate from "./Gate.ts"
-import { isModeId, type ModeId } from "../Vocabulary.ts"
+import * as Mailbox from "./Mailbox.ts"
+import * as Questions from "./Questions.ts"
 import * as Turn from "./Turn.ts"
 
-export type TurnOutcome = Turn.TurnOutcome
+export { SessionError }
+export type { SessionInfo, Settings, TurnOutcome }
 
-/** A prompt accepted by a session: its turn number and its eventual outcome. */
-export interface Ticket {
-  readonly turn: number
-  readonly outcome: Deferred.Deferred<TurnOutcome>
-}
-
-export class SessionError extends Schema.TaggedError<SessionError>()("SessionError", {
-  reason: Schema.Literals(["closed", "invalid_mode", "invalid_config", "unknown_request"]),
-  message: Schema.String
-}) {}
-
-export interface SessionInfo {
-  readonly id: string
-  readonly cwd: string
-  readonly additionalDirectories: ReadonlyArray<string>
-  readonly created: number
-}
-
-export interface Session extends SessionInfo {
-  /** Queues a prompt; resolves once the session accepted it (not when the turn ends). */
-  readonly submit: (content: ReadonlyArray<UserBlock>) => Effect.Effect<Ticket, SessionError>
-  /** Queues a prompt and waits for its turn to end. */
-  readonly prompt: (content: ReadonlyArray<UserBlock>) => Effect.Effect<TurnOutcome, SessionError>
-  /** Cancels the running turn and every queued one. */
-  readonly cancel: Effect.Effect<void>
-  /**
-   * Answers an open question of this session (a `permission_asked` or `client_call` event's
-   * `requestId`). Fails with `unknown_request` when no such question is open (never asked,
-   * already answered, or withdrawn). Never waits behind a turn.
-   */
-  readonly answer: (requestId: string, answer: Answer) => Effect.Effect<void, SessionError>
-  readonly setMode: (mode: string) => Effect.Effect<void, SessionError>
-  readonly setConfig: (id: string, value: string) => Effect.Effect<void, SessionError>
-  readonly mode: Effect.Effect<ModeId>
-  /** The session's choices: its mode, model (catalog key) and reasoning effort. */
-  readonly settings: Effect.Effect<Settings>
-  /**
-   * This session's events as a Stream, from the moment it starts running (fork
-   * it with `startImmediately` before prompting to see a whole turn).
-   */
-  readonly events: Stream.Stream<SessionEvent>
-  /** A subscription to this session's events from now on (scoped). */
-  readonly subscribe: Effect.Effect<PubSub.Subscription<SessionEvent>, SessionError, Scope.Scope>
+/** A session live in this process: the protocol, and what the runtime that hosts it reads. */
+export interface Session extends ProtocolSession {
   /** The history as the model sees it (read-only). */
   readonly history: History.History
-  /** This session's MCP servers as they are now: connecting, ready (with their tools) or failed (why). */
-  readonly mcpServers: () => ReadonlyArray<McpServerStatus>
   /**
    * When the session last finished its work (ms since the epoch: the end of its last turn, or
    * when it started), or `undefined` while a turn is running or queued.
@@ -94,33 +62,21 @@ export interface Session extends SessionInfo {
   readonly idleSince: () => number | undefined
 }
 
-export interface Settings {
-  readonly mode: ModeId
-  readonly model: string | undefined
-  readonly effort: string | undefined
-}
-
 export interface Deps {
-  readonly bus: Bus["Service"]
+  readonly bus: Bus.Bus["Service"]
   readonly writer: Writer
+  /** The session's logged events, read back (for `subscribe`). */
+  readonly readLog: Effect.Effect<ReadonlyArray<Canonical>, SessionError>
+  /** Closes this session (its scope belongs to the runtime). */
+  readonly close: Effect.Effect<void>
   readonly provider: Provider
   readonly toolkit: Toolkit
   readonly maxTurnRequests: number
   readonly model?: string | undefined
   /** The models the session may switch to; without it, `model` is fixed. */
   readonly models?: Models.Catalog | undefined
-  readonly services: import("effect/Context").Context<ToolEnv>
-  /**
-   * Whether whoever presents the session answers its questions (`permission_asked`,
-   * `client_call` events, answered with `answer`). Without a presenter (and without `ask`),
-   * calls that need asking are denied at once.
-   */
-  readonly presented?: boolean | undefined
-  /** Asks the user about a tool call in-process, instead of a presenter (re-runs, embedders). */
-  readonly ask?: Gate.Asker | undefined
+  readonly services: Context.Context<ToolEnv>
   readonly permissionTimeoutMs: number
-  /** What the presenter's client offers to tools (editor files, terminals), asked as `client_call`s. */
-  readonly client?: ClientCalls.Capabilities | undefined
   /** Messages for the user that arose outside the model (an MCP server failed); shown in the next turn. */
   readonly notices?: (() => ReadonlyArray<{ readonly text: string; readonly source?: string }>) | undefined
   /** Session-level events logged once when the session starts (`mcp_servers` when they changed). */
@@ -130,18 +86,16 @@ export interface Deps {
 }
 
 type Message =
-  | { readonly _tag: "Submit"; readonly content: ReadonlyArray<UserBlock>; readonly reply: Deferred.Deferred<Ticket, SessionError> }
-  | { readonly _tag: "Cancel" }
+  | {
+    readonly _tag: "Turns"
+    readonly input: Mailbox.Input
+    /** For a Submit: gets the turn number. */
+    readonly reply?: Deferred.Deferred<number> | undefined
+    /** For a Submit: gets the turn's outcome. */
+    readonly outcome?: Deferred.Deferred<TurnOutcome> | undefined
+  }
   | { readonly _tag: "SetMode"; readonly mode: ModeId; readonly reply: Deferred.Deferred<void, SessionError> }
   | { readonly _tag: "SetConfig"; readonly id: string; readonly value: string; readonly reply: Deferred.Deferred<void, SessionError> }
-  | { readonly _tag: "TurnDone" }
-
-interface Pending {
-  readonly turn: number
-  readonly content: ReadonlyArray<UserBlock>
-  readonly outcome: Deferred.Deferred<TurnOutcome>
-  readonly epoch: number
-}
 
 /** The result logged for a tool call a cancel stopped, and for one a failed turn never ran. */
 export const CANCELLED_TOOL = "Cancelled by the user"
@@ -150,31 +104,25 @@ export const NOT_RUN_TOOL = "Not run: the turn failed"
 const closedError = new SessionError({ reason: "closed", message: "The session is closed" })
 
 /**
- * Starts a session actor in `scope`. `history` is the already-folded history
- * (empty for a new session); the session keeps folding into it. `lastSeq` is
- * the `seq` of the last logged event (0 for a new session): numbering goes on
+ * Starts a session actor in `scope`. `history` is the already-folded history (empty for a new
+ * session, its mode the session's starting mode); the session keeps folding into it.
+ * `lastSeq` is the `seq` of the last logged event (0 for a new session): numbering goes on
  * from there, as turn numbers go on from `history.turns`.
  */
-export const make = (
-  info: SessionInfo,
-  history: History.History,
-  initialMode: ModeId,
-  deps: Deps,
-  scope: Scope.Closeable,
-  lastSeq = 0
-) =>
+export const make = (info: SessionInfo, history: History.History, deps: Deps, scope: Scope.Closeable, lastSeq = 0) =>
   Effect.gen(function*() {
     const mailbox = yield* Queue.unbounded<Message>()
     const lock = yield* Semaphore.make(1)
     let seq = lastSeq
-    let mode: ModeId = history.mode !== undefined && isModeId(history.mode) ? history.mode : initialMode
-    let accepted = history.turns
-    let epoch = 0
+    let turns = Mailbox.initial(history.turns)
     let closed = false
-    const pending: Array<Pending> = []
-    let running: { readonly turn: number; loop: Fiber.Fiber<unknown, unknown> | undefined } | undefined
+    /** The loop of the running turn, once started. */
+    let loop: Fiber.Fiber<unknown, unknown> | undefined
     let idle = yield* Clock.currentTimeMillis
+    // Local waiters for a turn's outcome (`prompt`), by turn.
+    const outcomes = new Map<number, Deferred.Deferred<TurnOutcome>>()
 
+    const mode = (): ModeId => (history.mode !== undefined && isModeId(history.mode) ? history.mode : "default")
     // The model and effort the session chose (remembered in its log as `config_changed`).
     const currentModel = () => history.config.get("model") ?? deps.model
     const currentEffort = () => history.config.get("thought_level")
@@ -188,31 +136,34 @@ export const make = (
     const closing = yield* Deferred.make<void>()
     yield* deps.bus.register(info.id).pipe(Scope.provide(scope))
 
+    const stamp = <B extends CanonicalBody | EphemeralBody>(body: B, at: number, turn: number | null, n: number) =>
+      ({ ...body, sessionId: info.id, seq: n, ts: at, turn }) as SessionEvent<B>
+
     /**
-     * Stamps, logs, folds and publishes one canonical event — as one
-     * uninterruptible step, so a cancel never leaves a line on disk that the
-     * session does not know about.
+     * Stamps, logs, folds and enqueues one canonical event as one uninterruptible step, so a
+     * cancel never leaves a line on disk that the session does not know about; then waits
+     * (interruptibly) while a subscriber is over its bound.
      */
     const emitCanonical = (turn: number | null, raw: CanonicalBody, committed?: () => void): Effect.Effect<void, LogError> =>
       lock.withPermits(1)(
         Effect.uninterruptible(Effect.gen(function*() {
           const ts = yield* Clock.currentTimeMillis
           // Secrets never reach the log, the model's history or a presenter; held-back deltas go first.
-          for (const held of scrub.flush()) yield* deps.bus.publish({ ...held, sessionId: info.id, seq, ts, turn } as SessionEvent<EphemeralBody>)
+          const held = scrub.flush().map((body) => stamp(body, ts, turn, seq))
           const body = scrub.canonical(raw)
-          const event = { ...body, sessionId: info.id, seq: seq + 1, ts, turn } as SessionEvent<CanonicalBody>
+          const event = stamp(body, ts, turn, seq + 1)
           yield* deps.writer.append([event])
           seq = event.seq
           History.apply(history, body)
           committed?.()
-          yield* deps.bus.publish(event)
+          return [...held, event]
         }))
-      )
+      ).pipe(Effect.flatMap((events) => Effect.forEach(events, deps.bus.publish, { discard: true })))
 
     const emitEphemeral = (turn: number, raw: EphemeralBody): Effect.Effect<void> =>
       Effect.flatMap(Clock.currentTimeMillis, (ts) => {
         const bodies = scrub.ephemeral(raw)
-        const publish = (body: EphemeralBody) => deps.bus.publish({ ...body, sessionId: info.id, seq, ts, turn } as SessionEvent<EphemeralBody>)
+        const publish = (body: EphemeralBody) => deps.bus.publish(stamp(body, ts, turn, seq))
         return bodies.length === 1 ? publish(bodies[0]!) : Effect.forEach(bodies, publish, { discard: true })
       })
 
@@ -230,56 +181,46 @@ export const make = (
 
     // ---- questions -----------------------------------------------------------------
 
-    /** Questions waiting for an answer, by request id. */
-    const open = new Map<string, Deferred.Deferred<Answer>>()
-    let asked = 0
-
-    /**
-     * Publishes a question of the running turn and waits for its answer. A wait that ends
-     * without one (interrupted: cancel, timeout) withdraws the question.
-     */
-    const question = (body: (requestId: string) => EphemeralBody): Effect.Effect<Answer> =>
-      Effect.suspend(() => {
-        const turn = running?.turn ?? accepted
-        const requestId = `${turn}.${++asked}`
-        const reply = Deferred.makeUnsafe<Answer>()
-        open.set(requestId, reply)
-        return emitEphemeral(turn, body(requestId)).pipe(
-          Effect.andThen(Deferred.await(reply)),
-          Effect.onExit((exit) => {
-            const withdrawn = open.delete(requestId) && exit._tag === "Failure"
-            return withdrawn ? emitEphemeral(turn, { type: "question_withdrawn", data: { requestId } }) : Effect.void
-          })
-        )
-      })
-
-    const presenterAsks: Gate.Asker = (request) =>
-      Effect.map(
-        question((requestId) => ({ type: "permission_asked", data: { requestId, toolCall: request.toolCall, options: request.options } })),
-        (answer) => answer.outcome === "selected" ? answer : { outcome: "cancelled" as const }
-      )
-
-    const client = deps.presented === true && deps.client !== undefined
-      ? ClientCalls.access(
-        deps.client,
-        (op, toolCallId) => question((requestId) => ({ type: "client_call", data: { requestId, ...(toolCallId !== undefined ? { toolCallId } : {}), op } })),
-        (id, terminalId) => emitEphemeral(running?.turn ?? accepted, { type: "tool_terminal", data: { id, terminalId } })
-      )
-      : undefined
-
-    const permit = Gate.make({
-      sessionId: info.id,
-      cwd: info.cwd,
-      roots: [info.cwd, ...info.additionalDirectories],
-      mode: () => mode,
-      history,
-      ask: deps.ask ?? (deps.presented === true ? presenterAsks : undefined),
-      timeoutMs: deps.permissionTimeoutMs,
-      record: (body) => emitCanonical(running?.turn ?? null, body)
+    const questions = Questions.make({
+      emit: emitEphemeral,
+      presented: (turn) => turns.running?.turn === turn && turns.running.presented
     })
 
-    const logProblem = (what: string) => (cause: Cause.Cause<unknown>) =>
-      Effect.logError(`session ${info.id}: ${what}`, Cause.pretty(cause))
+    const permitFor = (turn: number) =>
+      Gate.make({
+        sessionId: info.id,
+        cwd: info.cwd,
+        roots: [info.cwd, ...info.additionalDirectories],
+        mode,
+        history,
+        canAsk: () => turns.running?.turn === turn && turns.running.presented,
+        ask: (request) =>
+          Effect.map(
+            questions.ask(turn, (requestId) => ({ type: "permission_asked", data: { requestId, toolCall: request.toolCall, options: request.options } })),
+            Option.match({
+              onNone: () => undefined,
+              onSome: (answer) => (answer.outcome === "selected" ? answer : { outcome: "cancelled" as const })
+            })
+          ),
+        timeoutMs: deps.permissionTimeoutMs,
+        record: (body) => emitCanonical(turn, body)
+      })
+
+    /** The client's files and terminals for a turn, when its presenter's client offers them. */
+    const clientFor = (q: Mailbox.Queued) =>
+      q.presented && q.client !== undefined
+        ? ClientCalls.access(
+          q.client,
+          (op, toolCallId) =>
+            Effect.map(
+              questions.ask(q.turn, (requestId) => ({ type: "client_call", data: { requestId, ...(toolCallId !== undefined ? { toolCallId } : {}), op } })),
+              Option.getOrElse(() => ({ outcome: "error" as const, message: "the client that presented the turn is gone" }))
+            ),
+          (id, terminalId) => emitEphemeral(q.turn, { type: "tool_terminal", data: { id, terminalId } })
+        )
+        : undefined
+
+    const logProblem = (what: string) => (cause: Cause.Cause<unknown>) => Effect.logError(`session ${info.id}: ${what}`, Cause.pretty(cause))
 
     if (deps.startEvents !== undefined && deps.startEvents.length > 0) {
       // Not synced here: the next turn's end or the session's close syncs it, and the session answers sooner.
@@ -288,8 +229,10 @@ export const make = (
       )
     }
 
-    /** Runs one turn under supervision; always ends with `turn_end` and a resolved outcome. */
-    const supervise = (p: Pending) =>
+    // ---- turns ---------------------------------------------------------------------
+
+    /** Runs one turn under supervision; always ends with `turn_end`. */
+    const supervise = (q: Mailbox.Queued, cancelled: boolean) =>
       Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
           const state: Turn.TurnState = { partial: undefined, call: 0, requested: new Map() }
@@ -297,26 +240,28 @@ export const make = (
             // A logged model response is no longer partial: cleared in the same step, so
             // a cancel right after it cannot log it twice.
             canonical: (body) =>
-              emitCanonical(p.turn, body, body.type === "model_response" ? () => {
+              emitCanonical(q.turn, body, body.type === "model_response" ? () => {
                 state.partial = undefined
               } : undefined).pipe(
-                Effect.andThen(body.type === "model_response" && body.data.usage !== undefined ? usageUpdate(p.turn, body.data.usage) : Effect.void)
+                Effect.andThen(body.type === "model_response" && body.data.usage !== undefined ? usageUpdate(q.turn, body.data.usage) : Effect.void)
               ),
-            ephemeral: (body) => emitEphemeral(p.turn, body)
+            ephemeral: (body) => emitEphemeral(q.turn, body)
           }
-          const started = yield* Effect.exit(emitCanonical(p.turn, { type: "turn_start", data: { content: p.content } }))
+          const started = yield* Effect.exit(
+            emitCanonical(q.turn, { type: "turn_start", data: { content: q.content, ...(q.by !== undefined ? { by: q.by } : {}) } })
+          )
           let exit: Exit.Exit<TurnOutcome, unknown>
           if (Exit.isFailure(started)) {
             exit = Exit.failCause(started.cause)
-          } else if (p.epoch < epoch) {
+          } else if (cancelled || closed) {
             exit = Exit.interrupt()
           } else {
             const ctx: Turn.TurnContext = {
               sessionId: info.id,
-              turn: p.turn,
+              turn: q.turn,
               cwd: info.cwd,
               roots: [info.cwd, ...info.additionalDirectories],
-              system: Prompt.render(yield* project, { mode, tools: deps.toolkit.specs() }),
+              system: Prompt.render(yield* project, { mode: mode(), tools: deps.toolkit.specs() }),
               model: currentModel(),
               reasoningEffort: currentEffort(),
               provider: deps.provider,
@@ -325,25 +270,28 @@ export const make = (
               maxTurnRequests: deps.maxTurnRequests,
               emit,
               state,
-              client,
+              client: clientFor(q),
               notices: deps.notices,
-              permit
+              permit: permitFor(q.turn)
             }
-            const loop = yield* Effect.forkChild(restore(Turn.run(ctx).pipe(Effect.provideContext(deps.services))))
-            if (running !== undefined) running.loop = loop
+            const fiber = yield* Effect.forkChild(restore(Turn.run(ctx).pipe(Effect.provideContext(deps.services))))
+            loop = fiber
             // A cancel that arrived while the loop was being started.
-            if (p.epoch < epoch) yield* Fiber.interrupt(loop)
-            const awaited = yield* Effect.exit(restore(Fiber.await(loop)))
-            if (Exit.isFailure(awaited)) yield* Fiber.interrupt(loop)
-            exit = yield* Fiber.await(loop)
+            if (turns.epoch > q.epoch) yield* Fiber.interrupt(fiber)
+            const awaited = yield* Effect.exit(restore(Fiber.await(fiber)))
+            if (Exit.isFailure(awaited)) yield* Fiber.interrupt(fiber)
+            exit = yield* Fiber.await(fiber)
           }
-          const outcome = yield* finalize(p, state, exit)
-          yield* Deferred.succeed(p.outcome, outcome)
+          loop = undefined
+          const outcome = yield* finalize(q, state, exit)
+          const waiter = outcomes.get(q.turn)
+          outcomes.delete(q.turn)
+          if (waiter !== undefined) yield* Deferred.succeed(waiter, outcome)
         })
-      ).pipe(Effect.ensuring(Queue.offer(mailbox, { _tag: "TurnDone" })))
+      ).pipe(Effect.ensuring(Queue.offer(mailbox, { _tag: "Turns", input: { _tag: "TurnDone", turn: q.turn } })))
 
     /** Logs what the loop left open, then `turn_end`, then syncs. Never fails. */
-    const finalize = (p: Pending, state: Turn.TurnState, exit: Exit.Exit<TurnOutcome, unknown>) =>
+    const finalize = (q: Mailbox.Queued, state: Turn.TurnState, exit: Exit.Exit<TurnOutcome, unknown>) =>
       Effect.gen(function*() {
         let outcome: TurnOutcome
         if (Exit.isSuccess(exit)) {
@@ -351,13 +299,13 @@ export const make = (
         } else if (Cause.hasInterruptsOnly(exit.cause)) {
           outcome = { stopReason: "cancelled" }
         } else {
-          yield* logProblem(`turn ${p.turn} failed`)(exit.cause)
+          yield* logProblem(`turn ${q.turn} failed`)(exit.cause)
           const error = Cause.squash(exit.cause)
           const detail = error instanceof Error ? error.message : typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)
           outcome = { stopReason: "end_turn", error: `The turn failed inside Skein: ${detail}` }
         }
         const why = outcome.stopReason === "cancelled" ? CANCELLED_TOOL : NOT_RUN_TOOL
-        const canonical = (body: CanonicalBody) => Effect.catchCause(emitCanonical(p.turn, body), logProblem("could not log the end of a turn"))
+        const canonical = (body: CanonicalBody) => Effect.catchCause(emitCanonical(q.turn, body), logProblem("could not log the end of a turn"))
         if (state.partial !== undefined) {
           yield* canonical({
             type: "model_response",
@@ -375,142 +323,187 @@ export const make = (
           }
           yield* canonical({ type: "tool_result", data: { id, title, ok: false, content: why } })
         }
-        yield* canonical({
-          type: "turn_end",
-          data: { stopReason: outcome.stopReason, ...(outcome.error !== undefined ? { error: outcome.error } : {}) }
-        })
+        yield* canonical({ type: "turn_end", data: { stopReason: outcome.stopReason, ...(outcome.error !== undefined ? { error: outcome.error } : {}) } })
         yield* Effect.catchCause(deps.writer.sync, logProblem("could not sync its log"))
         return outcome
       })
 
-    const startNext = Effect.gen(function*() {
-      if (running !== undefined || closed) return
-      const next = pending.shift()
-      if (next === undefined) return
-      running = { turn: next.turn, loop: undefined }
-      yield* Effect.forkIn(supervise(next), scope)
-    })
+    /** No turn left to run (the last one's presenter may still be finishing with it). */
+    const resting = () => turns.queue.length === 0 && (turns.running === undefined || turns.running.done)
+
+    /** Carries out what the pure step of the turns decided. */
+    const perform = (output: Mailbox.Output): Effect.Effect<void> => {
+      switch (output._tag) {
+        case "Accepted":
+          return Effect.void
+        case "Start":
+          return Effect.asVoid(Effect.forkIn(supervise(output.turn, output.cancelled), scope))
+        case "Interrupt":
+          return loop === undefined ? Effect.void : Effect.asVoid(Effect.forkIn(Fiber.interrupt(loop), scope))
+        case "Abandoned":
+          return questions.abandon(output.turn)
+      }
+    }
+
+    const configure = (message: Extract<Message, { _tag: "SetMode" | "SetConfig" }>) =>
+      Effect.gen(function*() {
+        const invalid = (text: string) => Deferred.fail(message.reply, new SessionError({ reason: "invalid_config", message: text }))
+        let change: CanonicalBody | undefined
+        if (message._tag === "SetMode") {
+          if (mode() !== message.mode) change = { type: "mode_changed", data: { mode: message.mode } }
+        } else {
+          if (message.id === "model") {
+            if (deps.models === undefined || !deps.models.entries.some((e) => e.key === message.value)) return yield* invalid(`Unknown model "${message.value}"`)
+          } else if (message.id === "thought_level") {
+            const efforts = deps.models?.info(currentModel())?.efforts ?? []
+            if (!efforts.includes(message.value)) {
+              return yield* invalid(`The model does not take the reasoning effort "${message.value}"${efforts.length > 0 ? ` (it takes ${efforts.join(", ")})` : ""}`)
+            }
+          } else {
+            return yield* invalid(`Unknown config option "${message.id}"`)
+          }
+          if (history.config.get(message.id) !== message.value) change = { type: "config_changed", data: { id: message.id, value: message.value } }
+        }
+        if (change !== undefined) {
+          // Session-level; the log remembers it for session/load, and presenters announce it.
+          yield* emitCanonical(null, change).pipe(Effect.andThen(deps.writer.sync), Effect.catchCause(logProblem(`could not log a ${change.type}`)))
+        }
+        yield* Deferred.succeed(message.reply, undefined)
+      })
 
     const handle = (message: Message): Effect.Effect<void> => {
-      switch (message._tag) {
-        case "Submit":
-          return Effect.gen(function*() {
-            const outcome = yield* Deferred.make<TurnOutcome>()
-            const ticket: Ticket = { turn: ++accepted, outcome }
-            pending.push({ turn: ticket.turn, content: message.content, outcome, epoch })
-            yield* Deferred.succeed(message.reply, ticket)
-            yield* startNext
-          })
-        case "Cancel":
-          return Effect.gen(function*() {
-            epoch++
-            if (running?.loop !== undefined) yield* Effect.forkIn(Fiber.interrupt(running.loop), scope)
-          })
-        case "TurnDone":
-          running = undefined
-          return Effect.andThen(
-            Effect.flatMap(Clock.currentTimeMillis, (now) =>
-              Effect.sync(() => {
-                idle = now
-              })),
-            startNext
-          )
-        case "SetMode":
-          return Effect.gen(function*() {
-            if (mode !== message.mode) {
-              mode = message.mode
-              // Session-level: presenters of the change (set_mode, set_config_option) announce it.
-              yield* emitCanonical(null, { type: "mode_changed", data: { mode } }).pipe(
-                Effect.andThen(deps.writer.sync),
-                Effect.catchCause(logProblem("could not log a mode change"))
-              )
-            }
-            yield* Deferred.succeed(message.reply, undefined)
-          })
-        case "SetConfig":
-          return Effect.gen(function*() {
-            const invalid = (text: string) => Deferred.fail(message.reply, new SessionError({ reason: "invalid_config", message: text }))
-            if (message.id === "model") {
-              if (deps.models === undefined || !deps.models.entries.some((e) => e.key === message.value)) {
-                return yield* invalid(`Unknown model "${message.value}"`)
-              }
-            } else if (message.id === "thought_level") {
-              const efforts = deps.models?.info(currentModel())?.efforts ?? []
-              if (!efforts.includes(message.value)) {
-                return yield* invalid(`The model does not take the reasoning effort "${message.value}"${efforts.length > 0 ? ` (it takes ${efforts.join(", ")})` : ""}`)
-              }
-            } else {
-              return yield* invalid(`Unknown config option "${message.id}"`)
-            }
-            if (history.config.get(message.id) !== message.value) {
-              // Session-level, like a mode change; the log remembers it for session/load.
-              yield* emitCanonical(null, { type: "config_changed", data: { id: message.id, value: message.value } }).pipe(
-                Effect.andThen(deps.writer.sync),
-                Effect.catchCause(logProblem("could not log a config change"))
-              )
-            }
-            yield* Deferred.succeed(message.reply, undefined)
-          })
-      }
+      if (message._tag !== "Turns") return configure(message)
+      if (closed && message.input._tag === "Submit") return message.reply === undefined ? Effect.void : Effect.asVoid(Deferred.succeed(message.reply, -1))
+      const [next, outputs] = Mailbox.step(turns, message.input)
+      turns = next
+      return Effect.gen(function*() {
+        for (const output of outputs) {
+          if (output._tag === "Accepted") {
+            if (message.outcome !== undefined) outcomes.set(output.turn, message.outcome)
+            if (message.reply !== undefined) yield* Deferred.succeed(message.reply, output.turn)
+          }
+          yield* perform(output)
+        }
+        if (message.input._tag === "TurnDone" && resting()) idle = yield* Clock.currentTimeMillis
+      })
     }
 
     yield* Effect.forkIn(Effect.forever(Effect.flatMap(Queue.take(mailbox), handle)), scope)
 
-    // On close: every prompt still waiting resolves as cancelled. Finalizers run in
-    // reverse order, so this one (registered last) runs first, before the mailbox stops.
+    // On close: every prompt still waiting resolves as cancelled. Finalizers run in reverse
+    // order, so this one (registered last) runs first, before the mailbox stops.
     yield* Scope.addFinalizer(scope, Effect.suspend(() => {
       closed = true
-      const left = pending.splice(0)
-      return Effect.forEach(left, (p) => Deferred.succeed(p.outcome, { stopReason: "cancelled" }), { discard: true }).pipe(
+      const left = [...outcomes.values()]
+      outcomes.clear()
+      return Effect.forEach(left, (waiter) => Deferred.succeed(waiter, { stopReason: "cancelled" }), { discard: true }).pipe(
         Effect.andThen(Deferred.succeed(closing, undefined))
       )
     }))
 
-    const ask = <A>(make: (reply: Deferred.Deferred<A, SessionError>) => Message) =>
-      Effect.gen(function*() {
-        if (closed) return yield* closedError
-        const reply = yield* Deferred.make<A, SessionError>()
-        yield* Queue.offer(mailbox, make(reply))
-        return yield* Effect.raceFirst(
-          Deferred.await(reply),
-          Effect.andThen(Deferred.await(closing), Effect.fail(closedError))
+    // ---- the protocol ----------------------------------------------------------------
+
+    /** Sends a message and waits for its reply, or for the session to close. */
+    const request = <A, E>(reply: Deferred.Deferred<A, E>, message: Message): Effect.Effect<A, E | SessionError> =>
+      closed
+        ? Effect.fail(closedError)
+        : Effect.andThen(
+          Queue.offer(mailbox, message),
+          Effect.raceFirst(Deferred.await(reply), Effect.andThen(Deferred.await(closing), Effect.fail(closedError)))
         )
+
+    const submit = (input: Extract<Mailbox.Input, { _tag: "Submit" }>, outcome?: Deferred.Deferred<TurnOutcome>): Effect.Effect<number, SessionError> =>
+      Effect.suspend(() => {
+        const reply = Deferred.makeUnsafe<number>()
+        return Effect.flatMap(request(reply, { _tag: "Turns", input, reply, outcome }), (turn) => (turn < 0 ? Effect.fail(closedError) : Effect.succeed(turn)))
       })
 
-    const submit = (content: ReadonlyArray<UserBlock>) =>
-      ask<Ticket>((reply) => ({ _tag: "Submit", content, reply }))
+    const released = (turn: number) => Queue.offer(mailbox, { _tag: "Turns", input: { _tag: "Released", turn } })
+
+    const cancel = Effect.asVoid(Queue.offer(mailbox, { _tag: "Turns", input: { _tag: "Cancel" } }))
+
+    const setMode = (id: string): Effect.Effect<void, SessionError> =>
+      Effect.suspend(() => {
+        if (!isModeId(id)) return Effect.fail(new SessionError({ reason: "invalid_mode", message: `Unknown mode "${id}"` }))
+        const reply = Deferred.makeUnsafe<void, SessionError>()
+        return request(reply, { _tag: "SetMode", mode: id, reply })
+      })
+
+    const setConfig = (id: string, value: string): Effect.Effect<void, SessionError> =>
+      Effect.suspend(() => {
+        if (id === "mode") return setMode(value)
+        const reply = Deferred.makeUnsafe<void, SessionError>()
+        return request(reply, { _tag: "SetConfig", id, value, reply })
+      })
+
+    /** A turn nobody presents, to its outcome. */
+    const prompt = (content: ReadonlyArray<UserBlock>) =>
+      Effect.suspend(() => {
+        const outcome = Deferred.makeUnsafe<TurnOutcome>()
+        return Effect.andThen(submit({ _tag: "Submit", content, presented: false }, outcome), Deferred.await(outcome))
+      })
+
+    const subscription = Effect.flatMap(deps.bus.subscribe(info.id), (sub) => (sub === undefined ? Effect.fail(closedError) : Effect.succeed(sub)))
 
     const session: Session = {
       ...info,
       history,
-      submit,
-      prompt: (content) => Effect.flatMap(submit(content), (ticket) => Deferred.await(ticket.outcome)),
-      events: Stream.unwrap(
-        Effect.map(deps.bus.subscribe(info.id), (sub) => (sub === undefined ? Stream.empty : Stream.fromSubscription(sub)))
-      ),
-      cancel: Effect.asVoid(Queue.offer(mailbox, { _tag: "Cancel" })),
-      answer: (requestId, answer) =>
-        Effect.suspend(() => {
-          const reply = open.get(requestId)
-          if (reply === undefined) {
-            return Effect.fail(new SessionError({ reason: "unknown_request", message: `No question ${JSON.stringify(requestId.slice(0, 64))} is waiting for an answer` }))
-          }
-          open.delete(requestId)
-          return Deferred.succeed(reply, answer)
-        }),
-      setMode: (id) =>
-        isModeId(id)
-          ? ask<void>((reply) => ({ _tag: "SetMode", mode: id, reply }))
-          : Effect.fail(new SessionError({ reason: "invalid_mode", message: `Unknown mode "${id}"` })),
-      setConfig: (id, value) =>
-        id === "mode"
-          ? session.setMode(value)
-          : ask<void>((reply) => ({ _tag: "SetConfig", id, value, reply })),
-      mode: Effect.sync(() => mode),
-      settings: Effect.sync(() => ({ mode, model: currentModel(), effort: currentEffort() })),
-      subscribe: Effect.flatMap(deps.bus.subscribe(info.id), (sub) => sub === undefined ? Effect.fail(closedError) : Effect.succeed(sub)),
-      mcpServers: deps.mcpStatus ?? (() => []),
-      idleSince: () => (running !== undefined || pending.length > 0 ? undefined : idle)
+      turn: (content, options) =>
+        Stream.unwrap(Effect.gen(function*() {
+          // Subscribed before the prompt is submitted: nothing of the turn can be missed.
+          const sub = yield* subscription
+          const turn = yield* submit({ _tag: "Submit", content, presented: options?.unattended !== true, client: options?.client, by: options?.by })
+          // However the stream ends, its presenter lets go of the turn (the next one may start).
+          yield* Effect.addFinalizer(() => released(turn))
+          return Bus.toStream(sub).pipe(
+            Stream.filter((event) => event.turn === turn),
+            Stream.takeUntil((event) => event.type === "turn_end")
+          )
+        })),
+      send: (command: Command): Effect.Effect<SendResult, SessionError> => {
+        switch (command._tag) {
+          case "Prompt":
+            return Effect.map(submit({ _tag: "Submit", content: command.content, presented: false }), (turn) => ({ turn }))
+          case "Cancel":
+            return Effect.as(cancel, {})
+          case "SetMode":
+            return Effect.as(setMode(command.mode), {})
+          case "SetConfig":
+            return Effect.as(setConfig(command.id, command.value), {})
+          case "Steer":
+            return Effect.fail(new SessionError({ reason: "unsupported", message: "Steering a running turn is not supported yet; send a Prompt instead" }))
+          case "Answer":
+            return Effect.as(questions.answer(command.requestId, command.answer), {})
+          case "Close":
+            return Effect.as(deps.close, {})
+        }
+      },
+      prompt,
+      cancel,
+      setMode,
+      setConfig,
+      answer: questions.answer,
+      settings: Effect.sync(() => ({
+        mode: mode(),
+        ...(currentModel() !== undefined ? { model: currentModel()! } : {}),
+        ...(currentEffort() !== undefined ? { effort: currentEffort()! } : {})
+      })),
+      events: Stream.unwrap(Effect.map(deps.bus.subscribe(info.id), (sub) => (sub === undefined ? Stream.empty : Bus.toStream(sub)))),
+      subscribe: (fromSeq) =>
+        Stream.unwrap(Effect.gen(function*() {
+          // Live first, then the log: whatever is logged meanwhile is in one or the other, and
+          // what is in both is dropped from the live part by its seq.
+          const sub = yield* subscription
+          const logged = yield* deps.readLog
+          const replay = logged.filter((event) => event.seq > fromSeq)
+          const last = Math.max(fromSeq, logged.length > 0 ? logged[logged.length - 1]!.seq : 0)
+          return Stream.concat(
+            Stream.fromIterable(replay as ReadonlyArray<SessionEvent>),
+            Bus.toStream(sub).pipe(Stream.filter((event) => (isEphemeral(event) ? event.seq >= last : event.seq > last)))
+          )
+        })),
+      mcpServers: Effect.sync(() => deps.mcpStatus?.() ?? []),
+      idleSince: () => (resting() ? idle : undefined)
     }
     return session
   })

@@ -1,28 +1,28 @@
 /**
- * AcpServer: the ACP v1 agent over a JSON-RPC peer. A presenter over the
- * Runtime: it maps methods to runtime commands and a prompt's events to
- * `session/update` notifications (through the pure Translate module).
+ * AcpServer: the ACP v1 agent over a JSON-RPC peer. A pure adapter over the Runtime and the
+ * session protocol: methods become runtime calls and session commands; a prompt's turn
+ * stream becomes `session/update` notifications (through the pure Translate module), and the
+ * turn's questions become requests to the client (`session/request_permission`, `fs/*`,
+ * `terminal/*`) whose responses are the session's answers.
  *
- * Ordering: a prompt handler subscribes to its session before submitting, and
- * forwards its own turn's events until `turn_end`; only then does it answer.
- * The peer writes in enqueue order, so every update of a turn precedes the
- * turn's response, and nothing of the turn follows it. The turn's questions
- * (permission, `fs/*`, `terminal/*`) are events of the same stream: the handler
- * sends each request in its place, after every update published before it.
+ * Ordering: a prompt presents its turn: it forwards the turn's events in order, sending each
+ * question's request in its place (after every update published before it), and answers the
+ * prompt on `turn_end` before it lets go of the turn. The session starts its next turn only
+ * then, and the peer writes in enqueue order, so every update of a turn precedes the turn's
+ * response, nothing of the turn follows it, and prompts are answered in order.
  */
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as FiberMap from "effect/FiberMap"
 import * as Layer from "effect/Layer"
-import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
 import * as Acp from "../acp/index.ts"
 import * as Peer from "../jsonrpc/Peer.ts"
 import * as Protocol from "../jsonrpc/Protocol.ts"
-import type { UserBlock } from "../log/Event.ts"
+import type { SessionEvent, UserBlock } from "../log/Event.ts"
 import * as Replay from "../translate/Replay.ts"
 import { Runtime, RuntimeError } from "../runtime/Api.ts"
-import type { Session, SessionError } from "../runtime/Session.ts"
+import { outcomeOf, type Session, type SessionError } from "../session/Protocol.ts"
 import * as Translate from "../translate/Translate.ts"
 import * as ClientBridge from "./ClientBridge.ts"
 import * as Stdio from "./Stdio.ts"
@@ -99,30 +99,15 @@ const userBlocks = (prompt: ReadonlyArray<Acp.Content.ContentBlock>): Effect.Eff
 
 /** Builds the method table over a peer and the runtime. */
 export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: Options) => {
-  /**
-   * The sessions this client created, loaded or resumed here. The runtime may close an idle
-   * one to stay within its cap of live sessions; such a session comes back (resumed from its
-   * log, without replay) the next time the client uses it.
-   */
-  const opened = new Set<string>()
-
-  const session = (sessionId: string): Effect.Effect<Session, Protocol.RpcError> =>
-    runtime.getSession(sessionId).pipe(
-      Effect.catch((error) =>
-        error.reason === "not_found" && opened.has(sessionId)
-          ? Effect.map(runtime.loadSession({ sessionId, ...presenting() }), (loaded) => loaded.session)
-          : Effect.fail(error)
-      ),
-      Effect.mapError(runtimeError)
-    )
+  const session = (sessionId: string): Effect.Effect<Session, Protocol.RpcError> => Effect.mapError(runtime.getSession(sessionId), runtimeError)
 
   const update = (sessionId: string, u: Translate.SessionUpdate) => peer.notify("session/update", { sessionId, update: u })
 
   // What the client offered in `initialize` (nothing until it says otherwise).
   let offered: ClientBridge.Capabilities = { readTextFile: false, writeTextFile: false, terminal: false }
   const clientSettings = options.clientAccess ?? { useClientFs: true, useClientTerminal: true }
-  /** Sessions opened here are presented here: this server asks their questions of the client. */
-  const presenting = () => ({ presented: true, client: ClientBridge.capabilities(offered, clientSettings) })
+  /** What this client offers a turn's tools, under the agent's settings. */
+  const turnOptions = () => ({ client: ClientBridge.capabilities(offered, clientSettings) })
 
   /** The session's config options: mode, model and (where the model has one) reasoning effort. */
   const configOptionsOf = (s: Session) =>
@@ -131,38 +116,18 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
   /** Tells the client about a mode change it did not necessarily make itself. */
   const announceMode = (s: Session) =>
     Effect.gen(function*() {
-      const mode = yield* s.mode
+      const { mode } = yield* s.settings
       yield* update(s.id, { sessionUpdate: "current_mode_update", currentModeId: mode })
       yield* update(s.id, { sessionUpdate: "config_option_update", configOptions: yield* configOptionsOf(s) })
     })
 
-  /**
-   * Per session, the answer of the prompt that arrived last. A session runs its prompts one
-   * after another, in the order they arrived; a prompt's updates and answer wait for the
-   * answer of the one before it, so no update of a turn reaches the client while the previous
-   * prompt still looks open to it (and answers come in order).
-   */
-  const lastAnswer = new Map<string, Deferred.Deferred<void>>()
-
   const prompt = (params: Acp.Session.PromptRequest, ctx: Peer.RequestContext) =>
-    Effect.scoped(Effect.gen(function*() {
-      // First, before anything can suspend: the order of this chain is the order of arrival.
-      const previous = lastAnswer.get(params.sessionId)
-      const answered = Deferred.makeUnsafe<void>()
-      lastAnswer.set(params.sessionId, answered)
-      ctx.onResponded(Effect.suspend(() => {
-        if (lastAnswer.get(params.sessionId) === answered) lastAnswer.delete(params.sessionId)
-        return Deferred.succeed(answered, undefined)
-      }))
+    Effect.gen(function*() {
       const s = yield* session(params.sessionId)
       const content = yield* userBlocks(params.prompt)
-      const subscription = yield* Effect.mapError(s.subscribe, sessionError)
-      const ticket = yield* Effect.mapError(s.submit(content), sessionError)
       const encode = Translate.encoder(s.id)
       // The turn's open questions, by request id; withdrawing one interrupts its request.
       const questions = yield* FiberMap.make<string>()
-      if (previous !== undefined) yield* Deferred.await(previous)
-      let done = false
       let lines: Array<string> = []
       const flush = Effect.suspend(() => {
         if (lines.length === 0) return Effect.void
@@ -170,40 +135,42 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
         lines = []
         return peer.sendEncoded(chunk)
       })
-      while (!done) {
-        // Everything published since the last take, encoded into one write-queue item.
-        const events = yield* PubSub.takeAll(subscription)
-        for (const event of events) {
-          if (event.turn !== ticket.turn) continue
-          if (ClientBridge.isQuestion(event)) {
-            // Everything before the question is written first; nothing after it overtakes it.
-            yield* flush
-            const sent = Deferred.makeUnsafe<void>()
-            yield* FiberMap.run(questions, event.data.requestId, ClientBridge.ask(peer, s, event, sent), { startImmediately: true })
-            yield* Deferred.await(sent)
-            continue
+      // Everything published since the last take, encoded into one write-queue item.
+      const present = (events: ReadonlyArray<SessionEvent>) =>
+        Effect.gen(function*() {
+          for (const event of events) {
+            if (ClientBridge.isQuestion(event)) {
+              // Everything before the question is written first; nothing after it overtakes it.
+              yield* flush
+              const sent = Deferred.makeUnsafe<void>()
+              yield* FiberMap.run(questions, event.data.requestId, ClientBridge.ask(peer, s, event, sent), { startImmediately: true })
+              yield* Deferred.await(sent)
+              continue
+            }
+            if (event.type === "question_withdrawn") {
+              yield* FiberMap.remove(questions, event.data.requestId)
+              continue
+            }
+            for (const u of Translate.live(event)) lines.push(encode(u))
+            const outcome = outcomeOf(event)
+            if (outcome !== undefined) {
+              yield* flush
+              // Answered before the turn is let go of: the next turn cannot start before this answer.
+              return yield* ctx.respond({ stopReason: outcome.stopReason })
+            }
           }
-          if (event.type === "question_withdrawn") {
-            yield* FiberMap.remove(questions, event.data.requestId)
-            continue
-          }
-          for (const u of Translate.live(event)) lines.push(encode(u))
-          if (event.type === "turn_end") {
-            done = true
-            break
-          }
-        }
-        yield* flush
-        // Let the turn publish more before the next take: one wake-up per burst, not per delta.
-        if (!done) yield* Effect.yieldNow
-      }
-      const outcome = yield* Deferred.await(ticket.outcome)
-      return { stopReason: outcome.stopReason }
-    }))
+          yield* flush
+          // Let the turn publish more before the next take: one wake-up per burst, not per delta.
+          yield* Effect.yieldNow
+        })
+      yield* s.turn(content, turnOptions()).pipe(Stream.runForEachArray(present), Effect.mapError(sessionError))
+      // The turn ended without its turn_end (the session closed under it).
+      return { stopReason: "cancelled" }
+    }).pipe(Effect.scoped)
 
   const sessionState = (s: Session) =>
     Effect.gen(function*() {
-      const mode = yield* s.mode
+      const { mode } = yield* s.settings
       return { modes: Translate.modeState(mode), configOptions: yield* configOptionsOf(s) }
     })
 
@@ -215,8 +182,7 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
           sessionId: params.sessionId,
           cwd: params.cwd,
           additionalDirectories: params.additionalDirectories,
-          mcpServers: params.mcpServers,
-          ...presenting()
+          mcpServers: params.mcpServers
         }),
         runtimeError
       )
@@ -233,7 +199,6 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
         }
         if (lines.length > 0) yield* peer.sendEncoded(lines.join(""))
       }
-      opened.add(loaded.session.id)
       sessionOpened(ctx)
       return yield* sessionState(loaded.session)
     })
@@ -286,12 +251,10 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
             runtime.newSession({
               cwd: params.cwd,
               additionalDirectories: params.additionalDirectories,
-              mcpServers: params.mcpServers,
-              ...presenting()
+              mcpServers: params.mcpServers
             }),
             runtimeError
           )
-          opened.add(s.id)
           sessionOpened(ctx)
           return { sessionId: s.id, ...(yield* sessionState(s)) }
         })),
@@ -299,12 +262,9 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
       "session/resume": Peer.request(Acp.Session.ResumeSessionRequest, (params, ctx) => reopen(params, false, ctx)),
       "session/list": Peer.request(Acp.Session.ListSessionsRequest, list),
       "session/close": Peer.request(Acp.Session.CloseSessionRequest, (params) =>
-        Effect.as(Effect.andThen(Effect.sync(() => opened.delete(params.sessionId)), runtime.closeSession(params.sessionId)), {})),
+        Effect.as(runtime.closeSession(params.sessionId), {})),
       "session/delete": Peer.request(Acp.Session.DeleteSessionRequest, (params) =>
-        Effect.as(
-          Effect.andThen(Effect.sync(() => opened.delete(params.sessionId)), Effect.mapError(runtime.deleteSession(params.sessionId), runtimeError)),
-          {}
-        )),
+        Effect.as(Effect.mapError(runtime.deleteSession(params.sessionId), runtimeError), {})),
       "session/prompt": Peer.request(Acp.Session.PromptRequest, prompt, {
         // `$/cancel_request` on a prompt cancels its turn; the prompt then answers `cancelled`.
         onCancel: (params) => Effect.ignore(Effect.flatMap(runtime.getSession(params.sessionId), (s) => s.cancel))

@@ -13,7 +13,7 @@ import * as Acp from "../acp/index.ts"
 import type * as Peer from "../jsonrpc/Peer.ts"
 import * as Protocol from "../jsonrpc/Protocol.ts"
 import type { SessionEvent } from "../log/Event.ts"
-import type { Session } from "../runtime/Session.ts"
+import type { Session } from "../session/Protocol.ts"
 import type { Capabilities } from "../session/ClientCalls.ts"
 import type { Answer, ClientCall, PermissionAsked } from "../Vocabulary.ts"
 

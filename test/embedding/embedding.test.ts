@@ -10,7 +10,7 @@ import * as Stream from "effect/Stream"
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Runtime, Scripted, Skein, type SessionEvent, Translate, type TurnOutcome } from "../../src/index.ts"
+import { Runtime, Scripted, SessionProtocol, Skein, type SessionEvent, Translate, type TurnOutcome } from "../../src/index.ts"
 
 const scriptJson = JSON.stringify({
   turns: [
@@ -49,14 +49,13 @@ describe("embedding Skein in an Effect program", () => {
         return yield* Effect.gen(function*() {
           const runtime = yield* Runtime
           const session = yield* runtime.newSession({ cwd })
-          // The session's own events, and the runtime-wide stream filtered to it.
-          const subscription = yield* session.subscribe
-          const own = yield* Effect.forkChild(untilTurnEnd(Stream.fromSubscription(subscription)), { startImmediately: true })
+          // The runtime-wide stream filtered to the session, and the turn's own stream.
           const all = yield* Effect.forkChild(untilTurnEnd(runtime.events.pipe(Stream.filter((e) => e.sessionId === session.id))), {
             startImmediately: true
           })
-          const outcome: TurnOutcome = yield* session.prompt([{ type: "text", text: "Summarise notes.txt" }])
-          return { id: session.id, outcome, events: yield* Fiber.join(own), all: yield* Fiber.join(all) }
+          const events = yield* Stream.runCollect(session.turn([{ type: "text", text: "Summarise notes.txt" }]))
+          const outcome: TurnOutcome = SessionProtocol.outcomeOf(events.at(-1)!)!
+          return { id: session.id, outcome, events, all: yield* Fiber.join(all) }
         }).pipe(Effect.scoped, Effect.provide(Skein.layer({ home, script })))
       })
 
@@ -105,16 +104,12 @@ describe("embedding Skein in an Effect program", () => {
           const runtime = yield* Runtime
           const session = yield* runtime.newSession({ cwd })
           yield* session.prompt([{ type: "text", text: "read the notes" }])
-          const subscription = yield* session.subscribe
-          const events = yield* Effect.forkChild(untilTurnEnd(Stream.fromSubscription(subscription)), { startImmediately: true })
-          const prompt = yield* Effect.forkChild(session.prompt([{ type: "text", text: "wait" }]))
           // Cancel once the second turn is streaming.
-          yield* Stream.fromSubscription(yield* session.subscribe).pipe(
-            Stream.filter((e) => e.type === "text_delta" && e.turn === 2),
-            Stream.runHead
+          const events = yield* session.turn([{ type: "text", text: "wait" }]).pipe(
+            Stream.tap((e) => (e.type === "text_delta" ? session.cancel : Effect.void)),
+            Stream.runCollect
           )
-          yield* session.cancel
-          return { outcome: yield* Fiber.join(prompt), events: yield* Fiber.join(events) }
+          return { outcome: SessionProtocol.outcomeOf(events.at(-1)!)!, events }
         }).pipe(Effect.scoped, Effect.provide(Skein.layer({ home, script })))
       })
       const { outcome, events } = await Effect.runPromise(program.pipe(Effect.timeout("10 seconds")))
@@ -124,9 +119,6 @@ describe("embedding Skein in an Effect program", () => {
       assert.deepStrictEqual(turn2.at(-1)?.data, { stopReason: "cancelled" })
     }))
 
-  // GAP (src/runtime/Session.ts `Session`, src/index.ts): DESIGN.md "Embedding" promises, per
-  // session, `events` (a Stream). A Session only has `subscribe` (a scoped PubSub subscription);
-  // an embedder must reach for `Stream.fromSubscription` or filter `runtime.events`.
   it("a session offers `events` as a Stream (DESIGN: Embedding)", () =>
     withDirs(async ({ home, cwd }) => {
       const events = await Effect.runPromise(

@@ -15,6 +15,7 @@ import { hostname } from "node:os"
 import { join } from "node:path"
 import { Skein, type SkeinConfig } from "../../src/index.ts"
 import type { CanonicalBody } from "../../src/log/Event.ts"
+import type { Bus } from "../../src/runtime/Bus.ts"
 import { INTERRUPTED_TOOL, INTERRUPTED_TURN } from "../../src/log/Recovery.ts"
 import * as Replay from "../../src/translate/Replay.ts"
 import type { ModelRequest } from "../../src/providers/Provider.ts"
@@ -23,10 +24,10 @@ import { Runtime } from "../../src/runtime/Runtime.ts"
 import { read } from "../../src/tools/read.ts"
 import * as Tool from "../../src/tools/Tool.ts"
 import * as Toolkit from "../../src/tools/Toolkit.ts"
-import { byPrompt, makeDirs, piecesLayer, readLog, record, text } from "../support/Sessions.ts"
+import { byPrompt, historyOf, makeDirs, piecesLayer, readLog, record, submit, text } from "../support/Sessions.ts"
 
 /** Runs `body` against a fresh runtime over `home` (as a new process would), then closes it. */
-const inRuntime = <A, E>(home: string, config: Omit<SkeinConfig, "home">, body: (runtime: Runtime["Service"]) => Effect.Effect<A, E, Scope.Scope>) =>
+const inRuntime = <A, E>(home: string, config: Omit<SkeinConfig, "home">, body: (runtime: Runtime["Service"]) => Effect.Effect<A, E, Scope.Scope | Bus>) =>
   Effect.gen(function*() {
     const runtime = yield* Runtime
     return yield* body(runtime)
@@ -59,7 +60,7 @@ describe("Runtime.loadSession", () => {
           const session = yield* runtime.newSession({ cwd })
           yield* session.prompt(text("Summarise notes.txt"))
           yield* session.setMode("acceptEdits")
-          return { id: session.id, messages: session.history.messages.slice() }
+          return { id: session.id, messages: historyOf(session).messages.slice() }
         }))
       assert.isFalse(existsSync(join(home, "sessions", `${first.id}.lock`)), "the lock is released at shutdown")
 
@@ -70,8 +71,8 @@ describe("Runtime.loadSession", () => {
         Effect.gen(function*() {
           const loaded = yield* runtime.loadSession({ sessionId: first.id, cwd })
           const session = loaded.session
-          assert.deepStrictEqual(session.history.messages, first.messages)
-          assert.strictEqual(yield* session.mode, "acceptEdits")
+          assert.deepStrictEqual(historyOf(session).messages, first.messages)
+          assert.strictEqual((yield* session.settings).mode, "acceptEdits")
           assert.deepStrictEqual(loaded.events.map((e) => e.seq), [1, 2, 3, 4, 5, 6, 7])
           assert.isTrue(existsSync(join(home, "sessions", `${first.id}.lock`)))
           const rec = yield* record(session)
@@ -101,10 +102,10 @@ describe("Runtime.loadSession", () => {
         Effect.gen(function*() {
           const { session, events } = yield* runtime.loadSession({ sessionId: "fixture-v1" })
           assert.strictEqual(session.cwd, cwd)
-          assert.strictEqual(yield* session.mode, "acceptEdits")
-          assert.deepStrictEqual([...session.history.config], [["model", "model-b"]])
-          assert.deepStrictEqual(session.history.rules, [{ decision: "allow", kind: "path", value: cwd, label: "edits in project/" }])
-          assert.strictEqual(session.history.turns, 2)
+          assert.strictEqual((yield* session.settings).mode, "acceptEdits")
+          assert.deepStrictEqual([...historyOf(session).config], [["model", "model-b"]])
+          assert.deepStrictEqual(historyOf(session).rules, [{ decision: "allow", kind: "path", value: cwd, label: "edits in project/" }])
+          assert.strictEqual(historyOf(session).turns, 2)
           assert.strictEqual(events.length, 13)
         }))
     }))
@@ -146,7 +147,7 @@ describe("Runtime.loadSession", () => {
         const runtime = yield* Runtime
         const session = yield* runtime.newSession({ cwd })
         const rec = yield* record(session)
-        yield* session.submit(text("go"))
+        yield* submit(session, text("go"))
         yield* rec.until((e) => e.type === "tool_running")
         copyFileSync(join(home, "sessions", `${session.id}.ndjson`), join(crashed, "sessions", `${session.id}.ndjson`))
         return session.id
@@ -168,7 +169,7 @@ describe("Runtime.loadSession", () => {
           ])
           assert.deepStrictEqual(events[3]!.data, { id: "s1", title: "Run slow", ok: false, content: INTERRUPTED_TOOL })
           assert.deepStrictEqual(events[4]!.data, { stopReason: "cancelled", error: INTERRUPTED_TURN })
-          assert.strictEqual(session.history.openToolCalls.size, 0)
+          assert.strictEqual(historyOf(session).openToolCalls.size, 0)
           // Replay shows the call as failed and says why the turn stopped.
           const updates = Replay.updates(events)
           assert.deepInclude(updates.find((u) => u.sessionUpdate === "tool_call_update"), { toolCallId: "s1", status: "failed" })
@@ -333,7 +334,7 @@ describe("Runtime: list, close, delete", () => {
           const lock = join(home, "sessions", `${session.id}.lock`)
           assert.strictEqual(JSON.parse(readFileSync(lock, "utf8")).pid, process.pid)
           const rec = yield* record(session)
-          const ticket = yield* session.submit(text("go"))
+          const ticket = yield* submit(session, text("go"))
           yield* rec.until((e) => e.type === "text_delta")
           yield* runtime.closeSession(session.id)
           assert.deepStrictEqual(yield* Deferred.await(ticket.outcome).pipe(Effect.timeout("1 second")), { stopReason: "cancelled" })

@@ -13,7 +13,7 @@ import { join } from "node:path"
 import type { SessionEvent } from "../../src/log/Event.ts"
 import type { Dialect } from "../../src/providers/Models.ts"
 import * as Registry from "../../src/providers/Registry.ts"
-import { readLog, record, text, types, withSkein } from "../support/Sessions.ts"
+import { readLog, record, submit, text, types, withSkein } from "../support/Sessions.ts"
 import * as TempDir from "../support/TempDir.ts"
 import * as D from "./support/Dialects.ts"
 import * as SseServer from "./support/SseServer.ts"
@@ -77,12 +77,14 @@ describe("the same agent scenario on every dialect", () => {
         "tool_running",
         "tool_result",
         "text_delta",
-        "text_delta",
         "model_response",
         "turn_end"
       ]
+      // A subscriber that reads after the deltas arrived gets adjacent ones merged (the Bus
+      // coalesces them): compare the sequence with runs of deltas counted once.
+      const collapsed = (names: ReadonlyArray<string>) => names.filter((name, i) => !(name.endsWith("_delta") && names[i - 1] === name))
       for (const o of outcomes) {
-        assert.deepStrictEqual(types(o.events), expectedTypes, o.dialect)
+        assert.deepStrictEqual(collapsed(types(o.events)), expectedTypes, o.dialect)
         assert.strictEqual(o.stopReason, "end_turn", o.dialect)
         assert.strictEqual(o.requests.length, 3, o.dialect)
       }
@@ -150,7 +152,7 @@ describe("the same agent scenario on every dialect", () => {
         Effect.gen(function*() {
           const session = yield* runtime.newSession({ cwd })
           const recorder = yield* record(session)
-          const ticket = yield* session.submit(text("hi"))
+          const ticket = yield* submit(session, text("hi"))
           yield* recorder.until((e) => e.type === "text_delta" && e.data.text === "lo")
           yield* session.cancel
           assert.strictEqual(yield* server.abandoned.pipe(Effect.timeout("2 seconds")), "/v1/messages")

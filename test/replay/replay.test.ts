@@ -24,7 +24,7 @@ import { read } from "../../src/tools/read.ts"
 import * as Tool from "../../src/tools/Tool.ts"
 import * as Toolkit from "../../src/tools/Toolkit.ts"
 import { NODE, REPO_ROOT, SKEIN } from "../support/AgentProcess.ts"
-import { byPrompt, makeDirs, piecesLayer, readLog, record, text } from "../support/Sessions.ts"
+import { byPrompt, makeDirs, piecesLayer, readLog, record, submit, text } from "../support/Sessions.ts"
 import * as TempDir from "../support/TempDir.ts"
 
 const GOLDEN = join(REPO_ROOT, "test/fixtures/logs/golden")
@@ -185,20 +185,24 @@ describe("Rerun.run", () => {
       const answers: Record<string, string> = { m1: "allow_once", m2: "reject_once" }
       const id = yield* Effect.gen(function*() {
         const runtime = yield* Runtime
-        const session = yield* runtime.newSession({
-          cwd,
-          ask: (q) => Effect.succeed({ outcome: "selected", optionId: answers[q.toolCall.toolCallId]! })
-        })
+        const session = yield* runtime.newSession({ cwd })
         const rec = yield* record(session)
-        const t1 = yield* session.submit(text("stream then cancel"))
+        const t1 = yield* submit(session, text("stream then cancel"))
         yield* rec.until((e) => e.type === "text_delta")
         yield* session.cancel
         yield* Deferred.await(t1.outcome)
-        const t2 = yield* session.submit(text("tool then cancel"))
+        const t2 = yield* submit(session, text("tool then cancel"))
         yield* rec.until((e) => e.type === "tool_running")
         yield* session.cancel
         yield* rec.until((e) => e.type === "turn_end" && e.turn === t2.turn)
-        yield* session.prompt(text("ask twice"))
+        // Presented here: its two questions are answered from the table.
+        yield* session.turn(text("ask twice")).pipe(
+          Stream.runForEach((e) =>
+            e.type === "permission_asked"
+              ? session.answer(e.data.requestId, { outcome: "selected", optionId: answers[e.data.toolCall.toolCallId]! })
+              : Effect.void
+          )
+        )
         yield* session.prompt(text("read it"))
         return session.id
       }).pipe(Effect.scoped, Effect.provide(piecesLayer({ home, provider, toolkit })))

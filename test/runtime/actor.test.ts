@@ -5,14 +5,14 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import type * as Context from "effect/Context"
-import * as Deferred from "effect/Deferred"
+
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import type * as FileSystem from "effect/FileSystem"
 import * as Logger from "effect/Logger"
 import type * as Path from "effect/Path"
-import * as PubSub from "effect/PubSub"
+import * as Stream from "effect/Stream"
 import * as Scope from "effect/Scope"
 import type { Canonical } from "../../src/log/Event.ts"
 import * as History from "../../src/log/History.ts"
@@ -22,6 +22,10 @@ import { Bus } from "../../src/runtime/Bus.ts"
 import * as Session from "../../src/runtime/Session.ts"
 import * as Toolkit from "../../src/tools/Toolkit.ts"
 import { makeDirs, text, types } from "../support/Sessions.ts"
+
+/** A prompt nobody presents, its outcome awaited later (`Fiber.join`). */
+const submit = (session: Session.Session, content: ReturnType<typeof text>) =>
+  Effect.map(Effect.forkChild(session.prompt(content), { startImmediately: true }), (outcome) => ({ outcome }))
 import * as TempDir from "../support/TempDir.ts"
 
 interface MemoryWriter extends Writer {
@@ -61,15 +65,26 @@ const start = (script: Scripted.Script, writer: MemoryWriter) =>
     const services = (yield* Effect.context<FileSystem.FileSystem | Path.Path>()) as Context.Context<FileSystem.FileSystem | Path.Path>
     const scope = yield* Scope.make()
     yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
+    const history = History.make()
+    history.mode = "default"
     const session = yield* Session.make(
       { id: "s-actor", cwd, additionalDirectories: [], created: 0 },
-      History.make(),
-      "default",
-      { bus, writer, provider: Scripted.make(script), toolkit: Toolkit.builtin(), maxTurnRequests: 10, services, permissionTimeoutMs: 60_000 },
+      history,
+      {
+        bus,
+        writer,
+        readLog: Effect.sync(() => writer.lines),
+        close: Scope.close(scope, Exit.void),
+        provider: Scripted.make(script),
+        toolkit: Toolkit.builtin(),
+        maxTurnRequests: 10,
+        services,
+        permissionTimeoutMs: 60_000
+      },
       scope
     )
-    const sub = yield* session.subscribe
-    const published = Effect.map(PubSub.takeUpTo(sub, 100_000), (events) => [...events])
+    const sub = (yield* bus.subscribe(session.id))!
+    const published = Effect.map(sub.poll, (events) => [...events])
     return { session, scope, published }
   }).pipe(Effect.provide(Bus.layer), Effect.provide(TempDir.platform))
 
@@ -110,8 +125,8 @@ describe("Session actor", () => {
     Effect.gen(function*() {
       const writer = memoryWriter()
       const { session, scope, published } = yield* start({ turns: [{ calls: [[{ text: "a" }, { sleep_ms: 30_000 }]] }] }, writer)
-      const ticket = yield* session.submit(text("1"))
-      const queued = yield* session.submit(text("2"))
+      const ticket = yield* submit(session, text("1"))
+      const queued = yield* submit(session, text("2"))
       const seen: Array<string> = []
       while (!seen.includes("text_delta")) {
         seen.push(...types(yield* published))
@@ -119,8 +134,8 @@ describe("Session actor", () => {
       }
       assert.strictEqual(writer.syncs, 0)
       yield* Scope.close(scope, Exit.void)
-      assert.deepStrictEqual(yield* Deferred.await(ticket.outcome), { stopReason: "cancelled" })
-      assert.deepStrictEqual(yield* Deferred.await(queued.outcome), { stopReason: "cancelled" })
+      assert.deepStrictEqual(yield* Fiber.join(ticket.outcome), { stopReason: "cancelled" })
+      assert.deepStrictEqual(yield* Fiber.join(queued.outcome), { stopReason: "cancelled" })
       assert.deepStrictEqual(writer.lines.map((e) => [e.seq, e.type, e.turn]), [[1, "turn_start", 1], [2, "model_response", 1], [3, "turn_end", 1]])
       assert.strictEqual(writer.syncs, 1)
     }))
@@ -130,8 +145,8 @@ describe("Session actor", () => {
       const writer = memoryWriter()
       const { session, scope } = yield* start({ turns: [] }, writer)
       yield* Scope.close(scope, Exit.void)
-      assert.strictEqual((yield* Effect.flip(session.submit(text("x")))).reason, "closed")
-      assert.strictEqual((yield* Effect.flip(Effect.scoped(session.subscribe))).reason, "closed")
+      assert.strictEqual((yield* Effect.flip(session.send({ _tag: "Prompt", content: text("x") }))).reason, "closed")
+      assert.strictEqual((yield* Effect.flip(Stream.runDrain(session.subscribe(0)))).reason, "closed")
       assert.strictEqual((yield* Effect.flip(session.setMode("plan"))).reason, "closed")
     }))
 
@@ -162,12 +177,12 @@ describe("Session actor", () => {
       const writer = memoryWriter()
       const { session } = yield* start({ turns: [{ calls: [[{ text: "a" }]] }] }, writer)
       writer.slowMs = 200
-      const ticket = yield* session.submit(text("1"))
+      const ticket = yield* submit(session, text("1"))
       // Cancel while the model_response line is written but its append has not returned yet.
       while (!writer.lines.some((e) => e.type === "model_response")) yield* Effect.sleep("5 millis")
       yield* Effect.sleep("20 millis")
       yield* session.cancel
-      yield* Deferred.await(ticket.outcome).pipe(Effect.timeout("5 seconds"))
+      yield* Fiber.join(ticket.outcome).pipe(Effect.timeout("5 seconds"))
       const seqs = writer.lines.map((e) => e.seq)
       assert.deepStrictEqual(seqs, [...new Set(seqs)].sort((a, b) => a - b), `log: ${JSON.stringify(writer.lines.map((e) => [e.seq, e.type]))}`)
       assert.strictEqual(writer.lines.filter((e) => e.type === "model_response").length, 1)

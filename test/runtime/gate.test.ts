@@ -29,7 +29,8 @@ const attempt = (cwd: string, mode: ModeId, tool: Tool.Tool, args: unknown, rule
       roots: [cwd],
       mode: () => mode,
       history,
-      ask: undefined,
+      ask: () => Effect.succeed(undefined),
+      canAsk: () => false,
       timeoutMs: 1_000,
       record: () => Effect.void
     })

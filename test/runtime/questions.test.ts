@@ -1,7 +1,9 @@
 /**
- * A session's questions as data: a presented session publishes `permission_asked` in order with
- * its other events and waits for `answer`; a question it stops waiting for is withdrawn; an
- * answer to no open question is refused; an unpresented session denies at once.
+ * A session's questions as data: the turn's presenter (whoever runs `turn()`) gets
+ * `permission_asked` in order with the other events, and the session waits for `answer`; a
+ * question the session stops waiting for is withdrawn; an answer to no open question is
+ * refused; a presenter that goes away leaves its questions unanswered and the turn goes on; a
+ * turn nobody presents denies at once.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -10,23 +12,23 @@ import * as Stream from "effect/Stream"
 import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import type { SessionEvent } from "../../src/log/Event.ts"
-import { text, withSkein } from "../support/Sessions.ts"
+import { outcomeOf } from "../../src/session/Protocol.ts"
+import { readLog, record, text, withSkein } from "../support/Sessions.ts"
 
 const writeScript = {
   turns: [
     { calls: [[{ text: "Writing." }, { tool: "write", args: { path: "out.txt", content: "made\n" }, id: "w1" }], [{ text: "done" }]] },
-    { calls: [[{ tool: "write", args: { path: "late.txt", content: "x" }, id: "w2" }], [{ text: "never" }]] }
+    { calls: [[{ tool: "write", args: { path: "late.txt", content: "x" }, id: "w2" }], [{ text: "after" }]] }
   ]
 }
 
 describe("Session questions", () => {
-  it.live("a presented session asks in order, waits for the answer, and takes it", () =>
+  it.live("the presenter of a turn is asked in order, and its answer is taken", () =>
     withSkein({ script: writeScript }, ({ runtime, cwd }) =>
       Effect.gen(function*() {
-        const session = yield* runtime.newSession({ cwd, presented: true })
+        const session = yield* runtime.newSession({ cwd })
         const seen: Array<SessionEvent> = []
-        const answering = yield* session.events.pipe(
-          Stream.takeUntil((e) => e.type === "turn_end"),
+        yield* session.turn(text("go")).pipe(
           Stream.runForEach((e) =>
             Effect.gen(function*() {
               seen.push(e)
@@ -38,38 +40,53 @@ describe("Session questions", () => {
                 assert.strictEqual(again.reason, "unknown_request")
               }
             })
-          ),
-          Effect.forkChild({ startImmediately: true })
+          )
         )
-        assert.deepStrictEqual(yield* session.prompt(text("go")), { stopReason: "end_turn" })
-        yield* Fiber.join(answering)
         const order = seen.map((e) => e.type).filter((t) => ["text_delta", "tool_call", "permission_asked", "permission", "tool_result"].includes(t))
         assert.deepStrictEqual(order, ["text_delta", "tool_call", "permission_asked", "permission", "tool_result", "text_delta"])
+        assert.deepStrictEqual(outcomeOf(seen.at(-1)!), { stopReason: "end_turn" })
         assert.strictEqual(readFileSync(join(cwd, "out.txt"), "utf8"), "made\n")
       })))
 
-  it.live("cancel withdraws an open question; an unpresented session denies without asking", () =>
-    withSkein({ script: writeScript }, ({ runtime, cwd }) =>
+  it.live("cancel withdraws an open question; a turn nobody presents is denied without asking", () =>
+    withSkein({ script: writeScript }, ({ runtime, cwd, home }) =>
       Effect.gen(function*() {
-        const session = yield* runtime.newSession({ cwd, presented: true })
-        const asked = yield* session.events.pipe(
-          Stream.filter((e) => e.type === "permission_asked" || e.type === "question_withdrawn"),
-          Stream.take(2),
-          Stream.runCollect,
-          Effect.forkChild({ startImmediately: true })
+        const session = yield* runtime.newSession({ cwd })
+        const seen = yield* session.turn(text("go")).pipe(
+          Stream.tap((e) => (e.type === "permission_asked" ? session.cancel : Effect.void)),
+          Stream.runCollect
         )
-        const outcome = yield* Effect.forkChild(session.prompt(text("go")))
-        const first = yield* session.events.pipe(Stream.filter((e) => e.type === "permission_asked"), Stream.runHead)
-        yield* session.cancel
-        assert.deepStrictEqual(yield* Fiber.join(outcome), { stopReason: "cancelled" })
-        const [question, withdrawn] = yield* Fiber.join(asked)
-        assert.strictEqual(question!.type, "permission_asked")
-        assert.deepStrictEqual(withdrawn!.data, { requestId: (question!.data as { requestId: string }).requestId })
-        assert.strictEqual(first._tag, "Some")
+        const question = seen.find((e) => e.type === "permission_asked")!
+        const withdrawn = seen.find((e) => e.type === "question_withdrawn")!
+        assert.deepStrictEqual(withdrawn.data, { requestId: (question.data as { requestId: string }).requestId })
+        assert.deepStrictEqual(outcomeOf(seen.at(-1)!), { stopReason: "cancelled" })
         assert.isFalse(existsSync(join(cwd, "out.txt")))
 
-        const alone = yield* runtime.newSession({ cwd })
-        assert.deepStrictEqual(yield* alone.prompt(text("go")), { stopReason: "end_turn" })
+        // Nobody presents a prompt sent as a command: its question is never asked.
+        const rec = yield* record(session)
+        assert.deepStrictEqual(yield* session.prompt(text("go")), { stopReason: "end_turn" })
+        assert.isFalse((yield* rec.drain).some((e) => e.type === "permission_asked"))
+        assert.isFalse(existsSync(join(cwd, "late.txt")))
+        const permissions = readLog(home, session.id).events.filter((e) => e.type === "permission").map((e) => e.data)
+        assert.deepStrictEqual(permissions.at(-1), { toolCallId: "w2", outcome: "unanswerable" })
+      })))
+
+  it.live("a presenter that goes away leaves its question unanswered; the turn goes on without it", () =>
+    withSkein({ script: writeScript }, ({ runtime, cwd, home }) =>
+      Effect.gen(function*() {
+        const session = yield* runtime.newSession({ cwd })
+        const rec = yield* record(session)
+        // The presenter stops reading right after the question arrives (a client disconnecting).
+        const first = yield* session.turn(text("go")).pipe(Stream.takeUntil((e) => e.type === "permission_asked"), Stream.runCollect)
+        assert.strictEqual(first.at(-1)!.type, "permission_asked")
+        const end = yield* rec.until((e) => e.type === "turn_end" && e.turn === 1)
+        assert.deepStrictEqual(end.data, { stopReason: "end_turn" })
+        assert.isTrue(rec.seen.some((e) => e.type === "question_withdrawn"))
         assert.isFalse(existsSync(join(cwd, "out.txt")))
+        const permission = readLog(home, session.id).events.find((e) => e.type === "permission")!
+        assert.deepStrictEqual(permission.data, { toolCallId: "w1", outcome: "unanswerable" })
+        // The next turn starts once the first ended: the session is not stuck.
+        const fiber = yield* Effect.forkChild(session.prompt(text("go")))
+        assert.deepStrictEqual(yield* Fiber.join(fiber), { stopReason: "end_turn" })
       })))
 })

@@ -20,7 +20,7 @@ import { read } from "../../src/tools/read.ts"
 import * as Tool from "../../src/tools/Tool.ts"
 import * as Toolkit from "../../src/tools/Toolkit.ts"
 import * as Translate from "../../src/translate/Translate.ts"
-import { byPrompt, logged, makeDirs, piecesLayer, readLog, record, text, typeData, types, withPieces, withSkein } from "../support/Sessions.ts"
+import { byPrompt, historyOf, logged, makeDirs, piecesLayer, readLog, record, submit, text, typeData, types, withPieces, withSkein } from "../support/Sessions.ts"
 
 const readTurn: Scripted.Script["turns"][number] = {
   calls: [
@@ -149,7 +149,7 @@ describe("Session: a turn with a tool", () => {
           { role: "tool", id: "call_1_1_1", name: "read", ok: true, content: "1\tHello notes" },
           { role: "assistant", parts: [{ type: "thinking", text: "short" }, { type: "text", text: "Done." }] }
         ])
-        assert.deepStrictEqual(session.history.messages, folded.messages)
+        assert.deepStrictEqual(historyOf(session).messages, folded.messages)
         assert.strictEqual(folded.turns, 1)
         assert.strictEqual(folded.openToolCalls.size, 0)
       })))
@@ -198,8 +198,8 @@ describe("Session: the mailbox", () => {
       Effect.gen(function*() {
         const session = yield* runtime.newSession({ cwd })
         const rec = yield* record(session)
-        const t1 = yield* session.submit(text("one"))
-        const t2 = yield* session.submit(text("two"))
+        const t1 = yield* submit(session, text("one"))
+        const t2 = yield* submit(session, text("two"))
         assert.strictEqual(t1.turn, 1)
         assert.strictEqual(t2.turn, 2)
         assert.deepStrictEqual(yield* Deferred.await(t2.outcome), { stopReason: "end_turn" })
@@ -212,7 +212,7 @@ describe("Session: the mailbox", () => {
         assert.isTrue(events.slice(start2).every((e) => e.turn === 2))
         assert.isTrue(events[start2]!.seq > events[end1]!.seq)
         // The second turn's model call saw the first exchange.
-        assert.deepStrictEqual(session.history.messages.map((m) => m.role), ["user", "assistant", "user", "assistant"])
+        assert.deepStrictEqual(historyOf(session).messages.map((m) => m.role), ["user", "assistant", "user", "assistant"])
       })))
 
   it.live("cancel interrupts a sleeping turn promptly; the partial text is logged as cancelled", () =>
@@ -220,7 +220,7 @@ describe("Session: the mailbox", () => {
       Effect.gen(function*() {
         const session = yield* runtime.newSession({ cwd })
         const rec = yield* record(session)
-        const ticket = yield* session.submit(text("go"))
+        const ticket = yield* submit(session, text("go"))
         yield* rec.until((e) => e.type === "text_delta")
         const start = yield* Clock.currentTimeMillis
         yield* session.cancel
@@ -249,7 +249,7 @@ describe("Session: the mailbox", () => {
       Effect.gen(function*() {
         const session = yield* runtime.newSession({ cwd })
         const rec = yield* record(session)
-        const tickets = [yield* session.submit(text("1")), yield* session.submit(text("2")), yield* session.submit(text("3"))]
+        const tickets = [yield* submit(session, text("1")), yield* submit(session, text("2")), yield* submit(session, text("3"))]
         yield* rec.until((e) => e.type === "turn_start")
         const start = yield* Clock.currentTimeMillis
         yield* session.cancel
@@ -276,7 +276,7 @@ describe("Session: the mailbox", () => {
       Effect.gen(function*() {
         const session = yield* runtime.newSession({ cwd })
         const rec = yield* record(session)
-        const ticket = yield* session.submit(text("go"))
+        const ticket = yield* submit(session, text("go"))
         yield* rec.until((e) => e.type === "text_delta")
         yield* session.cancel
         assert.deepStrictEqual(yield* Deferred.await(ticket.outcome).pipe(Effect.timeout("5 seconds")), { stopReason: "cancelled" })
@@ -294,7 +294,7 @@ describe("Session: the mailbox", () => {
           ["turn_end", { stopReason: "cancelled" }]
         ])
         assert.deepStrictEqual(readLog(home, session.id).events, canonical.map(logged))
-        assert.strictEqual(session.history.openToolCalls.size, 0)
+        assert.strictEqual(historyOf(session).openToolCalls.size, 0)
       })))
 
   // BUG (src/runtime/Session.ts finalize + src/translate/Translate.ts): a tool call that was
@@ -310,7 +310,7 @@ describe("Session: the mailbox", () => {
       Effect.gen(function*() {
         const session = yield* runtime.newSession({ cwd })
         const rec = yield* record(session)
-        const ticket = yield* session.submit(text("go"))
+        const ticket = yield* submit(session, text("go"))
         yield* rec.until((e) => e.type === "text_delta")
         yield* Effect.sleep("20 millis")
         yield* session.cancel
@@ -327,7 +327,7 @@ describe("Session: the mailbox", () => {
       Effect.gen(function*() {
         const session = yield* runtime.newSession({ cwd })
         const rec = yield* record(session)
-        const ticket = yield* session.submit(text("go"))
+        const ticket = yield* submit(session, text("go"))
         yield* rec.until((e) => e.type === "tool_running")
         const start = yield* Clock.currentTimeMillis
         yield* session.cancel
@@ -343,8 +343,8 @@ describe("Session: the mailbox", () => {
       Effect.gen(function*() {
         const session = yield* runtime.newSession({ cwd })
         const rec = yield* record(session)
-        const t1 = yield* session.submit(text("one"))
-        const t2 = yield* session.submit(text("two"))
+        const t1 = yield* submit(session, text("one"))
+        const t2 = yield* submit(session, text("two"))
         yield* rec.until((e) => e.type === "text_delta")
         const start = yield* Clock.currentTimeMillis
         yield* runtime.closeSession(session.id)
@@ -360,7 +360,7 @@ describe("Session: the mailbox", () => {
         ])
         assert.deepStrictEqual(log.events[2]!.data, { stopReason: "cancelled" })
 
-        const error = yield* Effect.flip(session.submit(text("three")))
+        const error = yield* Effect.flip(session.send({ _tag: "Prompt", content: text("three") }))
         assert.strictEqual(error.reason, "closed")
         const missing = yield* Effect.flip(runtime.getSession(session.id))
         assert.strictEqual(missing.reason, "not_found")
@@ -375,7 +375,7 @@ describe("Session: the mailbox", () => {
         const runtime = yield* Runtime
         const session = yield* runtime.newSession({ cwd })
         const rec = yield* record(session)
-        const ticket = yield* session.submit(text("go"))
+        const ticket = yield* submit(session, text("go"))
         yield* rec.until((e) => e.type === "text_delta")
         return { ticket, id: session.id }
       }).pipe(Effect.scoped, Effect.provide(piecesLayer({ home, provider, toolkit: testToolkit })))
@@ -421,7 +421,7 @@ describe("Session: failures", () => {
           ["tool_result", { id: "t9", title: "read", ok: false, content: "Not run: the turn failed" }],
           ["turn_end", { stopReason: "end_turn", error: "The model call failed: overloaded" }]
         ])
-        assert.strictEqual(session.history.openToolCalls.size, 0)
+        assert.strictEqual(historyOf(session).openToolCalls.size, 0)
       })))
 
   it.live("max_turn_requests stops a turn that keeps calling tools", () =>
@@ -506,7 +506,7 @@ describe("Session: failures", () => {
 
         // Session A keeps working after its failed turn.
         assert.deepStrictEqual(yield* a.prompt(text("hello")), { stopReason: "end_turn" })
-        assert.deepStrictEqual(a.history.messages.at(-1), { role: "assistant", parts: [{ type: "text", text: "still alive" }] })
+        assert.deepStrictEqual(historyOf(a).messages.at(-1), { role: "assistant", parts: [{ type: "text", text: "still alive" }] })
         assert.deepStrictEqual((yield* runtime.liveSessions).map((s) => s.id).sort(), [a.id, b.id].sort())
       })).pipe(Effect.provide(logs.layer))
   })
@@ -529,9 +529,9 @@ describe("Session: modes and config", () => {
       Effect.gen(function*() {
         const session = yield* runtime.newSession({ cwd })
         const rec = yield* record(session)
-        assert.strictEqual(yield* session.mode, "default")
+        assert.strictEqual((yield* session.settings).mode, "default")
         yield* session.setMode("plan")
-        assert.strictEqual(yield* session.mode, "plan")
+        assert.strictEqual((yield* session.settings).mode, "plan")
         yield* session.setMode("plan")
         yield* session.setConfig("mode", "acceptEdits")
         const invalid = yield* Effect.flip(session.setMode("yolo"))
@@ -539,7 +539,7 @@ describe("Session: modes and config", () => {
         assert.strictEqual(invalid.message, "Unknown mode \"yolo\"")
         const unknown = yield* Effect.flip(session.setConfig("model", "gpt"))
         assert.strictEqual(unknown.reason, "invalid_config")
-        assert.strictEqual(yield* session.mode, "acceptEdits")
+        assert.strictEqual((yield* session.settings).mode, "acceptEdits")
 
         const events = yield* rec.drain
         assert.deepStrictEqual(events.map((e) => [e.type, e.data, e.turn, e.seq]), [
@@ -553,9 +553,9 @@ describe("Session: modes and config", () => {
     withSkein({ mode: "plan" }, ({ runtime, cwd }) =>
       Effect.gen(function*() {
         const session = yield* runtime.newSession({ cwd })
-        assert.strictEqual(yield* session.mode, "plan")
+        assert.strictEqual((yield* session.settings).mode, "plan")
         const bypass = yield* runtime.newSession({ cwd, mode: "bypassPermissions" })
-        assert.strictEqual(yield* bypass.mode, "bypassPermissions")
+        assert.strictEqual((yield* bypass.settings).mode, "bypassPermissions")
         assert.strictEqual((yield* Effect.flip(runtime.newSession({ cwd, mode: "yolo" }))).reason, "invalid_mode")
         assert.strictEqual((yield* Effect.flip(runtime.newSession({ cwd: "relative/dir" }))).reason, "invalid_cwd")
         assert.strictEqual((yield* Effect.flip(runtime.newSession({ cwd: `${cwd}/notes.txt` }))).reason, "invalid_cwd")

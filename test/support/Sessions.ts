@@ -4,22 +4,25 @@
  * provider), a recorder of a session's events, the log read back from disk, and a provider that
  * answers scripted calls chosen by the prompt text.
  */
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as PubSub from "effect/PubSub"
-import type * as Scope from "effect/Scope"
+import * as Exit from "effect/Exit"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Skein, type SkeinConfig } from "../../src/index.ts"
-import { promptText, type SessionEvent } from "../../src/log/Event.ts"
+import { promptText, type SessionEvent, type UserBlock } from "../../src/log/Event.ts"
 import { SessionLog } from "../../src/log/SessionLog.ts"
 import type { ModelRequest, Provider } from "../../src/providers/Provider.ts"
 import * as Scripted from "../../src/providers/Scripted.ts"
 import { Bus } from "../../src/runtime/Bus.ts"
 import { Config } from "../../src/runtime/Config.ts"
 import { layer as RuntimeLayer, Runtime } from "../../src/runtime/Runtime.ts"
+import type * as History from "../../src/log/History.ts"
 import type * as Session from "../../src/runtime/Session.ts"
+import * as Protocol from "../../src/session/Protocol.ts"
 import type { Toolkit } from "../../src/tools/Toolkit.ts"
 import * as TempDir from "./TempDir.ts"
 
@@ -43,7 +46,7 @@ export const makeDirs = Effect.gen(function*() {
 /** Runs `body` with a Runtime from `Skein.layer` over a fresh home and workspace. */
 export const withSkein = <A, E>(
   config: Omit<SkeinConfig, "home">,
-  body: (env: Env) => Effect.Effect<A, E, Scope.Scope>
+  body: (env: Env) => Effect.Effect<A, E, Scope.Scope | Bus>
 ) =>
   Effect.gen(function*() {
     const { home, cwd } = yield* makeDirs
@@ -80,7 +83,7 @@ export const piecesLayer = (options: {
 
 export const withPieces = <A, E>(
   options: { readonly provider: Provider; readonly toolkit: Toolkit; readonly maxTurnRequests?: number },
-  body: (env: Env) => Effect.Effect<A, E, Scope.Scope>
+  body: (env: Env) => Effect.Effect<A, E, Scope.Scope | Bus>
 ) =>
   Effect.gen(function*() {
     const { home, cwd } = yield* makeDirs
@@ -104,18 +107,22 @@ export interface Recorder {
 }
 
 /** Subscribes to a session's events (before anything is submitted). */
-export const record = (session: Session.Session) =>
+export const record = (session: { readonly id: string }) =>
   Effect.gen(function*() {
-    const sub = yield* Effect.orDie(session.subscribe)
+    const bus = yield* Bus
+    const sub = yield* bus.subscribe(session.id)
+    if (sub === undefined) return yield* Effect.die(new Error(`session ${session.id} is not live`))
     const seen: Array<SessionEvent> = []
     const until = (pred: (event: SessionEvent) => boolean, ms = 5_000) =>
       Effect.gen(function*() {
         const found = seen.find(pred)
         if (found !== undefined) return found
         for (;;) {
-          const event = yield* PubSub.take(sub)
-          seen.push(event)
-          if (pred(event)) return event
+          const events = yield* sub.takeAll
+          if (events.length === 0) return yield* Effect.die(new Error("the session closed"))
+          seen.push(...events)
+          const match = events.find(pred)
+          if (match !== undefined) return match
         }
       }).pipe(
         Effect.timeoutOrElse({
@@ -123,12 +130,47 @@ export const record = (session: Session.Session) =>
           orElse: () => Effect.die(new Error(`no matching event within ${ms} ms; saw ${seen.map((e) => e.type).join(", ")}`))
         })
       )
-    const drain = Effect.map(PubSub.takeUpTo(sub, 1_000_000), (more) => {
+    const drain = Effect.map(sub.poll, (more) => {
       seen.push(...more)
       return seen
     })
     return { seen, until, drain } satisfies Recorder
   })
+
+/**
+ * Sends a prompt nobody presents and gives its turn number and (to await when the test wants
+ * it) its outcome, read from the session's events.
+ */
+export const submit = (session: { readonly id: string; readonly send: Protocol.Session["send"] }, content: ReadonlyArray<UserBlock>) =>
+  Effect.gen(function*() {
+    const bus = yield* Bus
+    // The watch outlives the caller's scope: it ends with the turn, or with the session.
+    const scope = yield* Scope.make()
+    const sub = yield* bus.subscribe(session.id).pipe(Scope.provide(scope))
+    const { turn } = yield* session.send({ _tag: "Prompt", content }).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
+    const outcome = Deferred.makeUnsafe<Protocol.TurnOutcome>()
+    yield* Effect.forkDetach(Effect.gen(function*() {
+      for (;;) {
+        const events = sub === undefined ? [] : yield* sub.takeAll
+        if (events.length === 0) return yield* Deferred.succeed(outcome, { stopReason: "cancelled" })
+        for (const event of events) {
+          const ended = event.turn === turn ? Protocol.outcomeOf(event) : undefined
+          if (ended !== undefined) return yield* Deferred.succeed(outcome, ended)
+        }
+      }
+    }).pipe(Effect.ensuring(Scope.close(scope, Exit.void))))
+    return { turn: turn!, outcome }
+  })
+
+/** A session live in this process, as the runtime that hosts it sees it (tests look inside it). */
+export const localOf = (session: { readonly id: string }): Session.Session => {
+  const local = session as Partial<Session.Session>
+  if (local.history === undefined || local.idleSince === undefined) throw new Error(`session ${session.id} is not a local session`)
+  return local as Session.Session
+}
+
+/** The history a session live in this process folded. */
+export const historyOf = (session: { readonly id: string }): History.History => localOf(session).history
 
 export const types = (events: ReadonlyArray<{ readonly type: string }>) => events.map((e) => e.type)
 

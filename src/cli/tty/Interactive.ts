@@ -9,7 +9,7 @@
  */
 import * as Effect from "effect/Effect"
 import type { Canonical } from "../../log/Event.ts"
-import type { Session, TurnOutcome } from "../../runtime/Session.ts"
+import type { Session, TurnOutcome } from "../../session/Protocol.ts"
 import { markWarm } from "../CodeCache.ts"
 import type { Input } from "./Input.ts"
 import * as Present from "./Present.ts"
@@ -53,7 +53,7 @@ export const goodbye = (session: Session): void =>
 export const loop = (session: Session, options: { readonly input: Input; readonly view: View; readonly version: string }) =>
   Effect.gen(function*() {
     const { input, view } = options
-    Terminal.noteLine(`skein ${options.version} · ${session.cwd} · mode ${yield* session.mode}`, Terminal.dim)
+    Terminal.noteLine(`skein ${options.version} · ${session.cwd} · mode ${(yield* session.settings).mode}`, Terminal.dim)
     Terminal.noteLine("Ctrl-C cancels a turn; Ctrl-D or Ctrl-C on an empty line leaves.", Terminal.dim)
     let warm = false
     for (;;) {

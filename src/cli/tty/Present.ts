@@ -4,11 +4,11 @@
  * to them). Ctrl-C while the turn runs cancels it; Ctrl-C at a question ends the run (`quit`):
  * the turn is cancelled and the caller exits.
  */
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as FiberMap from "effect/FiberMap"
 import * as Stream from "effect/Stream"
 import type { SessionEvent, UserBlock } from "../../log/Event.ts"
-import type { Session, TurnOutcome } from "../../runtime/Session.ts"
+import { outcomeOf, type Session, type TurnOutcome } from "../../session/Protocol.ts"
 import type { PermissionAsked } from "../../Vocabulary.ts"
 import type { Input } from "./Input.ts"
 import * as Question from "./Question.ts"
@@ -31,26 +31,7 @@ export interface Options {
 
 export const turn = (session: Session, content: ReadonlyArray<UserBlock>, options: Options) =>
   Effect.scoped(Effect.gen(function*() {
-    const events = yield* session.subscribe
-    const withdrawals = yield* session.subscribe
-    const ticket = yield* session.submit(content)
     const input = options.input
-
-    // A question the session stops waiting for (its permission timeout) is taken back at once,
-    // even while the keyboard is being read: a second subscription watches for that.
-    const withdrawn = new Map<string, Deferred.Deferred<void>>()
-    const withdrawal = (requestId: string) => {
-      const existing = withdrawn.get(requestId)
-      if (existing !== undefined) return existing
-      const made = Deferred.makeUnsafe<void>()
-      withdrawn.set(requestId, made)
-      return made
-    }
-    yield* Stream.fromSubscription(withdrawals).pipe(
-      Stream.filter((e) => e.turn === ticket.turn && e.type === "question_withdrawn"),
-      Stream.runForEach((e) => Deferred.succeed(withdrawal((e.data as { requestId: string }).requestId), undefined)),
-      Effect.forkScoped
-    )
     if (input !== undefined) {
       yield* input.interrupt.pipe(
         Effect.andThen(Effect.sync(() => Terminal.noteLine("Cancelling the turn…", Terminal.dim))),
@@ -61,18 +42,18 @@ export const turn = (session: Session, content: ReadonlyArray<UserBlock>, option
     }
 
     let quit = false
+    let outcome: TurnOutcome = { stopReason: "cancelled" }
+    // The open question, asked at the keyboard beside the stream: a question the session stops
+    // waiting for (its permission timeout) is taken back at once, even while the keyboard is read.
+    const questions = yield* FiberMap.make<string>()
     const answer = (asked: PermissionAsked) =>
       Effect.gen(function*() {
-        // No keyboard, or the run is ending: nothing to wait for, the call is denied.
+        // The run is ending: nothing to wait for, the call is denied.
         if (input === undefined || quit) return yield* Effect.ignore(session.answer(asked.requestId, { outcome: "cancelled" }))
         options.view?.pause()
         if (asked.toolCall.content !== undefined && asked.toolCall.content.length > 0) options.view?.diffShown(asked.toolCall.toolCallId)
-        const reply = yield* Question.ask(input, asked).pipe(
-          Effect.raceFirst(Effect.as(Deferred.await(withdrawal(asked.requestId)), "withdrawn" as const))
-        )
-        if (reply === "withdrawn") {
-          Terminal.noteLine("The question was withdrawn (no answer in time): the call was not run.", Terminal.dim)
-        } else if (reply === "quit") {
+        const reply = yield* Question.ask(input, asked)
+        if (reply === "quit") {
           quit = true
           yield* session.cancel
         } else {
@@ -83,14 +64,20 @@ export const turn = (session: Session, content: ReadonlyArray<UserBlock>, option
       })
 
     options.view?.waiting()
-    yield* Stream.fromSubscription(events).pipe(
-      Stream.filter((e) => e.turn === ticket.turn),
-      Stream.takeUntil((e) => e.type === "turn_end"),
-      Stream.runForEach((e) => {
-        options.show(e)
-        return e.type === "permission_asked" ? answer(e.data) : Effect.void
-      })
+    // Without a keyboard nobody can answer: the turn's questions are denied at once.
+    yield* session.turn(content, input === undefined ? { unattended: true } : {}).pipe(
+      Stream.runForEach((e) =>
+        Effect.gen(function*() {
+          options.show(e)
+          if (e.type === "permission_asked") {
+            yield* FiberMap.run(questions, e.data.requestId, answer(e.data), { startImmediately: true })
+          } else if (e.type === "question_withdrawn" && (yield* FiberMap.has(questions, e.data.requestId))) {
+            yield* FiberMap.remove(questions, e.data.requestId)
+            Terminal.noteLine("The question was withdrawn (no answer in time): the call was not run.", Terminal.dim)
+          }
+          outcome = outcomeOf(e) ?? outcome
+        })
+      )
     )
-    const outcome = yield* Deferred.await(ticket.outcome)
     return quit ? { _tag: "Quit", outcome } as const : { _tag: "Ended", outcome } as const
   }))
