@@ -134,11 +134,14 @@ const SEPARATORS = /[\u2028\u2029]/g
 const escapeSeparator = (c: string): string => (c === "\u2028" ? "\\u2028" : "\\u2029")
 
 /**
- * One NDJSON line: `JSON.stringify` plus `\n`, with U+2028/U+2029 escaped so
- * clients that split with `readline` keep our lines whole. Throws like
+ * JSON text for one NDJSON line (without its `\n`): `JSON.stringify`, with U+2028/U+2029
+ * escaped so clients that split with `readline` keep our lines whole. Throws like
  * `JSON.stringify` on values JSON cannot represent (BigInt, cycles).
  */
-export const encode = (message: unknown): string => {
-  const json = JSON.stringify(message)
-  return `${json.includes("\u2028") || json.includes("\u2029") ? json.replace(SEPARATORS, escapeSeparator) : json}\n`
+export const stringify = (value: unknown): string => {
+  const json = JSON.stringify(value)
+  return json.includes("\u2028") || json.includes("\u2029") ? json.replace(SEPARATORS, escapeSeparator) : json
 }
+
+/** One NDJSON line: {@link stringify} plus `\n`. */
+export const encode = (message: unknown): string => `${stringify(message)}\n`
