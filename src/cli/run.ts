@@ -13,6 +13,7 @@
 import * as Effect from "effect/Effect"
 import * as fs from "node:fs"
 import { Skein } from "../index.ts"
+import * as Framing from "../jsonrpc/Framing.ts"
 import type { Runtime as RuntimeService } from "../runtime/Api.ts"
 import { Runtime } from "../runtime/Runtime.ts"
 import { VERSION } from "../version.ts"
@@ -116,7 +117,8 @@ export const run = (args: ReadonlyArray<string>) =>
       if (events !== undefined && !json) Terminal.note(Interactive.summary(session, events))
       if (interactive) return yield* said(Interactive.loop(session, { input: input!, view: view!, version: VERSION }))
 
-      const show = view?.event ?? ((event) => Terminal.write(`${JSON.stringify(event)}\n`))
+      // NDJSON as Skein writes it everywhere: U+2028/U+2029 escaped, so readline keeps lines whole.
+      const show = view?.event ?? ((event) => Terminal.write(Framing.encode(event)))
       const presented = yield* said(Present.turn(session, [{ type: "text", text: prompt }], { show, view, input }))
       markWarm()
       const { outcome } = presented

@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
 import * as nodePath from "node:path"
+import * as Framing from "../jsonrpc/Framing.ts"
 import * as Listing from "../log/Listing.ts"
 import * as Lock from "../log/Lock.ts"
 import type * as Reader from "../log/Reader.ts"
@@ -97,7 +98,7 @@ const list = (query: Listing.Query, json: boolean) =>
     const log = yield* SessionLog
     const page = yield* log.list(query)
     if (json) {
-      for (const s of page.sessions) process.stdout.write(JSON.stringify(s) + "\n")
+      for (const s of page.sessions) process.stdout.write(Framing.encode(s))
       return 0
     }
     if (page.sessions.length === 0) {

@@ -7,7 +7,9 @@
  * multi-byte UTF-8 character cut across chunks decodes correctly.
  *
  * Memory is bounded: a line longer than `maxLineBytes` is not buffered; its
- * bytes are dropped up to the next `\n` and a single `TooLong` item reports it.
+ * bytes are dropped up to the next `\n` and a single `TooLong` item reports it,
+ * as soon as the line passes the limit (a reader need not wait for a line that
+ * may never end to know it is too long).
  */
 import * as Stream from "effect/Stream"
 
@@ -76,6 +78,7 @@ export const makeSplitter = (options?: Options): Splitter => {
         if (size + rest > max) {
           discarding = true
           reset()
+          out.push(tooLong)
         } else {
           // Copy: the producer may reuse its buffer.
           parts.push(chunk.slice(start))
@@ -85,8 +88,8 @@ export const makeSplitter = (options?: Options): Splitter => {
       }
       const segment = chunk.subarray(start, lf)
       if (discarding) {
+        // Reported when it passed the limit.
         discarding = false
-        out.push(tooLong)
       } else if (size + segment.length > max) {
         out.push(tooLong)
       } else {
@@ -100,8 +103,7 @@ export const makeSplitter = (options?: Options): Splitter => {
 
   const end = (): Array<Line> => {
     const out: Array<Line> = []
-    if (discarding) out.push(tooLong)
-    else if (size > 0) emit(out, take(new Uint8Array(0)))
+    if (!discarding && size > 0) emit(out, take(new Uint8Array(0)))
     discarding = false
     reset()
     return out
@@ -134,11 +136,14 @@ const SEPARATORS = /[\u2028\u2029]/g
 const escapeSeparator = (c: string): string => (c === "\u2028" ? "\\u2028" : "\\u2029")
 
 /**
- * One NDJSON line: `JSON.stringify` plus `\n`, with U+2028/U+2029 escaped so
- * clients that split with `readline` keep our lines whole. Throws like
+ * JSON text for one NDJSON line (without its `\n`): `JSON.stringify`, with U+2028/U+2029
+ * escaped so clients that split with `readline` keep our lines whole. Throws like
  * `JSON.stringify` on values JSON cannot represent (BigInt, cycles).
  */
-export const encode = (message: unknown): string => {
-  const json = JSON.stringify(message)
-  return `${json.includes("\u2028") || json.includes("\u2029") ? json.replace(SEPARATORS, escapeSeparator) : json}\n`
+export const stringify = (value: unknown): string => {
+  const json = JSON.stringify(value)
+  return json.includes("\u2028") || json.includes("\u2029") ? json.replace(SEPARATORS, escapeSeparator) : json
 }
+
+/** One NDJSON line: {@link stringify} plus `\n`. */
+export const encode = (message: unknown): string => `${stringify(message)}\n`

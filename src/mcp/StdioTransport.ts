@@ -27,6 +27,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
+import * as Framing from "../jsonrpc/Framing.ts"
 import * as ProcessGroup from "../tools/process/ProcessGroup.ts"
 import type * as Diagnostics from "./Diagnostics.ts"
 
@@ -121,7 +122,8 @@ export const connect = (options: Options): Effect.Effect<Connection, McpClientEr
 
     const write = (message: unknown): void => {
       if (failure !== undefined || stdin.destroyed || stdin.writableEnded) return
-      stdin.write(JSON.stringify(message) + "\n")
+      // Escaped U+2028/U+2029: servers that read with Node's `readline` would split there.
+      stdin.write(Framing.encode(message))
     }
 
     const receive = (message: unknown): void => {
@@ -157,43 +159,34 @@ export const connect = (options: Options): Effect.Effect<Connection, McpClientEr
       Deferred.doneUnsafe(deferred, Exit.succeed(message as McpSchema.JsonRpcResponse))
     }
 
-    // Newline-delimited JSON on stdout, bounded; bytes are decoded per line (UTF-8 safe).
-    const decoder = new TextDecoder()
-    let buffered: Array<Buffer> = []
-    let bufferedBytes = 0
+    // Newline-delimited JSON on stdout, split as Skein's own input is (`\n` only: U+2028 and
+    // U+2029 inside strings are not line breaks). A message that passes the bound cannot be
+    // matched to its request: the connection is lost at once, without waiting for its end.
+    const splitter = Framing.makeSplitter({ maxLineBytes: maxBytes })
+    const read = (line: Framing.Line): void => {
+      if (line._tag === "TooLong") {
+        lose(fail(new LimitError({ description: `The server sent a message larger than ${maxBytes} bytes` })))
+        return
+      }
+      let parsed: unknown
+      try {
+        parsed = JSON.parse(line.text)
+      } catch {
+        options.diagnostics.line(`[stdout] ${line.text.trim()}`)
+        return
+      }
+      try {
+        receive(parsed)
+      } catch {
+        // E.g. a message nested too deep to walk: the server is not speaking MCP.
+        lose(fail(new ProtocolError({ description: "The server sent a message Skein cannot read" })))
+      }
+    }
     group.stdout.on("data", (chunk: Buffer) => {
       if (failure !== undefined) return
-      let start = 0
-      let index: number
-      while ((index = chunk.indexOf(10, start)) >= 0) {
-        const piece = chunk.subarray(start, index)
-        const line = buffered.length === 0 ? piece : Buffer.concat([...buffered, piece])
-        buffered = []
-        bufferedBytes = 0
-        start = index + 1
-        const text = decoder.decode(line).trim()
-        if (text.length === 0) continue
-        let parsed: unknown
-        try {
-          parsed = JSON.parse(text)
-        } catch {
-          options.diagnostics.line(`[stdout] ${text}`)
-          continue
-        }
-        try {
-          receive(parsed)
-        } catch {
-          // E.g. a message nested too deep to walk: the server is not speaking MCP.
-          lose(fail(new ProtocolError({ description: "The server sent a message Skein cannot read" })))
-        }
+      for (const line of splitter.push(chunk)) {
+        read(line)
         if (failure !== undefined) return
-      }
-      if (start < chunk.length) {
-        buffered.push(chunk.subarray(start))
-        bufferedBytes += chunk.length - start
-        if (bufferedBytes > maxBytes) {
-          lose(fail(new LimitError({ description: `The server sent a message larger than ${maxBytes} bytes` })))
-        }
       }
     })
     group.stderr.on("data", (chunk: Buffer) => options.diagnostics.push(chunk))

@@ -46,7 +46,11 @@ const decodePermission = Schema.decodeUnknownEffect(Acp.Client.RequestPermission
 const cancelled: Answer = { outcome: "cancelled" }
 
 const permission = (peer: Peer.Peer, sessionId: string, data: PermissionAsked, sent: Deferred.Deferred<void>) =>
-  peer.request("session/request_permission", { sessionId, toolCall: data.toolCall, options: data.options }, { sent }).pipe(
+  peer.request(
+    "session/request_permission",
+    { sessionId, toolCall: data.toolCall, options: data.options } satisfies typeof Acp.Client.RequestPermissionRequest.Encoded,
+    { sent }
+  ).pipe(
     Effect.flatMap(decodePermission),
     Effect.map((response): Answer =>
       response.outcome.outcome === "selected" ? { outcome: "selected", optionId: response.outcome.optionId } : cancelled

@@ -3,13 +3,14 @@
  * `Translate.replay`), and those updates as ACP notification lines (the same bytes
  * `session/load` writes, `skein replay --acp` prints).
  */
+import type * as Update from "../acp/Update.ts"
 import type { Canonical } from "../log/Event.ts"
 import { supersededPartials } from "../log/Replay.ts"
 import * as Translate from "./Translate.ts"
 
 /** Every update that rebuilds the logged history, in order; the text of each model call once. */
-export const updates = (events: ReadonlyArray<Canonical>): Array<Translate.SessionUpdate> => {
-  const out: Array<Translate.SessionUpdate> = []
+export const updates = (events: ReadonlyArray<Canonical>): Array<typeof Update.SessionUpdate.Encoded> => {
+  const out: Array<typeof Update.SessionUpdate.Encoded> = []
   const superseded = supersededPartials(events)
   // Logs from before results carried their call's title: it comes from the call.
   const titles = new Map<string, string>()

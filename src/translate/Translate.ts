@@ -7,93 +7,51 @@
  * - `replay` is what `session/load` sends for a logged event: the canonical
  *   events alone, with the full texts the deltas added up to.
  */
+import type * as Config from "../acp/Config.ts"
+import type * as Content from "../acp/Content.ts"
+import type * as Update from "../acp/Update.ts"
+import { stringify as json } from "../jsonrpc/Framing.ts"
 import type { Canonical, SessionEvent, ToolDetails, ToolResult, UserBlock } from "../log/Event.ts"
 import { type Catalog, effortFor } from "../providers/Models.ts"
 import { modes, type ModeId } from "../Vocabulary.ts"
 
-// The ACP v1 shapes this module produces (validated against the official schema in tests).
-export type ContentBlock =
-  | { readonly type: "text"; readonly text: string }
-  | { readonly type: "image"; readonly data: string; readonly mimeType: string; readonly uri?: string }
-  | {
-    readonly type: "resource_link"
-    readonly uri: string
-    readonly name: string
-    readonly mimeType?: string
-    readonly title?: string
-    readonly description?: string
-    readonly size?: number
-  }
-  | {
-    readonly type: "resource"
-    readonly resource:
-      | { readonly uri: string; readonly text: string; readonly mimeType?: string }
-      | { readonly uri: string; readonly blob: string; readonly mimeType?: string }
-  }
-
-export type ToolCallContent =
-  | { readonly type: "content"; readonly content: ContentBlock }
-  | { readonly type: "diff"; readonly path: string; readonly oldText?: string | null; readonly newText: string }
-  | { readonly type: "terminal"; readonly terminalId: string }
-
-export interface ToolCallLocation {
-  readonly path: string
-  readonly line?: number
+/**
+ * The ACP shapes this module produces are the Schemas of `src/acp/`, on their wire (encoded)
+ * side: what `encoder` writes is the value itself, `JSON.stringify`d. Type-only imports: the
+ * Schemas cost nothing here at run time.
+ */
+type Wire<S extends { readonly Encoded: unknown }> = S["Encoded"]
+type AcpUpdate = Wire<typeof Update.SessionUpdate>
+type AcpToolCallUpdate = Wire<typeof Update.SessionUpdateToolCallUpdate>
+type AcpToolCallContent = Wire<typeof Update.ToolCallContent>
+type AcpContentBlock = Wire<typeof Content.ContentBlock>
+/** A select with a flat list of values: the only kind of config option Skein offers. */
+type AcpConfigOption = Omit<Wire<typeof Config.SessionConfigSelect>, "options"> & {
+  readonly options: ReadonlyArray<Wire<typeof Config.SessionConfigSelectOption>>
 }
 
-export type ToolCallStatus = "pending" | "in_progress" | "completed" | "failed"
+// The names this module used to declare its own shapes under, now the ACP Schemas' (deprecated).
+/** @deprecated `typeof Acp.Content.ContentBlock.Encoded` */
+export type ContentBlock = AcpContentBlock
+/** @deprecated `typeof Acp.Update.ToolCallContent.Encoded` */
+export type ToolCallContent = AcpToolCallContent
+/** @deprecated `typeof Acp.Update.ToolCallLocation.Encoded` */
+export type ToolCallLocation = Wire<typeof Update.ToolCallLocation>
+/** @deprecated `typeof Acp.Update.ToolCallStatus.Encoded` */
+export type ToolCallStatus = Wire<typeof Update.ToolCallStatus>
+/** @deprecated `typeof Acp.Config.SessionConfigSelect.Encoded` (with a flat list of options) */
+export type ConfigOption = AcpConfigOption
+/** @deprecated `typeof Acp.Update.SessionUpdate.Encoded` */
+export type SessionUpdate = AcpUpdate
 
-export interface ConfigOption {
-  readonly id: string
-  readonly name: string
-  readonly description?: string
-  readonly category?: "mode" | "model" | "thought_level"
-  readonly type: "select"
-  readonly currentValue: string
-  readonly options: ReadonlyArray<{ readonly value: string; readonly name: string; readonly description?: string }>
-}
-
-export type SessionUpdate =
-  | { readonly sessionUpdate: "user_message_chunk" | "agent_message_chunk" | "agent_thought_chunk"; readonly content: ContentBlock }
-  | {
-    readonly sessionUpdate: "tool_call"
-    readonly toolCallId: string
-    readonly title: string
-    readonly kind: string
-    readonly status: ToolCallStatus
-    readonly rawInput?: unknown
-    readonly locations?: ReadonlyArray<ToolCallLocation>
-    readonly content?: ReadonlyArray<ToolCallContent>
-  }
-  | {
-    readonly sessionUpdate: "tool_call_update"
-    readonly toolCallId: string
-    readonly title?: string
-    readonly status?: ToolCallStatus
-    readonly content?: ReadonlyArray<ToolCallContent>
-    readonly rawOutput?: unknown
-  }
-  | {
-    readonly sessionUpdate: "plan"
-    readonly entries: ReadonlyArray<{ readonly content: string; readonly status: string; readonly priority: string }>
-  }
-  | { readonly sessionUpdate: "current_mode_update"; readonly currentModeId: string }
-  | { readonly sessionUpdate: "config_option_update"; readonly configOptions: ReadonlyArray<ConfigOption> }
-  | {
-    readonly sessionUpdate: "usage_update"
-    readonly used: number
-    readonly size: number
-    readonly cost?: { readonly amount: number; readonly currency: string }
-  }
-
-const none: ReadonlyArray<SessionUpdate> = []
+const none: ReadonlyArray<AcpUpdate> = []
 
 type ToolResultData = (typeof ToolResult.Type)["data"]
 
-const text = (value: string): ContentBlock => ({ type: "text", text: value })
+const text = (value: string): AcpContentBlock => ({ type: "text", text: value })
 
 /** A user block as ACP content. */
-export const userContent = (block: UserBlock): ContentBlock => {
+export const userContent = (block: UserBlock): AcpContentBlock => {
   switch (block.type) {
     case "text":
       return text(block.text)
@@ -116,10 +74,15 @@ export const userContent = (block: UserBlock): ContentBlock => {
 }
 
 /** The content a client shows for a finished tool call. */
-export const toolResultContent = (content: string, details: ToolDetails | undefined): ReadonlyArray<ToolCallContent> => {
-  const out: Array<ToolCallContent> = []
+export const toolResultContent = (content: string, details: ToolDetails | undefined): ReadonlyArray<AcpToolCallContent> => {
+  const out: Array<AcpToolCallContent> = []
   if (details?.diff !== undefined) {
-    for (const d of details.diff) out.push({ type: "diff", path: d.path, oldText: d.oldText, newText: d.newText })
+    // A new file has no `oldText`: the key is left out, as the Schema writes an absent optional.
+    for (const d of details.diff) {
+      out.push(d.oldText === null
+        ? { type: "diff", path: d.path, newText: d.newText }
+        : { type: "diff", path: d.path, oldText: d.oldText, newText: d.newText })
+    }
   }
   const shown = details?.output ?? content
   if (shown.length > 0) out.push({ type: "content", content: text(shown) })
@@ -134,7 +97,7 @@ const rawOutput = (ok: boolean, content: string, details: ToolDetails | undefine
 })
 
 /** The final update of a tool call: its status, result and title again (some clients show "Tool" without it). */
-const toolResult = (data: ToolResultData): Extract<SessionUpdate, { readonly sessionUpdate: "tool_call_update" }> => ({
+const toolResult = (data: ToolResultData): AcpToolCallUpdate => ({
   sessionUpdate: "tool_call_update",
   toolCallId: data.id,
   ...(data.title !== undefined ? { title: data.title } : {}),
@@ -155,10 +118,10 @@ export interface ConfigState {
 const capitalized = (s: string) => s.charAt(0).toUpperCase() + s.slice(1)
 
 /** The model selector, and the reasoning effort where the model has one to choose. */
-const modelOptions = (state: ConfigState): ReadonlyArray<ConfigOption> => {
+const modelOptions = (state: ConfigState): ReadonlyArray<AcpConfigOption> => {
   const { models, model } = state
   if (models === undefined || model === undefined || !models.entries.some((e) => e.key === model)) return []
-  const out: Array<ConfigOption> = [{
+  const out: Array<AcpConfigOption> = [{
     id: "model",
     name: "Model",
     category: "model",
@@ -182,7 +145,7 @@ const modelOptions = (state: ConfigState): ReadonlyArray<ConfigOption> => {
 }
 
 /** The mode selector and other session settings, as ACP config options. */
-export const configOptions = (state: ConfigState): ReadonlyArray<ConfigOption> => [
+export const configOptions = (state: ConfigState): ReadonlyArray<AcpConfigOption> => [
   {
     id: "mode",
     name: "Mode",
@@ -196,13 +159,13 @@ export const configOptions = (state: ConfigState): ReadonlyArray<ConfigOption> =
 ]
 
 /** The `modes` field of `session/new` and `session/load` responses. */
-export const modeState = (mode: ModeId) => ({
+export const modeState = (mode: ModeId): Wire<typeof Config.SessionModeState> => ({
   currentModeId: mode,
   availableModes: modes.map((m) => ({ id: m.id, name: m.name, description: m.description }))
 })
 
 /** Updates for an event while its turn is live. */
-export const live = (event: SessionEvent): ReadonlyArray<SessionUpdate> => {
+export const live = (event: SessionEvent): ReadonlyArray<AcpUpdate> => {
   switch (event.type) {
     case "text_delta":
       return [{ sessionUpdate: "agent_message_chunk", content: text(event.data.text) }]
@@ -243,7 +206,7 @@ export const live = (event: SessionEvent): ReadonlyArray<SessionUpdate> => {
 }
 
 /** Updates that rebuild a logged event for `session/load`. */
-export const replay = (event: Canonical): ReadonlyArray<SessionUpdate> => {
+export const replay = (event: Canonical): ReadonlyArray<AcpUpdate> => {
   switch (event.type) {
     case "turn_start":
       return event.data.content.map((block) => ({ sessionUpdate: "user_message_chunk", content: userContent(block) }))
@@ -251,7 +214,7 @@ export const replay = (event: Canonical): ReadonlyArray<SessionUpdate> => {
     // (see `translate/Replay.ts`), so the text is shown once.
     case "model_partial":
     case "model_response": {
-      const out: Array<SessionUpdate> = []
+      const out: Array<AcpUpdate> = []
       for (const part of event.data.parts) {
         if (part.type === "thinking" && part.text.length > 0) out.push({ sessionUpdate: "agent_thought_chunk", content: text(part.text) })
         if (part.type === "text" && part.text.length > 0) out.push({ sessionUpdate: "agent_message_chunk", content: text(part.text) })
@@ -268,7 +231,7 @@ export const replay = (event: Canonical): ReadonlyArray<SessionUpdate> => {
 }
 
 /** Events shown the same way live and in replay. */
-const common = (event: SessionEvent): ReadonlyArray<SessionUpdate> => {
+const common = (event: SessionEvent): ReadonlyArray<AcpUpdate> => {
   switch (event.type) {
     case "tool_call":
       return [{
@@ -277,7 +240,8 @@ const common = (event: SessionEvent): ReadonlyArray<SessionUpdate> => {
         title: event.data.title,
         kind: event.data.kind,
         status: "pending",
-        rawInput: event.data.args,
+        // `null` input is no input: the Schema writes none (an absent optional is never `null`).
+        ...(event.data.args !== null && event.data.args !== undefined ? { rawInput: event.data.args } : {}),
         ...(event.data.locations !== undefined && event.data.locations.length > 0 ? { locations: event.data.locations } : {})
       }]
     case "tool_result":
@@ -302,13 +266,6 @@ const common = (event: SessionEvent): ReadonlyArray<SessionUpdate> => {
 /** The ACP stop reason of a turn outcome. */
 export const stopReason = (outcome: { readonly stopReason: string }) => outcome.stopReason
 
-const SEPARATORS = /[\u2028\u2029]/g
-const escapeSeparator = (c: string): string => (c === "\u2028" ? "\\u2028" : "\\u2029")
-const json = (value: unknown): string => {
-  const text = JSON.stringify(value)
-  return text.includes("\u2028") || text.includes("\u2029") ? text.replace(SEPARATORS, escapeSeparator) : text
-}
-
 /**
  * A precompiled encoder of one session's `session/update` lines (the bytes `Framing.encode`
  * writes for the same notification): the envelope is built once; a text chunk costs one
@@ -318,7 +275,7 @@ export const encoder = (sessionId: string) => {
   const head = `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":${json(sessionId)},"update":`
   const message = `${head}{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":`
   const thought = `${head}{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":`
-  return (update: SessionUpdate): string => {
+  return (update: AcpUpdate): string => {
     if ((update.sessionUpdate === "agent_message_chunk" || update.sessionUpdate === "agent_thought_chunk") && update.content.type === "text") {
       return `${update.sessionUpdate === "agent_message_chunk" ? message : thought}${json(update.content.text)}}}}}\n`
     }

@@ -42,7 +42,8 @@ describe("e2e: permissions in default mode", () => {
     expect(readFileSync(path.join(agent.cwd, "a.txt"), "utf8")).toBe("hello\n")
     const last = toolUpdates(agent.updates(sessionId), "w1").at(-1) as any
     expect(last.status).toBe("completed")
-    expect(last.content[0]).toEqual({ type: "diff", path: path.join(agent.cwd, "a.txt"), oldText: null, newText: "hello\n" })
+    // A new file: no `oldText` (absent, as ACP's Schema writes an absent optional).
+    expect(last.content[0]).toEqual({ type: "diff", path: path.join(agent.cwd, "a.txt"), newText: "hello\n" })
     const logged = agent.readLog(sessionId).filter((e: any) => e.type === "permission")
     expect(logged.map((e: any) => e.data)).toEqual([{ toolCallId: "w1", outcome: "allow_once" }])
     expectClean(agent)

@@ -63,6 +63,26 @@ describe("e2e: skein sessions", () => {
     expect(skein("sessions", "show").status).toBe(2)
   })
 
+  it("`skein run --json` and `skein sessions --json` print NDJSON whose lines readline keeps whole (U+2028/U+2029 escaped)", () => {
+    const { root, cwd, skein } = setup()
+    const odd = "one\u2028two\u2029three 😀"
+    const script = join(root, "odd.json")
+    writeFileSync(script, JSON.stringify({ turns: [{ calls: [[{ text: `Said ${odd}` }]] }] }))
+    const run = skein("run", "--json", "--script", script, `Say ${odd}`)
+    expect(run.status).toBe(0)
+    const list = skein("sessions", "--json", "--cwd", cwd)
+    for (const out of [run.stdout, list.stdout]) {
+      // How Node's readline (and many NDJSON readers) splits lines: U+2028/U+2029 included.
+      const lines = out.split(/\r?\n|\r|\u2028|\u2029/).filter((line) => line !== "")
+      expect(lines.length).toBeGreaterThan(0)
+      for (const line of lines) expect(() => JSON.parse(line), line).not.toThrow()
+    }
+    const events = run.stdout.trimEnd().split("\n").map((line) => JSON.parse(line) as { type: string; data: { text?: string } })
+    expect(events.filter((e) => e.type === "text_delta").map((e) => e.data.text)).toEqual([`Said ${odd}`])
+    // (A title is one line: its line and paragraph separators become spaces.)
+    expect(JSON.parse(list.stdout)).toMatchObject({ title: "Say one two three 😀" })
+  })
+
   it("refuses to remove a session a live agent has open, but shows it", async () => {
     const agent = await agents.ready({ script: { turns: [{ calls: [[{ text: "ok" }]] }] } })
     const sessionId = await agent.newSession()

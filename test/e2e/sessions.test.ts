@@ -104,6 +104,41 @@ describe("e2e: durable sessions", () => {
     expectClean(second)
   })
 
+  it("`skein replay --acp` and session/load write the same bytes for text with U+2028, U+2029 and a non-BMP character", async () => {
+    const odd = "one\u2028two\u2029three 😀"
+    const script = {
+      turns: [{ calls: [[{ think: `Thinking ${odd}` }, { text: `Reading ${odd}` }, { tool: "read", args: { path: "notes.txt" } }], [{ text: `It says ${odd}` }]] }]
+    }
+    const first = await agents.ready({ script, files: { "notes.txt": `hello ${odd}\n` } })
+    const sessionId = await first.newSession()
+    await first.prompt(sessionId, `Read ${odd}`)
+    first.closeStdin()
+    expect(await first.waitExit()).toEqual({ code: 0, signal: null })
+
+    const printed = spawnSync(NODE, [SKEIN, "replay", sessionId, "--acp", "--home", first.home])
+    expect(printed.status).toBe(0)
+    const second = await agents.ready({ script, args: ["--home", first.home] })
+    await second.sdk.request("session/load", { sessionId, cwd: first.cwd, mcpServers: [] })
+    await second.settled(sessionId)
+    const sent = second.lines.filter((l) => l.includes('"session/update"'))
+    expect(printed.stdout.equals(Buffer.from(sent.map((l) => `${l}\n`).join(""), "utf8"))).toBe(true)
+    // Both are escaped the same way: no raw separator (readline would split there), the emoji as is.
+    const text = printed.stdout.toString("utf8")
+    expect(/[\u2028\u2029]/.test(text)).toBe(false)
+    expect(text).toContain("one\\u2028two\\u2029three 😀")
+    // And they carry the texts unchanged: the prompt, the thought, the replies and the tool's output.
+    expect(second.updates(sessionId).map((u) => [u.sessionUpdate, textOf(u)])).toEqual([
+      ["user_message_chunk", `Read ${odd}`],
+      ["agent_thought_chunk", `Thinking ${odd}`],
+      ["agent_message_chunk", `Reading ${odd}`],
+      ["tool_call", undefined],
+      ["tool_call_update", undefined],
+      ["agent_message_chunk", `It says ${odd}`]
+    ])
+    expect(second.updates(sessionId)[4]).toMatchObject({ content: [{ type: "content", content: { type: "text", text: `1\thello ${odd}` } }] })
+    expectClean(second)
+  })
+
   it("session/resume restores the session without replaying it", async () => {
     const { first, sessionId } = await recordSession()
     const second = await nextProcess(first)

@@ -80,6 +80,17 @@ describe("Framing.makeSplitter", () => {
     ])
   })
 
+  it("reports a too long line as soon as it passes the limit, not at its end (which may never come)", () => {
+    const splitter = Framing.makeSplitter({ maxLineBytes: 64 })
+    assert.deepStrictEqual(texts(splitter.push(bytes("x".repeat(64)))), [])
+    assert.deepStrictEqual(texts(splitter.push(bytes("x"))), ["<TooLong>"])
+    // Once: the rest of that line is dropped silently, then lines are read again.
+    assert.deepStrictEqual(texts(splitter.push(bytes("x".repeat(500)))), [])
+    assert.deepStrictEqual(texts(splitter.push(bytes("x\n{\"ok\":1}\n"))), ["{\"ok\":1}"])
+    assert.deepStrictEqual(texts(splitter.push(bytes("y".repeat(100)))), ["<TooLong>"])
+    assert.deepStrictEqual(texts(splitter.end()), [])
+  })
+
   it("keeps memory bounded: a 50 MB line with a 1 MB limit", () => {
     const limit = 1024 * 1024
     const splitter = Framing.makeSplitter({ maxLineBytes: limit })

@@ -161,6 +161,20 @@ describe.concurrent("McpSession with a real stdio server", () => {
       yield* Scope.close(scope, Exit.void)
     }))
 
+  it.live("U+2028, U+2029 and a non-BMP character inside strings split no message, either way, with either kind of server", () =>
+    Effect.gen(function*() {
+      // `fix` reads with Effect's NDJSON framing; `plain` with Node's readline, which splits at
+      // U+2028/U+2029 unless they are escaped. Both answer with them raw inside a string.
+      const { mcp, scope, cwd } = yield* started([fixture("fix"), fixture("plain", {}, join(fixtures, "readline.mjs"))])
+      yield* mcp.settled
+      const odd = "one\u2028two\u2029three 😀"
+      assert.deepStrictEqual(yield* callTool(mcp, "fix__echo", { text: odd }, cwd), { ok: true, content: `echo: ${odd}` })
+      assert.deepStrictEqual(yield* callTool(mcp, "plain__echo", { text: odd }, cwd), { ok: true, content: `echo: ${odd}` })
+      assert.deepStrictEqual(mcp.status().map((s) => s.state), ["ready", "ready"])
+      assert.deepStrictEqual(mcp.takeNotices(), [])
+      yield* Scope.close(scope, Exit.void)
+    }))
+
   it.live("lists the tools again when the server says they changed", () =>
     Effect.gen(function*() {
       const { mcp, scope, cwd } = yield* started([fixture("fix")])
@@ -273,7 +287,7 @@ describe.concurrent("McpSession when servers fail", () => {
     Effect.gen(function*() {
       const { mcp, scope, cwd } = yield* started([fixture("junk", {}, join(fixtures, "garbage.mjs"))])
       yield* mcp.settled
-      assert.deepStrictEqual(mcp.status()[0]!.tools, ["junk__mangle", "junk__deep"])
+      assert.deepStrictEqual(mcp.status()[0]!.tools, ["junk__mangle", "junk__deep", "junk__flood"])
       const out = yield* callTool(mcp, "junk__mangle", {}, cwd)
       assert.isFalse(out.ok)
       assert.include(out.content, "The MCP server \"junk\" failed: it sent an invalid MCP message")
@@ -292,6 +306,22 @@ describe.concurrent("McpSession when servers fail", () => {
         content: "The MCP server \"junk\" failed: it broke the MCP protocol (The server sent a message Skein cannot read). Its tools are no longer available."
       })
       assert.strictEqual(mcp.takeNotices().length, 1)
+      yield* Scope.close(scope, Exit.void)
+    }))
+
+  it.live("a message past the bound (8 MiB) fails the server as soon as it passes it, though its line never ends", () =>
+    Effect.gen(function*() {
+      const { mcp, scope, cwd } = yield* started([fixture("junk", {}, join(fixtures, "garbage.mjs"))], { callTimeoutMs: 20_000 })
+      yield* mcp.settled
+      const pid = pidOf(mcp, "junk")
+      const out = yield* callTool(mcp, "junk__flood", {}, cwd)
+      assert.deepStrictEqual(out, {
+        ok: false,
+        content: `The MCP server "junk" failed: The server sent a message larger than ${StdioTransport.DEFAULT_MAX_MESSAGE_BYTES} bytes. Its tools are no longer available.`
+      })
+      assert.strictEqual(mcp.status()[0]!.state, "failed")
+      assert.strictEqual(mcp.takeNotices().length, 1)
+      yield* waitUntil(() => !alive(pid), 5_000, "the server to be stopped")
       yield* Scope.close(scope, Exit.void)
     }))
 

@@ -4,7 +4,11 @@
  * and the mapping itself is pinned down by examples.
  */
 import { assert, describe, it } from "@effect/vitest"
+import * as Schema from "effect/Schema"
 import * as fc from "fast-check"
+import * as Update from "../../src/acp/Update.ts"
+import * as Framing from "../../src/jsonrpc/Framing.ts"
+import * as Protocol from "../../src/jsonrpc/Protocol.ts"
 import {
   type AssistantPart,
   type Canonical,
@@ -19,6 +23,9 @@ import {
 import { type ModeId, modes } from "../../src/Vocabulary.ts"
 import * as Translate from "../../src/translate/Translate.ts"
 import { validateDef } from "../support/AcpSchema.ts"
+
+/** What Translate produces: the wire side of the ACP Schema of `session/update`. */
+type SessionUpdate = typeof Update.SessionUpdate.Encoded
 
 // ---------------------------------------------------------------------------
 // Arbitraries
@@ -185,7 +192,7 @@ const nonJson = (value: unknown, path = "$"): Array<string> => {
 }
 
 /** Asserts an update is a valid `SessionNotification` payload, exactly as it would be written. */
-const assertValid = (sessionId: string, update: Translate.SessionUpdate) => {
+const assertValid = (sessionId: string, update: SessionUpdate) => {
   const notification = { sessionId, update }
   assert.deepStrictEqual(nonJson(notification), [], "the update must survive JSON unchanged")
   const wire = JSON.parse(JSON.stringify(notification)) as unknown
@@ -243,7 +250,7 @@ describe("Translate: every update is valid ACP (property)", () => {
           { sessionUpdate: "agent_message_chunk", content: { type: "text", text: delta } }
         ])
         const replayed = Translate.replay(ev({ type: "model_response", data: { call: 1, parts, stop: "end_turn" } }))
-        const expected = parts.flatMap((p): Array<Translate.SessionUpdate> =>
+        const expected = parts.flatMap((p): Array<SessionUpdate> =>
           p.type === "text" && p.text.length > 0
             ? [{ sessionUpdate: "agent_message_chunk", content: { type: "text", text: p.text } }]
             : p.type === "thinking" && p.text.length > 0
@@ -252,6 +259,42 @@ describe("Translate: every update is valid ACP (property)", () => {
         )
         assert.deepStrictEqual(replayed, expected)
       })
+    )
+  })
+})
+
+const decodeUpdate = Schema.decodeUnknownSync(Update.SessionUpdate)
+const encodeUpdate = Schema.encodeSync(Update.SessionUpdate)
+
+/** Every update Translate makes of an event, live and (for a canonical one) in replay. */
+const updatesOf = (event: SessionEvent): ReadonlyArray<SessionUpdate> =>
+  isEphemeral(event) ? Translate.live(event) : [...Translate.live(event), ...Translate.replay(event)]
+
+describe("Translate: the ACP Schemas of src/acp/ are its shapes (property)", () => {
+  it("every update is exactly what the SessionUpdate Schema writes for it: decoded and encoded again, it is unchanged", () => {
+    // Unknown keys, `null` where the Schema omits a key, values it would drop: each breaks this.
+    fc.assert(
+      fc.property(anyEvent, (event) => {
+        for (const update of updatesOf(event)) assert.deepStrictEqual(encodeUpdate(decodeUpdate(update)), update)
+      }),
+      { numRuns: 600 }
+    )
+  })
+
+  it("the precompiled encoder writes the bytes Framing.encode writes for the same notification (what Peer.notify sends)", () => {
+    fc.assert(
+      fc.property(anyEvent, str, (event, sessionId) => {
+        const encode = Translate.encoder(sessionId)
+        for (const update of updatesOf(event)) {
+          assert.strictEqual(encode(update), Framing.encode(Protocol.makeNotification("session/update", { sessionId, update })))
+        }
+      }),
+      { numRuns: 600 }
+    )
+    const line = Translate.encoder("s\u2028")({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "a\u2028b\u2029c😀" } })
+    assert.strictEqual(
+      line,
+      `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s\\u2028","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a\\u2028b\\u2029c😀"}}}}\n`
     )
   })
 })
@@ -333,7 +376,7 @@ describe("Translate: examples", () => {
       type: "tool_call",
       data: { id: "c1", name: "read", args: { path: "a.txt" }, title: "Read a.txt", kind: "read", locations: [{ path: "/w/a.txt", line: 3 }] }
     })
-    const expected: Translate.SessionUpdate = {
+    const expected: SessionUpdate = {
       sessionUpdate: "tool_call",
       toolCallId: "c1",
       title: "Read a.txt",
@@ -369,7 +412,7 @@ describe("Translate: examples", () => {
       status: "completed",
       content: [
         { type: "diff", path: "/w/a.txt", oldText: "x", newText: "y" },
-        { type: "diff", path: "/w/new.txt", oldText: null, newText: "n" },
+        { type: "diff", path: "/w/new.txt", newText: "n" },
         { type: "content", content: { type: "text", text: "Edited a.txt" } }
       ],
       rawOutput: { ok: true, content: "Edited a.txt", exitCode: 0 }
@@ -418,7 +461,7 @@ describe("Translate: examples", () => {
 
   it("turn_end with an error → the error as an agent_message_chunk; without → nothing", () => {
     const failed = ev({ type: "turn_end", data: { stopReason: "end_turn", error: "The model call failed: rate limited" } })
-    const expected: Array<Translate.SessionUpdate> = [
+    const expected: Array<SessionUpdate> = [
       { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "The model call failed: rate limited" } }
     ]
     assert.deepStrictEqual(Translate.live(failed), expected)
