@@ -22,6 +22,7 @@
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { SessionLog } from "./log/SessionLog.ts"
 import type { Catalog } from "./providers/Models.ts"
@@ -31,6 +32,7 @@ import * as Unconfigured from "./providers/Unconfigured.ts"
 import { Bus } from "./runtime/Bus.ts"
 import { Config, DEFAULT_MAX_TURN_REQUESTS, DEFAULT_PERMISSION_TIMEOUT_MS } from "./runtime/Config.ts"
 import { DEFAULT_MODE, type ModeId } from "./Vocabulary.ts"
+import * as InProcess from "./remote/InProcess.ts"
 import { layer as RuntimeLayer } from "./runtime/Runtime.ts"
 import * as Toolkit from "./tools/Toolkit.ts"
 import { VERSION } from "./version.ts"
@@ -61,8 +63,12 @@ export interface SkeinConfig {
 export const resolveProvider = (config: SkeinConfig): Provider =>
   config.provider ?? (config.script !== undefined ? Scripted.make(config.script) : Unconfigured.make())
 
-/** The runtime's own layers over the given platform services. */
-export const layerWithoutPlatform = (config: SkeinConfig) =>
+/**
+ * The runtime itself, in this process, over the given platform services: `Runtime` (the
+ * local implementation, whose sessions a test or a presenter in this process may look
+ * inside) and the `Bus`.
+ */
+export const layerLocalWithoutPlatform = (config: SkeinConfig) =>
   RuntimeLayer.pipe(
     Layer.provideMerge(Bus.layer),
     Layer.provide(SessionLog.layer({ home: config.home })),
@@ -80,14 +86,33 @@ export const layerWithoutPlatform = (config: SkeinConfig) =>
     }))
   )
 
+const platform = Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)
+
+/** The local runtime on Node (`skein acp` serves it). */
+export const layerLocal = (config: SkeinConfig) => layerLocalWithoutPlatform(config).pipe(Layer.provideMerge(platform))
+
+/**
+ * Skein for an embedding program, over the given platform services: `Runtime` as a client of
+ * the session protocol's RPC group (`SessionRpcs`) whose server is this process, so the
+ * program runs unchanged against a `skein serve` elsewhere through `Skein.remote`. The `Bus`
+ * of the local runtime is provided too.
+ */
+export const layerWithoutPlatform = (config: SkeinConfig) => {
+  // One local runtime (layers are shared within a build): the client's server, and its Bus.
+  const local = layerLocalWithoutPlatform(config)
+  const bus = Layer.effect(Bus, Effect.gen(function*() {
+    return yield* Bus
+  })).pipe(Layer.provide(local))
+  return Layer.merge(InProcess.layer.pipe(Layer.provide(local)), bus)
+}
+
 /**
  * Skein on Node: `Runtime` (and the `Bus`) from a configuration, plus the Node
  * `FileSystem` and `Path` it runs on (which `Rerun.run` also uses).
  */
-export const layer = (config: SkeinConfig) =>
-  layerWithoutPlatform(config).pipe(Layer.provideMerge(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)))
+export const layer = (config: SkeinConfig) => layerWithoutPlatform(config).pipe(Layer.provideMerge(platform))
 
-export const Skein = { layer, layerWithoutPlatform }
+export const Skein = { layer, layerWithoutPlatform, layerLocal, layerLocalWithoutPlatform }
 
 export { Runtime, RuntimeError } from "./runtime/Runtime.ts"
 export type {

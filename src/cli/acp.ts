@@ -102,7 +102,7 @@ export const run = (args: ReadonlyArray<string>) =>
       const scope = yield* Effect.scope
       const ready = yield* Effect.cached(
         Effect.promise(() => import("../index.ts")).pipe(
-          Effect.flatMap(({ Skein }) => Layer.build(Skein.layer(config))),
+          Effect.flatMap(({ Skein }) => Layer.build(Skein.layerLocal(config))),
           // Start-up ends here: the code cache is taken shortly after.
           Effect.tap(() => Effect.sync(snapshotSoon)),
           Scope.provide(scope),

@@ -66,7 +66,11 @@ const runtimeError = (error: RuntimeError): Protocol.RpcError => {
 }
 
 const sessionError = (error: SessionError): Protocol.RpcError =>
-  error.reason === "closed" ? Protocol.resourceNotFound(error.message) : Protocol.invalidParams(error.message)
+  error.reason === "closed"
+    ? Protocol.resourceNotFound(error.message)
+    : error.reason === "log" || error.reason === "unavailable"
+    ? new Protocol.RpcError({ code: Protocol.ErrorCode.InternalError, message: error.message })
+    : Protocol.invalidParams(error.message)
 
 /** ACP prompt content → runtime user blocks; refuses kinds not advertised. */
 const userBlocks = (prompt: ReadonlyArray<Acp.Content.ContentBlock>): Effect.Effect<ReadonlyArray<UserBlock>, Protocol.RpcError> => {
@@ -110,13 +114,15 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
   const turnOptions = () => ({ client: ClientBridge.capabilities(offered, clientSettings) })
 
   /** The session's config options: mode, model and (where the model has one) reasoning effort. */
+  const settingsOf = (s: Session) => Effect.mapError(s.settings, sessionError)
+
   const configOptionsOf = (s: Session) =>
-    Effect.map(s.settings, (settings) => Translate.configOptions({ ...settings, models: runtime.models }))
+    Effect.map(settingsOf(s), (settings) => Translate.configOptions({ ...settings, models: runtime.models }))
 
   /** Tells the client about a mode change it did not necessarily make itself. */
   const announceMode = (s: Session) =>
     Effect.gen(function*() {
-      const { mode } = yield* s.settings
+      const { mode } = yield* settingsOf(s)
       yield* update(s.id, { sessionUpdate: "current_mode_update", currentModeId: mode })
       yield* update(s.id, { sessionUpdate: "config_option_update", configOptions: yield* configOptionsOf(s) })
     })
@@ -170,7 +176,7 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
 
   const sessionState = (s: Session) =>
     Effect.gen(function*() {
-      const { mode } = yield* s.settings
+      const { mode } = yield* settingsOf(s)
       return { modes: Translate.modeState(mode), configOptions: yield* configOptionsOf(s) }
     })
 

@@ -88,7 +88,7 @@ export const TurnOptions = Schema.Struct({
 export type TurnOptions = typeof TurnOptions.Type
 
 export class SessionError extends Schema.TaggedError<SessionError>()("SessionError", {
-  reason: Schema.Literals(["closed", "invalid_mode", "invalid_config", "unknown_request", "unsupported", "log"]),
+  reason: Schema.Literals(["closed", "invalid_mode", "invalid_config", "unknown_request", "unsupported", "log", "unavailable"]),
   message: Schema.String
 }) {}
 
@@ -124,13 +124,13 @@ export interface Session extends SessionInfo {
   readonly setConfig: (id: string, value: string) => Effect<void, SessionError>
   /** Answers an open question; `unknown_request` when none by that id is open. Never waits behind a turn. */
   readonly answer: (requestId: string, answer: Answer) => Effect<void, SessionError>
-  readonly settings: Effect<Settings>
+  readonly settings: Effect<Settings, SessionError>
   /** This session's events from now on (it ends when the session closes). */
   readonly events: Stream.Stream<SessionEvent>
   /** The logged events after `fromSeq`, then the live ones; none twice. */
   readonly subscribe: (fromSeq: number) => Stream.Stream<SessionEvent, SessionError>
   /** The session's MCP servers as they are now. */
-  readonly mcpServers: Effect<ReadonlyArray<McpServerStatus>>
+  readonly mcpServers: Effect<ReadonlyArray<McpServerStatus>, SessionError>
 }
 
 /** The outcome a turn's `turn_end` event reports. */

@@ -31,7 +31,7 @@ const inRuntime = <A, E>(home: string, config: Omit<SkeinConfig, "home">, body: 
   Effect.gen(function*() {
     const runtime = yield* Runtime
     return yield* body(runtime)
-  }).pipe(Effect.scoped, Effect.provide(Skein.layer({ home, ...config })))
+  }).pipe(Effect.scoped, Effect.provide(Skein.layerLocal({ home, ...config })))
 
 const readTurn: Scripted.Script["turns"][number] = {
   calls: [[{ text: "Reading." }, { tool: "read", args: { path: "notes.txt" } }], [{ think: "short" }, { text: "Done." }]]

@@ -54,7 +54,7 @@ export const withSkein = <A, E>(
       const runtime = yield* Runtime
       return yield* body({ home, cwd, runtime })
     }).pipe(
-      Effect.provide(Skein.layer({ home, ...config }))
+      Effect.provide(Skein.layerLocal({ home, ...config }))
     )
   })
 

@@ -1,0 +1,91 @@
+/**
+ * `SessionRpcs`: the Runtime and the session protocol as one `effect/rpc` group. In process it
+ * is what `Skein.layer` gives embedders (through an in-memory client); `skein serve` serves it
+ * over a socket; `Skein.remote` and `skein acp --connect` are its clients.
+ *
+ * Every request carries the token of a server that needs one (the `Auth` middleware). Long
+ * answers stream: a turn's events (`Turn`), a session's log then its live events
+ * (`Subscribe`), every session's events (`Events`), and the events of a loaded or read log
+ * (`LoadSession`, `ReadSession`, in chunks).
+ */
+import * as Schema from "effect/Schema"
+import { Rpc, RpcGroup, RpcMiddleware } from "effect/rpc"
+import { LogHeader } from "../log/Event.ts"
+import {
+  ListQuery,
+  LoadSessionOptions,
+  NewSessionOptions,
+  RuntimeError,
+  SessionPage
+} from "../runtime/Api.ts"
+import { Command, Event, SendResult, SessionError, SessionInfo, Settings, TurnOptions } from "../session/Protocol.ts"
+import { McpServerStatus, UserBlock } from "../Vocabulary.ts"
+
+/** A request without the server's token, or with a wrong one. The token is never echoed. */
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {
+  message: Schema.String
+}) {}
+
+/** Checks (server) and adds (client) the bearer token of a server that needs one. */
+export class Auth extends RpcMiddleware.Service<Auth>()("skein/remote/Auth", {
+  error: Unauthorized,
+  requiredForClient: true
+}) {}
+
+/** A session as a client first sees it. */
+export const Snapshot = Schema.Struct({ info: SessionInfo, settings: Settings })
+export type Snapshot = typeof Snapshot.Type
+
+const SessionId = { sessionId: Schema.String }
+const Failure = Schema.Union([RuntimeError, SessionError])
+
+/** Events of a log, a chunk at a time, after what comes first. */
+const Chunk = Schema.Struct({ _tag: Schema.Literal("Events"), events: Schema.Array(Event) })
+
+export const ModelEntry = Schema.Struct({
+  key: Schema.String,
+  provider: Schema.String,
+  info: Schema.Unknown
+})
+
+export class SessionRpcs extends RpcGroup.make(
+  Rpc.make("Info", {
+    success: Schema.Struct({
+      version: Schema.String,
+      models: Schema.UndefinedOr(Schema.Struct({ entries: Schema.Array(ModelEntry), defaultModel: Schema.UndefinedOr(Schema.String) }))
+    })
+  }),
+  Rpc.make("NewSession", { payload: NewSessionOptions, success: Snapshot, error: RuntimeError }),
+  Rpc.make("LoadSession", {
+    payload: LoadSessionOptions,
+    success: Schema.Union([Schema.Struct({ _tag: Schema.Literal("Loaded"), snapshot: Snapshot }), Chunk]),
+    error: RuntimeError,
+    stream: true
+  }),
+  Rpc.make("ListSessions", { payload: ListQuery, success: SessionPage, error: RuntimeError }),
+  Rpc.make("ReadSession", {
+    payload: SessionId,
+    success: Schema.Union([Schema.Struct({ _tag: Schema.Literal("Header"), header: LogHeader, file: Schema.String }), Chunk]),
+    error: RuntimeError,
+    stream: true
+  }),
+  Rpc.make("DeleteSession", { payload: SessionId, error: RuntimeError }),
+  Rpc.make("GetSession", { payload: SessionId, success: Snapshot, error: RuntimeError }),
+  Rpc.make("CloseSession", { payload: SessionId }),
+  Rpc.make("LiveSessions", { success: Schema.Array(SessionInfo) }),
+  Rpc.make("Turn", {
+    payload: { ...SessionId, content: Schema.Array(UserBlock), options: TurnOptions },
+    success: Event,
+    error: Failure,
+    stream: true
+  }),
+  Rpc.make("Send", { payload: { ...SessionId, command: Command }, success: SendResult, error: Failure }),
+  Rpc.make("Settings", { payload: SessionId, success: Settings, error: Failure }),
+  Rpc.make("McpServers", { payload: SessionId, success: Schema.Array(McpServerStatus), error: Failure }),
+  /** The log after `fromSeq`, then the live events; without `fromSeq`, the live events only. */
+  Rpc.make("Subscribe", { payload: { ...SessionId, fromSeq: Schema.optionalKey(Schema.Number) }, success: Event, error: Failure, stream: true }),
+  Rpc.make("Events", { success: Event, stream: true })
+).middleware(Auth) {}
+
+/** How many events a chunk of a log carries. */
+export const CHUNK_EVENTS = 512
