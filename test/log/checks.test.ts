@@ -1,15 +1,24 @@
 /**
  * The checks of logged events come from the event Schemas: every canonical type's data is held
- * to its Schema when read, whatever the Schema allows reads back, and a new member of the union
- * needs no change in the reader.
+ * to its Schema when read (and when written), whatever the Schema allows reads back, and a new
+ * member of the union needs no change in the reader or the stores.
  */
 import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import type * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import { isDeepStrictEqual } from "node:util"
 import * as Checks from "../../src/log/Checks.ts"
-import { CanonicalBody, LOG_VERSION } from "../../src/log/Event.ts"
+import { type Canonical, CanonicalBody, LOG_VERSION } from "../../src/log/Event.ts"
 import * as Reader from "../../src/log/Reader.ts"
-import { LogError } from "../../src/log/LogError.ts"
+import { LogError, SessionLog } from "../../src/log/SessionLog.ts"
+import type { Provider, StreamPart } from "../../src/providers/Provider.ts"
+import * as Tool from "../../src/tools/Tool.ts"
+import * as Toolkit from "../../src/tools/Toolkit.ts"
+import { withPieces } from "../support/Sessions.ts"
+import * as TempDir from "../support/TempDir.ts"
 
 const SECRET = "sk-live-0123456789"
 const FILE = "/logs/s.ndjson"
@@ -106,6 +115,15 @@ describe("whatever the Schemas allow reads back", () => {
 const Bookmark = Schema.Struct({ type: Schema.Literal("bookmark"), data: Schema.Struct({ label: Schema.String, at: Schema.Number }) })
 const Extended = Schema.Union([...CanonicalBody.members, Bookmark])
 
+const stamp = (seq: number, type: string, data: unknown): Canonical => ({ sessionId: "s", seq, ts: seq, turn: null, type, data }) as unknown as Canonical
+const storeIn = <E, R>(layer: Layer.Layer<SessionLog, E, R>) =>
+  Effect.provide(
+    Effect.gen(function*() {
+      return yield* SessionLog
+    }),
+    layer
+  )
+
 describe("a new event type needs no change in the reader", () => {
   const log = header() + start + line(2, "bookmark", { label: "here", at: 3 }) + line(3, "turn_end", { stopReason: "end_turn" })
 
@@ -121,4 +139,85 @@ describe("a new event type needs no change in the reader", () => {
     assert.include(corruption(log), "line 3: unknown event type")
   })
 
+  for (
+    const [name, layerOf] of [
+      ["files", (events?: typeof Extended) => Effect.map(TempDir.make(), (home) => SessionLog.layer({ home, events }))],
+      ["memory", (events?: typeof Extended) => Effect.succeed(SessionLog.layerMemory({ events }))]
+    ] as const
+  ) {
+    it.effect(`the ${name} store, given the union, writes and reopens a log that uses it`, () =>
+      Effect.gen(function*() {
+        const store = yield* storeIn(yield* layerOf(Extended))
+        yield* Effect.scoped(Effect.gen(function*() {
+          const writer = yield* store.create({ type: "session", v: LOG_VERSION, id: "b1", cwd: "/w", created: 1 })
+          yield* writer.append([stamp(1, "bookmark", { label: "here", at: 3 })])
+          // Its Schema holds on the way in too: the line is not written.
+          const refused = yield* Effect.flip(writer.append([stamp(2, "bookmark", { label: SECRET })]))
+          assert.strictEqual(refused.reason, "invalid")
+          assert.include(refused.message, "a bookmark whose data does not match its schema (at: Missing key)")
+          assert.notInclude(refused.message, SECRET)
+        }))
+        const opened = yield* Effect.scoped(store.open("b1"))
+        assert.deepStrictEqual(opened.contents.events.map((e) => [e.seq, e.type]), [[1, "bookmark"]])
+      }).pipe(Effect.provide(TempDir.platform)))
+
+    it.effect(`the ${name} store never writes a line its reader would call corrupt`, () =>
+      Effect.gen(function*() {
+        const store = yield* storeIn(yield* layerOf())
+        yield* Effect.scoped(Effect.gen(function*() {
+          const writer = yield* store.create({ type: "session", v: LOG_VERSION, id: "b2", cwd: "/w", created: 1 })
+          const bad = [
+            stamp(1, "turn_start", { content: [{ type: "text", text: "hi" }] }),
+            stamp(2, "tool_result", { id: "c", ok: true, content: "x", details: { exitCode: SECRET } })
+          ]
+          const refused = yield* Effect.flip(writer.append(bad))
+          assert.strictEqual(refused.reason, "invalid")
+          assert.include(refused.message, "a tool_result whose data does not match its schema (details.exitCode: Expected")
+          assert.notInclude(refused.message, SECRET)
+          assert.strictEqual((yield* Effect.flip(writer.append([stamp(1, "bookmark", { label: "x", at: 1 })]))).reason, "invalid")
+          yield* writer.append([bad[0]!])
+        }))
+        const read = yield* store.read("b2")
+        assert.deepStrictEqual(read.events.map((e) => e.type), ["turn_start"])
+      }).pipe(Effect.provide(TempDir.platform)))
+  }
+})
+
+describe("a session never writes a log it could not load again", () => {
+  // A provider of an embedding program, within its type (`args: unknown`), and a tool returning
+  // details its Schema does not allow: each would have left a line that no reader accepts.
+  const provider = (args: unknown): Provider => ({
+    name: "custom",
+    stream: () => Stream.make<Array<StreamPart>>({ _tag: "TextDelta", text: "ok" }, { _tag: "ToolCall", id: "c1", name: "odd", args }, { _tag: "Finish", stop: "tool_use" })
+  })
+  const odd = Tool.define<{}>({
+    name: "odd",
+    description: "odd (test tool)",
+    kind: "other",
+    mutating: false,
+    parameters: Schema.Struct({}),
+    title: () => "Run odd",
+    locations: () => [],
+    execute: () => Effect.succeed(Tool.ok("done", { exitCode: SECRET } as never))
+  })
+
+  for (
+    const [what, args, where] of [
+      ["an undefined tool argument", undefined, "a model_response whose data does not match its schema (parts[1].args: Missing key)"],
+      ["tool details of the wrong type", {}, "a tool_result whose data does not match its schema (details.exitCode: Expected"]
+    ] as const
+  ) {
+    it.live(`${what}: the turn fails, saying why, and the log still loads`, () =>
+      withPieces({ provider: provider(args), toolkit: Toolkit.make([odd]) }, ({ runtime, cwd }) =>
+        Effect.gen(function*() {
+          const session = yield* runtime.newSession({ cwd, mode: "bypassPermissions" })
+          const outcome = yield* session.prompt([{ type: "text", text: "go" }])
+          assert.include(outcome.error, where)
+          assert.notInclude(outcome.error, SECRET)
+          yield* runtime.closeSession(session.id)
+          const { events } = yield* runtime.loadSession({ sessionId: session.id })
+          assert.strictEqual(events[0]!.type, "turn_start")
+          assert.strictEqual(events.at(-1)!.type, "turn_end")
+        })).pipe(Effect.provide(Logger.layer([]))))
+  }
 })

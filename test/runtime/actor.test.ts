@@ -48,7 +48,9 @@ const memoryWriter = (): MemoryWriter => {
       }),
     sync: Effect.sync(() => {
       writer.syncs++
-    })
+    }),
+    saveSide: () => Effect.void,
+    loadSide: () => Effect.succeed(undefined)
   }
   return writer
 }
