@@ -38,8 +38,13 @@ import * as Toolkit from "./tools/Toolkit.ts"
 import { VERSION } from "./version.ts"
 
 export interface SkeinConfig {
-  /** Where sessions live (`<home>/sessions`). */
+  /** Where sessions live (`<home>/sessions`), and where `config.json` is read from. */
   readonly home: string
+  /**
+   * Where sessions are kept: `"files"` (default) as logs under `<home>/sessions`; `"memory"` in
+   * this process only, for as long as the layer lives: nothing is written to disk.
+   */
+  readonly store?: "files" | "memory" | undefined
   /** The provider that answers model calls; wins over `script`. */
   readonly provider?: Provider | undefined
   /** A parsed script for the scripted provider (see `Scripted.parse`). */
@@ -71,7 +76,7 @@ export const resolveProvider = (config: SkeinConfig): Provider =>
 export const layerLocalWithoutPlatform = (config: SkeinConfig) =>
   RuntimeLayer.pipe(
     Layer.provideMerge(Bus.layer),
-    Layer.provide(SessionLog.layer({ home: config.home })),
+    Layer.provide(config.store === "memory" ? SessionLog.layerMemory() : SessionLog.layer({ home: config.home })),
     Layer.provide(Config.layer({
       home: config.home,
       provider: resolveProvider(config),

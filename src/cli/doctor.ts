@@ -162,7 +162,7 @@ const mcpSession = (home: string, sessionId: string) =>
 const mcpReport = (session: { readonly sessionId: string; readonly log: string; readonly cwd: string }) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    const servers = yield* McpRecord.load(fs, McpRecord.settingsPath(session.log))
+    const servers = yield* McpRecord.loadFile(fs, McpRecord.settingsPath(session.log))
     const statuses = yield* McpSession.probe({ servers, cwd: session.cwd })
     return `\nMCP servers of ${session.sessionId}\n${McpSession.statusText(statuses).split("\n").map((l) => `  ${l}`).join("\n")}\n`
   }).pipe(Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)))

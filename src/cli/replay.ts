@@ -91,7 +91,7 @@ const rerun = (contents: { readonly header: Rerun.Options["header"]; readonly ev
       )
     }
     // The MCP servers the session used, as recorded beside its log (none for a log elsewhere without them).
-    const mcpServers = yield* McpRecord.load(fs, McpRecord.settingsPath(contents.file))
+    const mcpServers = yield* McpRecord.loadFile(fs, McpRecord.settingsPath(contents.file))
     const report = yield* Rerun.run({ header: contents.header, events: contents.events, cwd, home, mcpServers })
     yield* writeOut(options.json ? JSON.stringify(report, null, 2) + "\n" : formatReport(report, cwd))
     return report.diverged ? 1 : 0

@@ -125,7 +125,8 @@ export const Notice = event("notice", { text: Schema.String, source: Schema.opti
 /**
  * The MCP servers the session uses from now on (session-level, `turn: null`).
  * Only what identifies them: the settings with their secrets (env and header
- * values, args, full URLs) are in `<id>.mcp.json` beside the log (mode 0600).
+ * values, args, full URLs) are in the session's `mcp` side record (the file
+ * store: `<id>.mcp.json` beside the log, mode 0600).
  */
 export const McpServers = event("mcp_servers", {
   servers: Schema.Array(Schema.Struct({
@@ -219,7 +220,11 @@ export const LogLine = Schema.Struct({
   data: Schema.Unknown
 })
 
-/** The log format. 2: `model_partial` events (a Skein that reads only v1 would refuse them). */
+/**
+ * The log format. 2: `model_partial` events (a Skein that reads only v1 would refuse them).
+ * A new canonical event type bumps it (with an identity entry in `Migrations.formats`): an older
+ * Skein then refuses the log by its header, where it would otherwise call the new lines corrupt.
+ */
 export const LOG_VERSION = 2
 
 /** Line 1 of a log file. */

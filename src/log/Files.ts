@@ -185,6 +185,45 @@ export const replaceWhole = (file: string, bytes: Uint8Array, backup: string, fa
     catch: io("migrate the session log", file)
   })
 
+/** The file of a log's side record `side`: `<id>.<side>.json` beside `<id>.ndjson`. */
+export const sidePath = (file: string, side: string): string => `${file.replace(/\.ndjson$/, "")}.${side}.json`
+
+/**
+ * Replaces a side record whole (owner-only): written to a temporary file beside it, then
+ * renamed over it; `undefined` removes it. The caller holds the session's lock.
+ */
+export const writeSide = (file: string, text: string | undefined): Effect.Effect<void, LogError> =>
+  Effect.try({
+    try: () => {
+      if (text === undefined) return nodeFs.rmSync(file, { force: true })
+      const temp = `${file}.${process.pid}.tmp`
+      try {
+        nodeFs.writeFileSync(temp, text, { mode: FILE_MODE })
+        // An existing temporary file keeps its mode through writeFileSync.
+        nodeFs.chmodSync(temp, FILE_MODE)
+        nodeFs.renameSync(temp, file)
+      } catch (error) {
+        nodeFs.rmSync(temp, { force: true })
+        throw error
+      }
+    },
+    catch: io("write", file)
+  })
+
+/** A side record's text, or undefined when there is none. */
+export const readSide = (file: string): Effect.Effect<string | undefined, LogError> =>
+  Effect.try({
+    try: () => {
+      try {
+        return nodeFs.readFileSync(file, "utf8")
+      } catch (error) {
+        if (code(error) === "ENOENT") return undefined
+        throw error
+      }
+    },
+    catch: io("read", file)
+  })
+
 /** Flushes a directory's entries (a new or renamed file survives a power loss). */
 export const syncDirectory = (directory: string): void => {
   let fd: number | undefined

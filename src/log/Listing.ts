@@ -7,6 +7,8 @@
  *
  * Sessions are sorted newest first (then by id); the cursor is an opaque token
  * for the last session of a page, so new activity never shifts a later page.
+ * `page` is that order and paging over any store's sessions (the memory store
+ * keeps each head as its log grows).
  */
 import * as Effect from "effect/Effect"
 import * as nodeFs from "node:fs"
@@ -75,7 +77,8 @@ const decodeCursor = (cursor: string): { readonly updatedAt: number; readonly id
 const before = (a: { readonly updatedAt: number; readonly id: string }, b: { readonly updatedAt: number; readonly id: string }) =>
   a.updatedAt !== b.updatedAt ? a.updatedAt > b.updatedAt : a.id < b.id
 
-interface Head {
+/** What a session's listing shows from its log: its header and its first prompt. */
+export interface Head {
   readonly cwd: string
   readonly additionalDirectories: ReadonlyArray<string>
   readonly created: number
@@ -151,6 +154,44 @@ const readHead = (_fs: FileSystem.FileSystem, file: string): Effect.Effect<Head 
     }
   })
 
+/**
+ * One page of sessions, given each one's id and last activity: sorted newest first, after the
+ * query's cursor, filtered by cwd. Only the heads of the sessions the page needs are read
+ * (`readHead`; undefined skips a session whose log is unusable).
+ */
+export const page = (
+  stamped: ReadonlyArray<{ readonly id: string; readonly updatedAt: number }>,
+  query: Query,
+  readHead: (id: string) => Effect.Effect<Head | undefined>
+): Effect.Effect<Page, LogError> =>
+  Effect.gen(function*() {
+    const limit = Math.max(1, query.limit ?? DEFAULT_PAGE)
+    const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor)
+    if (query.cursor !== undefined && after === undefined) {
+      return yield* new LogError({ reason: "corrupt", message: "Invalid cursor" })
+    }
+    const candidates = stamped
+      .filter((s) => after === undefined || before(after, s))
+      .sort((a, b) => (before(a, b) ? -1 : before(b, a) ? 1 : 0))
+
+    const sessions: Array<Entry> = []
+    let next = 0
+    while (sessions.length < limit && next < candidates.length) {
+      const batch = candidates.slice(next, next + limit - sessions.length)
+      next += batch.length
+      const heads = yield* Effect.forEach(batch, (c) => readHead(c.id), { concurrency: 32 })
+      batch.forEach((c, i) => {
+        const head = heads[i]
+        if (head === undefined) return
+        if (query.cwd !== undefined && head.cwd !== query.cwd) return
+        sessions.push({ id: c.id, updatedAt: c.updatedAt, ...head })
+      })
+    }
+    const last = sessions[sessions.length - 1]
+    const more = next < candidates.length && last !== undefined
+    return { sessions, nextCursor: more ? encodeCursor(last) : undefined }
+  })
+
 /** One page of the sessions in `directory`. */
 export const list = (
   fs: FileSystem.FileSystem,
@@ -159,9 +200,7 @@ export const list = (
   query: Query
 ): Effect.Effect<Page, LogError> =>
   Effect.gen(function*() {
-    const limit = Math.max(1, query.limit ?? DEFAULT_PAGE)
-    const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor)
-    if (query.cursor !== undefined && after === undefined) {
+    if (query.cursor !== undefined && decodeCursor(query.cursor) === undefined) {
       return yield* new LogError({ reason: "corrupt", message: "Invalid cursor" })
     }
     const names = yield* fs.readDirectory(directory).pipe(
@@ -174,33 +213,13 @@ export const list = (
     const ids = names.filter((n) => n.endsWith(LOG_SUFFIX)).map((n) => n.slice(0, -LOG_SUFFIX.length)).filter(isSessionId)
     // One synchronous stat per log (a few µs each) instead of an async one through the thread pool.
     const stamped = yield* Effect.sync(() =>
-      ids.map((id) => {
+      ids.flatMap((id) => {
         try {
-          return { id, updatedAt: nodeFs.statSync(path.join(directory, id + LOG_SUFFIX)).mtimeMs }
+          return [{ id, updatedAt: nodeFs.statSync(path.join(directory, id + LOG_SUFFIX)).mtimeMs }]
         } catch {
-          return undefined
+          return []
         }
       })
     )
-    const candidates = stamped
-      .filter((s): s is { id: string; updatedAt: number } => s !== undefined)
-      .filter((s) => after === undefined || before(after, s))
-      .sort((a, b) => (before(a, b) ? -1 : before(b, a) ? 1 : 0))
-
-    const sessions: Array<Entry> = []
-    let next = 0
-    while (sessions.length < limit && next < candidates.length) {
-      const batch = candidates.slice(next, next + limit - sessions.length)
-      next += batch.length
-      const heads = yield* Effect.forEach(batch, (c) => readHead(fs, path.join(directory, c.id + LOG_SUFFIX)), { concurrency: 32 })
-      batch.forEach((c, i) => {
-        const head = heads[i]
-        if (head === undefined) return
-        if (query.cwd !== undefined && head.cwd !== query.cwd) return
-        sessions.push({ id: c.id, updatedAt: c.updatedAt, ...head })
-      })
-    }
-    const last = sessions[sessions.length - 1]
-    const more = next < candidates.length && last !== undefined
-    return { sessions, nextCursor: more ? encodeCursor(last) : undefined }
+    return yield* page(stamped, query, (id) => readHead(fs, path.join(directory, id + LOG_SUFFIX)))
   })

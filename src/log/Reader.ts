@@ -1,19 +1,29 @@
 /**
  * Reading a session log back: streamed in chunks, one `JSON.parse` per line,
  * the header checked with its Schema and migrated (see `Migrations.ts`), every
- * event checked structurally (cheap: the fields folding and replay rely on,
- * and `seq` strictly increasing).
+ * event's envelope checked here (`seq` strictly increasing, `ts`, `turn`) and
+ * its data by the Schema of its type (`Checks.ts`, derived from `CanonicalBody`:
+ * a new event type needs nothing here).
+ *
+ * An event type the union does not have is corruption, like any bad line. It
+ * cannot be news from a newer Skein: a new event type bumps `LOG_VERSION`, and
+ * the header's version check refuses such a log before its first event (with
+ * "written by a newer Skein"). So in a log this Skein accepts, an unknown type
+ * is damage or a hand edit, and skipping the line would leave a hole in the
+ * history (and lose it for good when the log is next migrated).
  *
  * Recovery: a last line without its `\n`, or a last line that is not JSON, is
  * what a crash mid-write leaves; it is reported as `torn` (with the byte length
  * of the intact part) and not returned. A bad line anywhere else is corruption:
- * a `LogError` naming the file and the line. Reading never changes the file;
+ * a `LogError` naming the file, the line and what is wrong (for a bad event,
+ * its type and the field, never a value). Reading never changes the file;
  * cutting the torn tail is the writer's job (`SessionLog.open`).
  */
 import * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import * as Checks from "./Checks.ts"
 import { type Canonical, LogHeader } from "./Event.ts"
 import { LogError } from "./LogError.ts"
 import * as Migrations from "./Migrations.ts"
@@ -35,6 +45,8 @@ export interface Contents {
 export interface Options {
   /** The formats this reader accepts (default: `Migrations.formats`). */
   readonly formats?: ReadonlyMap<number, Migrations.Upgrade> | undefined
+  /** The events a log may hold (default: `CanonicalBody`); tests pass a larger union. */
+  readonly events?: Checks.EventUnion | undefined
 }
 
 const CHUNK_BYTES = 1 << 20
@@ -52,45 +64,8 @@ const parseJson = (text: string): unknown => {
   }
 }
 
-/** What is wrong with an event's data, or undefined: only what folding and replay read. */
-const checkData = (type: string, d: Record<string, unknown>): string | undefined => {
-  switch (type) {
-    case "turn_start":
-      return Array.isArray(d.content) && d.content.every((b) => isRecord(b) && isString(b.type)) ? undefined : "turn_start without content"
-    case "model_partial":
-      return typeof d.call === "number" && Array.isArray(d.parts) &&
-          d.parts.every((p) => isRecord(p) && (p.type === "text" || p.type === "thinking") && isString(p.text))
-        ? undefined
-        : "malformed model_partial"
-    case "model_response":
-      return typeof d.call === "number" && isString(d.stop) && Array.isArray(d.parts) && d.parts.every((p) => isRecord(p) && isString(p.type))
-        ? undefined
-        : "malformed model_response"
-    case "tool_call":
-      return isString(d.id) && isString(d.name) && isString(d.title) && isString(d.kind) ? undefined : "malformed tool_call"
-    case "tool_result":
-      return isString(d.id) && typeof d.ok === "boolean" && isString(d.content) ? undefined : "malformed tool_result"
-    case "turn_end":
-      return isString(d.stopReason) ? undefined : "malformed turn_end"
-    case "mode_changed":
-      return isString(d.mode) ? undefined : "malformed mode_changed"
-    case "config_changed":
-      return isString(d.id) && isString(d.value) ? undefined : "malformed config_changed"
-    case "plan":
-      return Array.isArray(d.entries) ? undefined : "malformed plan"
-    case "permission":
-      return isString(d.toolCallId) && isString(d.outcome) ? undefined : "malformed permission"
-    case "notice":
-      return isString(d.text) ? undefined : "malformed notice"
-    case "mcp_servers":
-      return Array.isArray(d.servers) ? undefined : "malformed mcp_servers"
-    default:
-      return `unknown event type`
-  }
-}
-
-/** What is wrong with one event line, or undefined. */
-const checkEvent = (e: unknown, lastSeq: number): string | undefined => {
+/** What is wrong with one event line, or undefined: its envelope here, its data by its type's Schema. */
+const checkEvent = (e: unknown, lastSeq: number, checkData: Checks.Check): string | undefined => {
   if (!isRecord(e)) return "not an event object"
   if (typeof e.seq !== "number" || !Number.isInteger(e.seq)) return "no integer seq"
   if (e.seq <= lastSeq) return `seq ${e.seq} does not follow ${lastSeq}`
@@ -113,6 +88,7 @@ const corrupt = (file: string, line: number, what: string) =>
 export const parser = (file: string, options?: Options) => {
   const decoder = new TextDecoder()
   const formats = options?.formats ?? Migrations.formats
+  const checkData = options?.events === undefined ? Checks.canonical() : Checks.of(options.events)
   let pending: Array<Uint8Array> = []
   let pendingBytes = 0
   let line = 0
@@ -161,7 +137,7 @@ export const parser = (file: string, options?: Options) => {
       return
     }
     const event = upgrade === undefined ? json : upgrade.event(json as Migrations.Line)
-    const problem = checkEvent(event, lastSeq)
+    const problem = checkEvent(event, lastSeq, checkData)
     if (problem !== undefined) {
       failure = corrupt(file, line, problem)
       return
@@ -246,3 +222,13 @@ export const read = (fs: FileSystem.FileSystem, file: string, options?: Options)
     const result = p.end()
     return result instanceof LogError ? yield* result : result
   }))
+
+/** Reads a log held in memory: the bytes of a whole file. */
+export const parse = (file: string, bytes: Uint8Array, options?: Options): Effect.Effect<Contents, LogError> =>
+  Effect.suspend(() => {
+    const p = parser(file, options)
+    const failure = p.push(bytes)
+    if (failure !== undefined) return Effect.fail(failure)
+    const result = p.end()
+    return result instanceof LogError ? Effect.fail(result) : Effect.succeed(result)
+  })

@@ -8,17 +8,20 @@
  * - the log gets an `mcp_servers` event with what identifies each server —
  *   name, transport, command or URL (without credentials, query or
  *   fragment), and the *names* of its env variables and headers;
- * - the settings as the client sent them go to `<id>.mcp.json` next to the
- *   log, created with mode 0600 (owner only) and replaced atomically, only
- *   once the log exists. It is removed with the session, before the log (see
- *   `log/Files.ts`), so the secrets never outlive the log. A log copied elsewhere without it still says
- *   which servers were used; they are then not restarted.
+ * - the settings as the client sent them go to the session's `mcp` side
+ *   record, kept by its store beside the log (the file store: `<id>.mcp.json`,
+ *   mode 0600, replaced atomically), written only once the log exists and
+ *   removed with the session before the log (see `log/Files.ts`), so the
+ *   secrets never outlive the log. A log copied elsewhere without it still
+ *   says which servers were used; they are then not restarted.
  *
  * The client's list wins whenever it names at least one server.
  */
 import * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"
 import * as Schema from "effect/Schema"
+import { sidePath } from "../log/Files.ts"
+import type { Writer } from "../log/Store.ts"
 import { McpServer } from "../Vocabulary.ts"
 
 /** One server as the log records it. */
@@ -69,33 +72,40 @@ export const choose = (fromClient: ReadonlyArray<McpServer>, recorded: ReadonlyA
 /** Whether two lists start the same servers (order matters: it decides name clashes). */
 export const same = (a: ReadonlyArray<McpServer>, b: ReadonlyArray<McpServer>): boolean => JSON.stringify(a) === JSON.stringify(b)
 
-/** The settings file of a log: `<id>.mcp.json` beside `<id>.ndjson`. */
-export const settingsPath = (logPath: string): string => logPath.replace(/\.ndjson$/, "") + ".mcp.json"
+/** The settings file of a log in the file store: `<id>.mcp.json` beside `<id>.ndjson`. */
+export const settingsPath = (logPath: string): string => sidePath(logPath, "mcp")
 
 const Settings = Schema.Struct({ v: Schema.Literal(1), servers: Schema.Array(McpServer) })
 const decodeSettings = Schema.decodeUnknownEffect(Schema.fromJsonString(Settings))
 
-/** Writes the settings (owner-only, atomically); an empty list removes the file. */
-export const save = (fs: FileSystem.FileSystem, file: string, servers: ReadonlyArray<McpServer>) =>
-  Effect.gen(function*() {
-    if (servers.length === 0) return yield* fs.remove(file, { force: true })
-    const temp = `${file}.${process.pid}.tmp`
-    yield* fs.writeFileString(temp, JSON.stringify({ v: 1, servers }) + "\n", { mode: 0o600 })
-    yield* fs.chmod(temp, 0o600)
-    yield* fs.rename(temp, file)
-  }).pipe(
-    Effect.catchCause((cause) => Effect.logWarning(`Could not save the MCP settings of a session in ${file}`, cause))
+/** Saves the settings in the session's side record (the writer holds its lock); an empty list removes it. */
+export const save = (writer: Writer, servers: ReadonlyArray<McpServer>) =>
+  writer.saveSide("mcp", servers.length === 0 ? undefined : JSON.stringify({ v: 1, servers }) + "\n").pipe(
+    Effect.catchCause((cause) => Effect.logWarning(`Could not save the MCP settings of the session log ${writer.path}`, cause))
   )
 
-/** Reads the settings; a missing or unreadable file is no servers (the latter with a warning). */
-export const load = (fs: FileSystem.FileSystem, file: string): Effect.Effect<ReadonlyArray<McpServer>> =>
-  Effect.gen(function*() {
-    if (!(yield* fs.exists(file))) return []
-    const text = yield* fs.readFileString(file)
-    return (yield* decodeSettings(text)).servers
-  }).pipe(
+const decode = (text: string | undefined, where: string): Effect.Effect<ReadonlyArray<McpServer>> =>
+  text === undefined ? Effect.succeed([]) : decodeSettings(text).pipe(
+    Effect.map((settings) => settings.servers),
     Effect.catchCause(() =>
-      Effect.as(Effect.logWarning(`The MCP settings file ${file} is unreadable; the session's MCP servers are not restarted`), [])
+      Effect.as(Effect.logWarning(`The MCP settings of ${where} are unreadable; the session's MCP servers are not restarted`), [])
     )
   )
 
+/** Reads the settings from the session's side record; none, or unreadable ones (with a warning), are no servers. */
+export const load = (writer: Writer): Effect.Effect<ReadonlyArray<McpServer>> =>
+  writer.loadSide("mcp").pipe(
+    Effect.catchCause(() => Effect.succeed(undefined)),
+    Effect.flatMap((text) => decode(text, `the session log ${writer.path}`))
+  )
+
+/** Reads the settings file of a log anywhere (the CLI's `replay` and `doctor`); a missing file is no servers. */
+export const loadFile = (fs: FileSystem.FileSystem, file: string): Effect.Effect<ReadonlyArray<McpServer>> =>
+  Effect.gen(function*() {
+    if (!(yield* fs.exists(file))) return undefined
+    return yield* fs.readFileString(file)
+  }).pipe(
+    // Unreadable: decoded as nothing, with the warning.
+    Effect.catchCause(() => Effect.succeed("")),
+    Effect.flatMap((text) => decode(text, file))
+  )

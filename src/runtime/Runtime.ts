@@ -140,7 +140,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
      */
     const startMcp = (servers: ReadonlyArray<McpServer>, changed: boolean, writer: Writer, cwd: string, scope: Scope.Scope) =>
       Effect.gen(function*() {
-        if (changed) yield* McpRecord.save(fs, McpRecord.settingsPath(writer.path), servers)
+        if (changed) yield* McpRecord.save(writer, servers)
         const record: ReadonlyArray<CanonicalBody> = changed ? [{ type: "mcp_servers", data: { servers: McpRecord.summary(servers) } }] : []
         if (servers.length === 0) return { session: undefined, record } satisfies Mcp
         const session = yield* McpSession.start({ servers, cwd, clientInfo: { name: "skein", version: config.version } }).pipe(
@@ -276,7 +276,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           // The mode it started in, unless its log changed it since.
           if (history.mode === undefined || !isModeId(history.mode)) history.mode = header.mode !== undefined && isModeId(header.mode) ? header.mode : config.defaultMode
           // The client's servers win; without any, the ones the session used last time.
-          const recorded = yield* McpRecord.load(fs, McpRecord.settingsPath(writer.path))
+          const recorded = yield* McpRecord.load(writer)
           const servers = McpRecord.choose(options.mcpServers ?? [], recorded)
           const mcp = yield* startMcp(servers, !McpRecord.same(servers, recorded), writer, header.cwd, scope)
           const session = yield* Session.make(

@@ -1,7 +1,8 @@
 /**
  * Skein embedded in a plain Effect program, using only the public exports of `src/index.ts`:
  * `Skein.layer(config)` gives `Runtime`; a session's events stream and its outcome are what
- * the program sees.
+ * the program sees. Sessions are kept in memory here (`store: "memory"`), as an embedder that
+ * wants no files keeps them; the store on disk has its own tests (test/log).
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -55,11 +56,12 @@ describe("embedding Skein in an Effect program", () => {
           })
           const events = yield* Stream.runCollect(session.turn([{ type: "text", text: "Summarise notes.txt" }]))
           const outcome: TurnOutcome = SessionProtocol.outcomeOf(events.at(-1)!)!
-          return { id: session.id, outcome, events, all: yield* Fiber.join(all) }
-        }).pipe(Effect.scoped, Effect.provide(Skein.layer({ home, script })))
+          const log = yield* runtime.readSession(session.id)
+          return { log, outcome, events, all: yield* Fiber.join(all) }
+        }).pipe(Effect.scoped, Effect.provide(Skein.layer({ home, script, store: "memory" })))
       })
 
-      const { id, outcome, events, all } = await Effect.runPromise(program)
+      const { log, outcome, events, all } = await Effect.runPromise(program)
 
       assert.deepStrictEqual(outcome, { stopReason: "end_turn" })
       assert.deepStrictEqual(events.map((e) => e.type), [
@@ -92,8 +94,9 @@ describe("embedding Skein in an Effect program", () => {
         "agent_thought_chunk",
         "agent_message_chunk"
       ])
-      // The session left its log behind.
-      assert.isTrue(existsSync(join(home, "sessions", `${id}.ndjson`)))
+      // Its log holds the canonical events, in memory: nothing was written under the home.
+      assert.deepStrictEqual(log.events.map((e) => e.type), events.filter((e) => e.type !== "text_delta" && e.type !== "thinking_delta" && e.type !== "tool_running").map((e) => e.type))
+      assert.isFalse(existsSync(join(home, "sessions")))
     }))
 
   it("cancels a running prompt from the program; the outcome is cancelled", () =>
@@ -110,7 +113,7 @@ describe("embedding Skein in an Effect program", () => {
             Stream.runCollect
           )
           return { outcome: SessionProtocol.outcomeOf(events.at(-1)!)!, events }
-        }).pipe(Effect.scoped, Effect.provide(Skein.layer({ home, script })))
+        }).pipe(Effect.scoped, Effect.provide(Skein.layer({ home, script, store: "memory" })))
       })
       const { outcome, events } = await Effect.runPromise(program.pipe(Effect.timeout("10 seconds")))
       assert.deepStrictEqual(outcome, { stopReason: "cancelled" })
@@ -119,6 +122,46 @@ describe("embedding Skein in an Effect program", () => {
       assert.deepStrictEqual(turn2.at(-1)?.data, { stopReason: "cancelled" })
     }))
 
+  it("store: \"memory\" keeps sessions in this process: list, close, load, read and delete work, and no file is written", () =>
+    withDirs(async ({ home, cwd }) => {
+      const program = Effect.gen(function*() {
+        const script = yield* Scripted.parse(scriptJson)
+        const layer = Skein.layer({ home, script, store: "memory" })
+        const seen = yield* Effect.gen(function*() {
+          const runtime = yield* Runtime
+          const session = yield* runtime.newSession({ cwd })
+          yield* session.prompt([{ type: "text", text: "Summarise notes.txt" }])
+          const listed = (yield* runtime.listSessions({ cwd })).sessions.map((s) => [s.id, s.title])
+          const elsewhere = (yield* runtime.listSessions({ cwd: join(cwd, "..") })).sessions
+          yield* runtime.closeSession(session.id)
+          const loaded = yield* runtime.loadSession({ sessionId: session.id, cwd })
+          const record = yield* runtime.readSession(session.id)
+          yield* runtime.deleteSession(session.id)
+          const gone = yield* Effect.flip(runtime.loadSession({ sessionId: session.id }))
+          return { id: session.id, listed, elsewhere, loaded: loaded.events.map((e) => e.type), record, gone, left: (yield* runtime.listSessions()).sessions }
+        }).pipe(Effect.scoped, Effect.provide(layer))
+        // Sessions last as long as the layer: built again, it starts empty.
+        const fresh = yield* Effect.gen(function*() {
+          return yield* (yield* Runtime).listSessions()
+        }).pipe(Effect.provide(layer))
+        return { ...seen, fresh: fresh.sessions }
+      })
+      const { id, listed, elsewhere, loaded, record, gone, left, fresh } = await Effect.runPromise(program)
+      assert.deepStrictEqual(listed, [[id, "Summarise notes.txt"]])
+      assert.deepStrictEqual(elsewhere, [])
+      assert.deepStrictEqual(loaded, ["turn_start", "model_response", "tool_call", "tool_result", "model_response", "turn_end"])
+      assert.deepStrictEqual(record.events.map((e) => e.type), loaded)
+      assert.strictEqual(record.file, `memory:sessions/${id}.ndjson`)
+      assert.strictEqual(gone.reason, "not_found")
+      assert.deepStrictEqual(left, [])
+      assert.deepStrictEqual(fresh, [])
+      // Not a byte on disk: the home was never even made.
+      assert.isFalse(existsSync(home))
+    }))
+
+  // GAP (src/runtime/Session.ts `Session`, src/index.ts): DESIGN.md "Embedding" promises, per
+  // session, `events` (a Stream). A Session only has `subscribe` (a scoped PubSub subscription);
+  // an embedder must reach for `Stream.fromSubscription` or filter `runtime.events`.
   it("a session offers `events` as a Stream (DESIGN: Embedding)", () =>
     withDirs(async ({ home, cwd }) => {
       const events = await Effect.runPromise(
@@ -126,7 +169,7 @@ describe("embedding Skein in an Effect program", () => {
           const runtime = yield* Runtime
           const session = yield* runtime.newSession({ cwd })
           return (session as unknown as { readonly events?: unknown }).events
-        }).pipe(Effect.provide(Skein.layer({ home })))
+        }).pipe(Effect.provide(Skein.layer({ home, store: "memory" })))
       )
       assert.isTrue(Stream.isStream(events))
     }))
@@ -135,7 +178,7 @@ describe("embedding Skein in an Effect program", () => {
     withDirs(async ({ home }) => {
       const runtime = await Effect.runPromise(Effect.provide(Effect.gen(function*() {
         return yield* Runtime
-      }), Skein.layer({ home })))
+      }), Skein.layer({ home, store: "memory" })))
       const api = runtime as unknown as Record<string, unknown>
       assert.strictEqual(typeof api["loadSession"], "function")
       assert.include(["function", "object"], typeof api["listSessions"])

@@ -153,7 +153,7 @@ describe("Reader: recovery", () => {
     Effect.gen(function*() {
       for (
         const [bad, what] of [
-          [event(2, "turn_start", { content: "nope" }), "turn_start without content"],
+          [event(2, "turn_start", { content: "nope" }), "a turn_start whose data does not match its schema (content: Expected array)"],
           [event(1, "turn_end", { stopReason: "end_turn" }), "seq 1 does not follow 1"],
           [event(2, "mystery", {}), "unknown event type"],
           ['{"seq":2,"ts":2,"turn":1,"type":"plan"}\n', "no data"]

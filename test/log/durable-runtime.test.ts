@@ -232,10 +232,11 @@ describe("Runtime.loadSession", () => {
         }))
     }))
 
+  // About the registry, not the file: sessions in memory.
   it.live("loading a session that is live here returns it, with its logged events; a wrong cwd is refused", () =>
     Effect.gen(function*() {
       const { home, cwd } = yield* makeDirs
-      yield* inRuntime(home, { script: { turns: [{ calls: [[{ text: "one" }]] }] } }, (runtime) =>
+      yield* inRuntime(home, { script: { turns: [{ calls: [[{ text: "one" }]] }] }, store: "memory" }, (runtime) =>
         Effect.gen(function*() {
           const session = yield* runtime.newSession({ cwd })
           yield* session.prompt(text("first"))

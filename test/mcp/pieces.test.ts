@@ -6,10 +6,14 @@ import { assert, describe, it } from "@effect/vitest"
 import type * as McpSchema from "effect/ai/McpSchema"
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
 import * as Schema from "effect/Schema"
 import { readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import type { McpServer } from "../../src/acp/Session.ts"
+import { LOG_VERSION } from "../../src/log/Event.ts"
+import { SessionLog } from "../../src/log/SessionLog.ts"
 import * as Diagnostics from "../../src/mcp/Diagnostics.ts"
 import * as DynamicToolkit from "../../src/mcp/DynamicToolkit.ts"
 import * as McpTool from "../../src/mcp/McpTool.ts"
@@ -161,20 +165,52 @@ describe("Record", () => {
     assert.isFalse(Record.same(servers, other))
   })
 
+  const header = { type: "session" as const, v: LOG_VERSION, id: "abc", cwd: "/w", created: 1 }
+  const storeIn = <E, R>(layer: Layer.Layer<SessionLog, E, R>) =>
+    Effect.provide(
+      Effect.gen(function*() {
+        return yield* SessionLog
+      }),
+      layer
+    )
+
   it.effect("settings are saved owner-only beside the log, loaded back, and removed", () =>
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
-      const dir = yield* TempDir.make("skein-mcp-record-")
-      const file = Record.settingsPath(join(dir, "abc.ndjson"))
-      assert.strictEqual(file, join(dir, "abc.mcp.json"))
-      assert.deepStrictEqual(yield* Record.load(fs, file), [])
-      yield* Record.save(fs, file, servers)
+      const home = yield* TempDir.make("skein-mcp-record-")
+      const log = yield* storeIn(SessionLog.layer({ home }))
+      const writer = yield* log.create(header)
+      const file = Record.settingsPath(writer.path)
+      assert.strictEqual(file, join(home, "sessions", "abc.mcp.json"))
+      assert.deepStrictEqual(yield* Record.load(writer), [])
+      yield* Record.save(writer, servers)
       assert.strictEqual(statSync(file).mode & 0o777, 0o600)
-      assert.deepStrictEqual(yield* Record.load(fs, file), Schema.decodeUnknownSync(Schema.Array(Schema.Unknown))(servers))
+      const expected = Schema.decodeUnknownSync(Schema.Array(Schema.Unknown))(servers)
+      assert.deepStrictEqual(yield* Record.load(writer), expected)
+      assert.deepStrictEqual(yield* Record.loadFile(fs, file), expected)
       assert.include(readFileSync(file, "utf8"), "ghp_secret")
       writeFileSync(file, "{ not json")
-      assert.deepStrictEqual(yield* Record.load(fs, file), [])
-      yield* Record.save(fs, file, [])
+      assert.deepStrictEqual(yield* Record.load(writer), [])
+      assert.deepStrictEqual(yield* Record.loadFile(fs, file), [])
+      yield* Record.save(writer, [])
       assert.isFalse(yield* fs.exists(file))
-    }).pipe(Effect.scoped, Effect.provide(TempDir.platform)))
+      assert.deepStrictEqual(yield* Record.loadFile(fs, file), [])
+    }).pipe(Effect.scoped, Effect.provide(TempDir.platform), Effect.provide(Logger.layer([]))))
+
+  it.effect("a store without files keeps them with the session, and drops them with it", () =>
+    Effect.gen(function*() {
+      const log = yield* storeIn(SessionLog.layerMemory())
+      yield* Effect.scoped(Effect.gen(function*() {
+        const writer = yield* log.create(header)
+        yield* Record.save(writer, servers)
+        assert.deepStrictEqual(yield* Record.load(writer), Schema.decodeUnknownSync(Schema.Array(Schema.Unknown))(servers))
+      }))
+      const reopened = yield* Effect.scoped(Effect.flatMap(log.open("abc"), ({ writer }) => Record.load(writer)))
+      assert.strictEqual(reopened.length, servers.length)
+      yield* log.remove("abc")
+      yield* Effect.scoped(Effect.gen(function*() {
+        const writer = yield* log.create(header)
+        assert.deepStrictEqual(yield* Record.load(writer), [])
+      }))
+    }))
 })

@@ -13,7 +13,7 @@ import { join } from "node:path"
 import type { SessionEvent } from "../../src/log/Event.ts"
 import type { Dialect } from "../../src/providers/Models.ts"
 import * as Registry from "../../src/providers/Registry.ts"
-import { readLog, record, submit, text, types, withSkein } from "../support/Sessions.ts"
+import { record, submit, text, types, withSkein } from "../support/Sessions.ts"
 import * as TempDir from "../support/TempDir.ts"
 import * as D from "./support/Dialects.ts"
 import * as SseServer from "./support/SseServer.ts"
@@ -43,7 +43,7 @@ const runScenario = (spec: D.Spec) =>
       provider: spec.dialect,
       model: spec.model
     }).pipe(Effect.provide(TempDir.platform))
-    return yield* withSkein({ provider: resolved.provider, model: resolved.model }, ({ runtime, cwd, home }) =>
+    return yield* withSkein({ provider: resolved.provider, model: resolved.model }, ({ runtime, cwd, readLog }) =>
       Effect.gen(function*() {
         const session = yield* runtime.newSession({ cwd })
         const recorder = yield* record(session)
@@ -54,7 +54,7 @@ const runScenario = (spec: D.Spec) =>
           events: recorder.seen,
           stopReason: outcome.stopReason,
           requests: server.requests,
-          log: readLog(home, session.id).text
+          log: (yield* readLog(session.id)).text
         } satisfies Outcome
       }))
   })
@@ -128,14 +128,14 @@ describe("the same agent scenario on every dialect", () => {
         provider: "openai-chat",
         model: "llama3"
       }).pipe(Effect.provide(TempDir.platform))
-      yield* withSkein({ provider: resolved.provider, model: resolved.model }, ({ runtime, cwd, home }) =>
+      yield* withSkein({ provider: resolved.provider, model: resolved.model }, ({ runtime, cwd, readLog }) =>
         Effect.gen(function*() {
           const session = yield* runtime.newSession({ cwd })
           const outcome = yield* session.prompt(text("hi"))
           assert.strictEqual(outcome.stopReason, "end_turn")
           assert.include(outcome.error, "Authentication failed for provider openai-chat (HTTP 401): check OPENAI_API_KEY")
           assert.notInclude(outcome.error, D.SECRET)
-          assert.notInclude(readLog(home, session.id).text, D.SECRET)
+          assert.notInclude((yield* readLog(session.id)).text, D.SECRET)
         }))
     }).pipe(Effect.provide(Logger.layer([]))))
 
@@ -148,7 +148,7 @@ describe("the same agent scenario on every dialect", () => {
         env: envFor("anthropic-messages", server.url),
         provider: "anthropic-messages"
       }).pipe(Effect.provide(TempDir.platform))
-      yield* withSkein({ provider: resolved.provider, model: resolved.model }, ({ runtime, cwd, home }) =>
+      yield* withSkein({ provider: resolved.provider, model: resolved.model }, ({ runtime, cwd, readLog }) =>
         Effect.gen(function*() {
           const session = yield* runtime.newSession({ cwd })
           const recorder = yield* record(session)
@@ -158,7 +158,7 @@ describe("the same agent scenario on every dialect", () => {
           assert.strictEqual(yield* server.abandoned.pipe(Effect.timeout("2 seconds")), "/v1/messages")
           const outcome = yield* Deferred.await(ticket.outcome)
           assert.strictEqual(outcome.stopReason, "cancelled")
-          const response = readLog(home, session.id).events.find((e) => e.type === "model_response")!
+          const response = (yield* readLog(session.id)).events.find((e) => e.type === "model_response")!
           assert.deepStrictEqual(response.data, { call: 1, parts: [{ type: "text", text: "Hello" }], stop: "cancelled" })
         }))
     }).pipe(Effect.provide(Logger.layer([]))))

@@ -52,7 +52,9 @@ const memoryWriter = (): MemoryWriter => {
       }),
     sync: Effect.sync(() => {
       writer.syncs++
-    })
+    }),
+    saveSide: () => Effect.void,
+    loadSide: () => Effect.succeed(undefined)
   }
   return writer
 }

@@ -13,7 +13,7 @@ import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import type { SessionEvent } from "../../src/log/Event.ts"
 import { outcomeOf } from "../../src/session/Protocol.ts"
-import { readLog, record, text, withSkein } from "../support/Sessions.ts"
+import { record, text, withSkein } from "../support/Sessions.ts"
 
 const writeScript = {
   turns: [
@@ -49,7 +49,7 @@ describe("Session questions", () => {
       })))
 
   it.live("cancel withdraws an open question; a turn nobody presents is denied without asking", () =>
-    withSkein({ script: writeScript }, ({ runtime, cwd, home }) =>
+    withSkein({ script: writeScript }, ({ runtime, cwd, readLog }) =>
       Effect.gen(function*() {
         const session = yield* runtime.newSession({ cwd })
         const seen = yield* session.turn(text("go")).pipe(
@@ -67,12 +67,12 @@ describe("Session questions", () => {
         assert.deepStrictEqual(yield* session.prompt(text("go")), { stopReason: "end_turn" })
         assert.isFalse((yield* rec.drain).some((e) => e.type === "permission_asked"))
         assert.isFalse(existsSync(join(cwd, "late.txt")))
-        const permissions = readLog(home, session.id).events.filter((e) => e.type === "permission").map((e) => e.data)
+        const permissions = (yield* readLog(session.id)).events.filter((e) => e.type === "permission").map((e) => e.data)
         assert.deepStrictEqual(permissions.at(-1), { toolCallId: "w2", outcome: "unanswerable" })
       })))
 
   it.live("a presenter that goes away leaves its question unanswered; the turn goes on without it", () =>
-    withSkein({ script: writeScript }, ({ runtime, cwd, home }) =>
+    withSkein({ script: writeScript }, ({ runtime, cwd, readLog }) =>
       Effect.gen(function*() {
         const session = yield* runtime.newSession({ cwd })
         const rec = yield* record(session)
@@ -83,7 +83,7 @@ describe("Session questions", () => {
         assert.deepStrictEqual(end.data, { stopReason: "end_turn" })
         assert.isTrue(rec.seen.some((e) => e.type === "question_withdrawn"))
         assert.isFalse(existsSync(join(cwd, "out.txt")))
-        const permission = readLog(home, session.id).events.find((e) => e.type === "permission")!
+        const permission = (yield* readLog(session.id)).events.find((e) => e.type === "permission")!
         assert.deepStrictEqual(permission.data, { toolCallId: "w1", outcome: "unanswerable" })
         // The next turn starts once the first ended: the session is not stuck.
         const fiber = yield* Effect.forkChild(session.prompt(text("go")))

@@ -1,6 +1,6 @@
 /**
- * Session actors and the turn loop, driven through the Runtime (no stdio): event order, the log
- * on disk, history folding, the mailbox (queueing, cancel, close), failures and defects.
+ * Session actors and the turn loop, driven through the Runtime (no stdio; sessions kept in
+ * memory): event order, the log, history folding, the mailbox (queueing, cancel, close), failures and defects.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Clock from "effect/Clock"
@@ -13,6 +13,7 @@ import * as Stream from "effect/Stream"
 import { VERSION } from "../../src/index.ts"
 import { type CanonicalBody, LOG_VERSION, type SessionEvent } from "../../src/log/Event.ts"
 import * as History from "../../src/log/History.ts"
+import * as MemoryStore from "../../src/log/MemoryStore.ts"
 import type { ModelRequest } from "../../src/providers/Provider.ts"
 import type * as Scripted from "../../src/providers/Scripted.ts"
 import { Runtime } from "../../src/runtime/Runtime.ts"
@@ -20,7 +21,7 @@ import { read } from "../../src/tools/read.ts"
 import * as Tool from "../../src/tools/Tool.ts"
 import * as Toolkit from "../../src/tools/Toolkit.ts"
 import * as Translate from "../../src/translate/Translate.ts"
-import { byPrompt, historyOf, logged, makeDirs, piecesLayer, readLog, record, submit, text, typeData, types, withPieces, withSkein } from "../support/Sessions.ts"
+import { byPrompt, historyOf, logged, makeDirs, piecesLayer, readStored, record, submit, text, typeData, types, withPieces, withSkein } from "../support/Sessions.ts"
 
 const readTurn: Scripted.Script["turns"][number] = {
   calls: [
@@ -70,7 +71,7 @@ const captureLogs = () => {
 
 describe("Session: a turn with a tool", () => {
   it.live("streams the exact event sequence, logs only canonical events, and folds the history", () =>
-    withSkein({ script: { turns: [readTurn] } }, ({ runtime, cwd, home }) =>
+    withSkein({ script: { turns: [readTurn] } }, ({ runtime, cwd, readLog }) =>
       Effect.gen(function*() {
         const session = yield* runtime.newSession({ cwd })
         const rec = yield* record(session)
@@ -122,7 +123,7 @@ describe("Session: a turn with a tool", () => {
         assert.deepStrictEqual(end!.data, { stopReason: "end_turn" })
 
         // The log: the header, then exactly the canonical events, in order.
-        const log = readLog(home, session.id)
+        const log = (yield* readLog(session.id))
         assert.deepStrictEqual(log.header, {
           type: "session",
           v: LOG_VERSION,
@@ -216,7 +217,7 @@ describe("Session: the mailbox", () => {
       })))
 
   it.live("cancel interrupts a sleeping turn promptly; the partial text is logged as cancelled", () =>
-    withSkein({ script: { turns: [{ calls: [[{ text: "partial " }, { sleep_ms: 30_000 }, { text: "never" }]] }] } }, ({ runtime, cwd, home }) =>
+    withSkein({ script: { turns: [{ calls: [[{ text: "partial " }, { sleep_ms: 30_000 }, { text: "never" }]] }] } }, ({ runtime, cwd, readLog }) =>
       Effect.gen(function*() {
         const session = yield* runtime.newSession({ cwd })
         const rec = yield* record(session)
@@ -232,7 +233,7 @@ describe("Session: the mailbox", () => {
         assert.deepStrictEqual(types(events), ["turn_start", "text_delta", "model_response", "turn_end"])
         assert.deepStrictEqual(events[2]!.data, { call: 1, parts: [{ type: "text", text: "partial " }], stop: "cancelled" })
         assert.deepStrictEqual(events[3]!.data, { stopReason: "cancelled" })
-        assert.deepStrictEqual(readLog(home, session.id).events, canonicalOf(events).map(logged))
+        assert.deepStrictEqual((yield* readLog(session.id)).events, canonicalOf(events).map(logged))
       })))
 
   it.live("cancel also cancels the prompts queued behind the running turn; the next prompt runs", () =>
@@ -272,7 +273,7 @@ describe("Session: the mailbox", () => {
   it.live("cancel mid-stream finalizes open tool calls with failed results before turn_end", () =>
     withSkein({
       script: { turns: [{ calls: [[{ text: "Let me look." }, { tool: "read", args: { path: "notes.txt" }, id: "t1" }, { sleep_ms: 30_000 }]] }] }
-    }, ({ runtime, cwd, home }) =>
+    }, ({ runtime, cwd, readLog }) =>
       Effect.gen(function*() {
         const session = yield* runtime.newSession({ cwd })
         const rec = yield* record(session)
@@ -293,7 +294,7 @@ describe("Session: the mailbox", () => {
           ["tool_result", { id: "t1", title: "read", ok: false, content: "Cancelled by the user" }],
           ["turn_end", { stopReason: "cancelled" }]
         ])
-        assert.deepStrictEqual(readLog(home, session.id).events, canonical.map(logged))
+        assert.deepStrictEqual((yield* readLog(session.id)).events, canonical.map(logged))
         assert.strictEqual(historyOf(session).openToolCalls.size, 0)
       })))
 
@@ -339,7 +340,7 @@ describe("Session: the mailbox", () => {
       })))
 
   it.live("closing a session resolves its running and queued prompts as cancelled and leaves a complete log", () =>
-    withSkein({ script: { turns: [{ calls: [[{ text: "a" }, { sleep_ms: 30_000 }]] }, { calls: [[{ text: "b" }]] }] } }, ({ runtime, cwd, home }) =>
+    withSkein({ script: { turns: [{ calls: [[{ text: "a" }, { sleep_ms: 30_000 }]] }, { calls: [[{ text: "b" }]] }] } }, ({ runtime, cwd, readLog }) =>
       Effect.gen(function*() {
         const session = yield* runtime.newSession({ cwd })
         const rec = yield* record(session)
@@ -352,7 +353,7 @@ describe("Session: the mailbox", () => {
         assert.deepStrictEqual(yield* Deferred.await(t1.outcome).pipe(Effect.timeout("1 second")), { stopReason: "cancelled" })
         assert.deepStrictEqual(yield* Deferred.await(t2.outcome).pipe(Effect.timeout("1 second")), { stopReason: "cancelled" })
 
-        const log = readLog(home, session.id)
+        const log = (yield* readLog(session.id))
         assert.deepStrictEqual(log.events.map((e) => [e.type, e.turn]), [
           ["turn_start", 1],
           ["model_response", 1],
@@ -370,6 +371,7 @@ describe("Session: the mailbox", () => {
   it.live("shutting the runtime down ends a running turn as cancelled and logs its end", () =>
     Effect.gen(function*() {
       const { home, cwd } = yield* makeDirs
+      const sessions = new MemoryStore.Sessions()
       const provider = byPrompt({ go: [[{ text: "a" }, { sleep_ms: 30_000 }]] })
       const { ticket, id } = yield* Effect.gen(function*() {
         const runtime = yield* Runtime
@@ -378,9 +380,9 @@ describe("Session: the mailbox", () => {
         const ticket = yield* submit(session, text("go"))
         yield* rec.until((e) => e.type === "text_delta")
         return { ticket, id: session.id }
-      }).pipe(Effect.scoped, Effect.provide(piecesLayer({ home, provider, toolkit: testToolkit })))
+      }).pipe(Effect.scoped, Effect.provide(piecesLayer({ home, provider, toolkit: testToolkit, sessions })))
       assert.deepStrictEqual(yield* Deferred.await(ticket.outcome).pipe(Effect.timeout("1 second")), { stopReason: "cancelled" })
-      assert.deepStrictEqual(readLog(home, id).events.map((e) => e.type), ["turn_start", "model_response", "turn_end"])
+      assert.deepStrictEqual(readStored(sessions, id).events.map((e) => e.type), ["turn_start", "model_response", "turn_end"])
     }))
 })
 
@@ -525,7 +527,7 @@ describe("Session: failures", () => {
 
 describe("Session: modes and config", () => {
   it.live("setMode emits mode_changed once per change; an invalid mode fails", () =>
-    withSkein({}, ({ runtime, cwd, home }) =>
+    withSkein({}, ({ runtime, cwd, readLog }) =>
       Effect.gen(function*() {
         const session = yield* runtime.newSession({ cwd })
         const rec = yield* record(session)
@@ -546,7 +548,7 @@ describe("Session: modes and config", () => {
           ["mode_changed", { mode: "plan" }, null, 1],
           ["mode_changed", { mode: "acceptEdits" }, null, 2]
         ])
-        assert.deepStrictEqual(readLog(home, session.id).events, events.map(logged))
+        assert.deepStrictEqual((yield* readLog(session.id)).events, events.map(logged))
       })))
 
   it.live("newSession validates its mode and directories", () =>

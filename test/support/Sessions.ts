@@ -1,8 +1,12 @@
 /**
  * Helpers for tests that drive sessions through the Runtime: a workspace and a home in a temp
  * directory, the runtime built from `Skein.layer` or from its pieces (for a custom toolkit or
- * provider), a recorder of a session's events, the log read back from disk, and a provider that
- * answers scripted calls chosen by the prompt text.
+ * provider), a recorder of a session's events, the log read back (from its store, or from
+ * disk), and a provider that answers scripted calls chosen by the prompt text.
+ *
+ * `withSkein` and `withPieces` keep sessions in memory (`store: "memory"`): the workspace is on
+ * disk, the logs are not, so a test of the runtime never waits on the disk. A test about files,
+ * locks or crashes passes `store: "files"` (or builds `piecesLayer` without `sessions`).
  */
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -14,13 +18,14 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Skein, type SkeinConfig } from "../../src/index.ts"
 import { promptText, type SessionEvent, type UserBlock } from "../../src/log/Event.ts"
-import { SessionLog } from "../../src/log/SessionLog.ts"
+import type * as History from "../../src/log/History.ts"
+import * as MemoryStore from "../../src/log/MemoryStore.ts"
+import { encodeEvent, SessionLog } from "../../src/log/SessionLog.ts"
 import type { ModelRequest, Provider } from "../../src/providers/Provider.ts"
 import * as Scripted from "../../src/providers/Scripted.ts"
 import { Bus } from "../../src/runtime/Bus.ts"
 import { Config } from "../../src/runtime/Config.ts"
-import { layer as RuntimeLayer, Runtime } from "../../src/runtime/Runtime.ts"
-import type * as History from "../../src/log/History.ts"
+import { layer as RuntimeLayer, Runtime, type RuntimeError } from "../../src/runtime/Runtime.ts"
 import type * as Session from "../../src/runtime/Session.ts"
 import * as Protocol from "../../src/session/Protocol.ts"
 import type { Toolkit } from "../../src/tools/Toolkit.ts"
@@ -31,6 +36,8 @@ export interface Env {
   /** The session cwd; holds `notes.txt` ("Hello notes\n"). */
   readonly cwd: string
   readonly runtime: Runtime["Service"]
+  /** A session's log as its store holds it (memory or files), read through the runtime. */
+  readonly readLog: (sessionId: string) => Effect.Effect<LogFile, RuntimeError>
 }
 
 /** A temp home and workspace. */
@@ -43,31 +50,45 @@ export const makeDirs = Effect.gen(function*() {
   return { base, home, cwd }
 })
 
-/** Runs `body` with a Runtime from `Skein.layer` over a fresh home and workspace. */
+/** A session's log through the runtime, as the file store would hold it. */
+const readThrough = (runtime: Runtime["Service"]) => (sessionId: string) =>
+  Effect.map(runtime.readSession(sessionId), (record): LogFile => {
+    const events = record.events.map(logged)
+    const text = JSON.stringify(record.header) + "\n" + record.events.map(encodeEvent).join("")
+    return { text, header: { ...record.header }, events }
+  })
+
+const run = <A, E>(home: string, cwd: string, body: (env: Env) => Effect.Effect<A, E, Scope.Scope | Bus>) =>
+  Effect.gen(function*() {
+    const runtime = yield* Runtime
+    return yield* body({ home, cwd, runtime, readLog: readThrough(runtime) })
+  })
+
+/** Runs `body` with the local runtime (sessions in memory unless `store` says files) over a fresh home and workspace. */
 export const withSkein = <A, E>(
   config: Omit<SkeinConfig, "home">,
   body: (env: Env) => Effect.Effect<A, E, Scope.Scope | Bus>
 ) =>
   Effect.gen(function*() {
     const { home, cwd } = yield* makeDirs
-    return yield* Effect.gen(function*() {
-      const runtime = yield* Runtime
-      return yield* body({ home, cwd, runtime })
-    }).pipe(
-      Effect.provide(Skein.layerLocal({ home, ...config }))
-    )
+    return yield* run(home, cwd, body).pipe(Effect.provide(Skein.layerLocal({ home, store: "memory", ...config })))
   })
 
-/** The runtime from its pieces, for a custom toolkit or provider. */
+/**
+ * The runtime from its pieces, for a custom toolkit or provider: sessions in `sessions` (in
+ * memory; several runtimes given the same ones share them, as processes share a home), or
+ * without it in files under `home`.
+ */
 export const piecesLayer = (options: {
   readonly home: string
   readonly provider: Provider
   readonly toolkit: Toolkit
   readonly maxTurnRequests?: number
+  readonly sessions?: MemoryStore.Sessions | undefined
 }) =>
   RuntimeLayer.pipe(
     Layer.provideMerge(Bus.layer),
-    Layer.provide(SessionLog.layer({ home: options.home })),
+    Layer.provide(options.sessions !== undefined ? SessionLog.layerMemory({ sessions: options.sessions }) : SessionLog.layer({ home: options.home })),
     Layer.provide(Config.layer({
       home: options.home,
       provider: options.provider,
@@ -81,18 +102,14 @@ export const piecesLayer = (options: {
     Layer.provide(TempDir.platform)
   )
 
+/** Runs `body` with a Runtime from its pieces, sessions in memory, over a fresh home and workspace. */
 export const withPieces = <A, E>(
   options: { readonly provider: Provider; readonly toolkit: Toolkit; readonly maxTurnRequests?: number },
   body: (env: Env) => Effect.Effect<A, E, Scope.Scope | Bus>
 ) =>
   Effect.gen(function*() {
     const { home, cwd } = yield* makeDirs
-    return yield* Effect.gen(function*() {
-      const runtime = yield* Runtime
-      return yield* body({ home, cwd, runtime })
-    }).pipe(
-      Effect.provide(piecesLayer({ home, ...options }))
-    )
+    return yield* run(home, cwd, body).pipe(Effect.provide(piecesLayer({ home, sessions: new MemoryStore.Sessions(), ...options })))
   })
 
 export const text = (value: string) => [{ type: "text" as const, text: value }]
@@ -196,13 +213,23 @@ export interface LogFile {
   readonly events: ReadonlyArray<LogLine>
 }
 
-/** Reads `<home>/sessions/<id>.ndjson` back. */
-export const readLog = (home: string, sessionId: string): LogFile => {
-  const text = readFileSync(join(home, "sessions", `${sessionId}.ndjson`), "utf8")
+/** A log's text as a header and its event lines. */
+const logFile = (text: string): LogFile => {
   const lines = text.split("\n")
   if (lines.pop() !== "") throw new Error("the log does not end with a newline")
   const [header, ...events] = lines.map((line) => JSON.parse(line) as Record<string, unknown>)
   return { text, header: header!, events: events as unknown as LogFile["events"] }
+}
+
+/** Reads `<home>/sessions/<id>.ndjson` back. */
+export const readLog = (home: string, sessionId: string): LogFile =>
+  logFile(readFileSync(join(home, "sessions", `${sessionId}.ndjson`), "utf8"))
+
+/** Reads a session's log back from memory `sessions` (after its runtime closed, too). */
+export const readStored = (sessions: MemoryStore.Sessions, sessionId: string): LogFile => {
+  const text = sessions.text(sessionId)
+  if (text === undefined) throw new Error(`no session ${sessionId} in the memory store`)
+  return logFile(text)
 }
 
 const lastPrompt = (request: ModelRequest): string => {

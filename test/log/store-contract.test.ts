@@ -1,0 +1,176 @@
+/**
+ * One contract, two stores: the file store (`SessionLog.layer`) and the memory store
+ * (`SessionLog.layerMemory`) answer the same calls the same way — create, open with its
+ * check, read, readFile, list with paging and the cwd filter, remove, the write lease, side
+ * records, stable paths. What only files have (torn tails, modes, kill -9) is tested in the
+ * durable-* files.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import type * as Layer from "effect/Layer"
+import { existsSync } from "node:fs"
+import type { Canonical, CanonicalBody, LogHeader } from "../../src/log/Event.ts"
+import { LOG_VERSION } from "../../src/log/Event.ts"
+import * as MemoryStore from "../../src/log/MemoryStore.ts"
+import { SessionLog } from "../../src/log/SessionLog.ts"
+import * as TempDir from "../support/TempDir.ts"
+
+const header = (id: string, cwd = "/w"): LogHeader => ({ type: "session", v: LOG_VERSION, id, cwd, created: 1, mode: "default" })
+const stamp = (id: string, seq: number, body: CanonicalBody): Canonical => ({ ...body, sessionId: id, seq, ts: seq, turn: 1 }) as Canonical
+const prompt = (id: string, seq: number, text: string) => stamp(id, seq, { type: "turn_start", data: { content: [{ type: "text", text }] } })
+const end = (id: string, seq: number) => stamp(id, seq, { type: "turn_end", data: { stopReason: "end_turn" } })
+
+const storeIn = <E, R>(layer: Layer.Layer<SessionLog, E, R>) =>
+  Effect.provide(
+    Effect.gen(function*() {
+      return yield* SessionLog
+    }),
+    layer
+  )
+
+const stores = [
+  ["files", Effect.map(TempDir.make(), (home) => SessionLog.layer({ home }))],
+  ["memory", Effect.succeed(SessionLog.layerMemory())]
+] as const
+
+for (const [name, makeLayer] of stores) {
+  describe(`the ${name} store`, () => {
+    const store = Effect.flatMap(makeLayer, storeIn)
+
+    it.effect("creates a log whose path is stable, reads it back, and reopens it to go on", () =>
+      Effect.gen(function*() {
+        const log = yield* store
+        assert.strictEqual(log.pathOf("s1"), log.pathOf("s1"))
+        assert.isTrue(log.pathOf("s1").startsWith(log.directory))
+        yield* Effect.scoped(Effect.gen(function*() {
+          const writer = yield* log.create(header("s1"))
+          assert.strictEqual(writer.path, log.pathOf("s1"))
+          yield* writer.append([prompt("s1", 1, "first"), end("s1", 2)])
+          yield* writer.sync
+          // Reading needs no lease: it works while the writer holds it.
+          const read = yield* log.read("s1")
+          assert.strictEqual(read.file, log.pathOf("s1"))
+          assert.deepStrictEqual(read.header, header("s1"))
+          assert.deepStrictEqual(read.events.map((e) => [e.sessionId, e.seq, e.type]), [["s1", 1, "turn_start"], ["s1", 2, "turn_end"]])
+        }))
+        const opened = yield* Effect.scoped(Effect.gen(function*() {
+          const { contents, writer } = yield* log.open("s1")
+          yield* writer.append([prompt("s1", 3, "second")])
+          return contents
+        }))
+        assert.deepStrictEqual(opened.events.map((e) => e.seq), [1, 2])
+        assert.deepStrictEqual((yield* log.readFile(log.pathOf("s1"))).events.map((e) => e.seq), [1, 2, 3])
+        assert.strictEqual((yield* Effect.flip(log.readFile(`${log.directory}/none.ndjson`))).reason, "not_found")
+      }).pipe(Effect.provide(TempDir.platform)))
+
+    it.effect("holds one write lease per session: a second create or open, and a remove, fail with locked", () =>
+      Effect.gen(function*() {
+        const log = yield* store
+        yield* Effect.scoped(Effect.gen(function*() {
+          yield* log.create(header("s2"))
+          assert.strictEqual((yield* Effect.flip(Effect.scoped(log.open("s2")))).reason, "locked")
+          assert.strictEqual((yield* Effect.flip(Effect.scoped(log.create(header("s2"))))).reason, "locked")
+          assert.strictEqual((yield* Effect.flip(log.remove("s2"))).reason, "locked")
+        }))
+        // Released with the scope; the log exists, so creating it again fails.
+        yield* Effect.scoped(log.open("s2"))
+        assert.notInclude(["locked", "not_found", undefined], (yield* Effect.flip(Effect.scoped(log.create(header("s2"))))).reason)
+      }).pipe(Effect.provide(TempDir.platform)))
+
+    it.effect("a refused open changes nothing and releases the lease; unknown or invalid ids are not_found", () =>
+      Effect.gen(function*() {
+        const log = yield* store
+        yield* Effect.scoped(Effect.flatMap(log.create(header("s3")), (w) => w.append([prompt("s3", 1, "x")])))
+        const refused = yield* Effect.flip(Effect.scoped(log.open("s3", () => Effect.fail("no" as const))))
+        assert.strictEqual(refused, "no")
+        assert.deepStrictEqual((yield* log.read("s3")).events.map((e) => e.seq), [1])
+        yield* Effect.scoped(log.open("s3"))
+        for (const id of ["nope", "../etc/passwd", ".hidden"]) {
+          assert.strictEqual((yield* Effect.flip(Effect.scoped(log.open(id)))).reason, "not_found")
+          assert.strictEqual((yield* Effect.flip(log.read(id))).reason, "not_found")
+        }
+        assert.strictEqual((yield* Effect.flip(Effect.scoped(log.create(header("../x"))))).reason, "not_found")
+      }).pipe(Effect.provide(TempDir.platform)))
+
+    it.effect("lists sessions with their cwd and first prompt, pages by cursor, filters by cwd", () =>
+      Effect.gen(function*() {
+        const log = yield* store
+        const ids = ["a1", "a2", "a3", "a4", "a5"]
+        for (const [i, id] of ids.entries()) {
+          yield* Effect.scoped(Effect.gen(function*() {
+            const writer = yield* log.create(header(id, i === 2 ? "/elsewhere" : "/w"))
+            if (i !== 4) yield* writer.append([prompt(id, 1, `Prompt ${i}\nmore`), end(id, 2)])
+          }))
+        }
+        const all = yield* log.list({})
+        assert.deepStrictEqual([...all.sessions.map((s) => s.id)].sort(), ids)
+        const byId = new Map(all.sessions.map((s) => [s.id, s]))
+        assert.strictEqual(byId.get("a1")!.title, "Prompt 0 more")
+        assert.strictEqual(byId.get("a5")!.title, undefined)
+        assert.deepStrictEqual({ ...byId.get("a3")!, updatedAt: 0 }, {
+          id: "a3",
+          cwd: "/elsewhere",
+          additionalDirectories: [],
+          title: "Prompt 2 more",
+          created: 1,
+          updatedAt: 0,
+          version: LOG_VERSION
+        })
+        const pages: Array<Array<string>> = []
+        let cursor: string | undefined
+        do {
+          const page = yield* log.list({ limit: 2, ...(cursor !== undefined ? { cursor } : {}) })
+          pages.push(page.sessions.map((s) => s.id))
+          cursor = page.nextCursor
+        } while (cursor !== undefined)
+        assert.deepStrictEqual(pages.flat(), all.sessions.map((s) => s.id))
+        assert.deepStrictEqual(pages.map((p) => p.length), [2, 2, 1])
+        assert.deepStrictEqual((yield* log.list({ cwd: "/elsewhere" })).sessions.map((s) => s.id), ["a3"])
+        assert.strictEqual((yield* Effect.flip(log.list({ cursor: "not a cursor" }))).message, "Invalid cursor")
+      }).pipe(Effect.provide(TempDir.platform)))
+
+    it.effect("keeps side records with their session and removes them with it", () =>
+      Effect.gen(function*() {
+        const log = yield* store
+        yield* Effect.scoped(Effect.gen(function*() {
+          const writer = yield* log.create(header("s4"))
+          assert.isUndefined(yield* writer.loadSide("mcp"))
+          yield* writer.saveSide("mcp", "secret settings")
+          assert.strictEqual(yield* writer.loadSide("mcp"), "secret settings")
+        }))
+        const again = yield* Effect.scoped(Effect.flatMap(log.open("s4"), ({ writer }) => writer.loadSide("mcp")))
+        assert.strictEqual(again, "secret settings")
+        yield* log.remove("s4")
+        yield* log.remove("s4")
+        assert.strictEqual((yield* Effect.flip(log.read("s4"))).reason, "not_found")
+        assert.deepStrictEqual((yield* log.list({})).sessions, [])
+        const fresh = yield* Effect.scoped(Effect.flatMap(log.create(header("s4")), (writer) => writer.loadSide("mcp")))
+        assert.isUndefined(fresh)
+      }).pipe(Effect.provide(TempDir.platform)))
+  })
+}
+
+describe("the memory store", () => {
+  it.effect("lists newest first by last write; layers given the same sessions share them, others do not", () =>
+    Effect.gen(function*() {
+      const sessions = new MemoryStore.Sessions()
+      const one = yield* storeIn(SessionLog.layerMemory({ sessions }))
+      for (const id of ["m1", "m2", "m3"]) yield* Effect.scoped(one.create(header(id)))
+      // m1 is written last: it comes first, however close together the writes were.
+      yield* Effect.scoped(Effect.flatMap(one.open("m1"), ({ writer }) => writer.append([prompt("m1", 1, "late")])))
+      const two = yield* storeIn(SessionLog.layerMemory({ sessions }))
+      assert.deepStrictEqual((yield* two.list({})).sessions.map((s) => s.id), ["m1", "m3", "m2"])
+      assert.deepStrictEqual((yield* two.list({ limit: 1, cursor: (yield* two.list({ limit: 1 })).nextCursor })).sessions.map((s) => s.id), ["m3"])
+      // One lease across the layers that share the sessions, as across processes.
+      yield* Effect.scoped(Effect.gen(function*() {
+        yield* one.open("m2")
+        assert.strictEqual((yield* Effect.flip(Effect.scoped(two.open("m2")))).reason, "locked")
+      }))
+      assert.strictEqual(sessions.text("m1"), `${JSON.stringify(header("m1"))}\n${JSON.stringify({ seq: 1, ts: 1, turn: 1, type: "turn_start", data: { content: [{ type: "text", text: "late" }] } })}\n`)
+      const other = yield* storeIn(SessionLog.layerMemory())
+      assert.deepStrictEqual((yield* other.list({})).sessions, [])
+      // Its paths are names: nothing is there on disk.
+      assert.isFalse(existsSync(one.pathOf("m1")))
+      assert.isFalse(existsSync(one.directory))
+    }))
+})
