@@ -33,6 +33,7 @@ import { Bus } from "./runtime/Bus.ts"
 import { Config, DEFAULT_MAX_TURN_REQUESTS, DEFAULT_PERMISSION_TIMEOUT_MS } from "./runtime/Config.ts"
 import { DEFAULT_MODE, type ModeId } from "./Vocabulary.ts"
 import * as InProcess from "./remote/InProcess.ts"
+import * as Remote from "./remote/Remote.ts"
 import { layer as RuntimeLayer } from "./runtime/Runtime.ts"
 import * as Toolkit from "./tools/Toolkit.ts"
 import { VERSION } from "./version.ts"
@@ -117,7 +118,13 @@ export const layerWithoutPlatform = (config: SkeinConfig) => {
  */
 export const layer = (config: SkeinConfig) => layerWithoutPlatform(config).pipe(Layer.provideMerge(platform))
 
-export const Skein = { layer, layerWithoutPlatform, layerLocal, layerLocalWithoutPlatform }
+/**
+ * The Runtime of a `skein serve` elsewhere (`unix:PATH`, `tcp://HOST:PORT`, `ws://HOST:PORT/PATH`;
+ * `token` for tcp and ws): swap it for `Skein.layer(config)` and the program runs unchanged.
+ */
+export const remote = (options: Remote.Options) => Remote.layer(options)
+
+export const Skein = { layer, layerWithoutPlatform, layerLocal, layerLocalWithoutPlatform, remote }
 
 export { Runtime, RuntimeError } from "./runtime/Runtime.ts"
 export type {

@@ -59,6 +59,11 @@ Usage:
                                  results differ (exit 1 when they do)
   skein doctor [options]         Show the configured providers and models, and what is
                                  missing (no network; keys shown as set or not set)
+  skein serve [--listen URL]     Serve the runtime to other processes (Skein.remote in an Effect
+                                 program, skein acp --connect in an editor); URL is unix:PATH
+                                 (default unix:$SKEIN_HOME/skein.sock, mode 0600),
+                                 tcp://HOST:PORT or ws://HOST:PORT/PATH (these need a token:
+                                 SKEIN_SERVE_TOKEN or --token-file FILE, 16 characters or more)
   skein --version | --help
 
 Options (each also an environment variable):
@@ -83,6 +88,9 @@ skein acp options:
   --max-live-sessions N    Sessions kept live in memory (SKEIN_MAX_LIVE_SESSIONS, default 256);
                            past it, the least recently used idle one is closed, and comes
                            back from its log when the client uses it again
+  --connect URL            Keep the sessions in the skein serve at URL instead of this process
+                           (windows connected to one server share sessions and see each
+                           other's turns); --token-file FILE or SKEIN_SERVE_TOKEN for tcp/ws
 
 skein run options:
   --cwd DIR                Working directory of the session (default: the current directory)

@@ -18,6 +18,8 @@ import * as Checks from "./Checks.ts"
 import { markWarm, snapshotSoon } from "./CodeCache.ts"
 import { skeinConfig } from "./Config.ts"
 import * as Options from "./Options.ts"
+import { readToken } from "./serve.ts"
+import * as Address from "../remote/Address.ts"
 
 /** stdout belongs to the protocol: anything else that tries to print goes to stderr, redacted. */
 const guardStdout = () => {
@@ -83,7 +85,10 @@ export const signalExitCode = 0
 
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
-    const parsed = yield* Effect.try({ try: () => Options.parse(args, Options.commonOptions), catch: (e) => e })
+    const parsed = yield* Effect.try({
+      try: () => Options.parse(args, { ...Options.commonOptions, connect: { type: "string" }, "token-file": { type: "string" } }),
+      catch: (e) => e
+    })
     if (parsed.values.help === true) {
       process.stdout.write(Options.HELP)
       return 0
@@ -93,6 +98,13 @@ export const run = (args: ReadonlyArray<string>) =>
     // A bad flag, home, script or config file is a usage error (exit 2) before anything is
     // served; once serving, every error is the protocol's.
     Checks.home(common.home, { write: true })
+    const connect = typeof parsed.values.connect === "string"
+      ? { url: parsed.values.connect, token: readToken(typeof parsed.values["token-file"] === "string" ? parsed.values["token-file"] : undefined) }
+      : undefined
+    if (connect !== undefined) {
+      const address = Address.parse(connect.url)
+      if (address._tag === "invalid") return yield* Effect.fail(new Options.UsageError(address.message))
+    }
     const config = yield* skeinConfig(common)
     guardStdout()
     yield* Effect.scoped(Effect.gen(function*() {
@@ -102,7 +114,8 @@ export const run = (args: ReadonlyArray<string>) =>
       const scope = yield* Effect.scope
       const ready = yield* Effect.cached(
         Effect.promise(() => import("../index.ts")).pipe(
-          Effect.flatMap(({ Skein }) => Layer.build(Skein.layerLocal(config))),
+          // With --connect, the sessions live in a `skein serve`; otherwise in this process.
+          Effect.flatMap(({ Skein }) => Layer.build(connect === undefined ? Skein.layerLocal(config) : Skein.remote(connect))),
           // Start-up ends here: the code cache is taken shortly after.
           Effect.tap(() => Effect.sync(snapshotSoon)),
           Scope.provide(scope),
@@ -127,7 +140,9 @@ export const run = (args: ReadonlyArray<string>) =>
         version: VERSION,
         clientAccess: { useClientFs: !common.localFs, useClientTerminal: !common.localTerminal },
         maxLineBytes: common.maxLineBytes,
-        onSessionOpened: warming.opened
+        onSessionOpened: warming.opened,
+        // Sessions on a server may be shown in other windows too: their turns are shown here.
+        watchOthers: connect !== undefined
       }, awaiting(ready))
     }))
     return 0

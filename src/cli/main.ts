@@ -40,6 +40,7 @@ const commands: Record<string, () => Promise<CommandModule>> = {
   run: () => import("./run.ts"),
   sessions: () => import("./sessions.ts"),
   replay: () => import("./replay.ts"),
+  serve: () => import("./serve.ts"),
   doctor: () => import("./doctor.ts")
 }
 

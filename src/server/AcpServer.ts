@@ -37,6 +37,11 @@ export interface Options {
   readonly clientAccess?: ClientBridge.Settings | undefined
   /** Runs each time a session was opened (new, load, resume), once its answer is in the write queue. */
   readonly onSessionOpened?: Effect.Effect<void> | undefined
+  /**
+   * Shows the client the turns others run in the sessions it opened (another editor window
+   * on the same `skein serve`), as they happen: its own prompts show only their own turns.
+   */
+  readonly watchOthers?: boolean | undefined
 }
 
 /** What Skein can do, exactly: advertised only once it works. */
@@ -102,7 +107,15 @@ const userBlocks = (prompt: ReadonlyArray<Acp.Content.ContentBlock>): Effect.Eff
 }
 
 /** Builds the method table over a peer and the runtime. */
-export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: Options) => {
+export const handlers = (
+  peer: Peer.Peer,
+  runtime: Runtime["Service"],
+  options: Options,
+  /** Where the watches of others' turns run (`watchOthers`), by session. */
+  watches?: FiberMap.FiberMap<string> | undefined
+) => {
+  /** This connection, as the turns it presents are marked (`turn_start.by`). */
+  const connection = `acp-${process.pid}-${Math.random().toString(36).slice(2, 10)}`
   const session = (sessionId: string): Effect.Effect<Session, Protocol.RpcError> => Effect.mapError(runtime.getSession(sessionId), runtimeError)
 
   const update = (sessionId: string, u: Translate.SessionUpdate) => peer.notify("session/update", { sessionId, update: u })
@@ -111,7 +124,7 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
   let offered: ClientBridge.Capabilities = { readTextFile: false, writeTextFile: false, terminal: false }
   const clientSettings = options.clientAccess ?? { useClientFs: true, useClientTerminal: true }
   /** What this client offers a turn's tools, under the agent's settings. */
-  const turnOptions = () => ({ client: ClientBridge.capabilities(offered, clientSettings) })
+  const turnOptions = () => ({ client: ClientBridge.capabilities(offered, clientSettings), by: connection })
 
   /** The session's config options: mode, model and (where the model has one) reasoning effort. */
   const settingsOf = (s: Session) => Effect.mapError(s.settings, sessionError)
@@ -205,13 +218,40 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
         }
         if (lines.length > 0) yield* peer.sendEncoded(lines.join(""))
       }
-      sessionOpened(ctx)
+      sessionOpened(ctx, loaded.session)
       return yield* sessionState(loaded.session)
     })
 
-  const sessionOpened = (ctx: Peer.RequestContext) => {
+  const sessionOpened = (ctx: Peer.RequestContext, s: Session) => {
     if (options.onSessionOpened !== undefined) ctx.onResponded(options.onSessionOpened)
+    // Once answered (the client knows the session), others' turns in it are shown too.
+    if (watches !== undefined) ctx.onResponded(Effect.asVoid(FiberMap.run(watches, s.id, watchOthers(s))))
   }
+
+  /**
+   * Forwards the turns of `s` that another presenter runs (their `turn_start` names someone
+   * else): the prompt as a user message, then everything the client would see of its own
+   * turn, except the questions (those are asked of whoever runs the turn).
+   */
+  const watchOthers = (s: Session) =>
+    Effect.gen(function*() {
+      const encode = Translate.encoder(s.id)
+      const others = new Set<number>()
+      yield* s.events.pipe(Stream.runForEachArray((events) => {
+        const lines: Array<string> = []
+        for (const event of events) {
+          if (event.type === "turn_start" && event.turn !== null && event.data.by !== connection) {
+            others.add(event.turn)
+            for (const u of Translate.replay(event)) lines.push(encode(u))
+            continue
+          }
+          if (event.turn === null || !others.has(event.turn) || ClientBridge.isQuestion(event)) continue
+          for (const u of Translate.live(event)) lines.push(encode(u))
+          if (event.type === "turn_end") others.delete(event.turn)
+        }
+        return lines.length === 0 ? Effect.void : peer.sendEncoded(lines.join(""))
+      }))
+    })
 
   const list = (params: Acp.Session.ListSessionsRequest) =>
     Effect.gen(function*() {
@@ -230,6 +270,8 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
         ...(page.nextCursor !== undefined ? { nextCursor: page.nextCursor } : {})
       }
     })
+
+  const unwatch = (sessionId: string) => (watches === undefined ? Effect.void : FiberMap.remove(watches, sessionId))
 
   const cancel = (params: Acp.Session.CancelNotification) =>
     Effect.ignore(Effect.flatMap(runtime.getSession(params.sessionId), (s) => s.cancel))
@@ -261,16 +303,16 @@ export const handlers = (peer: Peer.Peer, runtime: Runtime["Service"], options: 
             }),
             runtimeError
           )
-          sessionOpened(ctx)
+          sessionOpened(ctx, s)
           return { sessionId: s.id, ...(yield* sessionState(s)) }
         })),
       "session/load": Peer.request(Acp.Session.LoadSessionRequest, (params, ctx) => reopen(params, true, ctx)),
       "session/resume": Peer.request(Acp.Session.ResumeSessionRequest, (params, ctx) => reopen(params, false, ctx)),
       "session/list": Peer.request(Acp.Session.ListSessionsRequest, list),
       "session/close": Peer.request(Acp.Session.CloseSessionRequest, (params) =>
-        Effect.as(runtime.closeSession(params.sessionId), {})),
+        Effect.as(Effect.andThen(unwatch(params.sessionId), runtime.closeSession(params.sessionId)), {})),
       "session/delete": Peer.request(Acp.Session.DeleteSessionRequest, (params) =>
-        Effect.as(Effect.mapError(runtime.deleteSession(params.sessionId), runtimeError), {})),
+        Effect.as(Effect.andThen(unwatch(params.sessionId), Effect.mapError(runtime.deleteSession(params.sessionId), runtimeError)), {})),
       "session/prompt": Peer.request(Acp.Session.PromptRequest, prompt, {
         // `$/cancel_request` on a prompt cancels its turn; the prompt then answers `cancelled`.
         onCancel: (params) => Effect.ignore(Effect.flatMap(runtime.getSession(params.sessionId), (s) => s.cancel))
@@ -309,7 +351,8 @@ export const serve = (transport: Peer.Transport, options: Options) =>
 export const serveWith = (transport: Peer.Transport, options: Options, runtime: Runtime["Service"]) =>
   Effect.scoped(Effect.gen(function*() {
     const peer = yield* Peer.make(transport, { maxLineBytes: options.maxLineBytes })
-    yield* peer.serve(handlers(peer, runtime, options))
+    const watches = options.watchOthers === true ? yield* FiberMap.make<string>() : undefined
+    yield* peer.serve(handlers(peer, runtime, options, watches))
   }))
 
 /**

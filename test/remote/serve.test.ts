@@ -1,0 +1,170 @@
+/**
+ * `skein serve` end to end: the built binary serves the runtime on a unix socket and on a
+ * WebSocket with a token, and an Effect program uses it through `Skein.remote` exactly as it
+ * would use `Skein.layer`: a scripted session with a tool call that asks permission (answered
+ * from here), a second turn cancelled, a disconnect mid-turn and a `subscribe` from the last
+ * seen seq that loses and duplicates nothing; a wrong or missing token is refused and logged
+ * without its value.
+ */
+import { spawn, type ChildProcess } from "node:child_process"
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
+import { afterEach, describe, expect, it } from "vitest"
+import { Runtime, SessionProtocol, Skein, type SessionEvent } from "../../src/index.ts"
+import { NODE, SKEIN } from "../support/AgentProcess.ts"
+
+const TOKEN = "a-test-token-that-is-long-enough"
+
+interface Server {
+  readonly child: ChildProcess
+  readonly home: string
+  readonly cwd: string
+  stderr: string
+}
+
+const servers: Array<Server> = []
+afterEach(async () => {
+  for (const server of servers.splice(0)) {
+    if (server.child.exitCode === null) {
+      server.child.kill("SIGTERM")
+      await new Promise((resolve) => server.child.once("exit", resolve))
+    }
+    rmSync(path.dirname(server.home), { recursive: true, force: true })
+  }
+})
+
+const script = {
+  turns: [
+    // Asks permission (write in default mode), then answers.
+    { calls: [[{ text: "Writing it." }, { tool: "write", args: { path: "out.txt", content: "from afar\n" }, id: "w1" }], [{ text: "Written." }]] },
+    // A long turn, cancelled from the program.
+    { calls: [[{ text: "thinking" }, { sleep_ms: 30_000 }, { text: "never" }]] },
+    // Streams slowly, so the client can go away in the middle and come back.
+    { calls: [[...Array.from({ length: 20 }, (_, i) => [{ text: `part${i} ` }, { sleep_ms: 25 }]).flat(), { text: "end" }]] }
+  ]
+}
+
+/** Starts `skein serve` and waits until it listens. */
+const serve = async (listen: string | undefined, env: Record<string, string> = {}): Promise<Server> => {
+  const root = realpathSync(mkdtempSync(path.join(os.tmpdir(), "skein-serve-")))
+  const home = path.join(root, "home")
+  const cwd = path.join(root, "ws")
+  mkdirSync(home)
+  mkdirSync(cwd)
+  const scriptPath = path.join(root, "script.json")
+  writeFileSync(scriptPath, JSON.stringify(script))
+  const args = [SKEIN, "serve", "--home", home, "--script", scriptPath, ...(listen !== undefined ? ["--listen", listen] : [])]
+  const child = spawn(NODE, args, { env: { ...process.env, SKEIN_PROVIDER: "", SKEIN_HOME: "", ...env }, stdio: ["ignore", "pipe", "pipe"] })
+  const server: Server = { child, home, cwd, stderr: "" }
+  servers.push(server)
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`skein serve did not start: ${server.stderr}`)), 10_000)
+    child.stderr!.on("data", (chunk: Buffer) => {
+      server.stderr += chunk.toString()
+      if (server.stderr.includes("listening on")) {
+        clearTimeout(timer)
+        resolve()
+      }
+    })
+    child.once("exit", (code) => reject(new Error(`skein serve exited ${code}: ${server.stderr}`)))
+  })
+  return server
+}
+
+const freePort = () => 40_000 + Math.floor(Math.random() * 20_000)
+
+/** The program of the README's embedding example, shape for shape: only the layer differs. */
+const program = (cwd: string) =>
+  Effect.gen(function*() {
+    const runtime = yield* Runtime
+    const session = yield* runtime.newSession({ cwd })
+    // Turn 1: presented here; its permission question is answered from this process.
+    const first = yield* session.turn([{ type: "text", text: "write it" }]).pipe(
+      Stream.tap((e) => (e.type === "permission_asked" ? session.answer(e.data.requestId, { outcome: "selected", optionId: "allow_once" }) : Effect.void)),
+      Stream.runCollect
+    )
+    // Turn 2: cancelled once it streams.
+    const second = yield* session.turn([{ type: "text", text: "wait" }]).pipe(
+      Stream.tap((e) => (e.type === "text_delta" ? session.cancel : Effect.void)),
+      Stream.runCollect
+    )
+    return { id: session.id, first, second }
+  })
+
+const types = (events: ReadonlyArray<SessionEvent>) => events.map((e) => e.type)
+
+describe("skein serve and Skein.remote", () => {
+  it("on a unix socket (mode 0600): a turn that asks, a cancelled turn, a disconnect and a resubscribe without loss or duplicate", async () => {
+    const server = await serve(undefined)
+    const socket = path.join(server.home, "skein.sock")
+    expect(statSync(socket).mode & 0o777).toBe(0o600)
+    const url = `unix:${socket}`
+
+    const { id, first, second } = await Effect.runPromise(Effect.scoped(program(server.cwd)).pipe(Effect.provide(Skein.remote({ url }))))
+    expect(types(first)).toContain("permission_asked")
+    expect(SessionProtocol.outcomeOf(first.at(-1)!)).toEqual({ stopReason: "end_turn" })
+    expect(readFileSync(path.join(server.cwd, "out.txt"), "utf8")).toBe("from afar\n")
+    expect(SessionProtocol.outcomeOf(second.at(-1)!)).toEqual({ stopReason: "cancelled" })
+
+    // Turn 3: this client goes away in the middle of it (its connection closes with its scope).
+    const seenBefore = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const session = yield* (yield* Runtime).getSession(id)
+      return yield* session.turn([{ type: "text", text: "stream" }]).pipe(
+        Stream.takeUntil((e) => e.type === "text_delta" && e.data.text.includes("part3")),
+        Stream.runCollect
+      )
+    })).pipe(Effect.provide(Skein.remote({ url }))))
+    const lastSeq = seenBefore.at(-1)!.seq
+
+    // A new client: the turn went on without it; from the last seq it saw, it gets the rest once.
+    const after = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const session = yield* (yield* Runtime).getSession(id)
+      return yield* session.subscribe(lastSeq).pipe(Stream.takeUntil((e) => e.type === "turn_end"), Stream.runCollect)
+    })).pipe(Effect.provide(Skein.remote({ url }))))
+    expect(SessionProtocol.outcomeOf(after.at(-1)!)).toEqual({ stopReason: "end_turn" })
+    const canonical = (events: ReadonlyArray<SessionEvent>) => events.filter((e) => !e.type.endsWith("_delta") && e.type !== "usage")
+    const seqs = canonical([...seenBefore, ...after]).map((e) => e.seq)
+    expect(new Set(seqs).size).toBe(seqs.length)
+    // Every logged event of the turn is in what the two clients saw, in order.
+    const log = readFileSync(path.join(server.home, "sessions", `${id}.ndjson`), "utf8").trim().split("\n").slice(1).map((l) => JSON.parse(l))
+    const logged = log.filter((e) => e.turn === 3).map((e) => e.seq)
+    expect(seqs.filter((s) => logged.includes(s))).toEqual(logged)
+    // The text the model wrote reached the user whole: deltas before, the response's text after.
+    const streamed = seenBefore.flatMap((e) => (e.type === "text_delta" ? [e.data.text] : [])).join("")
+    const response = log.find((e) => e.turn === 3 && e.type === "model_response")
+    expect(response.data.parts[0].text.startsWith(streamed)).toBe(true)
+  })
+
+  it("on a WebSocket with a token; a wrong or missing token is refused and logged without its value", async () => {
+    const port = freePort()
+    const server = await serve(`ws://127.0.0.1:${port}/skein`, { SKEIN_SERVE_TOKEN: TOKEN })
+    const url = `ws://127.0.0.1:${port}/skein`
+
+    const { first } = await Effect.runPromise(Effect.scoped(program(server.cwd)).pipe(Effect.provide(Skein.remote({ url, token: TOKEN }))))
+    expect(SessionProtocol.outcomeOf(first.at(-1)!)).toEqual({ stopReason: "end_turn" })
+
+    const wrong = await Effect.runPromise(
+      Effect.scoped(Effect.flatMap(Runtime, (r) => r.listSessions())).pipe(Effect.provide(Skein.remote({ url, token: "not-the-token-at-all" })), Effect.flip, Effect.timeout("10 seconds"))
+    )
+    expect(wrong.reason).toBe("unavailable")
+    const missing = await Effect.runPromise(
+      Effect.scoped(Effect.flatMap(Runtime, (r) => r.listSessions())).pipe(Effect.provide(Skein.remote({ url })), Effect.flip, Effect.timeout("10 seconds"))
+    )
+    expect(missing.reason).toBe("unavailable")
+    expect(server.stderr).toMatch(/refused a WebSocket connection: a wrong token/)
+    expect(server.stderr).toMatch(/refused a WebSocket connection: no token/)
+    expect(server.stderr).not.toContain("not-the-token-at-all")
+    expect(server.stderr).not.toContain(TOKEN)
+  })
+
+  it("tcp and ws refuse to start without a token, or with a short one", async () => {
+    for (const [listen, env] of [[`tcp://127.0.0.1:${freePort()}`, {}], [`ws://127.0.0.1:${freePort()}/x`, { SKEIN_SERVE_TOKEN: "short" }]] as const) {
+      const failed = await serve(listen, env).then(() => undefined, (error: Error) => error.message)
+      expect(failed).toMatch(/exited 2/)
+      expect(failed).toMatch(/token/)
+    }
+  })
+})
