@@ -6,35 +6,15 @@
  * seen seq that loses and duplicates nothing; a wrong or missing token is refused and logged
  * without its value.
  */
-import { spawn, type ChildProcess } from "node:child_process"
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs"
-import * as os from "node:os"
+import { readFileSync, statSync } from "node:fs"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
-import { afterEach, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { Runtime, SessionProtocol, Skein, type SessionEvent } from "../../src/index.ts"
-import { NODE, SKEIN } from "../support/AgentProcess.ts"
+import { freePort, useServers } from "../support/Serve.ts"
 
 const TOKEN = "a-test-token-that-is-long-enough"
-
-interface Server {
-  readonly child: ChildProcess
-  readonly home: string
-  readonly cwd: string
-  stderr: string
-}
-
-const servers: Array<Server> = []
-afterEach(async () => {
-  for (const server of servers.splice(0)) {
-    if (server.child.exitCode === null) {
-      server.child.kill("SIGTERM")
-      await new Promise((resolve) => server.child.once("exit", resolve))
-    }
-    rmSync(path.dirname(server.home), { recursive: true, force: true })
-  }
-})
 
 const script = {
   turns: [
@@ -47,34 +27,9 @@ const script = {
   ]
 }
 
-/** Starts `skein serve` and waits until it listens. */
-const serve = async (listen: string | undefined, env: Record<string, string> = {}): Promise<Server> => {
-  const root = realpathSync(mkdtempSync(path.join(os.tmpdir(), "skein-serve-")))
-  const home = path.join(root, "home")
-  const cwd = path.join(root, "ws")
-  mkdirSync(home)
-  mkdirSync(cwd)
-  const scriptPath = path.join(root, "script.json")
-  writeFileSync(scriptPath, JSON.stringify(script))
-  const args = [SKEIN, "serve", "--home", home, "--script", scriptPath, ...(listen !== undefined ? ["--listen", listen] : [])]
-  const child = spawn(NODE, args, { env: { ...process.env, SKEIN_PROVIDER: "", SKEIN_HOME: "", ...env }, stdio: ["ignore", "pipe", "pipe"] })
-  const server: Server = { child, home, cwd, stderr: "" }
-  servers.push(server)
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`skein serve did not start: ${server.stderr}`)), 10_000)
-    child.stderr!.on("data", (chunk: Buffer) => {
-      server.stderr += chunk.toString()
-      if (server.stderr.includes("listening on")) {
-        clearTimeout(timer)
-        resolve()
-      }
-    })
-    child.once("exit", (code) => reject(new Error(`skein serve exited ${code}: ${server.stderr}`)))
-  })
-  return server
-}
+const { serve: start } = useServers()
+const serve = (listen: string | undefined, env: Record<string, string> = {}) => start(script, listen, env)
 
-const freePort = () => 40_000 + Math.floor(Math.random() * 20_000)
 
 /** The program of the README's embedding example, shape for shape: only the layer differs. */
 const program = (cwd: string) =>
@@ -166,5 +121,42 @@ describe("skein serve and Skein.remote", () => {
       expect(failed).toMatch(/exited 2/)
       expect(failed).toMatch(/token/)
     }
+  })
+})
+
+describe("questions travel, and go unanswered when their presenter goes away", () => {
+  it("a client that disconnects while its question is open: the question is denied on the server, the turn goes on", async () => {
+    const server = await serve(undefined)
+    const url = `unix:${path.join(server.home, "skein.sock")}`
+    const asked = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const session = yield* (yield* Runtime).newSession({ cwd: server.cwd })
+      // This presenter sees the question, then goes away without answering.
+      const seen = yield* session.turn([{ type: "text", text: "write it" }]).pipe(
+        Stream.takeUntil((e) => e.type === "permission_asked"),
+        Stream.runCollect
+      )
+      return { id: session.id, last: seen.at(-1)!.seq }
+    })).pipe(Effect.provide(Skein.remote({ url }))))
+    const rest = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const session = yield* (yield* Runtime).getSession(asked.id)
+      return yield* session.subscribe(asked.last).pipe(Stream.takeUntil((e) => e.type === "turn_end"), Stream.runCollect)
+    })).pipe(Effect.provide(Skein.remote({ url })), Effect.timeout("10 seconds")))
+    expect(rest.find((e) => e.type === "permission")?.data).toEqual({ toolCallId: "w1", outcome: "unanswerable" })
+    expect(SessionProtocol.outcomeOf(rest.at(-1)!)).toEqual({ stopReason: "end_turn" })
+    expect(() => readFileSync(path.join(server.cwd, "out.txt"))).toThrow()
+  })
+
+  it("over tcp with a token: the same program runs; without the token every request is refused", async () => {
+    const port = freePort()
+    const server = await serve(`tcp://127.0.0.1:${port}`, { SKEIN_SERVE_TOKEN: TOKEN })
+    const url = `tcp://127.0.0.1:${port}`
+    const { first } = await Effect.runPromise(Effect.scoped(program(server.cwd)).pipe(Effect.provide(Skein.remote({ url, token: TOKEN }))))
+    expect(SessionProtocol.outcomeOf(first.at(-1)!)).toEqual({ stopReason: "end_turn" })
+    const refused = await Effect.runPromise(
+      Effect.scoped(Effect.flatMap(Runtime, (r) => r.listSessions())).pipe(Effect.provide(Skein.remote({ url })), Effect.flip, Effect.timeout("10 seconds"))
+    )
+    expect(refused.reason).toBe("unavailable")
+    expect(refused.message).toMatch(/token/)
+    expect(server.stderr).toMatch(/refused Info from client \d+: no token/)
   })
 })

@@ -1,0 +1,66 @@
+/**
+ * A `skein serve` of the built binary for a test: a home, a workspace and a script in a temp
+ * folder; started and awaited until it listens; stopped (SIGTERM) and removed after each test.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { afterEach } from "vitest"
+import { NODE, SKEIN } from "./AgentProcess.ts"
+
+export interface Server {
+  readonly child: ChildProcess
+  readonly home: string
+  readonly cwd: string
+  /** The script file the server answers model calls from. */
+  readonly scriptPath: string
+  stderr: string
+}
+
+/** Starts servers for a test file and stops them after each test. */
+export const useServers = () => {
+  const servers: Array<Server> = []
+  afterEach(async () => {
+    for (const server of servers.splice(0)) {
+      if (server.child.exitCode === null && server.child.signalCode === null) {
+        server.child.kill("SIGTERM")
+        await new Promise((resolve) => server.child.once("exit", resolve))
+      }
+      rmSync(path.dirname(server.home), { recursive: true, force: true })
+    }
+  })
+  /** Starts `skein serve` (at `listen`, default its home's unix socket) and waits until it listens. */
+  const serve = async (script: unknown, listen: string | undefined, env: Record<string, string> = {}): Promise<Server> => {
+    const root = realpathSync(mkdtempSync(path.join(os.tmpdir(), "skein-serve-")))
+    const home = path.join(root, "home")
+    const cwd = path.join(root, "ws")
+    mkdirSync(home)
+    mkdirSync(cwd)
+    const scriptPath = path.join(root, "script.json")
+    writeFileSync(scriptPath, JSON.stringify(script))
+    const args = [SKEIN, "serve", "--home", home, "--script", scriptPath, ...(listen !== undefined ? ["--listen", listen] : [])]
+    const child = spawn(NODE, args, { env: { ...process.env, SKEIN_PROVIDER: "", SKEIN_HOME: "", ...env }, stdio: ["ignore", "pipe", "pipe"] })
+    const server: Server = { child, home, cwd, scriptPath, stderr: "" }
+    servers.push(server)
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`skein serve did not start: ${server.stderr}`)), 10_000)
+      child.stderr!.on("data", (chunk: Buffer) => {
+        server.stderr += chunk.toString()
+        if (server.stderr.includes("listening on")) {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+      child.once("exit", (code) => {
+        clearTimeout(timer)
+        reject(new Error(`skein serve exited ${code}: ${server.stderr}`))
+      })
+    })
+    return server
+  }
+  return { serve }
+}
+
+/** A port to listen on that is probably free. */
+export const freePort = () => 40_000 + Math.floor(Math.random() * 20_000)
