@@ -118,7 +118,7 @@ export const handlers = (
   const connection = `acp-${process.pid}-${Math.random().toString(36).slice(2, 10)}`
   const session = (sessionId: string): Effect.Effect<Session, Protocol.RpcError> => Effect.mapError(runtime.getSession(sessionId), runtimeError)
 
-  const update = (sessionId: string, u: Translate.SessionUpdate) => peer.notify("session/update", { sessionId, update: u })
+  const update = (sessionId: string, u: Translate.Update) => peer.notify("session/update", { sessionId, update: u })
 
   // What the client offered in `initialize` (nothing until it says otherwise).
   let offered: ClientBridge.Capabilities = { readTextFile: false, writeTextFile: false, terminal: false }

@@ -9,7 +9,7 @@
  */
 import type * as Config from "../acp/Config.ts"
 import type * as Content from "../acp/Content.ts"
-import type * as Update from "../acp/Update.ts"
+import type * as AcpUpdates from "../acp/Update.ts"
 import { stringify as json } from "../jsonrpc/Framing.ts"
 import type { Canonical, SessionEvent, ToolDetails, ToolResult, UserBlock } from "../log/Event.ts"
 import { type Catalog, effortFor } from "../providers/Models.ts"
@@ -21,28 +21,17 @@ import { modes, type ModeId } from "../Vocabulary.ts"
  * Schemas cost nothing here at run time.
  */
 type Wire<S extends { readonly Encoded: unknown }> = S["Encoded"]
-type AcpUpdate = Wire<typeof Update.SessionUpdate>
-type AcpToolCallUpdate = Wire<typeof Update.SessionUpdateToolCallUpdate>
-type AcpToolCallContent = Wire<typeof Update.ToolCallContent>
+type AcpUpdate = Wire<typeof AcpUpdates.SessionUpdate>
+type AcpToolCallUpdate = Wire<typeof AcpUpdates.SessionUpdateToolCallUpdate>
+type AcpToolCallContent = Wire<typeof AcpUpdates.ToolCallContent>
 type AcpContentBlock = Wire<typeof Content.ContentBlock>
 /** A select with a flat list of values: the only kind of config option Skein offers. */
 type AcpConfigOption = Omit<Wire<typeof Config.SessionConfigSelect>, "options"> & {
   readonly options: ReadonlyArray<Wire<typeof Config.SessionConfigSelectOption>>
 }
 
-// The names this module used to declare its own shapes under, now the ACP Schemas' (deprecated).
-/** @deprecated `typeof Acp.Content.ContentBlock.Encoded` */
-export type ContentBlock = AcpContentBlock
-/** @deprecated `typeof Acp.Update.ToolCallContent.Encoded` */
-export type ToolCallContent = AcpToolCallContent
-/** @deprecated `typeof Acp.Update.ToolCallLocation.Encoded` */
-export type ToolCallLocation = Wire<typeof Update.ToolCallLocation>
-/** @deprecated `typeof Acp.Update.ToolCallStatus.Encoded` */
-export type ToolCallStatus = Wire<typeof Update.ToolCallStatus>
-/** @deprecated `typeof Acp.Config.SessionConfigSelect.Encoded` (with a flat list of options) */
-export type ConfigOption = AcpConfigOption
-/** @deprecated `typeof Acp.Update.SessionUpdate.Encoded` */
-export type SessionUpdate = AcpUpdate
+/** A `session/update` payload as written on the wire. */
+export type Update = AcpUpdate
 
 const none: ReadonlyArray<AcpUpdate> = []
 

@@ -1,0 +1,94 @@
+/**
+ * The Bus's bounded buffers: a reader that falls behind gets adjacent deltas merged (and a
+ * tool's running output and usage replaced by the newer one); past the bound the publisher
+ * waits until the reader takes; canonical events are never dropped or merged; closing a
+ * channel lets readers take what it held and releases waiting publishers.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Scope from "effect/Scope"
+import type { SessionEvent } from "../../src/log/Event.ts"
+import { Bus, MAX_WEIGHT } from "../../src/runtime/Bus.ts"
+
+const at = (seq: number, turn = 1) => ({ sessionId: "s", seq, ts: 0, turn })
+const delta = (text: string, turn = 1): SessionEvent => ({ type: "text_delta", data: { text }, ...at(0, turn) }) as SessionEvent
+const thought = (text: string): SessionEvent => ({ type: "thinking_delta", data: { text }, ...at(0) }) as SessionEvent
+const progress = (id: string, output: string): SessionEvent => ({ type: "tool_progress", data: { id, output }, ...at(0) }) as SessionEvent
+const canonical = (seq: number): SessionEvent => ({ type: "turn_start", data: { content: [] }, ...at(seq) }) as SessionEvent
+
+const render = (events: ReadonlyArray<SessionEvent>) =>
+  events.map((e) => ("text" in (e.data as object) ? `${e.type}:${(e.data as { text: string }).text}` : e.type === "tool_progress" ? `progress:${(e.data as { output: string }).output}` : `${e.type}#${e.seq}`))
+
+describe("Bus", () => {
+  it.effect("a reader behind gets adjacent deltas of a turn merged; canonical events stay as they are, in order", () =>
+    Effect.gen(function*() {
+      const bus = yield* Bus
+      yield* bus.register("s")
+      const sub = (yield* bus.subscribe("s"))!
+      for (const e of [delta("a"), delta("b"), thought("x"), thought("y"), canonical(1), delta("c"), delta("d", 2), progress("t", "1"), progress("t", "12"), canonical(2)]) {
+        yield* bus.publish(e)
+      }
+      assert.deepStrictEqual(render(yield* sub.takeAll), [
+        "text_delta:ab",
+        "thinking_delta:xy",
+        "turn_start#1",
+        "text_delta:c",
+        "text_delta:d",
+        "progress:12",
+        "turn_start#2"
+      ])
+    }).pipe(Effect.scoped, Effect.provide(Bus.layer)))
+
+  it.effect("past its bound a reader holds the publisher back until it takes; memory stays bounded", () =>
+    Effect.gen(function*() {
+      const bus = yield* Bus
+      yield* bus.register("s")
+      const sub = (yield* bus.subscribe("s"))!
+      const chunk = "x".repeat(64 * 1024)
+      let published = 0
+      const publisher = yield* Effect.forkChild(
+        Effect.gen(function*() {
+          for (let i = 0; i < 64; i++) {
+            yield* bus.publish(delta(chunk))
+            yield* bus.publish(canonical(i + 1))
+            published++
+          }
+        }),
+        { startImmediately: true }
+      )
+      // The reader takes nothing: the publisher stops at the bound (about 1 MiB of text held).
+      yield* Effect.yieldNow
+      assert.isBelow(published, 64)
+      assert.isAtMost(published * chunk.length, MAX_WEIGHT + chunk.length)
+      // Reading lets it go on; every canonical event arrives, none lost.
+      const seen: Array<SessionEvent> = []
+      while (seen.filter((e) => e.type === "turn_start").length < 64) seen.push(...(yield* sub.takeAll))
+      yield* Fiber.join(publisher)
+      assert.deepStrictEqual(seen.filter((e) => e.type === "turn_start").map((e) => e.seq), Array.from({ length: 64 }, (_, i) => i + 1))
+      assert.strictEqual(seen.filter((e) => e.type === "text_delta").map((e) => (e.data as { text: string }).text).join("").length, 64 * chunk.length)
+    }).pipe(Effect.scoped, Effect.provide(Bus.layer)))
+
+  it.effect("a reader that goes away releases the publisher it held; a closed channel's last events can still be taken", () =>
+    Effect.gen(function*() {
+      const bus = yield* Bus
+      const channelScope = yield* Scope.make()
+      yield* bus.register("s").pipe(Scope.provide(channelScope))
+      const reader = (yield* bus.subscribe("s"))!
+      const heldScope = yield* Scope.make()
+      yield* bus.subscribe("s").pipe(Scope.provide(heldScope))
+      // Both buffers go over their bound: the publisher waits for both.
+      const publisher = yield* Effect.forkChild(bus.publish(delta("x".repeat(MAX_WEIGHT + 1))), { startImmediately: true })
+      assert.strictEqual((yield* reader.takeAll).length, 1)
+      yield* Effect.yieldNow
+      assert.isUndefined(publisher.pollUnsafe(), "still held by the reader that never reads")
+      yield* Scope.close(heldScope, Exit.void)
+      yield* Fiber.join(publisher)
+      // The channel closes with events still buffered: they can be taken, then it ends.
+      yield* bus.publish(canonical(7))
+      yield* Scope.close(channelScope, Exit.void)
+      assert.deepStrictEqual(render(yield* reader.takeAll), ["turn_start#7"])
+      assert.deepStrictEqual(yield* reader.takeAll, [])
+    }).pipe(Effect.scoped, Effect.provide(Bus.layer)))
+})
