@@ -28,44 +28,38 @@ type PartialPart = Extract<AssistantPart, { readonly type: "text" | "thinking" }
 
 export interface Checkpoints {
   /**
-   * After `chars` of streamed text were added to the parts: the checkpoint due now (or the
-   * timer to start), or undefined when there is nothing to do (most deltas).
+   * After a delta of streamed text (or thinking) was added to the call's parts: the checkpoint
+   * due now (or the timer to start), or undefined when there is nothing to do (most deltas).
    */
-  readonly streamed: (chars: number) => Effect.Effect<void> | undefined
+  readonly streamed: (type: PartialPart["type"], text: string, signature?: string) => Effect.Effect<void> | undefined
+  /** Ends the text not logged yet at a tool call, so what follows it is a new part. */
+  readonly toolCall: () => void
 }
 
 /**
- * Checkpoints of call `call`, whose parts the stream builds in `parts` (read, never written).
+ * Checkpoints of call `call`. The text not logged yet is kept here, delta by delta, and joined
+ * once per checkpoint: a long answer costs its length, not its length for each checkpoint.
  * The timer lives in the scope: close it before the call's `model_response` is logged.
  */
 export const make = (
   call: number,
-  parts: ReadonlyArray<AssistantPart>,
   log: (body: CanonicalBody) => Effect.Effect<void, LogError>
 ): Effect.Effect<Checkpoints, never, Scope.Scope> =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
     const serial = yield* Semaphore.make(1)
-    // Where the text not yet logged starts: part `index`, from its character `offset`.
-    let index = 0
-    let offset = 0
-    let pending = 0
+    /** The parts not logged yet, each as its deltas. */
+    let pending: Array<{ readonly type: PartialPart["type"]; readonly chunks: Array<string>; signature: string | undefined; split: boolean }> = []
+    let chars = 0
     let timed = false
 
-    /** The text since the last checkpoint, and the new start. */
     const take = (): Array<PartialPart> => {
-      const out: Array<PartialPart> = []
-      for (let i = index; i < parts.length; i++) {
-        const part = parts[i]!
-        if (part.type === "tool_call") continue
-        const text = i === index ? part.text.slice(offset) : part.text
-        if (text.length === 0) continue
-        out.push(part.type === "thinking" && part.signature !== undefined ? { type: "thinking", text, signature: part.signature } : { type: part.type, text })
-      }
-      const last = parts[parts.length - 1]
-      index = last === undefined ? 0 : last.type === "tool_call" ? parts.length : parts.length - 1
-      offset = last === undefined || last.type === "tool_call" ? 0 : last.text.length
-      pending = 0
+      const out = pending.map((part): PartialPart => {
+        const text = part.chunks.join("")
+        return part.type === "thinking" && part.signature !== undefined ? { type: "thinking", text, signature: part.signature } : { type: part.type, text }
+      })
+      pending = []
+      chars = 0
       return out
     }
 
@@ -80,17 +74,29 @@ export const make = (
       Effect.sleep(CHECKPOINT_MS),
       Effect.suspend(() => {
         timed = false
-        return pending > 0 ? flush : Effect.void
+        return chars > 0 ? flush : Effect.void
       })
     )
 
-    const streamed = (chars: number): Effect.Effect<void> | undefined => {
-      pending += chars
-      if (pending >= CHECKPOINT_CHARS) return flush
+    const streamed = (type: PartialPart["type"], text: string, signature?: string): Effect.Effect<void> | undefined => {
+      const last = pending[pending.length - 1]
+      if (last !== undefined && last.type === type && !last.split) {
+        last.chunks.push(text)
+        if (signature !== undefined) last.signature = signature
+      } else {
+        pending.push({ type, chunks: [text], signature, split: false })
+      }
+      chars += text.length
+      if (chars >= CHECKPOINT_CHARS) return flush
       if (timed) return undefined
       timed = true
       return Effect.asVoid(Effect.forkIn(timer, scope))
     }
 
-    return { streamed }
+    const toolCall = () => {
+      const last = pending[pending.length - 1]
+      if (last !== undefined) last.split = true
+    }
+
+    return { streamed, toolCall }
   })

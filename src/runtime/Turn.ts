@@ -115,15 +115,16 @@ const modelCall = (ctx: TurnContext, call: number): Effect.Effect<CallResult> =>
       case "TextDelta":
         if (part.text.length === 0) return Effect.void
         appendPart(parts, "text", part.text)
-        return withCheckpoint(ctx.emit.ephemeral({ type: "text_delta", data: { text: part.text } }), checkpoints.streamed(part.text.length))
+        return withCheckpoint(ctx.emit.ephemeral({ type: "text_delta", data: { text: part.text } }), checkpoints.streamed("text", part.text))
       case "ThinkingDelta":
         appendPart(parts, "thinking", part.text, part.signature)
         return part.text.length === 0
           ? Effect.void
-          : withCheckpoint(ctx.emit.ephemeral({ type: "thinking_delta", data: { text: part.text } }), checkpoints.streamed(part.text.length))
+          : withCheckpoint(ctx.emit.ephemeral({ type: "thinking_delta", data: { text: part.text } }), checkpoints.streamed("thinking", part.text, part.signature))
       case "ToolCall":
         ctx.state.requested.set(part.id, part.args)
         parts.push({ type: "tool_call", id: part.id, name: part.name, args: part.args })
+        checkpoints.toolCall()
         return Effect.void
       case "Usage":
         usage = part.usage
@@ -147,7 +148,7 @@ const modelCall = (ctx: TurnContext, call: number): Effect.Effect<CallResult> =>
     model: ctx.model,
     reasoningEffort: ctx.reasoningEffort
   }).pipe(
-    (stream) => Effect.flatMap(Checkpoint.make(call, parts, ctx.emit.canonical), (checkpoints) => Stream.runForEach(stream, onPart(checkpoints))),
+    (stream) => Effect.flatMap(Checkpoint.make(call, ctx.emit.canonical), (checkpoints) => Stream.runForEach(stream, onPart(checkpoints))),
     // Closing the scope stops the checkpoint timer before the model_response is logged.
     Effect.scoped,
     Effect.map(() => ({ parts, usage, stop, failure }))
