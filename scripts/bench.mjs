@@ -42,7 +42,7 @@
 //   --turns N       throughput turns per agent after one warm-up turn (5)
 //   --first N       first-prompt runs per agent and pause (15)   --pause MS  the editor's pause (500)
 //   --mem-runs N    memory runs (3)                            --sessions-runs N (5)
-//   --only LIST     comma-separated sections: cold,chunk,prompt,throughput,memory,sessions,log
+//   --only LIST     comma-separated sections: cold,chunk,prompt,throughput,memory,sessions,log,remote
 //   --no-readme     do not touch README.md
 // A partial run (--only) prints its table and writes nothing.
 import { execFile } from "node:child_process"
@@ -90,7 +90,7 @@ const FIRST = Math.max(1, nonNegative(values.first, 15, "--first"))
 const PAUSE_MS = nonNegative(values.pause, 500, "--pause")
 const MEM_RUNS = Math.max(1, nonNegative(values["mem-runs"], 3, "--mem-runs"))
 const SESSIONS_RUNS = Math.max(1, nonNegative(values["sessions-runs"], 5, "--sessions-runs"))
-const SECTIONS = ["cold", "chunk", "prompt", "throughput", "memory", "sessions", "log"]
+const SECTIONS = ["cold", "chunk", "prompt", "throughput", "memory", "sessions", "log", "remote"]
 const only = values.only === undefined ? SECTIONS : values.only.split(",").map((s) => s.trim())
 for (const s of only) {
   if (!SECTIONS.includes(s)) {
@@ -498,6 +498,11 @@ const logBench = async () => {
   return runScript("bench-log.mjs", [])
 }
 
+const remoteBench = async () => {
+  section("remote: scripts/bench-remote.mjs (in process vs a unix socket, remote clients, a reader that stalls 30 s)")
+  return runScript("bench-remote.mjs", ["--runs", "5"])
+}
+
 // ── figures ───────────────────────────────────────────────────────────────────────────────
 const figures = []
 /**
@@ -672,6 +677,57 @@ const buildFigures = (r) => {
   }
 }
 
+const remoteFigures = (r) => {
+  const v = r.value
+  if (!v) return missing("remote", "remote.throughput", "turn over a unix socket", "deltas/s", null, r.error ?? "scripts/bench-remote.mjs is missing")
+  const stat = (samples, higherIsBetter = false) => summarize(samples, higherIsBetter)
+  const t = v.turn
+  addFigure({
+    group: "remote",
+    id: "remote.throughput",
+    label: `a turn of ${t.deltas.toLocaleString("en")} deltas over a unix socket (\`Skein.remote\`)`,
+    unit: "deltas/s",
+    higherIsBetter: true,
+    subject: "Skein",
+    ...stat(t.unix.samples.deltasPerSecond, true),
+    baseline: { name: "in process (`Skein.layer`)", ...stat(t.inProcess.samples.deltasPerSecond, true) }
+  })
+  addFigure({
+    group: "remote",
+    id: "remote.lag",
+    label: `time from an update's emission to its arrival, over a unix socket (${t.paced} paced deltas)`,
+    unit: "ms",
+    subject: "Skein",
+    ...stat(t.unix.samples.meanLagMs),
+    baseline: { name: "in process", ...stat(t.inProcess.samples.meanLagMs) }
+  })
+  const c = v.clients
+  addFigure({
+    group: "remote",
+    id: "remote.client",
+    label: `server memory per connected remote client (${c.clients}, each following a session)`,
+    unit: "KB",
+    subject: "Skein",
+    median: round(c.perClientKB, 1),
+    p90: null,
+    baseline: { name: "server RSS with no client", median: c.idleKB, p90: null },
+    ratio: round(c.connectedKB / c.idleKB),
+    ratioNote: `RSS with ${c.clients} clients ÷ RSS with none`
+  })
+  const b = v.backpressure
+  addFigure({
+    group: "remote",
+    id: "remote.stall",
+    label: `peak RSS, a client that reads nothing for ${b.stallMs / 1000} s of a ${(b.deltas * b.deltaChars / 1e6).toLocaleString("en")} MB, ${b.deltas.toLocaleString("en")}-delta turn`,
+    unit: "KB",
+    subject: "Skein",
+    median: b.stalling.peakKB,
+    p90: null,
+    baseline: { name: "the same turn read at once", median: b.reading.peakKB, p90: null },
+    note: `RSS before the prompt ${b.stalling.beforeKB} KB, at the end of the stall ${b.stalling.stalledKB} KB; the turn then ended ${b.stalling.stopReason}`
+  })
+}
+
 // ── output ────────────────────────────────────────────────────────────────────────────────
 const fmt = (x, unit) => {
   if (x === null || x === undefined) return "—"
@@ -738,8 +794,10 @@ const main = async () => {
   if (only.includes("memory")) results.memory = await memory()
   if (only.includes("sessions")) results.sessions = await sessionsBench()
   if (only.includes("log")) results.log = await logBench()
+  if (only.includes("remote")) results.remote = await remoteBench()
   if (process.stdout.isTTY) process.stdout.write("\r\x1b[K")
   buildFigures(results)
+  if (results.remote) remoteFigures(results.remote)
 
   const cpus = os.cpus()
   const date = new Date().toISOString()
@@ -768,6 +826,7 @@ const main = async () => {
       memory: { runs: MEM_RUNS, settleMs: SETTLE_MS, counts: MEM_COUNTS, note: "VmRSS from /proc after a settle; afterGc: process.memoryUsage() after a forced GC (bench/gc-probe.mjs preloaded into every agent)" },
       sessions: { runs: SESSIONS_RUNS, skein: "scripts/bench-sessions.mjs", floor: "scripts/bench-sessions-floor.mjs" },
       log: { script: "scripts/bench-log.mjs", note: "in-process; default durability: no fsync per event, one at the turn's end" },
+      remote: { script: "scripts/bench-remote.mjs", note: "Effect programs (dist/index.mjs) against Skein.layer and against skein serve on a unix socket; the stall is skein acp with a client that pauses its reads" },
       codeCache: "dist/skein.mjs loads dist/skein-main.cjs through a V8 code cache written at exit by a run that served; here in the run's temporary directory, filled first as the build fills a user's (scripts/warm-code-cache.mjs: initialize, session/new, one scripted turn)"
     },
     targets: TARGETS,
@@ -781,7 +840,8 @@ const main = async () => {
       memory: results.memory && { ...results.memory, raw: undefined },
       memoryRuns: results.memory?.raw,
       sessions: results.sessions,
-      log: results.log
+      log: results.log,
+      remote: results.remote
     },
     durationSeconds: round((Date.now() - started) / 1000, 1)
   }
