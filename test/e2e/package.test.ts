@@ -115,7 +115,7 @@ describe("e2e: Skein as a package", () => {
       encoding: "utf8",
       timeout: 60_000
     })
-    expect({ status: ran.status, stdout: ran.stdout }).toEqual({ status: 0, stdout: "end_turn\n" })
+    expect({ status: ran.status, stdout: ran.stdout }).toEqual({ status: 0, stdout: "It says hello.\n[end_turn]\n" })
     expect(readdirSync(join(root, "home", ".skein", "sessions")).filter((name) => name.endsWith(".ndjson")).length).toBe(1)
   }, 240_000)
 })
