@@ -9,6 +9,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Stream from "effect/Stream"
+import * as TestClock from "effect/testing/TestClock"
 import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import type { SessionEvent } from "../../src/log/Event.ts"
@@ -88,5 +89,24 @@ describe("Session questions", () => {
         // The next turn starts once the first ended: the session is not stuck.
         const fiber = yield* Effect.forkChild(session.prompt(text("go")))
         assert.deepStrictEqual(yield* Fiber.join(fiber), { stopReason: "end_turn" })
+      })))
+
+  it.effect("an unanswered question is denied when its time runs out (on the test clock), and the turn goes on", () =>
+    withSkein({ script: writeScript, permissionTimeoutMs: 60_000 }, ({ runtime, cwd, readLog }) =>
+      Effect.gen(function*() {
+        const session = yield* runtime.newSession({ cwd })
+        const rec = yield* record(session)
+        // The presenter reads on and never answers.
+        const asked = yield* Effect.forkChild(Stream.runCollect(session.turn(text("go"))))
+        yield* rec.until((e) => e.type === "permission_asked")
+        // Nearly the whole time passes: still waiting.
+        yield* TestClock.adjust("59 seconds")
+        assert.isFalse(rec.seen.some((e) => e.type === "permission"))
+        yield* TestClock.adjust("1 second")
+        const seen = yield* Fiber.join(asked)
+        assert.deepStrictEqual(outcomeOf(seen.at(-1)!), { stopReason: "end_turn" })
+        const permission = (yield* readLog(session.id)).events.find((e) => e.type === "permission")!
+        assert.deepStrictEqual(permission.data, { toolCallId: "w1", outcome: "timeout" })
+        assert.isFalse(existsSync(join(cwd, "out.txt")))
       })))
 })
