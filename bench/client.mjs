@@ -3,13 +3,18 @@
 // It is the same reader for every agent, and it is cheap on purpose, so that the client is never
 // what a figure measures: a `session/update` line is recognised by a byte search for
 // `"method":"session/update"` near its start and only counted (an `agent_message_chunk` is
-// recognised the same way); every other line is parsed as JSON (responses, requests).
+// recognised the same way, and the length of its text taken by a byte search too, so that an
+// agent that merges deltas is measured by the text it delivers); every other line is parsed as
+// JSON (responses, requests).
 import { spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
 
 const NL = 0x0a
 const UPDATE = Buffer.from('"method":"session/update"')
 const CHUNK = Buffer.from('"sessionUpdate":"agent_message_chunk"')
+const TEXT = Buffer.from('"text":"')
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
 /** How far into a line the update marker may start (`{"jsonrpc":"2.0",` comes first, in some order). */
 const MARK_WINDOW = 64
 
@@ -17,6 +22,19 @@ export const jsonLine = (message) => JSON.stringify({ jsonrpc: "2.0", ...message
 
 export const now = () => process.hrtime.bigint()
 export const msSince = (t0, t1 = now()) => Number(t1 - t0) / 1e6
+
+/** The length of the first `"text"` string of a line (parsed only when it holds an escape). */
+const textLength = (buf, lineStart, from, end) => {
+  const at = buf.indexOf(TEXT, from)
+  if (at === -1 || at >= end) return 0
+  const start = at + TEXT.length
+  const close = buf.indexOf(QUOTE, start)
+  if (close === -1 || close >= end) return 0
+  const raw = buf.subarray(start, close)
+  if (raw.indexOf(BACKSLASH) === -1) return raw.toString("utf8").length
+  const update = JSON.parse(buf.toString("utf8", lineStart, end))
+  return String(update.params?.update?.content?.text ?? "").length
+}
 
 export class Agent {
   /**
@@ -36,6 +54,8 @@ export class Agent {
     this.stderr = ""
     this.updates = 0
     this.chunks = 0
+    /** Characters of text in the `agent_message_chunk` updates so far. */
+    this.chunkText = 0
     /** Called with the arrival time of each `agent_message_chunk` line. */
     this.onChunk = undefined
     this.nextId = 1
@@ -87,6 +107,7 @@ export class Agent {
       const c = buf.indexOf(CHUNK, start)
       if (c !== -1 && c < end) {
         this.chunks++
+        this.chunkText += textLength(buf, start, c, end)
         if (this.onChunk !== undefined) this.onChunk(t)
       }
       return
@@ -109,7 +130,7 @@ export class Agent {
     if (w === undefined) return
     this.waiting.delete(message.id)
     if (message.error !== undefined) w.reject(new Error(`${this.name}: ${w.method} failed: ${JSON.stringify(message.error)}${this.stderrTail()}`))
-    else w.resolve({ result: message.result, t, updates: this.updates, chunks: this.chunks })
+    else w.resolve({ result: message.result, t, updates: this.updates, chunks: this.chunks, chunkText: this.chunkText })
   }
 
   fail(error) {
@@ -121,7 +142,7 @@ export class Agent {
     this.child.stdin.write(jsonLine(message))
   }
 
-  /** Sends a request; resolves with { result, t (arrival), sent (write time), updates, chunks }. */
+  /** Sends a request; resolves with { result, t (arrival), sent (write time), updates, chunks, chunkText }. */
   request(method, params, timeoutMs = 60_000) {
     const id = this.nextId++
     return new Promise((resolve, reject) => {

@@ -1,7 +1,10 @@
-// Bundles the CLI into one CommonJS file, dist/skein-main.cjs, loaded by the small entry
-// dist/skein.mjs (scripts/launcher.mjs) that `bin.skein` points to. One bundle keeps cold
-// start short: Node reads and compiles a single script, and the launcher restores its
-// compiled functions from a V8 code cache (see the launcher and adr/0008).
+// Bundles the CLI into CommonJS files loaded by the small entry dist/skein.mjs
+// (scripts/launcher.mjs) that `bin.skein` points to. One bundle per run keeps cold start short:
+// Node reads and compiles a single script, and the launcher restores its compiled functions
+// from a V8 code cache (see the launcher and adr/0008). There are two:
+// - dist/skein-main.cjs: every command but the two below, without the session protocol's RPC
+//   client, server and transports (a third of the code, which start-up would otherwise read);
+// - dist/skein-remote.cjs: all of it, for `skein serve` and `skein acp --connect`.
 import { build } from "esbuild"
 import { createHash } from "node:crypto"
 import { chmodSync, readFileSync, rmSync, writeFileSync } from "node:fs"
@@ -69,10 +72,28 @@ const embeddedWorker = {
   }
 }
 
-const cli = await build({
+// In the main bundle, the modules of src/remote/ that carry the RPC group are replaced by one
+// that fails when loaded: only `serve` and `acp --connect` load them, and the launcher runs
+// those from the remote bundle. `Address.ts` (parsing a URL) stays.
+const withoutRpc = {
+  name: "without-rpc",
+  setup(b) {
+    b.onResolve({ filter: /\/remote\/[A-Za-z]+\.ts$/ }, (args) => {
+      const path = resolve(args.resolveDir, args.path)
+      return path.endsWith("/remote/Address.ts") ? undefined : { path, namespace: "skein-no-rpc" }
+    })
+    b.onLoad({ filter: /.*/, namespace: "skein-no-rpc" }, (args) => ({
+      contents: `throw new Error(${JSON.stringify(`${args.path} is in dist/skein-remote.cjs, which the launcher runs for serve and acp --connect`)})`,
+      loader: "js"
+    }))
+  }
+}
+
+const cliBundle = (outfile, plugins) => build({
   entryPoints: ["src/cli/main.ts"],
-  plugins: [lazyBuiltins, embeddedWorker],
-  outfile: "dist/skein-main.cjs",
+  plugins: [lazyBuiltins, embeddedWorker, ...plugins],
+  outfile,
+  metafile: true,
   bundle: true,
   platform: "node",
   format: "cjs",
@@ -83,16 +104,24 @@ const cli = await build({
   legalComments: "none",
   logLevel: "warning"
 })
-// The launcher runs the bundle as a script: `import.meta` would silently be empty there.
-const importMeta = cli.warnings.filter((w) => w.text.includes("import.meta"))
-if (importMeta.length > 0) {
-  process.stderr.write(`build: import.meta in the CLI bundle (${importMeta.map((w) => w.location?.file).join(", ")})\n`)
+const [main, remote] = await Promise.all([cliBundle("dist/skein-main.cjs", [withoutRpc]), cliBundle("dist/skein-remote.cjs", [])])
+for (const [name, cli] of [["skein-main.cjs", main], ["skein-remote.cjs", remote]]) {
+  // The launcher runs a bundle as a script: `import.meta` would silently be empty there.
+  const importMeta = cli.warnings.filter((w) => w.text.includes("import.meta"))
+  if (importMeta.length > 0) {
+    process.stderr.write(`build: import.meta in ${name} (${importMeta.map((w) => w.location?.file).join(", ")})\n`)
+    process.exit(1)
+  }
+}
+const rpcInMain = Object.keys(main.metafile.inputs).filter((input) => /effect\/dist\/unstable\/(rpc|socket)\//.test(input))
+if (rpcInMain.length > 0) {
+  process.stderr.write(`build: the main bundle reaches the RPC modules (${rpcInMain.slice(0, 3).join(", ")})\n`)
   process.exit(1)
 }
-// The launcher names its code cache after the bundle's contents: V8 itself only checks the
+// The launcher names its code caches after the bundles' contents: V8 itself only checks the
 // source's length, so a rebuilt bundle must never meet the cache of an earlier one.
 const { version } = JSON.parse(readFileSync("package.json", "utf8"))
-const digest = createHash("sha256").update(readFileSync("dist/skein-main.cjs")).digest("hex").slice(0, 16)
+const digest = createHash("sha256").update(readFileSync("dist/skein-main.cjs")).update(readFileSync("dist/skein-remote.cjs")).digest("hex").slice(0, 16)
 writeFileSync("dist/skein.mjs", readFileSync("scripts/launcher.mjs", "utf8").replace("__SKEIN_BUILD__", `skein-${version}-${digest}`))
 chmodSync("dist/skein.mjs", 0o755)
 rmSync("dist/skein-main.mjs", { force: true }) // the ES-module bundle of earlier builds

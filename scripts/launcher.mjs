@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// dist/skein.mjs, the `skein` command: loads the bundle dist/skein-main.cjs through a V8 code
+// dist/skein.mjs, the `skein` command: loads the bundle dist/skein-main.cjs (or, for `serve`
+// and `acp --connect`, dist/skein-remote.cjs, which adds the session protocol's RPC) through a V8 code
 // cache taken *after* a warm run, so the functions that start-up compiles lazily (most of
 // Effect, the Schemas, the server) come back compiled instead of being parsed again. Node's
 // own compile cache is taken before the code runs and holds little more than the top level.
@@ -21,12 +22,14 @@ const { createRequire } = process.getBuiltinModule("node:module")
 const { fileURLToPath } = process.getBuiltinModule("node:url")
 
 const BUILD = "__SKEIN_BUILD__"
-const bundle = fileURLToPath(new URL("./skein-main.cjs", import.meta.url))
+const command = process.argv[2]
+const rpc = command === "serve" || (command === "acp" && process.argv.slice(3).some((a) => a === "--connect" || a.startsWith("--connect=")))
+const bundle = fileURLToPath(new URL(rpc ? "./skein-remote.cjs" : "./skein-main.cjs", import.meta.url))
 const source = fs.readFileSync(bundle, "utf8")
 
-// Only the commands whose start-up a user waits on keep a cache of their own; the others
-// borrow `acp`'s (most of what they run is shared) and never write.
-const command = process.argv[2]
+// Only the commands whose start-up a user waits on keep a cache of their own (`acp --connect`
+// one for the remote bundle, which `serve` borrows); the others borrow `acp`'s (most of what
+// they run is shared) and never write.
 const own = command === "acp" || command === "run"
 const uid = typeof process.getuid === "function" ? process.getuid() : undefined
 
@@ -48,7 +51,7 @@ const disabled = process.env.SKEIN_NO_CODE_CACHE === "1" || process.env.SKEIN_NO
 const directory = disabled ? undefined : cacheDirectory()
 const file = directory === undefined
   ? undefined
-  : path.join(directory, `${BUILD}-${process.version}-${process.arch}-${own ? command : "acp"}.cache`)
+  : path.join(directory, `${BUILD}-${process.version}-${process.arch}-${rpc ? "remote" : own ? command : "acp"}.cache`)
 
 // A cache file is a header and V8's data. V8 checks the data only loosely (a damaged file can
 // abort the process) and ties it to the source by length alone, so the header holds a CRC-32

@@ -20,82 +20,14 @@
  * and `Rerun.run({ header, events, home, cwd })` re-executes it and reports
  * where tool results differ.
  */
-import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
-import * as NodePath from "@effect/platform-node/NodePath"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { SessionLog } from "./log/SessionLog.ts"
-import type { Catalog } from "./providers/Models.ts"
-import type { Provider } from "./providers/Provider.ts"
-import * as Scripted from "./providers/Scripted.ts"
-import * as Unconfigured from "./providers/Unconfigured.ts"
-import { Bus } from "./runtime/Bus.ts"
-import { Config, DEFAULT_MAX_TURN_REQUESTS, DEFAULT_PERMISSION_TIMEOUT_MS } from "./runtime/Config.ts"
-import { DEFAULT_MODE, type ModeId } from "./Vocabulary.ts"
+import { layerLocal, layerLocalWithoutPlatform, platform, type SkeinConfig } from "./Local.ts"
 import * as InProcess from "./remote/InProcess.ts"
 import * as Remote from "./remote/Remote.ts"
-import { layer as RuntimeLayer } from "./runtime/Runtime.ts"
-import * as Toolkit from "./tools/Toolkit.ts"
-import { VERSION } from "./version.ts"
+import { Bus } from "./runtime/Bus.ts"
 
-export interface SkeinConfig {
-  /** Where sessions live (`<home>/sessions`), and where `config.json` is read from. */
-  readonly home: string
-  /**
-   * Where sessions are kept: `"files"` (default) as logs under `<home>/sessions`; `"memory"` in
-   * this process only, for as long as the layer lives: nothing is written to disk.
-   */
-  readonly store?: "files" | "memory" | undefined
-  /** The provider that answers model calls; wins over `script`. */
-  readonly provider?: Provider | undefined
-  /** A parsed script for the scripted provider (see `Scripted.parse`). */
-  readonly script?: Scripted.Script | undefined
-  /** The model of new sessions: a key of `models` (`provider/id`) when given. */
-  readonly model?: string | undefined
-  /** The models sessions may switch between (from `Registry.resolve(…).models`). */
-  readonly models?: Catalog | undefined
-  readonly maxTurnRequests?: number | undefined
-  /** The mode of new sessions (default `default`). */
-  readonly mode?: ModeId | undefined
-  /** How long a permission request waits before it counts as a denial (default 30 min). */
-  readonly permissionTimeoutMs?: number | undefined
-  /**
-   * Live sessions kept in memory (default 256). Past it, opening one closes the least recently
-   * used idle session; the ACP server brings such a session back when its client uses it.
-   */
-  readonly maxLiveSessions?: number | undefined
-}
-
-export const resolveProvider = (config: SkeinConfig): Provider =>
-  config.provider ?? (config.script !== undefined ? Scripted.make(config.script) : Unconfigured.make())
-
-/**
- * The runtime itself, in this process, over the given platform services: `Runtime` (the
- * local implementation, whose sessions a test or a presenter in this process may look
- * inside) and the `Bus`.
- */
-export const layerLocalWithoutPlatform = (config: SkeinConfig) =>
-  RuntimeLayer.pipe(
-    Layer.provideMerge(Bus.layer),
-    Layer.provide(config.store === "memory" ? SessionLog.layerMemory() : SessionLog.layer({ home: config.home })),
-    Layer.provide(Config.layer({
-      home: config.home,
-      provider: resolveProvider(config),
-      model: config.model,
-      models: config.models,
-      maxTurnRequests: config.maxTurnRequests ?? DEFAULT_MAX_TURN_REQUESTS,
-      defaultMode: config.mode ?? DEFAULT_MODE,
-      permissionTimeoutMs: config.permissionTimeoutMs ?? DEFAULT_PERMISSION_TIMEOUT_MS,
-      toolkit: Toolkit.builtin(),
-      version: VERSION,
-      maxLiveSessions: config.maxLiveSessions
-    }))
-  )
-
-const platform = Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)
-
-/** The local runtime on Node (`skein acp` serves it). */
-export const layerLocal = (config: SkeinConfig) => layerLocalWithoutPlatform(config).pipe(Layer.provideMerge(platform))
+export { layerLocal, layerLocalWithoutPlatform, resolveProvider, type SkeinConfig } from "./Local.ts"
 
 /**
  * Skein for an embedding program, over the given platform services: `Runtime` as a client of

@@ -113,9 +113,14 @@ export const run = (args: ReadonlyArray<string>) =>
       // the client's `session/new` mostly finds it ready. Built once; its scope is the server's.
       const scope = yield* Effect.scope
       const ready = yield* Effect.cached(
-        Effect.promise(() => import("../index.ts")).pipe(
-          // With --connect, the sessions live in a `skein serve`; otherwise in this process.
-          Effect.flatMap(({ Skein }) => Layer.build(connect === undefined ? Skein.layerLocal(config) : Skein.remote(connect))),
+        // With --connect, the sessions live in a `skein serve`; otherwise in this process (and
+        // then the RPC client and its transports are never loaded).
+        Effect.promise(() =>
+          connect === undefined
+            ? import("../Local.ts").then((local) => local.layerLocal(config))
+            : import("../remote/Remote.ts").then((remote) => remote.layer(connect))
+        ).pipe(
+          Effect.flatMap(Layer.build),
           // Start-up ends here: the code cache is taken shortly after.
           Effect.tap(() => Effect.sync(snapshotSoon)),
           Scope.provide(scope),

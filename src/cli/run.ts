@@ -12,7 +12,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as fs from "node:fs"
-import { Skein } from "../index.ts"
+import { layerLocal } from "../Local.ts"
 import * as Framing from "../jsonrpc/Framing.ts"
 import type { Runtime as RuntimeService } from "../runtime/Api.ts"
 import { Runtime } from "../runtime/Runtime.ts"
@@ -128,5 +128,5 @@ export const run = (args: ReadonlyArray<string>) =>
         Terminal.noteLine(parts.join(" "), Terminal.dim)
       }
       return presented._tag === "Quit" || outcome.stopReason === "cancelled" ? 130 : outcome.error !== undefined ? 1 : 0
-    })).pipe(Effect.provide(Skein.layer(config)))
+    })).pipe(Effect.provide(layerLocal(config)))
   })

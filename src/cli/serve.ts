@@ -61,10 +61,10 @@ export const run = (args: ReadonlyArray<string>) =>
       }
     }
     const config = yield* skeinConfig(common)
-    const { Skein } = yield* Effect.promise(() => import("../index.ts"))
+    const { layerLocal } = yield* Effect.promise(() => import("../Local.ts"))
     const Serve = yield* Effect.promise(() => import("../remote/Serve.ts"))
     return yield* Effect.scoped(Effect.gen(function*() {
-      yield* Layer.build(Serve.layer(address, token).pipe(Layer.provide(Skein.layerLocal(config))))
+      yield* Layer.build(Serve.layer(address, token).pipe(Layer.provide(layerLocal(config))))
       process.stderr.write(
         `skein serve: listening on ${Address.format(address)}${address._tag !== "unix" && !Address.isLoopback(address.host) ? " (not loopback: reachable from other machines)" : ""}\n`
       )
