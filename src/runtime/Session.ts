@@ -83,6 +83,8 @@ export interface Deps {
   readonly startEvents?: ReadonlyArray<CanonicalBody> | undefined
   /** The status of the session's MCP servers. */
   readonly mcpStatus?: (() => ReadonlyArray<McpServerStatus>) | undefined
+  /** Runs a turn's work in place of the model/tool loop (an external ACP agent). */
+  readonly runTurn?: ((ctx: Turn.TurnContext) => Effect.Effect<Turn.TurnOutcome, never, ToolEnv>) | undefined
 }
 
 type Message =
@@ -186,6 +188,16 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
       presented: (turn) => turns.running?.turn === turn && turns.running.presented
     })
 
+    /** Asks the presenter of `turn` a permission question; `undefined` when nobody answers. */
+    const askFor = (turn: number): Turn.TurnContext["ask"] => (request) =>
+      Effect.map(
+        questions.ask(turn, (requestId) => ({ type: "permission_asked", data: { requestId, toolCall: request.toolCall, options: request.options } })),
+        Option.match({
+          onNone: () => undefined,
+          onSome: (answer) => (answer.outcome === "selected" ? answer : { outcome: "cancelled" as const })
+        })
+      )
+
     const permitFor = (turn: number) =>
       Gate.make({
         sessionId: info.id,
@@ -194,14 +206,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
         mode,
         history,
         canAsk: () => turns.running?.turn === turn && turns.running.presented,
-        ask: (request) =>
-          Effect.map(
-            questions.ask(turn, (requestId) => ({ type: "permission_asked", data: { requestId, toolCall: request.toolCall, options: request.options } })),
-            Option.match({
-              onNone: () => undefined,
-              onSome: (answer) => (answer.outcome === "selected" ? answer : { outcome: "cancelled" as const })
-            })
-          ),
+        ask: askFor(turn),
         timeoutMs: deps.permissionTimeoutMs,
         record: (body) => emitCanonical(turn, body)
       })
@@ -259,6 +264,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
             const ctx: Turn.TurnContext = {
               sessionId: info.id,
               turn: q.turn,
+              content: q.content,
               cwd: info.cwd,
               roots: [info.cwd, ...info.additionalDirectories],
               system: Prompt.render(yield* project, { mode: mode(), tools: deps.toolkit.specs() }),
@@ -272,9 +278,11 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
               state,
               client: clientFor(q),
               notices: deps.notices,
-              permit: permitFor(q.turn)
+              permit: permitFor(q.turn),
+              ask: askFor(q.turn)
             }
-            const fiber = yield* Effect.forkChild(restore(Turn.run(ctx).pipe(Effect.provideContext(deps.services))))
+            const work = deps.runTurn !== undefined ? deps.runTurn(ctx) : Turn.run(ctx)
+            const fiber = yield* Effect.forkChild(restore(work.pipe(Effect.provideContext(deps.services))))
             loop = fiber
             // A cancel that arrived while the loop was being started.
             if (turns.epoch > q.epoch) yield* Fiber.interrupt(fiber)

@@ -24,6 +24,8 @@ import { appendPart, type History } from "../log/History.ts"
 import type { LogError } from "../log/SessionLog.ts"
 import type { Provider, StreamPart } from "../providers/Provider.ts"
 import * as Tool from "../tools/Tool.ts"
+import type { PermissionOption, PermissionToolCall } from "../Vocabulary.ts"
+import type { PermissionAnswer } from "./Gate.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
 import * as Checkpoint from "./Checkpoint.ts"
 
@@ -52,6 +54,8 @@ export interface Emit {
 export interface TurnContext {
   readonly sessionId: string
   readonly turn: number
+  /** The prompt this turn answers (already in `history`). */
+  readonly content: ReadonlyArray<UserBlock>
   readonly cwd: string
   readonly roots: ReadonlyArray<string>
   readonly system: string
@@ -68,6 +72,11 @@ export interface TurnContext {
   readonly client?: Tool.ClientAccess | undefined
   /** The permission gate: may this announced call run? A denial's reason goes to the model. */
   readonly permit: (call: AnnouncedCall, tool: Tool.Tool, args: unknown) => Effect.Effect<Permit, never, Tool.ToolEnv>
+  /**
+   * Asks whoever presents the turn a permission question as it is (for a turn run elsewhere:
+   * an external agent's own questions). `undefined` when nobody can answer; never fails.
+   */
+  readonly ask: (question: { readonly toolCall: PermissionToolCall; readonly options: ReadonlyArray<PermissionOption> }) => Effect.Effect<PermissionAnswer | undefined>
   /**
    * Messages for the user that arose outside the model (an MCP server failed),
    * each given out once; the loop logs them as `notice` events before each
