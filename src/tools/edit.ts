@@ -2,12 +2,15 @@
  * `edit {path, edits: [{oldText, newText}]}`: exact-match replacements in one
  * file, applied in order, all or nothing. Each `oldText` must occur exactly
  * once in the text as the previous edits left it. A file with CRLF line
- * endings keeps them, whichever endings the edits were written with.
+ * endings keeps them, whichever endings the edits were written with. The
+ * read, rewrite and store hold the file's `PathLocks` lock: concurrent edits
+ * of one file apply one after the other, none lost.
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
+import * as PathLocks from "./PathLocks.ts"
 import * as Preview from "./Preview.ts"
 import * as SafeFs from "./SafeFs.ts"
 import * as Tool from "./Tool.ts"
@@ -71,24 +74,27 @@ export const edit = Tool.define<Params>({
       const path = yield* Path.Path
       const resolved = yield* Workspace.resolve(args.path, ctx)
       const shown = Workspace.display(path, ctx.cwd, resolved)
-      const before = yield* inspect(resolved, shown, yield* SafeFs.realRoots(ctx.roots))
-      if (before._tag === "missing") return Tool.error(`File not found: ${shown}. edit changes existing files; use write to create one.`)
-      if (before._tag === "other") return Tool.error(before.type === "Directory" ? `${shown} is a directory, not a file` : `${shown} is not a regular file`)
-      const clientRead = ctx.client?.readTextFile
-      const original = clientRead
-        ? yield* clientRead(resolved).pipe(Effect.mapError((message) => `Cannot read ${shown} through the editor: ${message}`))
-        : yield* asText(before.read.bytes, shown)
-      const rewritten = yield* ToolWorker.rewrite(original, args.edits, shown).pipe(Effect.mapError((message) => `edit failed: ${message}`))
-      if (Option.isNone(rewritten)) return Tool.error(`edit stopped: applying the edits to ${shown} did not finish within the time limit of ${ToolWorker.formatLimit(yield* ToolWorker.TimeLimit)}. The file was not changed.`)
-      const applied = rewritten.value
-      if (applied._tag === "error") return Tool.error(applied.message)
-      const updated = applied.text
-      if (updated === original) return Tool.ok(`No change to ${shown}: every newText equals its oldText.`)
-      // Replaced only if the file on disk is still the one read: a change made meanwhile is not lost.
-      yield* store(resolved, shown, updated, before.mode, ctx, before.read)
-      return Tool.ok(
-        `Edited ${shown}: ${plural(args.edits.length, "edit")} applied${args.edits.length > 1 ? ", first change" : ""} at line ${applied.firstLine}.`,
-        { diff: [{ path: resolved, oldText: original, newText: updated }] }
-      )
+      // Read, rewrite and store under the file's lock: a concurrent edit of it starts from this one's result.
+      return yield* PathLocks.withLock(resolved)(Effect.gen(function*() {
+        const before = yield* inspect(resolved, shown, yield* SafeFs.realRoots(ctx.roots))
+        if (before._tag === "missing") return Tool.error(`File not found: ${shown}. edit changes existing files; use write to create one.`)
+        if (before._tag === "other") return Tool.error(before.type === "Directory" ? `${shown} is a directory, not a file` : `${shown} is not a regular file`)
+        const clientRead = ctx.client?.readTextFile
+        const original = clientRead
+          ? yield* clientRead(resolved).pipe(Effect.mapError((message) => `Cannot read ${shown} through the editor: ${message}`))
+          : yield* asText(before.read.bytes, shown)
+        const rewritten = yield* ToolWorker.rewrite(original, args.edits, shown).pipe(Effect.mapError((message) => `edit failed: ${message}`))
+        if (Option.isNone(rewritten)) return Tool.error(`edit stopped: applying the edits to ${shown} did not finish within the time limit of ${ToolWorker.formatLimit(yield* ToolWorker.TimeLimit)}. The file was not changed.`)
+        const applied = rewritten.value
+        if (applied._tag === "error") return Tool.error(applied.message)
+        const updated = applied.text
+        if (updated === original) return Tool.ok(`No change to ${shown}: every newText equals its oldText.`)
+        // Replaced only if the file on disk is still the one read: a change made meanwhile is not lost.
+        yield* store(resolved, shown, updated, before.mode, ctx, before.read)
+        return Tool.ok(
+          `Edited ${shown}: ${plural(args.edits.length, "edit")} applied${args.edits.length > 1 ? ", first change" : ""} at line ${applied.firstLine}.`,
+          { diff: [{ path: resolved, oldText: original, newText: updated }] }
+        )
+      }))
     }).pipe(Effect.catch((message: string) => Effect.succeed(Tool.error(message))))
 })

@@ -2,7 +2,9 @@
  * `write {path, content}`: creates or replaces a whole file, atomically (a
  * temp file in the same directory, fsynced, renamed over the target), or
  * through the client's editor when it offers `fs/write_text_file`. Files are
- * opened through `SafeFs`: what was checked is what is read and written.
+ * opened through `SafeFs`: what was checked is what is read and written. A
+ * call holds the file's `PathLocks` lock from its read to its store, so
+ * concurrent sessions writing one file take turns.
  *
  * Also the file-writing helpers `edit` shares: inspecting and storing a file,
  * the permission scope of an edit, line counting.
@@ -13,6 +15,7 @@ import * as Path from "effect/Path"
 import type { PlatformError } from "effect/PlatformError"
 import * as Random from "effect/Random"
 import * as Schema from "effect/Schema"
+import * as PathLocks from "./PathLocks.ts"
 import * as Preview from "./Preview.ts"
 import * as SafeFs from "./SafeFs.ts"
 import * as Tool from "./Tool.ts"
@@ -156,21 +159,24 @@ export const write = Tool.define<Params>({
       const path = yield* Path.Path
       const resolved = yield* Workspace.resolve(args.path, ctx)
       const shown = Workspace.display(path, ctx.cwd, resolved)
-      const before = yield* inspect(resolved, shown, yield* SafeFs.realRoots(ctx.roots))
-      if (before._tag === "other") {
-        return Tool.error(before.type === "Directory" ? `${shown} is a directory; give the path of a file` : `${shown} is not a regular file; write only replaces regular files`)
-      }
-      const viaClient = ctx.client?.readTextFile
-      const oldText = before._tag !== "file"
-        ? null
-        : viaClient
-        ? yield* viaClient(resolved).pipe(Effect.orElseSucceed(() => null))
-        : decode(before.read.bytes)
-      yield* store(resolved, shown, args.content, before._tag === "file" ? before.mode : undefined, ctx)
-      const lines = lineCount(args.content)
-      const content = before._tag === "file"
-        ? `Replaced ${shown} (${plural(lineCount(oldText ?? ""), "line")} before, ${plural(lines, "line")} now)`
-        : `Created ${shown} (${plural(lines, "line")})`
-      return Tool.ok(content, { diff: [{ path: resolved, oldText: before._tag === "file" ? oldText ?? "" : null, newText: args.content }] })
+      // What was there and its replacement, under the file's lock: the diff shows what this call replaced.
+      return yield* PathLocks.withLock(resolved)(Effect.gen(function*() {
+        const before = yield* inspect(resolved, shown, yield* SafeFs.realRoots(ctx.roots))
+        if (before._tag === "other") {
+          return Tool.error(before.type === "Directory" ? `${shown} is a directory; give the path of a file` : `${shown} is not a regular file; write only replaces regular files`)
+        }
+        const viaClient = ctx.client?.readTextFile
+        const oldText = before._tag !== "file"
+          ? null
+          : viaClient
+          ? yield* viaClient(resolved).pipe(Effect.orElseSucceed(() => null))
+          : decode(before.read.bytes)
+        yield* store(resolved, shown, args.content, before._tag === "file" ? before.mode : undefined, ctx)
+        const lines = lineCount(args.content)
+        const content = before._tag === "file"
+          ? `Replaced ${shown} (${plural(lineCount(oldText ?? ""), "line")} before, ${plural(lines, "line")} now)`
+          : `Created ${shown} (${plural(lines, "line")})`
+        return Tool.ok(content, { diff: [{ path: resolved, oldText: before._tag === "file" ? oldText ?? "" : null, newText: args.content }] })
+      }))
     }).pipe(Effect.catch((message: string) => Effect.succeed(Tool.error(message))))
 })
