@@ -1,0 +1,517 @@
+/**
+ * The agents a session can delegate to, and the limits on delegation.
+ *
+ * Where they come from, the first of a name winning:
+ *
+ * 1. `<cwd>/.skein/agents/*.md`, the project's own;
+ * 2. `<cwd>/.claude/agents/*.md`, so a project set up for Claude Code works as it is;
+ * 3. `<home>/agents/*.md`, the user's;
+ * 4. `<home>/config.json` under `"agents"`: external ACP agents, which Skein runs as a client
+ *    (`{"codex": {"acp": {"command": "codex-acp", "args": [], "env": {}}, "description": "…"}}`);
+ * 5. the built-ins, `general` and `explorer`.
+ *
+ * So a project's file shadows the user's of the same name, and any file may replace a built-in.
+ * A replaced built-in keeps its `readOnly`: a model (or a user) that asks for `explorer` is
+ * promised an agent that cannot change the workspace, whoever wrote its file.
+ *
+ * A Markdown agent is front matter between `---` lines, then the instructions:
+ *
+ * ```markdown
+ * ---
+ * name: reviewer
+ * description: Reviews a change for bugs; use after editing
+ * tools: read, grep, glob
+ * model: anthropic-messages/claude-sonnet-4-5
+ * ---
+ * You review code. …
+ * ```
+ *
+ * `name` (lowercase letters, digits, `-` and `_`, starting with a letter or digit, at most 64
+ * characters) and `description` are required; `tools` (a comma-separated string, `[a, b]`, or a
+ * block list of `- a` lines; absent: the parent's tools) and `model` (absent: the parent's) are
+ * optional. Other keys are ignored (Claude Code's `color`, say). Claude Code's tool names
+ * (`Read`, `Edit`, `Bash`, …) are taken as Skein's, and its model aliases (`sonnet`, `opus`,
+ * `haiku`, `inherit`) as the parent's model, since they name no Skein model.
+ *
+ * The front matter is a small, strict subset of YAML read here (no YAML library, for the
+ * bundle's sake): one `key: value` per line, values plain, `"double"`- or `'single'`-quoted,
+ * `[flow, lists]` of such, or a block list below an empty value; blank and `#` lines. Anything
+ * else (block scalars `|`/`>`, nested maps, anchors, continued lines) is a problem. A problem
+ * names the file and what is wrong, and the file is skipped; nothing here fails.
+ */
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as Path from "effect/Path"
+import type * as PlatformError from "effect/PlatformError"
+
+export interface AgentDefinition {
+  /** How the model and the user name it: `general`, `explorer`, `reviewer`. */
+  readonly name: string
+  /** For the model: what it does and when to use it. */
+  readonly description: string
+  /** The tools it may use, by name; undefined: the parent's. */
+  readonly tools?: ReadonlyArray<string> | undefined
+  /** Its model; undefined: the parent's. */
+  readonly model?: string | undefined
+  /** Appended to its system prompt (a Markdown file's body). */
+  readonly instructions?: string | undefined
+  /** It runs read-only, whatever the parent's mode. */
+  readonly readOnly: boolean
+  /** `"built-in"`, `"config.json"`, or the path of its file. */
+  readonly source: string
+  /** An external agent Skein runs and speaks ACP to, as its client. */
+  readonly acp?: {
+    readonly command: string
+    readonly args: ReadonlyArray<string>
+    readonly env: Readonly<Record<string, string>>
+  } | undefined
+}
+
+/** Something wrong with one source; that file or entry (or that value) is skipped. */
+export interface Problem {
+  readonly file: string
+  readonly message: string
+}
+
+/** How far delegation may go; past one, the delegating tool answers with an error the model reads. */
+export interface Limits {
+  /** Children of one session running at once. */
+  readonly maxRunning: number
+  /** Levels of children below a top-level session (0: none may delegate). */
+  readonly maxDepth: number
+  /** Children one session may start in all. */
+  readonly maxPerSession: number
+  /** How long one child task may take. */
+  readonly timeoutMs: number
+}
+
+export const DEFAULT_LIMITS: Limits = { maxRunning: 8, maxDepth: 2, maxPerSession: 64, timeoutMs: 15 * 60_000 }
+
+export const builtins: ReadonlyArray<AgentDefinition> = [
+  {
+    name: "general",
+    description:
+      "A general-purpose agent with the same tools as you. Use it for a self-contained task (a change, an investigation, a fix) whose details you do not need to keep in your own context.",
+    readOnly: false,
+    source: "built-in"
+  },
+  {
+    name: "explorer",
+    description:
+      "A read-only agent: it only reads and searches files and runs read-only commands, and cannot change anything. Use it to find code, answer questions about the codebase, or gather context, and have it report what it found.",
+    tools: ["read", "grep", "glob", "bash"],
+    readOnly: true,
+    source: "built-in"
+  }
+]
+
+/** The agent named `name` (as the model may write it: case and surrounding spaces do not matter). */
+export const find = (agents: ReadonlyArray<AgentDefinition>, name: string): AgentDefinition | undefined => {
+  const wanted = name.trim().toLowerCase()
+  return agents.find((agent) => agent.name === wanted)
+}
+
+// ---------------------------------------------------------------------------
+// Front matter
+// ---------------------------------------------------------------------------
+
+const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/
+const KEY = /^[A-Za-z_][A-Za-z0-9_-]*$/
+/** A tool's name: Skein's, or an MCP server's `mcp__server__tool`. */
+const TOOL = /^[A-Za-z0-9_.:-]{1,128}$/
+/** Characters that begin a YAML construct outside the subset, when a plain value starts with one. */
+const UNSUPPORTED_START = /^[|>{&*!%@`]/
+
+/** Claude Code's tool names, as Skein's. */
+const CLAUDE_TOOLS: Readonly<Record<string, string>> = {
+  Read: "read",
+  Write: "write",
+  Edit: "edit",
+  MultiEdit: "edit",
+  Bash: "bash",
+  Grep: "grep",
+  Glob: "glob",
+  LS: "glob",
+  TodoWrite: "update_plan"
+}
+/** Claude Code's model aliases: no Skein model, so the parent's. */
+const CLAUDE_MODELS = new Set(["inherit", "sonnet", "opus", "haiku"])
+
+type Value = { readonly _tag: "text"; readonly text: string } | { readonly _tag: "list"; readonly items: ReadonlyArray<string> } | { readonly _tag: "null" }
+
+class Invalid {
+  constructor(readonly message: string) {}
+}
+
+/** Where a quoted value that starts `raw` ends (the index after its closing quote), or -1. */
+const closingQuote = (raw: string): number => {
+  const quote = raw[0]!
+  for (let i = 1; i < raw.length; i++) {
+    const c = raw[i]!
+    if (quote === "\"" && c === "\\") i++
+    else if (c === quote) {
+      if (quote === "'" && raw[i + 1] === "'") i++
+      else return i + 1
+    }
+  }
+  return -1
+}
+
+/**
+ * One scalar: `"double"` (JSON's escapes, a subset of YAML's), `'single'` (`''` is a quote) or
+ * plain. A comment may follow; a plain value ends at one and may not start a YAML construct.
+ */
+const scalar = (raw: string, where: string): string => {
+  if (raw.startsWith("\"") || raw.startsWith("'")) {
+    const end = closingQuote(raw)
+    if (end === -1) throw new Invalid(`${where}: a quoted value that does not end on its line`)
+    const rest = raw.slice(end)
+    if (rest.trim() !== "" && !/^\s+#/.test(rest)) throw new Invalid(`${where}: text after a quoted value`)
+    const quoted = raw.slice(0, end)
+    if (quoted.startsWith("'")) return quoted.slice(1, -1).replaceAll("''", "'")
+    try {
+      const value: unknown = JSON.parse(quoted)
+      if (typeof value === "string") return value
+    } catch {
+      // Reported below.
+    }
+    throw new Invalid(`${where}: a double-quoted value with an escape other than JSON's`)
+  }
+  const text = uncomment(raw)
+  if (UNSUPPORTED_START.test(text) || text.startsWith("- ") || text === "-") {
+    throw new Invalid(`${where}: "${text.slice(0, 1)}" starts YAML this reader does not support; write the value on one line, quoted if need be`)
+  }
+  return text
+}
+
+/** Drops a `#` comment: one starts after whitespace, as in YAML. */
+const uncomment = (raw: string): string => {
+  const at = raw.search(/\s#/)
+  return (at === -1 ? raw : raw.slice(0, at)).trim()
+}
+
+/** Splits `[a, "b, c", 'd']` at its top-level commas. */
+const flowList = (raw: string, where: string): ReadonlyArray<string> => {
+  const inner = raw.slice(1, -1).trim()
+  if (inner === "") return []
+  const parts: Array<string> = []
+  let start = 0
+  let quote: string | undefined
+  for (let i = 0; i < inner.length; i++) {
+    const c = inner[i]!
+    if (quote === "\"" && c === "\\") i++
+    else if (quote !== undefined) {
+      if (c === quote) quote = undefined
+    } else if (c === "\"" || c === "'") quote = c
+    else if (c === "[" || c === "]" || c === "{" || c === "}") throw new Invalid(`${where}: nested lists or maps are not supported`)
+    else if (c === ",") {
+      parts.push(inner.slice(start, i))
+      start = i + 1
+    }
+  }
+  if (quote !== undefined) throw new Invalid(`${where}: a quoted item that does not end`)
+  parts.push(inner.slice(start))
+  return parts.map((part, n) => {
+    const item = part.trim()
+    if (item === "") throw new Invalid(`${where}: item ${n + 1} of the list is empty`)
+    return scalar(item, where)
+  })
+}
+
+const value = (raw: string, where: string): Value => {
+  if (raw.startsWith("[")) {
+    const list = raw.endsWith("]") ? raw : uncomment(raw)
+    if (!list.endsWith("]")) throw new Invalid(`${where}: a list that does not end with "]" on its line`)
+    return { _tag: "list", items: flowList(list, where) }
+  }
+  return { _tag: "text", text: scalar(raw, where) }
+}
+
+/** The front matter's keys and values, in the subset described above. */
+const frontMatter = (lines: ReadonlyArray<string>, first: number): ReadonlyMap<string, Value> => {
+  const out = new Map<string, Value>()
+  let pending: { readonly key: string; readonly items: Array<string> } | undefined
+  const close = () => {
+    if (pending !== undefined) out.set(pending.key, pending.items.length > 0 ? { _tag: "list", items: pending.items } : { _tag: "null" })
+    pending = undefined
+  }
+  lines.forEach((line, i) => {
+    const where = `line ${first + i}`
+    const trimmed = line.trim()
+    if (trimmed === "" || trimmed.startsWith("#")) return
+    if (line.includes("\t") && /^\s*\t/.test(line)) throw new Invalid(`${where}: indentation with a tab`)
+    const item = /^\s*-(?:\s+(.*))?$/.exec(line)
+    if (item !== null) {
+      if (pending === undefined) throw new Invalid(`${where}: a list item without a key above it with an empty value`)
+      const text = (item[1] ?? "").trim()
+      if (text === "" || text.startsWith("[")) throw new Invalid(`${where}: a list item must be one value`)
+      pending.items.push(scalar(text, where))
+      return
+    }
+    if (/^\s/.test(line)) throw new Invalid(`${where}: an indented line (a continued value or a nested map), which this reader does not support`)
+    close()
+    const colon = line.indexOf(":")
+    const key = colon === -1 ? "" : line.slice(0, colon).trim()
+    if (colon === -1 || !KEY.test(key) || (line.length > colon + 1 && !/\s/.test(line[colon + 1]!))) {
+      throw new Invalid(`${where}: expected "key: value"`)
+    }
+    if (out.has(key)) throw new Invalid(`${where}: "${key}" is given twice`)
+    const raw = line.slice(colon + 1).trim()
+    if (raw === "" || raw.startsWith("#")) pending = { key, items: [] }
+    else out.set(key, value(raw, where))
+  })
+  close()
+  return out
+}
+
+const text = (values: ReadonlyMap<string, Value>, key: string): string | undefined => {
+  const found = values.get(key)
+  if (found === undefined || found._tag === "null") return undefined
+  if (found._tag === "list") throw new Invalid(`"${key}" must be a single value, not a list`)
+  return found.text.trim() === "" ? undefined : found.text.trim()
+}
+
+/** Tool names as given, Claude Code's taken as Skein's, each once. */
+const toolNames = (found: Value | undefined): ReadonlyArray<string> | undefined => {
+  if (found === undefined || found._tag === "null") return undefined
+  const names = found._tag === "list" ? found.items.map((item) => item.trim()) : found.text.split(",").map((item) => item.trim())
+  if (found._tag === "text" && found.text.trim() !== "" && names.some((name) => name === "")) {
+    throw new Invalid(`"tools" has an empty name between commas`)
+  }
+  const given = found._tag === "text" && found.text.trim() === "" ? [] : names
+  const bad = given.find((name) => !TOOL.test(name))
+  if (bad !== undefined) throw new Invalid(`"tools" names ${JSON.stringify(bad.slice(0, 60))}, which is not a tool name`)
+  return [...new Set(given.map((name) => (Object.hasOwn(CLAUDE_TOOLS, name) ? CLAUDE_TOOLS[name]! : name)))]
+}
+
+/**
+ * A Markdown agent file's definition, or why it is not one (a message naming the line or the
+ * key). `source` is its path; a built-in of the same name lends it its `readOnly`.
+ */
+export const parseMarkdown = (content: string, source: string): AgentDefinition | { readonly problem: string } => {
+  const lines = content.replace(/^\uFEFF/, "").split(/\r?\n/)
+  if (lines[0]?.trimEnd() !== "---") return { problem: "no front matter: the file must start with a \"---\" line, then name and description, then \"---\"" }
+  const end = lines.findIndex((line, i) => i > 0 && line.trimEnd() === "---")
+  if (end === -1) return { problem: "the front matter does not end: no closing \"---\" line" }
+  try {
+    const values = frontMatter(lines.slice(1, end), 2)
+    const name = text(values, "name")
+    if (name === undefined) return { problem: "\"name\" is missing" }
+    if (!NAME.test(name)) {
+      return { problem: `"name" ${JSON.stringify(name.slice(0, 80))} is not valid: use lowercase letters, digits, "-" and "_", starting with a letter or digit, at most 64 characters` }
+    }
+    const description = text(values, "description")
+    if (description === undefined) return { problem: "\"description\" is missing: the model needs it to know when to use the agent" }
+    const model = text(values, "model")
+    const instructions = lines.slice(end + 1).join("\n").trim()
+    const builtin = builtins.find((agent) => agent.name === name)
+    return {
+      name,
+      description,
+      tools: toolNames(values.get("tools")),
+      model: model === undefined || CLAUDE_MODELS.has(model) ? undefined : model,
+      instructions: instructions === "" ? undefined : instructions,
+      readOnly: builtin?.readOnly ?? false,
+      source
+    }
+  } catch (error) {
+    if (error instanceof Invalid) return { problem: `front matter: ${error.message}` }
+    throw error
+  }
+}
+
+// ---------------------------------------------------------------------------
+// config.json
+// ---------------------------------------------------------------------------
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+interface FromConfig {
+  readonly agents: ReadonlyArray<AgentDefinition>
+  readonly limits: Limits
+  readonly problems: ReadonlyArray<Problem>
+}
+
+const ENTRY_KEYS = new Set(["acp", "description"])
+const ACP_KEYS = new Set(["command", "args", "env"])
+
+/** One `"agents"` entry, or why not; unknown keys are reported and ignored. */
+const externalAgent = (name: string, entry: unknown, report: (message: string) => void): AgentDefinition | undefined => {
+  const at = `"agents"."${name.slice(0, 64)}"`
+  const skip = (message: string): undefined => {
+    report(message)
+    return undefined
+  }
+  if (!NAME.test(name)) {
+    return skip(`${at}: the name is not valid: use lowercase letters, digits, "-" and "_", starting with a letter or digit, at most 64 characters`)
+  }
+  if (!isRecord(entry)) return skip(`${at} must be an object with "acp": {"command": …}`)
+  for (const key of Object.keys(entry)) if (!ENTRY_KEYS.has(key)) report(`${at}: unknown key "${key.slice(0, 40)}" is ignored`)
+  const acp = entry["acp"]
+  if (!isRecord(acp)) return skip(`${at}: "acp" must be an object with "command"`)
+  for (const key of Object.keys(acp)) if (!ACP_KEYS.has(key)) report(`${at}.acp: unknown key "${key.slice(0, 40)}" is ignored`)
+  const command = acp["command"]
+  if (typeof command !== "string" || command.trim() === "") return skip(`${at}.acp: "command" must be a non-empty string`)
+  const args = acp["args"] ?? []
+  if (!Array.isArray(args) || !args.every((arg) => typeof arg === "string")) return skip(`${at}.acp: "args" must be a list of strings`)
+  const env = acp["env"] ?? {}
+  if (!isRecord(env) || !Object.values(env).every((v) => typeof v === "string")) {
+    return skip(`${at}.acp: "env" must be an object of strings`)
+  }
+  const description = entry["description"]
+  if (description !== undefined && (typeof description !== "string" || description.trim() === "")) {
+    return skip(`${at}: "description" must be a non-empty string`)
+  }
+  return {
+    name,
+    description: typeof description === "string" ? description.trim() : `An external agent (${command}) that Skein talks to over ACP.`,
+    readOnly: false,
+    source: "config.json",
+    acp: { command, args: args as ReadonlyArray<string>, env: env as Readonly<Record<string, string>> }
+  }
+}
+
+/** `subagents` limits: each valid one taken, each invalid one reported and left at its default. */
+const limitsOf = (raw: unknown, report: (message: string) => void): Limits => {
+  if (raw === undefined) return DEFAULT_LIMITS
+  if (!isRecord(raw)) {
+    report(`"subagents" must be an object; the default limits apply`)
+    return DEFAULT_LIMITS
+  }
+  const out: { -readonly [K in keyof Limits]: number } = { ...DEFAULT_LIMITS }
+  for (const [key, given] of Object.entries(raw)) {
+    if (!Object.hasOwn(DEFAULT_LIMITS, key)) {
+      report(`"subagents": unknown key "${key.slice(0, 40)}" is ignored (known: ${Object.keys(DEFAULT_LIMITS).join(", ")})`)
+      continue
+    }
+    const name = key as keyof Limits
+    const least = name === "maxDepth" ? 0 : 1
+    if (typeof given !== "number" || !Number.isSafeInteger(given) || given < least) {
+      report(`"subagents"."${name}" must be a whole number of at least ${least}; the default ${DEFAULT_LIMITS[name]} applies`)
+      continue
+    }
+    out[name] = given
+  }
+  return out
+}
+
+/** The external agents and the limits `config.json` declares (its path is `file`, for problems). */
+export const parseConfig = (content: string, file: string): FromConfig => {
+  const problems: Array<Problem> = []
+  const report = (message: string) => problems.push({ file, message })
+  let json: unknown
+  try {
+    json = JSON.parse(content)
+  } catch {
+    report("not valid JSON: no agents or limits were read from it")
+    return { agents: [], limits: DEFAULT_LIMITS, problems }
+  }
+  if (!isRecord(json)) return { agents: [], limits: DEFAULT_LIMITS, problems }
+  const agents: Array<AgentDefinition> = []
+  const declared = json["agents"]
+  if (declared !== undefined && !isRecord(declared)) report(`"agents" must be an object of agent names`)
+  else if (declared !== undefined) {
+    for (const [name, entry] of Object.entries(declared)) {
+      const agent = externalAgent(name, entry, report)
+      if (agent !== undefined) agents.push(agent)
+    }
+  }
+  return { agents, limits: limitsOf(json["subagents"], report), problems }
+}
+
+// ---------------------------------------------------------------------------
+// Loading
+// ---------------------------------------------------------------------------
+
+/** Larger files are not agent definitions (and are not read whole). */
+const MAX_FILE_BYTES = 256 * 1024
+
+const errorCode = (error: PlatformError.PlatformError): string | undefined => {
+  const cause = error.reason._tag === "BadArgument" ? undefined : (error.reason.cause as { readonly code?: unknown } | undefined)
+  return typeof cause?.code === "string" ? cause.code : undefined
+}
+
+/** A missing folder, or a file where one was expected: nothing to read, and no problem. */
+const absent = (error: PlatformError.PlatformError) => error.reason._tag === "NotFound" || errorCode(error) === "ENOTDIR"
+
+const describe = (error: PlatformError.PlatformError) => errorCode(error) ?? error.reason._tag
+
+/** The agents of one folder's `*.md` files, in name order, with the problems of the others. */
+const readFolder = Effect.fnUntraced(function*(dir: string) {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const problems: Array<Problem> = []
+  const agents: Array<AgentDefinition> = []
+  const names = yield* fs.readDirectory(dir).pipe(
+    Effect.catch((error) => {
+      if (!absent(error)) problems.push({ file: dir, message: `cannot read the folder (${describe(error)})` })
+      return Effect.succeed([] as Array<string>)
+    })
+  )
+  for (const name of names.filter((n) => n.endsWith(".md")).sort()) {
+    const file = path.join(dir, name)
+    const content = yield* fs.stat(file).pipe(
+      Effect.flatMap((info) =>
+        info.type !== "File"
+          ? Effect.succeed(undefined)
+          : info.size > BigInt(MAX_FILE_BYTES)
+          ? Effect.sync(() => {
+            problems.push({ file, message: `larger than ${MAX_FILE_BYTES / 1024} KiB; not an agent definition` })
+            return undefined
+          })
+          : fs.readFileString(file)
+      ),
+      Effect.catch((error) =>
+        Effect.sync(() => {
+          problems.push({ file, message: `cannot read the file (${describe(error)})` })
+          return undefined
+        })
+      )
+    )
+    if (content === undefined) continue
+    const parsed = parseMarkdown(content, file)
+    if ("problem" in parsed) {
+      problems.push({ file, message: parsed.problem })
+      continue
+    }
+    const earlier = agents.find((agent) => agent.name === parsed.name)
+    if (earlier !== undefined) {
+      problems.push({ file, message: `"${parsed.name}" is already defined by ${earlier.source}; this file is ignored` })
+      continue
+    }
+    agents.push(parsed)
+  }
+  return { agents, problems }
+})
+
+/**
+ * Every agent a session in `cwd` can delegate to (sources in precedence order; a name's first
+ * definition wins), the limits from `<home>/config.json`, and the problems found on the way.
+ * Never fails: a bad file or entry is a problem and is skipped.
+ */
+export const load = Effect.fn("Definitions.load")(function*(options: { readonly cwd: string; readonly home: string }) {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const problems: Array<Problem> = []
+  const found: Array<AgentDefinition> = []
+  for (const dir of [path.join(options.cwd, ".skein", "agents"), path.join(options.cwd, ".claude", "agents"), path.join(options.home, "agents")]) {
+    const folder = yield* readFolder(dir)
+    found.push(...folder.agents)
+    problems.push(...folder.problems)
+  }
+  const configFile = path.join(options.home, "config.json")
+  const configText = yield* fs.readFileString(configFile).pipe(
+    Effect.catch((error) =>
+      Effect.sync(() => {
+        if (!absent(error)) problems.push({ file: configFile, message: `cannot read the file (${describe(error)})` })
+        return undefined
+      })
+    )
+  )
+  const config = configText === undefined ? { agents: [], limits: DEFAULT_LIMITS, problems: [] } : parseConfig(configText, configFile)
+  problems.push(...config.problems)
+  found.push(...config.agents, ...builtins)
+  const seen = new Set<string>()
+  const agents = found.filter((agent) => !seen.has(agent.name) && (seen.add(agent.name), true))
+  return { agents, problems, limits: config.limits }
+})
