@@ -489,7 +489,15 @@ const readFolder = Effect.fnUntraced(function*(dir: string) {
  * definition wins), the limits from `<home>/config.json`, and the problems found on the way.
  * Never fails: a bad file or entry is a problem and is skipped.
  */
-export const load = Effect.fn("Definitions.load")(function*(options: { readonly cwd: string; readonly home: string }) {
+export interface Loaded {
+  readonly agents: ReadonlyArray<AgentDefinition>
+  readonly problems: ReadonlyArray<Problem>
+  readonly limits: Limits
+}
+
+export const load = Effect.fn("Definitions.load")(function*(
+  options: { readonly cwd: string; readonly home: string }
+): Effect.gen.Return<Loaded, never, FileSystem.FileSystem | Path.Path> {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const problems: Array<Problem> = []

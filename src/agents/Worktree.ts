@@ -1,0 +1,340 @@
+/**
+ * An isolated workspace for a child session: a git worktree of the parent's repository on a
+ * branch of its own, starting from what the parent sees now (HEAD plus its uncommitted changes),
+ * so the child can change files without touching the parent's, and the parent gets a branch
+ * and a diff summary back.
+ *
+ * How the parent's state is carried over: its index is copied to a temporary index, `git add
+ * -A` records the working tree in that copy (staged and unstaged changes to tracked files, and
+ * untracked files that are not ignored; binary files, modes, links and deletions alike), and
+ * `write-tree` makes a tree of it. If that tree differs from HEAD's, one commit on top of HEAD
+ * (`commit-tree`, a fixed identity, never signed) holds it; the worktree's branch starts there.
+ * The parent's own index and files are only read. The child's changes are summarized the same
+ * way, against that start (`base`).
+ *
+ * git runs as Skein's auto-allowed commands do (GitGuard's overrides: no hooks, no fsmonitor,
+ * no pager, no network, no submodule recursion), plus no automatic gc or maintenance and no
+ * signing, inside a contained process group (ProcessGroup.ts) that is gone when the call
+ * returns. The programs a repository's *own* configuration can make git run while it checks
+ * out or adds files (filter drivers) cannot be switched off by name: such a repository is
+ * refused, as GitGuard refuses it for read-only commands; the user's global configuration is
+ * the user's and trusted.
+ *
+ * Every failure is a `WorktreeError` whose message the model reads.
+ */
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import * as Secrets from "../secrets/Secrets.ts"
+import * as GitGuard from "../tools/commands/GitGuard.ts"
+import * as ProcessGroup from "../tools/process/ProcessGroup.ts"
+
+export class WorktreeError extends Schema.TaggedError<WorktreeError>()("WorktreeError", {
+  message: Schema.String
+}) {}
+
+export interface Worktree {
+  /** The worktree's directory: `<home>/worktrees/<id>`. */
+  readonly path: string
+  /** Its branch: `skein/<id>`. */
+  readonly branch: string
+  /** The commit it started from: the parent's HEAD, or a commit on it holding the parent's uncommitted changes. */
+  readonly base: string
+  /** The child's working directory: the parent's cwd, at the same place inside the worktree. */
+  readonly cwd: string
+  /** The parent's repository (its top-level directory), where the worktree is registered. */
+  readonly repository: string
+}
+
+export interface FileChange {
+  readonly path: string
+  readonly added: number
+  readonly removed: number
+  /** git's letter: `A` added, `M` modified, `D` deleted, `T` type changed (a file became a link, say). */
+  readonly status: string
+}
+
+export interface Summary {
+  readonly branch: string
+  readonly path: string
+  /** The worktree's files differ from `base`, or its branch has moved. */
+  readonly changed: boolean
+  /** The files that differ from `base` (binary ones with 0 added and removed lines). */
+  readonly files: ReadonlyArray<FileChange>
+  /** For the model and the user, in the manner of `git diff --stat`. */
+  readonly text: string
+}
+
+const fail = (message: string) => new WorktreeError({ message })
+
+// ---------------------------------------------------------------------------
+// Running git
+// ---------------------------------------------------------------------------
+
+/** A git call longer than this is stopped (adding a very large working tree is the slow one). */
+const TIMEOUT_MS = 120_000
+/** What a call may print (a diff listing of every file of a large change fits). */
+const MAX_OUTPUT_BYTES = 32 * 1024 * 1024
+
+/** Configuration on top of GitGuard's: nothing left running behind a call, nothing signed. */
+const EXTRA_CONFIG: ReadonlyArray<readonly [string, string]> = [
+  ["gc.auto", "0"],
+  ["maintenance.auto", "false"],
+  ["commit.gpgSign", "false"],
+  ["core.quotePath", "false"]
+]
+
+/** Variables that would point git at another repository, index or object store than the one asked for. */
+const LOCATING = /^GIT_(?:DIR|WORK_TREE|INDEX_FILE|OBJECT_DIRECTORY|ALTERNATE_OBJECT_DIRECTORIES|COMMON_DIR|NAMESPACE|PREFIX|IMPLICIT_WORK_TREE|GRAFT_FILE|SHALLOW_FILE|NO_REPLACE_OBJECTS|REPLACE_REF_BASE|CEILING_DIRECTORIES|DISCOVERY_ACROSS_FILESYSTEM)$/
+
+const IDENTITY = {
+  GIT_AUTHOR_NAME: "Skein",
+  GIT_AUTHOR_EMAIL: "skein@localhost",
+  GIT_COMMITTER_NAME: "Skein",
+  GIT_COMMITTER_EMAIL: "skein@localhost"
+}
+
+const environment = (extra: Readonly<Record<string, string>>): Record<string, string> => {
+  const env: Record<string, string> = {}
+  for (const [name, value] of Object.entries(Secrets.childEnv())) if (!LOCATING.test(name)) env[name] = value
+  Object.assign(env, GitGuard.environment(env))
+  const start = Number(env["GIT_CONFIG_COUNT"])
+  EXTRA_CONFIG.forEach(([key, value], i) => {
+    env[`GIT_CONFIG_KEY_${start + i}`] = key
+    env[`GIT_CONFIG_VALUE_${start + i}`] = value
+  })
+  env["GIT_CONFIG_COUNT"] = String(start + EXTRA_CONFIG.length)
+  return { ...env, ...extra }
+}
+
+interface Ran {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** What git said on failure, briefly: its first line. */
+const said = (ran: Ran): string => {
+  const line = ran.stderr.split("\n").map((l) => l.trim()).find((l) => l !== "") ?? `exit code ${ran.code ?? "none"}`
+  return line.replace(/^(?:fatal|error): /, "").slice(0, 300)
+}
+
+/** Runs git in `cwd` and waits for it; its whole process tree is gone when this returns. */
+const run = (args: ReadonlyArray<string>, cwd: string, extraEnv: Readonly<Record<string, string>> = {}): Effect.Effect<Ran, WorktreeError> =>
+  Effect.acquireUseRelease(
+    ProcessGroup.spawnProgram({ file: "git", args, cwd, env: environment(extraEnv) }).pipe(
+      Effect.mapError(({ code }) =>
+        fail(code === "ENOENT" && NodeFs.existsSync(cwd) ? "git could not be started: it is not installed or not on the PATH" : `git could not be started in ${cwd} (${code ?? "unknown error"})`)
+      )
+    ),
+    (group) =>
+      Effect.gen(function*() {
+        const out: Array<Buffer> = []
+        const err: Array<Buffer> = []
+        let size = 0
+        const collect = (into: Array<Buffer>) => (chunk: Buffer) => {
+          size += chunk.length
+          if (size <= MAX_OUTPUT_BYTES) into.push(chunk)
+        }
+        group.stdout.on("data", collect(out))
+        group.stderr.on("data", collect(err))
+        if (!(yield* ProcessGroup.awaitFor(group.exited, TIMEOUT_MS))) {
+          return yield* fail(`git ${args[0]} did not finish within ${TIMEOUT_MS / 1000} s and was stopped`)
+        }
+        yield* ProcessGroup.awaitFor(group.drained, 1_000)
+        if (size > MAX_OUTPUT_BYTES) return yield* fail(`git ${args[0]} printed more than ${MAX_OUTPUT_BYTES / 1024 / 1024} MiB`)
+        return { code: group.exitStatus()?.code ?? null, stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") }
+      }),
+    (group) => ProcessGroup.release(group)
+  )
+
+/** Runs git; a non-zero exit is a `WorktreeError` saying `what` failed and what git said. */
+const git = (what: string, args: ReadonlyArray<string>, cwd: string, extraEnv?: Readonly<Record<string, string>>) =>
+  Effect.flatMap(run(args, cwd, extraEnv), (ran) => (ran.code === 0 ? Effect.succeed(ran.stdout) : Effect.fail(fail(`${what} failed: ${said(ran)}`))))
+
+const lines = (text: string): Array<string> => text.split("\n").filter((line) => line !== "")
+
+const fsCall = <A>(what: string, body: () => Promise<A>): Effect.Effect<A, WorktreeError> =>
+  Effect.tryPromise({
+    try: body,
+    catch: (cause) => fail(`${what} failed (${(cause as NodeJS.ErrnoException | undefined)?.code ?? "unknown error"})`)
+  })
+
+const removeQuietly = (file: string) => Effect.promise(() => NodeFs.promises.rm(file, { force: true }).catch(() => undefined))
+
+// ---------------------------------------------------------------------------
+// The working state as a tree
+// ---------------------------------------------------------------------------
+
+/**
+ * The tree of the working state of the work tree at `top`: its index copied to `scratch`,
+ * every change added there (untracked files that are not ignored too), written as a tree. The
+ * real index is only read; `scratch` is removed.
+ */
+const workingTree = (top: string, scratch: string) =>
+  Effect.gen(function*() {
+    const index = lines(yield* git("Locating the index", ["rev-parse", "--path-format=absolute", "--git-path", "index"], top))[0]!
+    const env = { GIT_INDEX_FILE: scratch }
+    const copied = yield* Effect.tryPromise(() => NodeFs.promises.copyFile(index, scratch)).pipe(
+      Effect.as(true),
+      Effect.catch(() => Effect.succeed(false))
+    )
+    // No index yet (nothing was ever checked out): start from HEAD's tree.
+    if (!copied) yield* git("Reading HEAD", ["read-tree", "HEAD"], top, env)
+    yield* git("Recording the working tree", ["add", "-A", "--", "."], top, env)
+    return lines(yield* git("Writing the tree", ["write-tree"], top, env))[0]!
+  }).pipe(Effect.ensuring(Effect.andThen(removeQuietly(scratch), removeQuietly(`${scratch}.lock`))))
+
+/** Keys of the repository's own configuration that make `add` or a checkout run a program. */
+const runsPrograms = (top: string) =>
+  Effect.map(
+    git("Reading the configuration", ["config", "--list", "--show-scope", "--includes", "-z"], top),
+    (listing) => GitGuard.unsafeKeys(listing).filter((key) => key.startsWith("filter."))
+  )
+
+// ---------------------------------------------------------------------------
+// The API
+// ---------------------------------------------------------------------------
+
+const ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/
+
+/**
+ * A worktree of the repository holding `cwd`, at `<home>/worktrees/<id>` on a new branch
+ * `skein/<id>`, holding the parent's working state (see the module note).
+ */
+export interface CreateOptions {
+  /** The parent's working directory, anywhere inside its repository's work tree. */
+  readonly cwd: string
+  /** The child's id: names the directory and the branch. */
+  readonly id: string
+  /** Skein's home; worktrees live under `<home>/worktrees`. */
+  readonly home: string
+}
+
+export const create = Effect.fn("Worktree.create")(function*(options: CreateOptions): Effect.gen.Return<Worktree, WorktreeError> {
+  if (!ID.test(options.id)) return yield* fail(`${JSON.stringify(options.id.slice(0, 40))} cannot name a worktree: use letters, digits, "-" and "_"`)
+  if (!NodeFs.existsSync(options.cwd)) return yield* fail(`The working directory ${options.cwd} does not exist`)
+  const where = yield* run(["rev-parse", "--is-inside-work-tree", "--path-format=absolute", "--show-toplevel", "--show-prefix"], options.cwd)
+  const [inside, top, prefix = ""] = where.code === 0 ? where.stdout.split("\n") : []
+  if (inside !== "true" || top === undefined || top === "") {
+    return yield* fail(`The isolated workspace needs a git repository, and ${options.cwd} is not inside a git work tree. Use workspace "shared" to work in the parent's directory.`)
+  }
+  const head = yield* run(["rev-parse", "-q", "--verify", "HEAD^{commit}"], top)
+  if (head.code !== 0) {
+    return yield* fail(`The isolated workspace starts from the repository's HEAD, and the repository at ${top} has no commit yet. Commit once, or use workspace "shared".`)
+  }
+  const headCommit = lines(head.stdout)[0]!
+  const unsafe = yield* runsPrograms(top)
+  if (unsafe.length > 0) {
+    return yield* fail(`The isolated workspace cannot be made here: the repository's own configuration makes git run programs when it adds or checks out files (${unsafe.slice(0, 3).join(", ")}). Use workspace "shared".`)
+  }
+  const root = NodePath.join(options.home, "worktrees")
+  const path = NodePath.join(root, options.id)
+  const branch = `skein/${options.id}`
+  yield* fsCall(`Creating ${root}`, () => NodeFs.promises.mkdir(root, { recursive: true }))
+  if (NodeFs.existsSync(path)) return yield* fail(`${path} already exists; a worktree for ${options.id} was made before`)
+  const tree = yield* workingTree(top, NodePath.join(root, `.${options.id}.index`))
+  const headTree = lines(yield* git("Reading HEAD", ["rev-parse", "HEAD^{tree}"], top))[0]!
+  const base = tree === headTree
+    ? headCommit
+    : lines(yield* git(
+      "Recording the parent's uncommitted changes",
+      ["commit-tree", "--no-gpg-sign", "-p", headCommit, "-m", "skein: the parent session's uncommitted changes", tree],
+      top,
+      IDENTITY
+    ))[0]!
+  // From here a worktree exists: it is made and handed back whole, or not left behind.
+  return yield* Effect.uninterruptible(
+    Effect.gen(function*() {
+      yield* git("Creating the worktree", ["worktree", "add", "-q", "-b", branch, path, base], top)
+      const cwd = NodePath.resolve(path, prefix)
+      // The parent's directory may hold nothing git records (it is empty, or all ignored).
+      yield* fsCall(`Creating ${cwd}`, () => NodeFs.promises.mkdir(cwd, { recursive: true })).pipe(
+        Effect.onError(() => Effect.ignore(discard({ path, branch, repository: top })))
+      )
+      return { path, branch, base, cwd, repository: top } satisfies Worktree
+    })
+  )
+})
+
+/** Names summaries' scratch indexes apart. */
+let summaries = 0
+
+/** What the worktree's files (untracked ones too) hold now, against `base`. */
+export const summarize = Effect.fn("Worktree.summarize")(function*(worktree: Worktree): Effect.gen.Return<Summary, WorktreeError> {
+  if (!NodeFs.existsSync(worktree.path)) return yield* fail(`The worktree ${worktree.path} no longer exists`)
+  const name = `skein-summary-${process.pid}-${++summaries}.index`
+  const scratch = lines(yield* git("Locating the worktree", ["rev-parse", "--path-format=absolute", "--git-path", name], worktree.path))[0]!
+  const tree = yield* workingTree(worktree.path, scratch)
+  const tip = yield* run(["rev-parse", "-q", "--verify", `refs/heads/${worktree.branch}^{commit}`], worktree.path)
+  const moved = tip.code !== 0 || lines(tip.stdout)[0] !== worktree.base
+  const compare = ["diff-tree", "-r", "--no-renames", "-z"]
+  const numstat = (yield* git("Comparing", [...compare, "--numstat", worktree.base, tree], worktree.path)).split("\0")
+  const statuses = (yield* git("Comparing", [...compare, "--name-status", worktree.base, tree], worktree.path)).split("\0")
+  const status = new Map<string, string>()
+  for (let i = 0; i + 1 < statuses.length; i += 2) status.set(statuses[i + 1]!, statuses[i]!)
+  const files: Array<FileChange & { readonly binary: boolean }> = []
+  for (const record of numstat) {
+    const match = /^(-|\d+)\t(-|\d+)\t([\s\S]+)$/.exec(record)
+    if (match === null) continue
+    const binary = match[1] === "-"
+    files.push({ path: match[3]!, added: binary ? 0 : Number(match[1]), removed: binary ? 0 : Number(match[2]), status: status.get(match[3]!) ?? "M", binary })
+  }
+  const changed = files.length > 0 || moved
+  return {
+    branch: worktree.branch,
+    path: worktree.path,
+    changed,
+    files: files.map(({ binary: _, ...file }) => file),
+    text: describe(worktree, files, moved)
+  }
+})
+
+const SHOWN_FILES = 40
+
+const describe = (worktree: Worktree, files: ReadonlyArray<FileChange & { readonly binary: boolean }>, moved: boolean): string => {
+  const where = `branch ${worktree.branch}, worktree ${worktree.path}`
+  if (files.length === 0) {
+    return moved ? `No file differs from the start, but the branch has moved (${where}).` : `No changes (${where}).`
+  }
+  const added = files.reduce((n, f) => n + f.added, 0)
+  const removed = files.reduce((n, f) => n + f.removed, 0)
+  const out = [
+    `${files.length} ${files.length === 1 ? "file" : "files"} changed, ${added} ${added === 1 ? "insertion" : "insertions"}(+), ${removed} ${removed === 1 ? "deletion" : "deletions"}(-) (${where}):`
+  ]
+  for (const file of files.slice(0, SHOWN_FILES)) {
+    out.push(` ${file.status} ${file.path} | ${file.binary ? "binary" : `+${file.added} -${file.removed}`}`)
+  }
+  if (files.length > SHOWN_FILES) out.push(` … and ${files.length - SHOWN_FILES} more (git diff --stat ${worktree.base} in the worktree lists them all)`)
+  return out.join("\n")
+}
+
+/** Removes the worktree and its branch, whatever they hold. */
+const discard = (worktree: Pick<Worktree, "path" | "branch" | "repository">) =>
+  Effect.gen(function*() {
+    if (NodeFs.existsSync(worktree.path)) {
+      yield* git("Removing the worktree", ["worktree", "remove", "--force", worktree.path], worktree.repository)
+    } else {
+      yield* git("Forgetting the missing worktree", ["worktree", "prune"], worktree.repository)
+    }
+    const exists = yield* run(["rev-parse", "-q", "--verify", `refs/heads/${worktree.branch}`], worktree.repository)
+    if (exists.code === 0) yield* git("Deleting the branch", ["branch", "-D", "-q", worktree.branch], worktree.repository)
+  })
+
+/**
+ * Removes the worktree and its branch when they hold nothing beyond `base` (ignored files,
+ * such as build output, do not count); keeps both otherwise, and says so.
+ */
+export const remove = Effect.fn("Worktree.remove")(function*(worktree: Worktree): Effect.gen.Return<{ readonly kept: boolean }, WorktreeError> {
+  if (!NodeFs.existsSync(worktree.repository)) return yield* fail(`The repository ${worktree.repository} no longer exists`)
+  if (NodeFs.existsSync(worktree.path)) {
+    if ((yield* summarize(worktree)).changed) return { kept: true }
+  } else {
+    // The directory is gone: the branch alone says whether anything was made.
+    const tip = yield* run(["rev-parse", "-q", "--verify", `refs/heads/${worktree.branch}^{commit}`], worktree.repository)
+    if (tip.code === 0 && lines(tip.stdout)[0] !== worktree.base) return { kept: true }
+  }
+  yield* Effect.uninterruptible(discard(worktree))
+  return { kept: false }
+})
