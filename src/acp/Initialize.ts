@@ -54,6 +54,8 @@ export const ClientCapabilities = Schema.Struct({
   fs: lenientDefault(FileSystemCapabilities, { readTextFile: false, writeTextFile: false }),
   terminal: lenientDefault(Schema.Boolean, false),
   auth: lenientDefault(AuthCapabilities, { terminal: false }),
+  /** UNSTABLE (schema.unstable.json): the client shows child sessions (subagents) as sessions of their own. */
+  subagents: lenient(Schema.Struct({ _meta: meta })),
   _meta: meta
 })
 export type ClientCapabilities = typeof ClientCapabilities.Type

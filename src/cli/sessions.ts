@@ -13,6 +13,7 @@ import * as nodePath from "node:path"
 import * as Framing from "../jsonrpc/Framing.ts"
 import * as Listing from "../log/Listing.ts"
 import * as Lock from "../log/Lock.ts"
+import type { Canonical } from "../log/Event.ts"
 import type * as Reader from "../log/Reader.ts"
 import * as Replay from "../log/Replay.ts"
 import { SessionLog } from "../log/SessionLog.ts"
@@ -106,10 +107,37 @@ const list = (query: Listing.Query, json: boolean) =>
       return 0
     }
     for (const s of page.sessions) {
-      process.stdout.write(`${s.id}  ${when(s.updatedAt)}  ${s.cwd}\n    ${s.title ?? "(no prompt yet)"}\n`)
+      const child = s.parent !== undefined ? `  (subagent of ${s.parent})` : ""
+      process.stdout.write(`${s.id}  ${when(s.updatedAt)}  ${s.cwd}${child}\n    ${s.title ?? "(no prompt yet)"}\n`)
     }
     if (page.nextCursor !== undefined) process.stdout.write(`… more sessions: use --limit N to see more\n`)
     return 0
+  })
+
+/**
+ * The tree of a session's children (subagents), from the `subagent` events of its log and of
+ * theirs: one line per child (id, agent, what became of it, its task), indented by depth.
+ */
+const childTree = (events: ReadonlyArray<Canonical>, depth = 1): Effect.Effect<Array<string>, never, SessionLog> =>
+  Effect.gen(function*() {
+    const log = yield* SessionLog
+    const out: Array<string> = []
+    const children = new Map<string, { agent: string; task: string; state: string }>()
+    for (const event of events) {
+      if (event.type !== "subagent") continue
+      const data = event.data
+      if (data.event === "spawned") children.set(data.id, { agent: data.agent ?? "agent", task: data.task ?? "", state: "running" })
+      const child = children.get(data.id)
+      if (child !== undefined && data.state !== undefined && data.event !== "closed") child.state = data.state
+    }
+    for (const [id, child] of children) {
+      const task = child.task.replace(/\s+/g, " ").trim()
+      out.push(`${"  ".repeat(depth)}└ ${id}  ${child.agent}  ${child.state}  ${task.length > 60 ? `${task.slice(0, 59)}…` : task}`)
+      const own = yield* Effect.option(log.read(id))
+      if (own._tag === "Some") out.push(...(yield* childTree(own.value.events, depth + 1)))
+      else out.push(`${"  ".repeat(depth + 1)}(its log is gone)`)
+    }
+    return out
   })
 
 const show = (contents: Reader.Contents) =>
@@ -121,6 +149,12 @@ const show = (contents: Reader.Contents) =>
     const out: Array<string> = [`log      ${contents.file}`]
     if (info._tag === "Some") out.push(`size     ${Number(info.value.size)} bytes, ${events.length} events, ${turns} turns`)
     if (contents.torn !== undefined) out.push(`note     the last line (${contents.torn.line}) is torn; it is cut when the session next loads`)
+    const parent = contents.header.parent
+    if (parent !== undefined) {
+      out.push(`parent   ${parent.sessionId} (its tool call ${parent.toolCallId}; depth ${parent.depth})`, `agent    ${contents.header.agent ?? "general"}`)
+    }
+    const tree = yield* childTree(events)
+    if (tree.length > 0) out.push("children", ...tree)
     yield* writeOut(out.join("\n") + "\n" + Replay.transcript(contents.header, yield* asLoaded(contents)))
     return 0
   })
@@ -135,8 +169,9 @@ const remove = (ref: string) =>
   })
 
 const HELP = `Usage:
-  skein sessions [list] [--cwd DIR] [--limit N] [--json]   The sessions, newest first
-  skein sessions show ID                                    A session's details and transcript
+  skein sessions [list] [--cwd DIR] [--limit N] [--json] [--children]
+                                                            The sessions, newest first (--children: subagents' too)
+  skein sessions show ID                                    A session's details, its children's tree, and its transcript
   skein sessions rm ID                                      Delete a session's log
 ID may be any unique prefix of a session id. Sessions live in $SKEIN_HOME/sessions (--home).
 `
@@ -144,7 +179,7 @@ ID may be any unique prefix of a session id. Sessions live in $SKEIN_HOME/sessio
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const parsed = yield* Effect.try({
-      try: () => Options.parse(args, { ...Options.commonOptions, cwd: { type: "string" }, limit: { type: "string" }, json: { type: "boolean" } }),
+      try: () => Options.parse(args, { ...Options.commonOptions, cwd: { type: "string" }, limit: { type: "string" }, json: { type: "boolean" }, children: { type: "boolean" } }),
       catch: (e) => e
     })
     if (parsed.values.help === true) {
@@ -163,7 +198,11 @@ export const run = (args: ReadonlyArray<string>) =>
         case "list":
         case "ls":
           if (rest.length > 0) return yield* Effect.fail(new Options.UsageError("skein sessions list takes no arguments"))
-          return yield* list({ cwd: parsed.values.cwd !== undefined ? nodePath.resolve(parsed.values.cwd) : undefined, limit }, parsed.values.json === true)
+          return yield* list({
+            cwd: parsed.values.cwd !== undefined ? nodePath.resolve(parsed.values.cwd) : undefined,
+            limit,
+            children: parsed.values.children === true
+          }, parsed.values.json === true)
         case "show":
           return yield* show(yield* readRef(yield* one("show")))
         case "rm":

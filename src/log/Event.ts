@@ -139,6 +139,37 @@ export const McpServers = event("mcp_servers", {
   }))
 })
 
+/** What became of a child session (a subagent), as its parent saw it. */
+export const ChildState = Schema.Literals(["running", "idle", "failed", "timed_out", "cancelled", "closed"])
+export type ChildState = typeof ChildState.Type
+
+/**
+ * A child session of this one (a subagent), logged by the parent in the turn that runs it:
+ * - `spawned`: it was started (before any of its traffic) by the tool call `toolCallId`, as
+ *   `agent`, with `task`, in a `shared` or `isolated` workspace (then on `branch`);
+ * - `state`: it started working again (another prompt);
+ * - `result`: a prompt of it ended: its `state`, `stopReason`, final `answer` or `error`;
+ * - `closed`: it is closed (its worktree's `branch` and `diff` summary, when isolated);
+ * - `input`: the results of children the model had not read yet, given to it as its next
+ *   input (`text`) when it stopped while they ran. The only kind the model's history sees.
+ */
+export const Subagent = event("subagent", {
+  event: Schema.Literals(["spawned", "state", "result", "closed", "input"]),
+  /** The child's session id (for `input`: the children it reports, comma-separated). */
+  id: Schema.String,
+  toolCallId: Schema.optionalKey(Schema.String),
+  agent: Schema.optionalKey(Schema.String),
+  task: Schema.optionalKey(Schema.String),
+  workspace: Schema.optionalKey(Schema.Literals(["shared", "isolated"])),
+  state: Schema.optionalKey(ChildState),
+  stopReason: Schema.optionalKey(StopReason),
+  answer: Schema.optionalKey(Schema.String),
+  error: Schema.optionalKey(Schema.String),
+  branch: Schema.optionalKey(Schema.String),
+  diff: Schema.optionalKey(Schema.String),
+  text: Schema.optionalKey(Schema.String)
+})
+
 export const CanonicalBody = Schema.Union([
   TurnStart,
   ModelPartial,
@@ -151,7 +182,8 @@ export const CanonicalBody = Schema.Union([
   Plan,
   Permission,
   Notice,
-  McpServers
+  McpServers,
+  Subagent
 ])
 export type CanonicalBody = typeof CanonicalBody.Type
 
@@ -178,6 +210,13 @@ export const QuestionWithdrawn = event("question_withdrawn", { requestId: Schema
 /** A command of this tool call runs in the client's terminal `terminalId`. */
 export const ToolTerminal = event("tool_terminal", { id: Schema.String, terminalId: Schema.String })
 
+/**
+ * An event of a child session, published again by its parent (in the parent's turn), so
+ * whoever presents the parent presents its children too: their updates, and their questions
+ * (answered on the child). `event` is the child's `SessionEvent` as it was published.
+ */
+export const ChildEvent = event("child_event", { event: Schema.Unknown })
+
 export const EphemeralBody = Schema.Union([
   TextDelta,
   ThinkingDelta,
@@ -187,7 +226,8 @@ export const EphemeralBody = Schema.Union([
   PermissionAskedEvent,
   ClientCallEvent,
   QuestionWithdrawn,
-  ToolTerminal
+  ToolTerminal,
+  ChildEvent
 ])
 export type EphemeralBody = typeof EphemeralBody.Type
 
@@ -222,10 +262,11 @@ export const LogLine = Schema.Struct({
 
 /**
  * The log format. 2: `model_partial` events (a Skein that reads only v1 would refuse them).
+ * 3: `subagent` events, and child sessions' headers (`parent`, `agent`).
  * A new canonical event type bumps it (with an identity entry in `Migrations.formats`): an older
  * Skein then refuses the log by its header, where it would otherwise call the new lines corrupt.
  */
-export const LOG_VERSION = 2
+export const LOG_VERSION = 3
 
 /** Line 1 of a log file. */
 export const LogHeader = Schema.Struct({
@@ -236,6 +277,10 @@ export const LogHeader = Schema.Struct({
   created: Schema.Number,
   mode: Schema.optionalKey(Schema.String),
   additionalDirectories: Schema.optionalKey(Schema.Array(Schema.String)),
-  skein: Schema.optionalKey(Schema.String)
+  skein: Schema.optionalKey(Schema.String),
+  /** A child session's parent: the session, the tool call that started it, and how deep it is (1: a child of a top-level session). */
+  parent: Schema.optionalKey(Schema.Struct({ sessionId: Schema.String, toolCallId: Schema.String, depth: Schema.Number })),
+  /** The agent a child session runs as (`general`, `explorer`, a custom or external agent). */
+  agent: Schema.optionalKey(Schema.String)
 })
 export type LogHeader = typeof LogHeader.Type

@@ -28,6 +28,8 @@ export interface History {
    * recovery makes it the call's answer (`Recovery.closing`).
    */
   partial: { readonly call: number; readonly parts: Array<AssistantPart> } | undefined
+  /** Child sessions (subagents) started so far. */
+  subagents: number
 }
 
 export const make = (): History => ({
@@ -39,7 +41,8 @@ export const make = (): History => ({
   mode: undefined,
   config: new Map(),
   rules: [],
-  partial: undefined
+  partial: undefined,
+  subagents: 0
 })
 
 /** Appends streamed text to parts the way the stream built them: a part of the same kind goes on from the last. */
@@ -110,6 +113,13 @@ export const apply = (history: History, event: CanonicalBody): void => {
       return
     case "tool_call":
       history.announced.set(event.data.id, event.data.title)
+      return
+    case "subagent":
+      if (event.data.event === "spawned") history.subagents++
+      // Only the results given to the model as its next input are part of its conversation.
+      if (event.data.event === "input" && event.data.text !== undefined) {
+        history.messages.push({ role: "user", content: [{ type: "text", text: event.data.text }] })
+      }
       return
     case "plan":
     case "notice":

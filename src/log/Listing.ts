@@ -29,6 +29,8 @@ export interface Entry {
   readonly updatedAt: number
   /** The format version in the header. */
   readonly version: number
+  /** A child session's parent (its id). */
+  readonly parent?: string | undefined
 }
 
 export interface Page {
@@ -43,6 +45,8 @@ export interface Query {
   readonly cursor?: string | undefined
   /** Page size (default 50). */
   readonly limit?: number | undefined
+  /** Child sessions (subagents) too; by default only top-level sessions are listed. */
+  readonly children?: boolean | undefined
 }
 
 export const DEFAULT_PAGE = 50
@@ -84,6 +88,7 @@ export interface Head {
   readonly created: number
   readonly version: number
   readonly title: string | undefined
+  readonly parent?: string | undefined
 }
 
 const parse = (text: string): unknown => {
@@ -92,6 +97,12 @@ const parse = (text: string): unknown => {
   } catch {
     return undefined
   }
+}
+
+/** A child session's parent id, from its header. */
+export const parentOf = (header: { readonly parent?: unknown }): string | undefined => {
+  const parent = header.parent as { sessionId?: unknown } | undefined
+  return typeof parent === "object" && parent !== null && typeof parent.sessionId === "string" ? parent.sessionId : undefined
 }
 
 /** Header and title from the complete lines of a log's first bytes; undefined when the header is unusable. */
@@ -120,7 +131,8 @@ const headOf = (text: string, complete: boolean): { readonly head: Head | undefi
       additionalDirectories: dirs,
       created: typeof header.created === "number" ? header.created : 0,
       version: typeof header.v === "number" ? header.v : 0,
-      title: found
+      title: found,
+      ...(parentOf(header) !== undefined ? { parent: parentOf(header) } : {})
     },
     done
   }
@@ -184,6 +196,7 @@ export const page = (
         const head = heads[i]
         if (head === undefined) return
         if (query.cwd !== undefined && head.cwd !== query.cwd) return
+        if (head.parent !== undefined && query.children !== true) return
         sessions.push({ id: c.id, updatedAt: c.updatedAt, ...head })
       })
     }

@@ -70,7 +70,8 @@ const headOf = (header: LogHeader): Listing.Head => ({
   additionalDirectories: header.additionalDirectories ?? [],
   created: header.created,
   version: header.v,
-  title: undefined
+  title: undefined,
+  ...(header.parent !== undefined ? { parent: header.parent.sessionId } : {})
 })
 
 /** The memory store over `options.sessions` (or new ones). */

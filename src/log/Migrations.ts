@@ -25,13 +25,17 @@ export interface Upgrade {
 
 export const identity: Upgrade = { header: (header) => header, event: (event) => event }
 
-/** v1 → v2: v2 only adds an event type (`model_partial`); every v1 line is a v2 line. */
-const v1: Upgrade = { header: (header) => ({ ...header, v: 2 }), event: (event) => event }
+/** v1 → v3: later formats only add event types and header fields; every v1 line is a v3 line. */
+const v1: Upgrade = { header: (header) => ({ ...header, v: 3 }), event: (event) => event }
+
+/** v2 → v3: v3 only adds `subagent` events and header fields; every v2 line is a v3 line. */
+const v2: Upgrade = { header: (header) => ({ ...header, v: 3 }), event: (event) => event }
 
 /** The formats Skein reads, by version. */
 export const formats: ReadonlyMap<number, Upgrade> = new Map<number, Upgrade>([
   [1, v1],
-  [2, identity]
+  [2, v2],
+  [3, identity]
 ])
 
 export type Plan =

@@ -128,6 +128,18 @@ export const transcript = (header: LogHeader, events: ReadonlyArray<Canonical>):
         if (event.data.error !== undefined) out.push(event.data.error)
         out.push(`[${event.data.stopReason}]`)
         break
+      case "subagent": {
+        const data = event.data
+        if (data.event === "spawned") out.push(`  [subagent ${data.id} (${data.agent ?? "agent"}${data.workspace === "isolated" ? `, branch ${data.branch ?? "?"}` : ""}): ${firstLines(data.task ?? "", 3)}]`)
+        else if (data.event === "result") {
+          out.push(`  [subagent ${data.id} ${data.state ?? "ended"}${data.error !== undefined ? `: ${data.error}` : ""}]`)
+          if (data.answer !== undefined && data.answer.length > 0) out.push(indent(firstLines(data.answer, 20), "    "))
+        } else if (data.event === "closed" && (data.branch !== undefined || data.diff !== undefined)) {
+          out.push(`  [subagent ${data.id} closed${data.branch !== undefined ? `; its changes are on ${data.branch}` : ""}]`)
+          if (data.diff !== undefined) out.push(indent(firstLines(data.diff, 20), "    "))
+        } else if (data.event === "input") out.push(`  [the results of ${data.id.split(",").length} subagent(s) were given to the model]`)
+        break
+      }
     }
   }
   return out.join("\n") + "\n"

@@ -23,6 +23,8 @@ export interface ModelRequest {
   readonly model?: string | undefined
   /** The session's reasoning effort (its `thought_level` option), when the model supports one. */
   readonly reasoningEffort?: string | undefined
+  /** The agent the session runs as, when it is a child session (a subagent). */
+  readonly agent?: string | undefined
 }
 
 export type StreamPart =

@@ -1,7 +1,9 @@
 /**
  * The scripted provider: answers model calls from a JSON script, for tests,
  * demos and benchmarks. Turn N of a session consumes `turns[N-1]`; model call
- * M of that turn consumes `calls[M-1]`.
+ * M of that turn consumes `calls[M-1]`. A child session (a subagent) running as
+ * agent A plays `agents[A].turns` the same way when the script has them, and
+ * the top-level `turns` otherwise.
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
@@ -22,11 +24,15 @@ const Part = Schema.Union([
 ])
 export type Part = typeof Part.Type
 
+const Turns = Schema.Array(Schema.Struct({
+  expect: Schema.optionalKey(Schema.String),
+  calls: Schema.Array(Schema.Array(Part))
+}))
+
 export const Script = Schema.Struct({
-  turns: Schema.Array(Schema.Struct({
-    expect: Schema.optionalKey(Schema.String),
-    calls: Schema.Array(Schema.Array(Part))
-  }))
+  turns: Turns,
+  /** The turns a child session of each agent plays (by agent name). */
+  agents: Schema.optionalKey(Schema.Record(Schema.String, Schema.Struct({ turns: Turns })))
 })
 export type Script = typeof Script.Type
 
@@ -48,13 +54,18 @@ export const parse = (text: string, source = "script"): Effect.Effect<Script, Sc
   )
 
 const validateExpects = (script: Script, source: string) =>
-  Effect.forEach(script.turns, (turn, i) =>
-    turn.expect === undefined
-      ? Effect.void
-      : Effect.try({
-        try: () => new RegExp(turn.expect!),
-        catch: () => new ScriptError({ message: `${source}: turn ${i + 1} has an invalid "expect" regex` })
-      }), { discard: true }).pipe(Effect.as(script))
+  Effect.forEach(
+    [["", script.turns] as const, ...Object.entries(script.agents ?? {}).map(([name, agent]) => [`agent ${name}: `, agent.turns] as const)],
+    ([where, turns]) =>
+      Effect.forEach(turns, (turn, i) =>
+        turn.expect === undefined
+          ? Effect.void
+          : Effect.try({
+            try: () => new RegExp(turn.expect!),
+            catch: () => new ScriptError({ message: `${source}: ${where}turn ${i + 1} has an invalid "expect" regex` })
+          }), { discard: true }),
+    { discard: true }
+  ).pipe(Effect.as(script))
 
 function* expand(parts: ReadonlyArray<Part>, turn: number, call: number): Generator<StreamPart | { readonly sleep: number }> {
   let toolIndex = 0
@@ -115,9 +126,11 @@ export const make = (script: Script): Provider => ({
   name: "scripted",
   stream: (request) =>
     Stream.suspend(() => {
-      const turn = script.turns[request.turn - 1]
+      const own = request.agent !== undefined ? script.agents?.[request.agent] : undefined
+      const turns = own?.turns ?? script.turns
+      const turn = turns[request.turn - 1]
       if (turn === undefined) {
-        return fail(`The script has no turn ${request.turn} (it has ${script.turns.length})`)
+        return fail(`The script has no turn ${request.turn}${own !== undefined ? ` for agent ${request.agent}` : ""} (it has ${turns.length})`)
       }
       if (request.call === 1 && turn.expect !== undefined && !new RegExp(turn.expect).test(lastPrompt(request))) {
         return fail(`Turn ${request.turn} of the script expects a prompt matching /${turn.expect}/`)

@@ -72,7 +72,9 @@ export const SessionSummary = Schema.Struct({
   created: Schema.Number,
   /** When its log last changed (ms since the epoch). */
   updatedAt: Schema.Number,
-  version: Schema.Number
+  version: Schema.Number,
+  /** A child session's parent. */
+  parent: Schema.optionalKey(Schema.String)
 })
 export type SessionSummary = typeof SessionSummary.Type
 
@@ -86,7 +88,9 @@ export const ListQuery = Schema.Struct({
   /** Only sessions whose cwd is this directory. */
   cwd: Schema.optionalKey(Schema.UndefinedOr(Schema.String)),
   cursor: Schema.optionalKey(Schema.UndefinedOr(Schema.String)),
-  limit: Schema.optionalKey(Schema.UndefinedOr(Schema.Number))
+  limit: Schema.optionalKey(Schema.UndefinedOr(Schema.Number)),
+  /** Child sessions (subagents) too (default: top-level sessions only). */
+  children: Schema.optionalKey(Schema.UndefinedOr(Schema.Boolean))
 })
 export type ListQuery = typeof ListQuery.Type
 

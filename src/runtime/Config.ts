@@ -4,7 +4,11 @@
  * embedding program directly.
  */
 import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
+import type { ToolEnv } from "../tools/Tool.ts"
+import type { TurnContext, TurnOutcome } from "./Turn.ts"
 import type { Catalog } from "../providers/Models.ts"
 import type { Provider } from "../providers/Provider.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
@@ -33,7 +37,19 @@ export interface Settings {
    * everything, and a presenter can load it again.
    */
   readonly maxLiveSessions?: number | undefined
+  /**
+   * Runs an external ACP agent's turns (a child session of an agent with `acp` settings):
+   * given by hosts that bundle the ACP client (`src/agents/External.ts`); without it, such
+   * agents are refused with a message.
+   */
+  readonly external?: ExternalRunner | undefined
 }
+
+/** Starts an external ACP agent (lazily) in the scope, and gives what runs a turn through it. */
+export type ExternalRunner = (
+  agent: { readonly name: string; readonly command: string; readonly args: ReadonlyArray<string>; readonly env: Readonly<Record<string, string>> },
+  options: { readonly cwd: string; readonly clientInfo: { readonly name: string; readonly version: string } }
+) => Effect.Effect<{ readonly run: (ctx: TurnContext) => Effect.Effect<TurnOutcome, never, ToolEnv> }, never, Scope.Scope>
 
 export class Config extends Context.Service<Config, Settings>()("skein/runtime/Config") {
   static readonly layer = (settings: Settings) => Layer.succeed(Config, settings)

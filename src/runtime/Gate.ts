@@ -45,6 +45,8 @@ export interface Options {
   readonly canAsk: () => boolean
   readonly timeoutMs: number
   readonly record: (body: CanonicalBody) => Effect.Effect<void, LogError>
+  /** A read-only agent (an explorer): nothing that changes anything runs, whatever the mode; read-only commands run confined. */
+  readonly readOnly?: boolean | undefined
 }
 
 const denied = (reason: string): Permit => ({ _tag: "deny", reason })
@@ -77,6 +79,13 @@ export const make = (options: Options) => (call: AnnouncedCall, tool: Tool, args
       ? (args as { command: string }).command
       : undefined
     const mode = options.mode()
+    if (options.readOnly === true && tool.mutating) {
+      const readOnlyCommand = command !== undefined &&
+        (yield* Confine.check(command, { cwd: options.cwd, roots: options.roots ?? [options.cwd], env: process.env })).ok
+      return readOnlyCommand
+        ? { _tag: "allow", readOnly: true } as Permit
+        : denied(`This agent is read-only: ${call.title} was not run. Report what should change instead.`)
+    }
     const verdict = Permissions.decide({
       mode,
       rules: options.history.rules,

@@ -30,7 +30,11 @@ import * as McpSession from "../mcp/McpSession.ts"
 import * as McpRecord from "../mcp/Record.ts"
 import * as ProviderConfig from "../providers/ProviderConfig.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
+import * as Definitions from "../agents/Definitions.ts"
+import { AGENT_TOOLS } from "../tools/agents.ts"
+import * as Toolkit from "../tools/Toolkit.ts"
 import * as Bus from "./Bus.ts"
+import type * as Children from "./Children.ts"
 import { Config, DEFAULT_MAX_LIVE_SESSIONS, EVICT_AFTER_IDLE_MS } from "./Config.ts"
 import { isModeId, type ModeId } from "../Vocabulary.ts"
 import { SessionError } from "../session/Protocol.ts"
@@ -85,7 +89,8 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
       parent
     )
     /** The live sessions, with when each was last used (to choose which to close past the cap). */
-    const live = new Map<string, { readonly session: Session.Session; readonly scope: Scope.Closeable; used: number }>()
+    /** `child`: a child session (a subagent): its parent's turn owns it; it is never evicted nor counted against the cap. */
+    const live = new Map<string, { readonly session: Session.Session; readonly scope: Scope.Closeable; used: number; readonly child?: boolean }>()
     const maxLive = config.maxLiveSessions ?? DEFAULT_MAX_LIVE_SESSIONS
     /** Sessions closed to make room: they come back when asked for (`getSession`). */
     const evicted = new Set<string>()
@@ -106,6 +111,89 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         if (info._tag === "None" || info.value.type !== "Directory") {
           return yield* new RuntimeError({ reason: "invalid_cwd", message: `${what} is not an existing directory` })
         }
+      })
+
+    /** The agents and limits for sessions in `cwd` (read each time: a new agent file is seen at once). */
+    const catalog = (cwd: string) =>
+      Definitions.load({ cwd, home: config.home }).pipe(
+        Effect.map((loaded) => ({ agents: loaded.agents, limits: loaded.limits })),
+        Effect.provideService(FileSystem.FileSystem, fs),
+        Effect.provideService(Path.Path, path)
+      )
+
+    /** What a session at `depth` needs to start children; `toolkit` is the tools its children may be given. */
+    const childrenFor = (depth: number, toolkit: Toolkit.Toolkit, history: () => History.History): Children.Factory => ({
+      depth,
+      home: config.home,
+      catalog,
+      started: () => history().subagents,
+      open: (request, scope) => openChild(request, toolkit, scope)
+    })
+
+    /** The tools an agent gets: its list (or all of its parent's), without the agent tools at the last depth. */
+    const toolsOf = (agent: Definitions.AgentDefinition, parentTools: Toolkit.Toolkit, depth: number, maxDepth: number) =>
+      Toolkit.only(parentTools, (name) =>
+        (agent.tools === undefined || agent.tools.includes(name)) && (!AGENT_TOOLS.has(name) || depth < maxDepth))
+
+    const childPrompt = (agent: Definitions.AgentDefinition) =>
+      [
+        "# You are a subagent",
+        `You are the ${agent.name} agent: another agent (your parent) delegated a task to you. You see only the task, not its conversation.`,
+        "Do the task with your tools, then end with your answer: your last message is all the parent receives, so make it complete and self-contained (what you found or changed, where, and anything left undone).",
+        ...(agent.readOnly ? ["You are read-only: you may read, search and run read-only commands; nothing you do may change the workspace."] : []),
+        ...(agent.instructions !== undefined && agent.instructions.trim().length > 0 ? ["", agent.instructions.trim()] : [])
+      ].join("\n")
+
+    /** Opens a child session (a subagent) in `scope`, which its parent's turn owns. */
+    const openChild = (request: Children.OpenRequest, parentTools: Toolkit.Toolkit, scope: Scope.Closeable): Effect.Effect<Session.Session, string> =>
+      Effect.gen(function*() {
+        const { agent, id } = request
+        const { limits } = yield* catalog(request.cwd)
+        if (agent.acp !== undefined && config.external === undefined) {
+          return yield* Effect.fail(`The agent ${agent.name} is an external ACP agent, and this runtime cannot run external agents`)
+        }
+        const created = yield* Clock.currentTimeMillis
+        const writer = yield* log.create({
+          type: "session",
+          v: LOG_VERSION,
+          id,
+          cwd: request.cwd,
+          created,
+          mode: request.mode,
+          ...(request.additionalDirectories.length > 0 ? { additionalDirectories: request.additionalDirectories } : {}),
+          skein: config.version,
+          parent: request.parent,
+          agent: agent.name
+        }).pipe(Scope.provide(scope), Effect.mapError((error) => `Could not start the child session: ${error.message}`))
+        const history = History.make()
+        history.mode = request.mode
+        // Its parent's "always" answers hold for it too; its own answers stay its own.
+        history.rules.push(...request.rules)
+        const depth = request.parent.depth
+        const toolkit = toolsOf(agent, parentTools, depth, limits.maxDepth)
+        const base = depsFor(id, writer, { session: undefined, record: [] })
+        const runTurn = agent.acp !== undefined && config.external !== undefined
+          ? (yield* config.external({ name: agent.name, ...agent.acp }, { cwd: request.cwd, clientInfo: { name: "skein", version: config.version } }).pipe(Scope.provide(scope))).run
+          : undefined
+        const deps: Session.Deps = {
+          ...base,
+          toolkit,
+          agent: agent.name,
+          instructions: childPrompt(agent),
+          readOnly: agent.readOnly,
+          model: agent.model !== undefined && config.models?.info(agent.model) !== undefined ? agent.model : config.model,
+          children: depth < limits.maxDepth && agent.acp === undefined ? childrenFor(depth, toolkit, () => history) : undefined,
+          ...(runTurn !== undefined ? { runTurn } : {})
+        }
+        const session = yield* Session.make(
+          { id, cwd: request.cwd, additionalDirectories: request.additionalDirectories, created, parent: request.parent, agent: agent.name },
+          history,
+          deps,
+          scope
+        )
+        live.set(id, { session, scope, used: created, child: true })
+        yield* Scope.addFinalizer(scope, Effect.sync(() => live.delete(id)))
+        return session
       })
 
     const depsFor = (id: string, writer: Writer, mcp: Mcp): Session.Deps => {
@@ -131,6 +219,12 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         startEvents: mcp.record
       }
     }
+
+    /** A top-level session's deps, with what it needs to start children. */
+    const withChildren = (deps: Session.Deps, history: History.History): Session.Deps => ({
+      ...deps,
+      children: childrenFor(0, deps.toolkit, () => history)
+    })
 
     /**
      * Starts a session's MCP servers in its scope, in the background (the MCP
@@ -164,11 +258,17 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
      * qualifies, the new session is refused: memory stays bounded whatever a client does.
      */
     const makeRoom = Effect.gen(function*() {
-      while (live.size >= maxLive) {
+      const topLevel = () => {
+        let n = 0
+        for (const entry of live.values()) if (entry.child !== true) n++
+        return n
+      }
+      while (topLevel() >= maxLive) {
         const now = yield* Clock.currentTimeMillis
         let oldest: { readonly session: Session.Session; readonly scope: Scope.Closeable; used: number } | undefined
         let oldestUse = Infinity
         for (const entry of live.values()) {
+          if (entry.child === true) continue
           const idleSince = entry.session.idleSince()
           if (idleSince === undefined) continue
           const lastUse = Math.max(entry.used, idleSince)
@@ -214,7 +314,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         const mcp = yield* startMcp(servers, servers.length > 0, writer, options.cwd, scope)
         const history = History.make()
         history.mode = mode
-        return yield* Session.make({ id, cwd: options.cwd, additionalDirectories, created }, history, depsFor(id, writer, mcp), scope)
+        return yield* Session.make({ id, cwd: options.cwd, additionalDirectories, created }, history, withChildren(depsFor(id, writer, mcp), history), scope)
       }).pipe(
         Effect.mapError(fromLogError),
         Effect.onError(() => Scope.close(scope, Exit.void))
@@ -231,6 +331,12 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           ([x, y]) => x === y
         )
 
+    const childRefused = (id: string, parent: string) =>
+      new RuntimeError({
+        reason: "invalid_request",
+        message: `${id} is a child session (a subagent of ${parent}): it is driven by its parent; load the parent to see it`
+      })
+
     const checkCwd = (requested: string | undefined, cwd: string) =>
       Effect.gen(function*() {
         if (requested === undefined || (yield* sameDirectory(requested, cwd))) return
@@ -245,6 +351,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           // Refusals come before anything is written: a refused load leaves the log as it was.
           const check = (contents: Reader.Contents) =>
             Effect.gen(function*() {
+              if (contents.header.parent !== undefined) return yield* childRefused(options.sessionId, contents.header.parent.sessionId)
               yield* checkCwd(options.cwd, contents.header.cwd)
               for (const dir of options.additionalDirectories ?? contents.header.additionalDirectories ?? []) {
                 yield* checkDirectory(dir, "An additional directory")
@@ -282,7 +389,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           const session = yield* Session.make(
             { id: header.id, cwd: header.cwd, additionalDirectories, created: header.created },
             history,
-            depsFor(header.id, writer, mcp),
+            withChildren(depsFor(header.id, writer, mcp), history),
             scope,
             lastSeq
           )
@@ -302,6 +409,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           evicted.delete(options.sessionId)
           return loaded
         }
+        if (entry.session.parent !== undefined) return yield* childRefused(options.sessionId, entry.session.parent.sessionId)
         entry.used = yield* Clock.currentTimeMillis
         yield* checkCwd(options.cwd, entry.session.cwd)
         const contents = yield* Effect.mapError(log.read(options.sessionId), fromLogError)
@@ -361,7 +469,9 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           id: session.id,
           cwd: session.cwd,
           additionalDirectories: session.additionalDirectories,
-          created: session.created
+          created: session.created,
+          ...(session.parent !== undefined ? { parent: session.parent } : {}),
+          ...(session.agent !== undefined ? { agent: session.agent } : {})
         }))
       ),
       events: Stream.unwrap(Effect.map(bus.subscribeAll, Bus.toStream)),

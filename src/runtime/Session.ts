@@ -43,6 +43,7 @@ import type { ToolEnv } from "../tools/Tool.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
 import { isModeId, type McpServerStatus, type ModeId, type Usage, type UserBlock } from "../Vocabulary.ts"
 import * as Bus from "./Bus.ts"
+import * as Children from "./Children.ts"
 import * as Gate from "./Gate.ts"
 import * as Mailbox from "./Mailbox.ts"
 import * as Questions from "./Questions.ts"
@@ -83,6 +84,14 @@ export interface Deps {
   readonly startEvents?: ReadonlyArray<CanonicalBody> | undefined
   /** The status of the session's MCP servers. */
   readonly mcpStatus?: (() => ReadonlyArray<McpServerStatus>) | undefined
+  /** What the session needs to start children (subagents); without it, it starts none. */
+  readonly children?: Children.Factory | undefined
+  /** The agent the session runs as (a child session): the provider is told. */
+  readonly agent?: string | undefined
+  /** Instructions added to the system prompt (a custom agent's). */
+  readonly instructions?: string | undefined
+  /** Nothing that changes anything runs, whatever the mode (an explorer). */
+  readonly readOnly?: boolean | undefined
   /** Runs a turn's work in place of the model/tool loop (an external ACP agent). */
   readonly runTurn?: ((ctx: Turn.TurnContext) => Effect.Effect<Turn.TurnOutcome, never, ToolEnv>) | undefined
 }
@@ -132,6 +141,9 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
     const project = yield* Effect.cached(Prompt.load(info.cwd).pipe(Effect.provideContext(deps.services)))
     // The session's cost so far (USD), when the model's price is known.
     let spent = 0
+
+    const withInstructions = (system: string) =>
+      deps.instructions === undefined || deps.instructions.length === 0 ? system : `${system}\n\n${deps.instructions}`
 
     const scrub = EventScrub.make()
     // Completed when the session starts closing: requests waiting on the mailbox give up.
@@ -208,7 +220,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
         canAsk: () => turns.running?.turn === turn && turns.running.presented,
         ask: askFor(turn),
         timeoutMs: deps.permissionTimeoutMs,
-        record: (body) => emitCanonical(turn, body)
+        record: (body) => emitCanonical(turn, body),
+        readOnly: deps.readOnly
       })
 
     /** The client's files and terminals for a turn, when its presenter's client offers them. */
@@ -241,6 +254,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
       Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
           const state: Turn.TurnState = { partial: undefined, call: 0, requested: new Map() }
+          let children: Children.Children | undefined
           const emit: Turn.Emit = {
             // A logged model response is no longer partial: cleared in the same step, so
             // a cancel right after it cannot log it twice.
@@ -261,13 +275,26 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
           } else if (cancelled || closed) {
             exit = Exit.interrupt()
           } else {
+            const agents = deps.children === undefined ? undefined : yield* Children.make({
+              parentId: info.id,
+              cwd: info.cwd,
+              additionalDirectories: info.additionalDirectories,
+              factory: deps.children,
+              record: (body) => Effect.catchCause(emitCanonical(q.turn, body), logProblem(`could not log a ${body.type} event`)),
+              forward: (event) => emitEphemeral(q.turn, { type: "child_event", data: { event } }),
+              presented: q.presented,
+              client: q.client,
+              mode,
+              rules: () => history.rules
+            })
+            children = agents
             const ctx: Turn.TurnContext = {
               sessionId: info.id,
               turn: q.turn,
               content: q.content,
               cwd: info.cwd,
               roots: [info.cwd, ...info.additionalDirectories],
-              system: Prompt.render(yield* project, { mode: mode(), tools: deps.toolkit.specs() }),
+              system: withInstructions(Prompt.render(yield* project, { mode: mode(), tools: deps.toolkit.specs() })),
               model: currentModel(),
               reasoningEffort: currentEffort(),
               provider: deps.provider,
@@ -279,7 +306,9 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
               client: clientFor(q),
               notices: deps.notices,
               permit: permitFor(q.turn),
-              ask: askFor(q.turn)
+              ask: askFor(q.turn),
+              agent: deps.agent,
+              agents
             }
             const work = deps.runTurn !== undefined ? deps.runTurn(ctx) : Turn.run(ctx)
             const fiber = yield* Effect.forkChild(restore(work.pipe(Effect.provideContext(deps.services))))
@@ -291,6 +320,9 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
             exit = yield* Fiber.await(fiber)
           }
           loop = undefined
+          // Every child is stopped and closed (and logged so) before the turn ends.
+          if (children !== undefined) yield* children.shutdown
+          children = undefined
           const outcome = yield* finalize(q, state, exit)
           const waiter = outcomes.get(q.turn)
           outcomes.delete(q.turn)

@@ -26,6 +26,7 @@ import type { Provider, StreamPart } from "../providers/Provider.ts"
 import * as Tool from "../tools/Tool.ts"
 import type { PermissionOption, PermissionToolCall } from "../Vocabulary.ts"
 import type { PermissionAnswer } from "./Gate.ts"
+import type { Children } from "./Children.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
 import * as Checkpoint from "./Checkpoint.ts"
 
@@ -77,6 +78,10 @@ export interface TurnContext {
    * an external agent's own questions). `undefined` when nobody can answer; never fails.
    */
   readonly ask: (question: { readonly toolCall: PermissionToolCall; readonly options: ReadonlyArray<PermissionOption> }) => Effect.Effect<PermissionAnswer | undefined>
+  /** The agent a child session runs as (the provider is told). */
+  readonly agent?: string | undefined
+  /** The session's children, when it may start some (the agent tools use them). */
+  readonly agents?: Children | undefined
   /**
    * Messages for the user that arose outside the model (an MCP server failed),
    * each given out once; the loop logs them as `notice` events before each
@@ -155,7 +160,8 @@ const modelCall = (ctx: TurnContext, call: number): Effect.Effect<CallResult> =>
     messages: ctx.history.messages.slice(),
     tools: ctx.toolkit.specs(),
     model: ctx.model,
-    reasoningEffort: ctx.reasoningEffort
+    reasoningEffort: ctx.reasoningEffort,
+    agent: ctx.agent
   }).pipe(
     (stream) => Effect.flatMap(Checkpoint.make(call, ctx.emit.canonical), (checkpoints) => Stream.runForEach(stream, onPart(checkpoints))),
     // Closing the scope stops the checkpoint timer before the model_response is logged.
@@ -199,7 +205,8 @@ export const runToolCall = (ctx: TurnContext, call: { readonly id: string; reado
           ctx.emit.canonical({ type: "plan", data: { entries } }).pipe(
             Effect.catchCause((cause) => Effect.logError("could not log a plan", cause))
           ),
-        client: ctx.client
+        client: ctx.client,
+        agents: ctx.agents
       })
     yield* ctx.emit.canonical({
       type: "tool_result",
@@ -234,7 +241,14 @@ export const run = (ctx: TurnContext) =>
         return { stopReason: "end_turn", error: `The model call failed: ${result.failure}` } satisfies TurnOutcome
       }
       const toolCalls = result.parts.filter((part) => part.type === "tool_call")
-      if (toolCalls.length === 0) return { stopReason: stopReasonOf(result.stop) } satisfies TurnOutcome
+      if (toolCalls.length === 0) {
+        // Children still working, or finished without the model having read them: the turn
+        // waits for them and goes on with their results as the model's next input.
+        const input = ctx.agents === undefined ? undefined : yield* ctx.agents.settle
+        if (input === undefined) return { stopReason: stopReasonOf(result.stop) } satisfies TurnOutcome
+        yield* ctx.emit.canonical({ type: "subagent", data: { event: "input", id: input.ids.join(","), text: input.text } })
+        continue
+      }
       for (const toolCall of toolCalls) yield* runToolCall(ctx, toolCall)
     }
     return {

@@ -47,6 +47,8 @@ export const make = (registry: Secrets.Registry = Secrets.registry()): EventScru
       // A client call is an operation, not something shown: redacting it would change what it does
       // (a file the editor writes back would lose the secret it holds).
       if (body.type === "client_call") return [body]
+      // A child's event was scrubbed by the child that published it.
+      if (body.type === "child_event") return [body]
       if (body.type !== "text_delta" && body.type !== "thinking_delta") return [registry.redactDeep(body)]
       // Text and thinking alternate: the other stream's held text comes first.
       const out = pending !== undefined && pending !== body.type ? (flush() as Array<EphemeralBody>) : []

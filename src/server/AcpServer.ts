@@ -19,10 +19,12 @@ import * as Stream from "effect/Stream"
 import * as Acp from "../acp/index.ts"
 import * as Peer from "../jsonrpc/Peer.ts"
 import * as Protocol from "../jsonrpc/Protocol.ts"
-import type { SessionEvent, UserBlock } from "../log/Event.ts"
+import type { Canonical, SessionEvent, UserBlock } from "../log/Event.ts"
+import * as Children from "../translate/Children.ts"
 import * as Replay from "../translate/Replay.ts"
 import { Runtime, RuntimeError } from "../runtime/Api.ts"
 import { outcomeOf, type Session, type SessionError } from "../session/Protocol.ts"
+import type { Answer } from "../Vocabulary.ts"
 import * as Translate from "../translate/Translate.ts"
 import * as ClientBridge from "./ClientBridge.ts"
 import * as Stdio from "./Stdio.ts"
@@ -120,6 +122,23 @@ export const handlers = (
 
   const update = (sessionId: string, u: Translate.Update) => peer.notify("session/update", { sessionId, update: u })
 
+  /** Whether the client shows child sessions as sessions (`clientCapabilities.subagents`, unstable). */
+  let nativeChildren = false
+  /** Encoders of `session/update` lines by session id (a turn shows its children's sessions too). */
+  const encoders = (first: string) => {
+    const made = new Map<string, (u: Translate.Update) => string>([[first, Translate.encoder(first)]])
+    return (sessionId: string) => {
+      let encode = made.get(sessionId)
+      if (encode === undefined) made.set(sessionId, encode = Translate.encoder(sessionId))
+      return encode
+    }
+  }
+  /** A child session is driven by its parent: the client may watch and cancel it, not prompt or change it. */
+  const notChild = (s: Session) =>
+    s.parent === undefined
+      ? Effect.void
+      : Effect.fail(Protocol.invalidParams(`${s.id} is a child session (a subagent of ${s.parent.sessionId}); it is driven by its parent`))
+
   // What the client offered in `initialize` (nothing until it says otherwise).
   let offered: ClientBridge.Capabilities = { readTextFile: false, writeTextFile: false, terminal: false }
   const clientSettings = options.clientAccess ?? { useClientFs: true, useClientTerminal: true }
@@ -143,10 +162,23 @@ export const handlers = (
   const prompt = (params: Acp.Session.PromptRequest, ctx: Peer.RequestContext) =>
     Effect.gen(function*() {
       const s = yield* session(params.sessionId)
+      yield* notChild(s)
       const content = yield* userBlocks(params.prompt)
-      const encode = Translate.encoder(s.id)
-      // The turn's open questions, by request id; withdrawing one interrupts its request.
+      const encodeFor = encoders(s.id)
+      const encode = encodeFor(s.id)
+      const children = Children.presenter(s.id, nativeChildren)
+      // The turn's open questions (its children's too), by session and request id; withdrawing one interrupts its request.
       const questions = yield* FiberMap.make<string>()
+      /** Asks one question in its place: everything before it is written first; nothing after it overtakes it. */
+      const ask = (key: string, sessionId: string, answer: (a: Answer) => Effect.Effect<void, unknown>, question: ClientBridge.Question) =>
+        Effect.gen(function*() {
+          yield* flush
+          const sent = Deferred.makeUnsafe<void>()
+          yield* FiberMap.run(questions, key, ClientBridge.askOn(peer, sessionId, answer, question, sent), { startImmediately: true })
+          yield* Deferred.await(sent)
+        })
+      const answerChild = (childId: string, requestId: string) => (answer: Answer) =>
+        Effect.flatMap(runtime.getSession(childId), (child) => child.answer(requestId, answer))
       let lines: Array<string> = []
       const flush = Effect.suspend(() => {
         if (lines.length === 0) return Effect.void
@@ -159,15 +191,29 @@ export const handlers = (
         Effect.gen(function*() {
           for (const event of events) {
             if (ClientBridge.isQuestion(event)) {
-              // Everything before the question is written first; nothing after it overtakes it.
-              yield* flush
-              const sent = Deferred.makeUnsafe<void>()
-              yield* FiberMap.run(questions, event.data.requestId, ClientBridge.ask(peer, s, event, sent), { startImmediately: true })
-              yield* Deferred.await(sent)
+              yield* ask(`${s.id}:${event.data.requestId}`, s.id, (answer) => s.answer(event.data.requestId, answer), event)
               continue
             }
             if (event.type === "question_withdrawn") {
-              yield* FiberMap.remove(questions, event.data.requestId)
+              yield* FiberMap.remove(questions, `${s.id}:${event.data.requestId}`)
+              continue
+            }
+            if (event.type === "child_event" || event.type === "subagent") {
+              for (const action of children.present(event)) {
+                switch (action._tag) {
+                  case "update":
+                    lines.push(encodeFor(action.sessionId)(action.update as Translate.Update))
+                    break
+                  case "ask": {
+                    const requestId = action.question.data.requestId
+                    yield* ask(`${action.answerTo}:${requestId}`, action.sessionId, answerChild(action.answerTo, requestId), action.question)
+                    break
+                  }
+                  case "withdraw":
+                    yield* FiberMap.remove(questions, `${action.answerTo}:${action.requestId}`)
+                    break
+                }
+              }
               continue
             }
             for (const u of Translate.live(event)) lines.push(encode(u))
@@ -207,19 +253,48 @@ export const handlers = (
       )
       // Every replayed update is enqueued before the response, and the peer writes in order.
       if (replay) {
-        const encode = Translate.encoder(params.sessionId)
+        const encodeFor = encoders(params.sessionId)
+        const encode = encodeFor(params.sessionId)
+        // Its children's logs, read first (a parent that never delegated reads none).
+        const childLogs = yield* readChildren(loaded.events)
         let lines: Array<string> = []
-        for (const u of Replay.updates(loaded.events)) {
-          lines.push(encode(u))
-          if (lines.length === 1024) {
-            yield* peer.sendEncoded(lines.join(""))
+        const chunks: Array<string> = []
+        Replay.forEach(loaded.events, (event, updates) => {
+          for (const u of updates) lines.push(encode(u))
+          if (event.type === "subagent") {
+            for (const action of Children.replay(params.sessionId, nativeChildren, event, (id) => childLogs.get(id))) {
+              if (action._tag === "update") lines.push(encodeFor(action.sessionId)(action.update as Translate.Update))
+            }
+          }
+          if (lines.length >= 1024) {
+            chunks.push(lines.join(""))
             lines = []
           }
-        }
-        if (lines.length > 0) yield* peer.sendEncoded(lines.join(""))
+        })
+        if (lines.length > 0) chunks.push(lines.join(""))
+        for (const chunk of chunks) yield* peer.sendEncoded(chunk)
       }
       sessionOpened(ctx, loaded.session)
       return yield* sessionState(loaded.session)
+    })
+
+  /** The logs of the children a parent's events name, and of theirs (an unreadable one is left out). */
+  const readChildren = (events: ReadonlyArray<Canonical>) =>
+    Effect.gen(function*() {
+      const logs = new Map<string, ReadonlyArray<Canonical>>()
+      const visit = (list: ReadonlyArray<Canonical>): Effect.Effect<void> =>
+        Effect.forEach(list, (event) => {
+          if (event.type !== "subagent" || event.data.event !== "spawned" || logs.has(event.data.id)) return Effect.void
+          return runtime.readSession(event.data.id).pipe(
+            Effect.flatMap((record) => {
+              logs.set(event.data.id, record.events)
+              return visit(record.events)
+            }),
+            Effect.ignore
+          )
+        }, { discard: true })
+      yield* visit(events)
+      return logs
     })
 
   const sessionOpened = (ctx: Peer.RequestContext, s: Session) => {
@@ -285,6 +360,7 @@ export const handlers = (
             writeTextFile: params.clientCapabilities.fs.writeTextFile === true,
             terminal: params.clientCapabilities.terminal === true
           }
+          nativeChildren = params.clientCapabilities.subagents != null
         }).pipe(Effect.as({
           // Skein speaks v1 only: the requested version if it is 1, else the latest it supports (also 1).
           protocolVersion: params.protocolVersion === PROTOCOL_VERSION ? params.protocolVersion : PROTOCOL_VERSION,
@@ -320,6 +396,7 @@ export const handlers = (
       "session/set_mode": Peer.request(Acp.Session.SetSessionModeRequest, (params) =>
         Effect.gen(function*() {
           const s = yield* session(params.sessionId)
+          yield* notChild(s)
           yield* Effect.mapError(s.setMode(params.modeId), sessionError)
           yield* announceMode(s)
           return {}
@@ -327,6 +404,7 @@ export const handlers = (
       "session/set_config_option": Peer.request(Acp.Session.SetSessionConfigOptionRequest, (params) =>
         Effect.gen(function*() {
           const s = yield* session(params.sessionId)
+          yield* notChild(s)
           if (typeof params.value !== "string") {
             return yield* Protocol.invalidParams(`Config option "${params.configId}" is not a boolean option`)
           }

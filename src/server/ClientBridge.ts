@@ -93,10 +93,24 @@ const clientCall = (peer: Peer.Peer, sessionId: string, data: ClientCall, sent: 
  * question behind it.
  */
 export const ask = (peer: Peer.Peer, session: Session, question: Question, sent: Deferred.Deferred<void>): Effect.Effect<void> =>
+  askOn(peer, session.id, (answer) => session.answer(question.data.requestId, answer), question, sent)
+
+/**
+ * Asks the client a question on session `sessionId` and gives `answer` the response: for a
+ * child session's question, asked on the child's id (a client that shows children) or on its
+ * parent's (one that does not), and answered on the child.
+ */
+export const askOn = <E, R>(
+  peer: Peer.Peer,
+  sessionId: string,
+  answer: (answer: Answer) => Effect.Effect<void, E, R>,
+  question: Question,
+  sent: Deferred.Deferred<void>
+): Effect.Effect<void, never, R> =>
   Effect.flatMap(
     question.type === "permission_asked"
-      ? permission(peer, session.id, question.data, sent)
-      : clientCall(peer, session.id, question.data, sent),
+      ? permission(peer, sessionId, question.data, sent)
+      : clientCall(peer, sessionId, question.data, sent),
     // Withdrawn meanwhile (the turn was cancelled): nobody waits for this answer any more.
-    (answer) => Effect.ignore(session.answer(question.data.requestId, answer))
+    (value) => Effect.ignore(answer(value))
   )

@@ -46,11 +46,19 @@ export type SendResult = typeof SendResult.Type
 // What a session is
 // ---------------------------------------------------------------------------
 
+/** A child session's place: its parent session, the tool call that started it, its depth (1: a child of a top-level session). */
+export const ParentLink = Schema.Struct({ sessionId: Schema.String, toolCallId: Schema.String, depth: Schema.Number })
+export type ParentLink = typeof ParentLink.Type
+
 export const SessionInfo = Schema.Struct({
   id: Schema.String,
   cwd: Schema.String,
   additionalDirectories: Schema.Array(Schema.String),
-  created: Schema.Number
+  created: Schema.Number,
+  /** Set for a child session (a subagent): driven by its parent, never prompted or loaded directly. */
+  parent: Schema.optionalKey(ParentLink),
+  /** The agent a child session runs as. */
+  agent: Schema.optionalKey(Schema.String)
 })
 export type SessionInfo = typeof SessionInfo.Type
 

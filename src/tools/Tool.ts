@@ -12,6 +12,7 @@ import type { FileSystem } from "effect/FileSystem"
 import type { Path } from "effect/Path"
 import type { Location, ToolDetails, ToolKind } from "../log/Event.ts"
 import type { ProposedDiff } from "../Vocabulary.ts"
+import type { Agents } from "./agents.ts"
 
 /** What a tool returns: text for the model, details for presenters. */
 export interface ToolOutput {
@@ -42,6 +43,8 @@ export interface ToolContext {
    * `terminal/*`). Absent capabilities are undefined: tools then work locally.
    */
   readonly client?: ClientAccess | undefined
+  /** The session's children (subagents), when it may start some. */
+  readonly agents?: Agents | undefined
 }
 
 export interface PlanEntry {

@@ -2,6 +2,7 @@
  * The set of tools a session offers the model, looked up by name.
  */
 import type { ToolSpec } from "../Vocabulary.ts"
+import { tools as agentTools } from "./agents.ts"
 import { bash } from "./bash.ts"
 import { edit } from "./edit.ts"
 import { glob } from "./glob.ts"
@@ -29,5 +30,15 @@ export const make = (tools: ReadonlyArray<Tool.Tool>): Toolkit => {
   }
 }
 
-/** The built-in tools. */
-export const builtin = (): Toolkit => make([read, write, edit, bash, grep, glob, update_plan])
+/** The built-in tools: the workspace's, and those that delegate to subagents. */
+export const builtin = (): Toolkit => make([read, write, edit, bash, grep, glob, update_plan, ...agentTools])
+
+/** The same tools without some (a child that may not delegate, an agent with a tool list). */
+export const only = (toolkit: Toolkit, keep: (name: string) => boolean): Toolkit => ({
+  // A view, not a copy: a toolkit that changes (MCP tools discovered later) changes here too.
+  get tools() {
+    return toolkit.tools.filter((tool) => keep(tool.name))
+  },
+  get: (name) => (keep(name) ? toolkit.get(name) : undefined),
+  specs: () => toolkit.specs().filter((spec) => keep(spec.name))
+})

@@ -11,6 +11,17 @@ import * as Translate from "./Translate.ts"
 /** Every update that rebuilds the logged history, in order; the text of each model call once. */
 export const updates = (events: ReadonlyArray<Canonical>): Array<typeof Update.SessionUpdate.Encoded> => {
   const out: Array<typeof Update.SessionUpdate.Encoded> = []
+  forEach(events, (_event, shown) => {
+    for (const update of shown) out.push(update)
+  })
+  return out
+}
+
+/** Calls `f` with each event that is shown and the updates that show it (none for some, e.g. `subagent`). */
+export const forEach = (
+  events: ReadonlyArray<Canonical>,
+  f: (event: Canonical, updates: ReadonlyArray<typeof Update.SessionUpdate.Encoded>) => void
+): void => {
   const superseded = supersededPartials(events)
   // Logs from before results carried their call's title: it comes from the call.
   const titles = new Map<string, string>()
@@ -21,9 +32,8 @@ export const updates = (events: ReadonlyArray<Canonical>): Array<typeof Update.S
     const shown = event.type === "tool_result" && event.data.title === undefined && titles.has(event.data.id)
       ? { ...event, data: { ...event.data, title: titles.get(event.data.id)! } }
       : event
-    for (const update of Translate.replay(shown)) out.push(update)
+    f(event, Translate.replay(shown))
   }
-  return out
 }
 
 /** The `session/update` notifications `session/load` writes, one JSON-RPC line each (with `\n`). */

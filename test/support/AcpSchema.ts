@@ -29,7 +29,7 @@ interface Loaded {
   readonly validators: Map<string, ValidateFunction>
 }
 
-let loaded: Loaded | undefined
+const loadedBy = new Map<string, Loaded>()
 
 const isObject = (u: unknown): u is Json => typeof u === "object" && u !== null && !Array.isArray(u)
 
@@ -46,10 +46,13 @@ const collectXKeywords = (node: unknown, into: Set<string>): Set<string> => {
 
 const integerIn = (min: number, max: number) => (n: number) => Number.isInteger(n) && n >= min && n <= max
 
-const load = (): Loaded => {
-  if (loaded) return loaded
+/** The stable v1 schema, or the unstable one (with the subagents extension). */
+const load = (unstable = false): Loaded => {
+  const file = unstable ? "schema.unstable.json" : "schema.json"
+  const cached = loadedBy.get(file)
+  if (cached) return cached
   const require = createRequire(import.meta.url)
-  const path = require.resolve("@agentclientprotocol/sdk/schema/v1/schema.json")
+  const path = require.resolve(`@agentclientprotocol/sdk/schema/v1/${file}`)
   const schema = JSON.parse(readFileSync(path, "utf8")) as Loaded["schema"]
   const ajv = new Ajv2020({ strict: true, strictTypes: false, allErrors: true, discriminator: true })
   for (const keyword of collectXKeywords(schema, new Set())) ajv.addKeyword({ keyword })
@@ -61,15 +64,16 @@ const load = (): Loaded => {
   ajv.addFormat("double", { type: "number", validate: (n: number) => Number.isFinite(n) })
   ajv.addFormat("uri", { type: "string", validate: (s: string) => URL.canParse(s) })
   ajv.addSchema(schema as object, SCHEMA_KEY)
-  loaded = { ajv, schema, validators: new Map() }
-  return loaded
+  const made = { ajv, schema, validators: new Map() }
+  loadedBy.set(file, made)
+  return made
 }
 
 /** The `$defs` of the official schema (parsed once). */
-export const officialDefs = (): Readonly<Record<string, Json>> => load().schema.$defs
+export const officialDefs = (unstable = false): Readonly<Record<string, Json>> => load(unstable).schema.$defs
 
-const validatorFor = (defName: string): ValidateFunction => {
-  const { ajv, schema, validators } = load()
+const validatorFor = (defName: string, unstable = false): ValidateFunction => {
+  const { ajv, schema, validators } = load(unstable)
   const cached = validators.get(defName)
   if (cached) return cached
   if (!Object.hasOwn(schema.$defs, defName)) throw new Error(`no $defs entry named ${defName} in the ACP schema`)
@@ -89,9 +93,11 @@ const formatErrors = (errors: ReadonlyArray<ErrorObject> | null | undefined): st
 
 export type Validation = { readonly ok: true } | { readonly ok: false; readonly errors: string }
 
+const validateDefIn = (defName: string, value: unknown, unstable: boolean): Validation => validateDef(defName, value, unstable)
+
 /** Validates `value` against `$defs/<defName>` of the official schema. */
-export const validateDef = (defName: string, value: unknown): Validation => {
-  const validate = validatorFor(defName)
+export const validateDef = (defName: string, value: unknown, unstable = false): Validation => {
+  const validate = validatorFor(defName, unstable)
   return validate(value) ? { ok: true } : { ok: false, errors: formatErrors(validate.errors) }
 }
 
@@ -165,7 +171,10 @@ const REQUEST_KEYS = new Set(["jsonrpc", "id", "method", "params"])
 const NOTIFICATION_KEYS = new Set(["jsonrpc", "method", "params"])
 const RESPONSE_KEYS = new Set(["jsonrpc", "id", "result", "error"])
 
-export const makeOutboundChecker = (): OutboundChecker => {
+/** `unstable`: check against the unstable schema (a client that declared the subagents extension). */
+export const makeOutboundChecker = (options: { readonly unstable?: boolean } = {}): OutboundChecker => {
+  const unstable = options.unstable === true
+  const validateDef = (defName: string, value: unknown) => validateDefIn(defName, value, unstable)
   const { responses, outboundRequests, outboundNotifications } = methodTables()
   /** id key → method (undefined when the client sent an id without a method). */
   const pending = new Map<string, { readonly id: unknown; readonly method: string | undefined }>()

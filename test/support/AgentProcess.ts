@@ -36,8 +36,12 @@ export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url
 export const NODE = path.join(REPO_ROOT, "node_modules/.bin/node")
 export const SKEIN = path.join(REPO_ROOT, "dist/skein.mjs")
 
+type ScriptTurns = ReadonlyArray<{ readonly expect?: string; readonly calls: ReadonlyArray<ReadonlyArray<unknown>> }>
+
 export interface Script {
-  readonly turns: ReadonlyArray<{ readonly expect?: string; readonly calls: ReadonlyArray<ReadonlyArray<unknown>> }>
+  readonly turns: ScriptTurns
+  /** The turns child sessions (subagents) of each agent play. */
+  readonly agents?: Readonly<Record<string, { readonly turns: ScriptTurns }>>
 }
 
 export interface StartOptions {
@@ -54,8 +58,17 @@ export interface StartOptions {
    * May return a promise that never settles, to leave a request pending.
    */
   readonly permission?: ((request: acp.RequestPermissionRequest) => acp.RequestPermissionResponse | Promise<acp.RequestPermissionResponse>) | undefined
-  /** What the client offers in `initialize` (default: neither files nor terminals). */
-  readonly clientCapabilities?: { readonly readTextFile?: boolean; readonly writeTextFile?: boolean; readonly terminal?: boolean } | undefined
+  /**
+   * What the client offers in `initialize` (default: neither files nor terminals). `subagents`:
+   * the client shows child sessions (the unstable extension); its messages are then checked
+   * against the unstable schema.
+   */
+  readonly clientCapabilities?: {
+    readonly readTextFile?: boolean
+    readonly writeTextFile?: boolean
+    readonly terminal?: boolean
+    readonly subagents?: boolean
+  } | undefined
   /** The client's answers to the agent's `fs/*` and `terminal/*` requests, by method. */
   readonly clientMethods?: Readonly<Record<string, (params: any) => unknown>> | undefined
 }
@@ -133,6 +146,8 @@ export class AgentProcess {
   private readonly rawResponses = new Map<string, JsonRpcMessage>()
   /** session/prompt requests the client sent and the agent has not answered: id key → sessionId. */
   private readonly promptsInFlight = new Map<string, string>()
+  /** Child session → the session it was announced on (`subagent_update`). */
+  private readonly parents = new Map<string, string>()
   private readonly checker: OutboundChecker
   private readonly exited: Promise<Exit>
   private exitValue: Exit | undefined
@@ -153,7 +168,7 @@ export class AgentProcess {
       writeFileSync(target, content)
     }
     writeFileSync(this.scriptPath, JSON.stringify(options.script))
-    this.checker = makeOutboundChecker()
+    this.checker = makeOutboundChecker({ unstable: options.clientCapabilities?.subagents === true })
 
     this.child = spawn(NODE, [SKEIN, "acp", "--home", this.home, "--script", this.scriptPath, ...(options.args ?? [])], {
       cwd: this.cwd,
@@ -283,7 +298,11 @@ export class AgentProcess {
       const { sessionId, update } = message.params
       this.written.push({ sessionId, update })
       // Invariant 4: what a turn streams (text, thoughts, tool calls) is sent only while its prompt is open.
-      if (TURN_UPDATES.has(update?.sessionUpdate) && ![...this.promptsInFlight.values()].includes(sessionId)) {
+      // A child session's updates belong to its parent's prompt (it was announced on the parent).
+      if (update?.sessionUpdate === "subagent_update" && typeof update.sessionId === "string") this.parents.set(update.sessionId, sessionId)
+      let root = sessionId
+      while (this.parents.has(root)) root = this.parents.get(root)!
+      if (TURN_UPDATES.has(update?.sessionUpdate) && ![...this.promptsInFlight.values()].includes(root)) {
         this.problems.push(`line ${this.lines.length}: ${update.sessionUpdate} for session ${sessionId} while no prompt of it is open`)
       }
     }
@@ -343,8 +362,9 @@ export class AgentProcess {
       protocolVersion: acp.PROTOCOL_VERSION,
       clientCapabilities: {
         fs: { readTextFile: this.offered.readTextFile === true, writeTextFile: this.offered.writeTextFile === true },
-        terminal: this.offered.terminal === true
-      },
+        terminal: this.offered.terminal === true,
+        ...(this.offered.subagents === true ? { subagents: {} } : {})
+      } as acp.ClientCapabilities,
       clientInfo: { name: "skein-e2e", version: "0.0.0" }
     })
   }

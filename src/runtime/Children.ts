@@ -1,0 +1,488 @@
+/**
+ * The children of one turn: the subagents its tool calls start, supervised by the turn.
+ *
+ * A child is a session of its own (an actor with its own log, tools and permissions) opened by
+ * the runtime; its prompts are driven from here, in a scope that belongs to the parent's
+ * turn. The driver presents the child's turn for the parent: every event it publishes is
+ * published again in the parent's turn (`child_event`), so whoever presents the parent shows
+ * the child and answers its questions. The parent's log records what became of each child
+ * (`subagent` events), before any of the child's own traffic and after its end.
+ *
+ * The turn does not end while children run: `settle` waits for them and gives the model their
+ * results; `shutdown` (the turn ending in any way, cancel included) cancels the children still
+ * working, waits for each to finalize its own turn (a child's children first), and closes
+ * them, so that every descendant is logged as stopped before the parent's `turn_end`.
+ */
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Result from "effect/Result"
+import * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
+import * as Stream from "effect/Stream"
+import * as Definitions from "../agents/Definitions.ts"
+import * as Worktree from "../agents/Worktree.ts"
+import type { CanonicalBody, ChildState, PermissionRule, SessionEvent } from "../log/Event.ts"
+import type { Capabilities } from "../session/ClientCalls.ts"
+import type { Session } from "../session/Protocol.ts"
+import type {
+  AgentInfo,
+  Agents,
+  ChildReport,
+  SpawnRequest,
+  StepReport,
+  WorkflowReport,
+  WorkflowRequest
+} from "../tools/agents.ts"
+import type { ModeId, StopReason, UserBlock } from "../Vocabulary.ts"
+import * as SessionId from "./SessionId.ts"
+
+export type Limits = Definitions.Limits
+
+/** What a child session is opened with. */
+export interface OpenRequest {
+  readonly id: string
+  readonly parent: { readonly sessionId: string; readonly toolCallId: string; readonly depth: number }
+  readonly agent: Definitions.AgentDefinition
+  readonly cwd: string
+  readonly additionalDirectories: ReadonlyArray<string>
+  readonly mode: ModeId
+  /** The parent's "always" rules: a child starts with them. */
+  readonly rules: ReadonlyArray<PermissionRule>
+}
+
+/** What the runtime gives a session that may start children. */
+export interface Factory {
+  /** The session's own depth (0: a top-level session). */
+  readonly depth: number
+  /** `$SKEIN_HOME` (isolated worktrees live under it). */
+  readonly home: string
+  /** The agents a child may run as, for a session in `cwd`, and the limits on children. */
+  readonly catalog: (cwd: string) => Effect.Effect<{ readonly agents: ReadonlyArray<Definitions.AgentDefinition>; readonly limits: Limits }>
+  /** Opens a child session whose scope is `scope`; fails with a message for the model. */
+  readonly open: (request: OpenRequest, scope: Scope.Closeable) => Effect.Effect<Session, string>
+  /** How many children the session started before this turn (the per-session limit counts them). */
+  readonly started: () => number
+}
+
+export interface Options {
+  readonly parentId: string
+  readonly cwd: string
+  readonly additionalDirectories: ReadonlyArray<string>
+  readonly factory: Factory
+  /** Logs a `subagent` event in the parent's turn. */
+  readonly record: (body: CanonicalBody) => Effect.Effect<void>
+  /** Publishes a child's event in the parent's turn. */
+  readonly forward: (event: SessionEvent) => Effect.Effect<void>
+  /** Whether someone presents the parent's turn (else the children's questions are denied at once). */
+  readonly presented: boolean
+  readonly client?: Capabilities | undefined
+  readonly mode: () => ModeId
+  readonly rules: () => ReadonlyArray<PermissionRule>
+}
+
+/** The children of a turn: what the agent tools use, and what the turn's supervisor needs. */
+export interface Children extends Agents {
+  /**
+   * Waits for the children still working and gives back, once, the results the model has not
+   * read (as the text of its next input); `undefined` when there are none.
+   */
+  readonly settle: Effect.Effect<{ readonly ids: ReadonlyArray<string>; readonly text: string } | undefined>
+  /** Stops and closes every child (the turn is ending). Never fails. */
+  readonly shutdown: Effect.Effect<void>
+}
+
+/** Characters of an answer given at once; the rest is read with `offset`. */
+export const ANSWER_CHARS = 8_000
+/** How long a cancelled child may take to finalize before its scope is closed under it. */
+const SHUTDOWN_WAIT_MS = 10_000
+
+interface Child {
+  readonly id: string
+  readonly agent: Definitions.AgentDefinition
+  readonly task: string
+  readonly toolCallId: string
+  readonly workspace: "shared" | "isolated"
+  readonly session: Session
+  readonly scope: Scope.Closeable
+  readonly worktree: Worktree.Worktree | undefined
+  readonly timeoutMs: number
+  state: ChildState
+  stopReason: StopReason | undefined
+  answer: string | undefined
+  error: string | undefined
+  branch: string | undefined
+  diff: string | undefined
+  /** Whether the model has read its latest result. */
+  reported: boolean
+  /** Completed when its current prompt has ended. */
+  done: Deferred.Deferred<void>
+  driver: Fiber.Fiber<void> | undefined
+}
+
+const text = (value: string): ReadonlyArray<UserBlock> => [{ type: "text", text: value }]
+
+/** An answer from `offset` on, at most `ANSWER_CHARS` of it, saying where to read on. */
+const page = (child: Child, answer: string, offset: number): string => {
+  const end = offset + ANSWER_CHARS
+  if (offset === 0 && answer.length <= ANSWER_CHARS) return answer
+  const shown = answer.slice(offset, end)
+  return end >= answer.length
+    ? shown
+    : `${shown}\n[… ${answer.length - end} more characters of ${answer.length}: call wait_agent with {"ids": ["${child.id}"], "offset": ${end}} to read on]`
+}
+
+const report = (child: Child, offset = 0): ChildReport => ({
+  id: child.id,
+  agent: child.agent.name,
+  task: child.task,
+  state: child.state,
+  workspace: child.workspace,
+  ...(child.stopReason !== undefined ? { stopReason: child.stopReason } : {}),
+  ...(child.answer !== undefined ? { answer: page(child, child.answer, offset) } : {}),
+  ...(child.error !== undefined ? { error: child.error } : {}),
+  ...(child.branch !== undefined ? { branch: child.branch } : {}),
+  ...(child.diff !== undefined ? { diff: child.diff } : {})
+})
+
+/** The text a model call answered with (its text parts). */
+const responseText = (event: SessionEvent): string | undefined =>
+  event.type === "model_response"
+    ? event.data.parts.flatMap((part) => (part.type === "text" ? [part.text] : [])).join("")
+    : undefined
+
+/** Whether a child's prompt ended with what it was asked (for a workflow step). */
+const succeeded = (child: Child) => child.state === "idle" && child.stopReason === "end_turn" && child.error === undefined
+
+export const make = (options: Options): Effect.Effect<Children> =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const children = new Map<string, Child>()
+    const { factory } = options
+    let startedHere = 0
+    let closing = false
+
+    const running = () => [...children.values()].filter((child) => child.state === "running")
+
+    const find = (id: string): Effect.Effect<Child, string> => {
+      const child = children.get(id)
+      if (child !== undefined) return Effect.succeed(child)
+      const known = [...children.keys()]
+      return Effect.fail(`No child ${JSON.stringify(id.slice(0, 80))} in this turn${known.length > 0 ? ` (children: ${known.join(", ")})` : ""}`)
+    }
+
+    /** Runs one prompt of a child to its end, presenting it in the parent's turn. */
+    const drive = (child: Child, content: ReadonlyArray<UserBlock>) =>
+      Effect.gen(function*() {
+        let timedOut = false
+        let answer: string | undefined
+        let outcome: { readonly stopReason: StopReason; readonly error?: string | undefined } | undefined
+        const timer = yield* Effect.forkChild(Effect.andThen(
+          Effect.sleep(child.timeoutMs),
+          Effect.suspend(() => {
+            timedOut = true
+            return child.session.cancel
+          })
+        ))
+        const turn = child.session.turn(content, {
+          ...(options.client !== undefined ? { client: options.client } : {}),
+          by: `parent:${options.parentId}`,
+          ...(options.presented ? {} : { unattended: true })
+        })
+        const exit = yield* Effect.exit(Stream.runForEach(turn, (event) => {
+          const said = responseText(event)
+          if (said !== undefined && said.length > 0) answer = said
+          if (event.type === "turn_end") outcome = { stopReason: event.data.stopReason, error: event.data.error }
+          return options.forward(event)
+        }))
+        yield* Fiber.interrupt(timer)
+        child.stopReason = outcome?.stopReason ?? "cancelled"
+        child.answer = answer
+        child.error = outcome?.error ?? (Exit.isFailure(exit) ? "The child session closed before its task ended" : undefined)
+        child.state = timedOut
+          ? "timed_out"
+          : child.stopReason === "cancelled"
+          ? "cancelled"
+          : child.error !== undefined
+          ? "failed"
+          : "idle"
+        if (timedOut) child.error = `Timed out after ${child.timeoutMs} ms; stopped. What it did so far is in its log.`
+        else if (child.state === "cancelled" && child.error === undefined) child.error = "Cancelled before it finished"
+        child.reported = false
+        yield* options.record({
+          type: "subagent",
+          data: {
+            event: "result",
+            id: child.id,
+            state: child.state,
+            stopReason: child.stopReason,
+            ...(child.answer !== undefined ? { answer: child.answer } : {}),
+            ...(child.error !== undefined ? { error: child.error } : {})
+          }
+        })
+      }).pipe(Effect.ensuring(Effect.suspend(() => Deferred.succeed(child.done, undefined))))
+
+    const start = (child: Child, content: ReadonlyArray<UserBlock>) =>
+      Effect.gen(function*() {
+        child.state = "running"
+        child.stopReason = undefined
+        child.error = undefined
+        child.done = Deferred.makeUnsafe<void>()
+        child.driver = yield* Effect.forkIn(drive(child, content), scope)
+      })
+
+    const spawn = (request: SpawnRequest): Effect.Effect<ChildReport, string> =>
+      Effect.gen(function*() {
+        if (closing) return yield* Effect.fail("The turn is ending; no more children can start")
+        const { agents: definitions, limits } = yield* factory.catalog(options.cwd)
+        const depth = factory.depth + 1
+        if (depth > limits.maxDepth) {
+          return yield* Effect.fail(`Children may not start children of their own beyond depth ${limits.maxDepth}; do this task yourself`)
+        }
+        if (running().length >= limits.maxRunning) {
+          return yield* Effect.fail(`${limits.maxRunning} children are running already (the limit): wait for some with wait_agent, then start more`)
+        }
+        if (factory.started() + startedHere >= limits.maxPerSession) {
+          return yield* Effect.fail(`This session has started ${limits.maxPerSession} children (the limit per session); do the rest yourself`)
+        }
+        const name = request.agent ?? "general"
+        const agent = Definitions.find(definitions, name)
+        if (agent === undefined) {
+          return yield* Effect.fail(`Unknown agent "${name}". Agents: ${definitions.map((d) => d.name).join(", ")}`)
+        }
+        const workspace = request.workspace ?? "shared"
+        const id = SessionId.make()
+        const worktree = workspace === "isolated"
+          ? yield* Worktree.create({ cwd: options.cwd, id, home: factory.home }).pipe(Effect.mapError((error) => error.message))
+          : undefined
+        const childScope = yield* Scope.fork(scope)
+        const session = yield* factory.open({
+          id,
+          parent: { sessionId: options.parentId, toolCallId: request.toolCallId, depth },
+          agent,
+          cwd: worktree?.cwd ?? options.cwd,
+          additionalDirectories: worktree !== undefined ? [] : options.additionalDirectories,
+          mode: options.mode(),
+          rules: options.rules()
+        }, childScope).pipe(
+          Effect.tapError(() =>
+            Effect.andThen(Scope.close(childScope, Exit.void), worktree === undefined ? Effect.void : Effect.ignore(Worktree.remove(worktree)))
+          )
+        )
+        startedHere++
+        const child: Child = {
+          id,
+          agent,
+          task: request.task,
+          toolCallId: request.toolCallId,
+          workspace,
+          session,
+          scope: childScope,
+          worktree,
+          timeoutMs: Math.min(request.timeoutMs ?? limits.timeoutMs, limits.timeoutMs),
+          state: "running",
+          stopReason: undefined,
+          answer: undefined,
+          error: undefined,
+          branch: worktree?.branch,
+          diff: undefined,
+          reported: true,
+          done: Deferred.makeUnsafe<void>(),
+          driver: undefined
+        }
+        children.set(id, child)
+        // Announced before any of its traffic.
+        yield* options.record({
+          type: "subagent",
+          data: {
+            event: "spawned",
+            id,
+            toolCallId: request.toolCallId,
+            agent: agent.name,
+            task: request.task,
+            workspace,
+            ...(worktree !== undefined ? { branch: worktree.branch } : {})
+          }
+        })
+        yield* start(child, text(request.task))
+        return report(child)
+      })
+
+    const wait = (ids: ReadonlyArray<string> | undefined, timeoutMs: number | undefined, offset: number | undefined) =>
+      Effect.gen(function*() {
+        const targets = ids !== undefined && ids.length > 0
+          ? yield* Effect.forEach(ids, find)
+          : [...children.values()].filter((child) => child.state === "running" || !child.reported)
+        if (targets.length === 0 && (ids === undefined || ids.length === 0)) {
+          return [...children.values()].map((child) => report(child))
+        }
+        const all = Effect.forEach(targets, (child) => Deferred.await(child.done), { concurrency: "unbounded", discard: true })
+        yield* timeoutMs === undefined ? all : Effect.timeoutOption(all, timeoutMs)
+        return targets.map((child) => {
+          if (child.state !== "running") child.reported = true
+          return report(child, offset ?? 0)
+        })
+      })
+
+    const send = (id: string, message: string) =>
+      Effect.gen(function*() {
+        const child = yield* find(id)
+        if (child.state === "running") return yield* Effect.fail(`${id} is still working; wait for it first (wait_agent)`)
+        if (child.state === "closed") return yield* Effect.fail(`${id} is closed`)
+        if (closing) return yield* Effect.fail("The turn is ending; children take no more input")
+        const { limits } = yield* factory.catalog(options.cwd)
+        if (running().length >= limits.maxRunning) {
+          return yield* Effect.fail(`${limits.maxRunning} children are running already (the limit): wait for some first`)
+        }
+        child.answer = undefined
+        yield* options.record({ type: "subagent", data: { event: "state", id, state: "running" } })
+        yield* start(child, text(message))
+        return report(child)
+      })
+
+    /** Stops a child if it works (waiting for it to finalize), then closes it and its worktree. */
+    const closeChild = (child: Child): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        if (child.state === "closed") return
+        if (child.state === "running") {
+          yield* child.session.cancel
+          yield* Effect.timeoutOption(Deferred.await(child.done), SHUTDOWN_WAIT_MS)
+        }
+        if (child.driver !== undefined) yield* Fiber.interrupt(child.driver)
+        yield* Scope.close(child.scope, Exit.void)
+        if (child.worktree !== undefined) {
+          const summary = yield* Effect.option(Worktree.summarize(child.worktree))
+          if (summary._tag === "Some") child.diff = summary.value.text
+          const removed = yield* Effect.option(Worktree.remove(child.worktree))
+          if (removed._tag === "Some" && !removed.value.kept) child.branch = undefined
+        }
+        child.state = "closed"
+        yield* options.record({
+          type: "subagent",
+          data: {
+            event: "closed",
+            id: child.id,
+            state: "closed",
+            ...(child.branch !== undefined ? { branch: child.branch } : {}),
+            ...(child.diff !== undefined ? { diff: child.diff } : {})
+          }
+        })
+      })
+
+    const close = (id: string) =>
+      Effect.gen(function*() {
+        const child = yield* find(id)
+        yield* closeChild(child)
+        child.reported = true
+        return report(child)
+      })
+
+    const list = Effect.gen(function*() {
+      const { agents: definitions } = yield* factory.catalog(options.cwd)
+      const agents: ReadonlyArray<AgentInfo> = definitions.map((d) => ({ name: d.name, description: d.description, source: d.source }))
+      return { children: [...children.values()].map((child) => report(child)), agents }
+    })
+
+    const workflow = (request: WorkflowRequest): Effect.Effect<WorkflowReport, string> =>
+      Effect.gen(function*() {
+        const steps = request.steps
+        const ids = new Set<string>()
+        for (const step of steps) {
+          if (ids.has(step.id)) return yield* Effect.fail(`Two steps are named "${step.id}"; step ids must be unique`)
+          ids.add(step.id)
+        }
+        for (const step of steps) {
+          for (const dep of step.depends_on ?? []) {
+            if (!ids.has(dep)) return yield* Effect.fail(`Step "${step.id}" depends on "${dep}", which is not a step`)
+          }
+        }
+        // Kahn's order: what is left over is on a cycle.
+        const indegree = new Map(steps.map((s) => [s.id, (s.depends_on ?? []).length] as const))
+        const ready = steps.filter((s) => indegree.get(s.id) === 0).map((s) => s.id)
+        let ordered = 0
+        while (ready.length > 0) {
+          const id = ready.pop()!
+          ordered++
+          for (const s of steps) {
+            if ((s.depends_on ?? []).includes(id)) {
+              const n = indegree.get(s.id)! - 1
+              indegree.set(s.id, n)
+              if (n === 0) ready.push(s.id)
+            }
+          }
+        }
+        if (ordered < steps.length) return yield* Effect.fail("The steps' depends_on form a cycle; a workflow must be a graph without cycles")
+
+        const { limits } = yield* factory.catalog(options.cwd)
+        const concurrency = Math.max(1, Math.min(request.maxConcurrency ?? limits.maxRunning, limits.maxRunning))
+        const slots = yield* Semaphore.make(concurrency)
+        const outcomes = new Map(steps.map((s) => [s.id, Deferred.makeUnsafe<StepReport>()] as const))
+        let expired = false
+        const started: Array<Child> = []
+        const deadline = request.timeoutMs === undefined ? undefined : yield* Effect.forkChild(Effect.andThen(
+          Effect.sleep(request.timeoutMs),
+          Effect.suspend(() => {
+            expired = true
+            return Effect.forEach(started.filter((c) => c.state === "running"), (c) => c.session.cancel, { discard: true })
+          })
+        ))
+
+        const runStep = (step: WorkflowRequest["steps"][number]): Effect.Effect<StepReport> =>
+          Effect.gen(function*() {
+            const deps = yield* Effect.forEach(step.depends_on ?? [], (dep) => Deferred.await(outcomes.get(dep)!))
+            const failed = deps.find((d) => d.outcome !== "succeeded")
+            if (failed !== undefined) return { step: step.id, outcome: "skipped", reason: `its dependency "${failed.step}" ${failed.outcome}` } satisfies StepReport
+            return yield* slots.withPermits(1)(Effect.gen(function*() {
+              if (expired) return { step: step.id, outcome: "skipped", reason: "the workflow's time ran out first" } satisfies StepReport
+              const context = deps
+                .map((d) => `## Result of step "${d.step}"\n\n${d.child?.answer ?? ""}`)
+                .join("\n\n")
+              const task = deps.length === 0 ? step.task : `${step.task}\n\n# Results of the steps this one builds on\n\n${context}`
+              const spawned = yield* Effect.result(spawn({ task, agent: step.agent, workspace: step.workspace, toolCallId: request.toolCallId }))
+              if (Result.isFailure(spawned)) return { step: step.id, outcome: "failed", reason: spawned.failure } satisfies StepReport
+              const child = children.get(spawned.success.id)!
+              started.push(child)
+              yield* Deferred.await(child.done)
+              child.reported = true
+              const state = expired && child.state === "cancelled" ? "timed_out" : child.state
+              if (state !== child.state) {
+                child.state = state
+                child.error = "The workflow's time ran out; stopped."
+              }
+              const childReport = report(child)
+              return succeeded(child)
+                ? { step: step.id, outcome: "succeeded", child: childReport } satisfies StepReport
+                : { step: step.id, outcome: "failed", child: childReport, reason: child.error ?? `it stopped: ${child.stopReason}` } satisfies StepReport
+            }))
+          }).pipe(Effect.tap((r) => Deferred.succeed(outcomes.get(step.id)!, r)))
+
+        const reports = yield* Effect.forEach(steps, runStep, { concurrency: "unbounded" })
+        if (deadline !== undefined) yield* Fiber.interrupt(deadline)
+        const good = reports.filter((r) => r.outcome === "succeeded").length
+        return { outcome: good === reports.length ? "complete" : good === 0 ? "failed" : "partial", steps: reports } satisfies WorkflowReport
+      })
+
+    const settle = Effect.gen(function*() {
+      const pending = [...children.values()].filter((child) => child.state === "running" || !child.reported)
+      if (pending.length === 0) return undefined
+      yield* Effect.forEach(pending, (child) => Deferred.await(child.done), { concurrency: "unbounded", discard: true })
+      for (const child of pending) child.reported = true
+      const text = [
+        "Results of your subagents that you had not read (the turn waited for those still working):",
+        JSON.stringify({ children: pending.map((child) => report(child)) }, null, 1)
+      ].join("\n")
+      return { ids: pending.map((child) => child.id), text }
+    })
+
+    const shutdown = Effect.suspend(() => {
+      closing = true
+      return Effect.forEach([...children.values()], closeChild, { concurrency: "unbounded", discard: true })
+    }).pipe(
+      Effect.andThen(Scope.close(scope, Exit.void)),
+      Effect.catchCause((cause) => Effect.logError("could not close a turn's children", cause)),
+      Effect.uninterruptible
+    )
+
+    return { spawn, wait, send, close, list, workflow, settle, shutdown } satisfies Children
+  })

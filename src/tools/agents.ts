@@ -1,0 +1,229 @@
+/**
+ * The tools that delegate: `spawn_agent`, `wait_agent`, `send_input`, `close_agent`,
+ * `list_agents` and `run_workflow`. Each child is a session of its own (its own log, tools and
+ * permissions) whose turns run inside the turn that started it; the session behind these tools
+ * (`runtime/Children.ts`) supervises them. The tools only shape arguments and results: every
+ * problem (a limit, an unknown agent or id) is a result the model reads.
+ */
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type { ChildState } from "../log/Event.ts"
+import * as Tool from "./Tool.ts"
+
+/** One child as the model is told about it. */
+export interface ChildReport {
+  readonly id: string
+  readonly agent: string
+  readonly task: string
+  readonly state: ChildState
+  readonly workspace: "shared" | "isolated"
+  readonly stopReason?: string | undefined
+  /** Its final answer (maybe truncated, saying so and how to read on). */
+  readonly answer?: string | undefined
+  readonly error?: string | undefined
+  /** An isolated child's branch and a summary of its changes. */
+  readonly branch?: string | undefined
+  readonly diff?: string | undefined
+}
+
+export interface SpawnRequest {
+  readonly task: string
+  readonly agent?: string | undefined
+  readonly workspace?: "shared" | "isolated" | undefined
+  readonly timeoutMs?: number | undefined
+  /** The tool call that asks. */
+  readonly toolCallId: string
+}
+
+export interface WorkflowStep {
+  readonly id: string
+  readonly task: string
+  readonly agent?: string | undefined
+  readonly depends_on?: ReadonlyArray<string> | undefined
+  readonly workspace?: "shared" | "isolated" | undefined
+}
+
+export interface WorkflowRequest {
+  readonly steps: ReadonlyArray<WorkflowStep>
+  readonly maxConcurrency?: number | undefined
+  readonly timeoutMs?: number | undefined
+  readonly toolCallId: string
+}
+
+export interface StepReport {
+  readonly step: string
+  readonly outcome: "succeeded" | "failed" | "skipped"
+  readonly child?: ChildReport | undefined
+  /** Why it failed or was skipped. */
+  readonly reason?: string | undefined
+}
+
+export interface WorkflowReport {
+  readonly outcome: "complete" | "partial" | "failed"
+  readonly steps: ReadonlyArray<StepReport>
+}
+
+export interface AgentInfo {
+  readonly name: string
+  readonly description: string
+  readonly source: string
+}
+
+/** A session's children, as these tools use them. Failures are messages for the model. */
+export interface Agents {
+  readonly spawn: (request: SpawnRequest) => Effect.Effect<ChildReport, string>
+  /** Waits until every child named (default: every running one) has stopped, or `timeoutMs` passed. */
+  readonly wait: (ids: ReadonlyArray<string> | undefined, timeoutMs: number | undefined, offset: number | undefined) => Effect.Effect<ReadonlyArray<ChildReport>, string>
+  readonly send: (id: string, message: string) => Effect.Effect<ChildReport, string>
+  readonly close: (id: string) => Effect.Effect<ChildReport, string>
+  readonly list: Effect.Effect<{ readonly children: ReadonlyArray<ChildReport>; readonly agents: ReadonlyArray<AgentInfo> }>
+  readonly workflow: (request: WorkflowRequest) => Effect.Effect<WorkflowReport, string>
+}
+
+/** The names of the agent tools (left out of a child that may not delegate further). */
+export const AGENT_TOOLS: ReadonlySet<string> = new Set(["spawn_agent", "wait_agent", "send_input", "close_agent", "list_agents", "run_workflow"])
+
+const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
+const Workspace = Schema.Literals(["shared", "isolated"]).annotate({
+  description: "shared (default): the child works in your working directory. isolated: in its own git worktree on a branch skein/<child id>, starting from your current state (HEAD plus uncommitted changes); its result names the branch and summarises its diff."
+})
+
+const json = (value: unknown) => JSON.stringify(value, null, 1)
+
+/** Runs `f` with the session's children, or says why there are none. */
+const withAgents = <A>(ctx: Tool.ToolContext, f: (agents: Agents) => Effect.Effect<A, string>): Effect.Effect<Tool.ToolOutput> =>
+  ctx.agents === undefined
+    ? Effect.succeed(Tool.error("Delegation is not available here (this session may not start subagents)."))
+    : f(ctx.agents).pipe(
+      Effect.map((value) => Tool.ok(json(value))),
+      Effect.catch((message: string) => Effect.succeed(Tool.error(message)))
+    )
+
+const short = (text: string, n = 60) => {
+  const line = text.split("\n", 1)[0]!.trim()
+  return line.length > n ? `${line.slice(0, n - 1)}…` : line
+}
+
+const SpawnParams = Schema.Struct({
+  task: Schema.String.annotate({ description: "The whole task, self-contained: the child sees only this, not your conversation. Say what to do, where, and what to report back." }),
+  agent: Schema.optionalKey(Schema.String.annotate({ description: "general (default: your tools), explorer (read-only: reads, searches, read-only commands), or a custom agent listed by list_agents" })),
+  workspace: Schema.optionalKey(Workspace),
+  timeout_ms: Schema.optionalKey(PositiveInt.annotate({ description: "Stop the child after this long (default and maximum: the configured limit, 15 minutes)" }))
+})
+
+export const spawn_agent = Tool.define<typeof SpawnParams.Type>({
+  name: "spawn_agent",
+  kind: "think",
+  mutating: false,
+  description: [
+    "Start a subagent (a child session) on a task and return its id at once; it works in parallel with you and with other children.",
+    "Delegate independent pieces of work that would take many steps (searching a large codebase, investigating several modules, making a self-contained change); do small things yourself.",
+    "The child sees only `task`, not this conversation, so make the task self-contained. It has its own tools and asks the user for permission like you do; an explorer only reads.",
+    "Spawn several children in one response to run them in parallel, then call wait_agent to collect their answers. If you finish while children still run, their results are given to you before the turn ends."
+  ].join(" "),
+  parameters: SpawnParams,
+  title: (args) => `Spawn ${args.agent ?? "general"}: ${short(args.task)}`,
+  locations: () => [],
+  execute: (args, ctx) =>
+    withAgents(ctx, (agents) =>
+      agents.spawn({ task: args.task, agent: args.agent, workspace: args.workspace, timeoutMs: args.timeout_ms, toolCallId: ctx.toolCallId }))
+})
+
+const WaitParams = Schema.Struct({
+  ids: Schema.optionalKey(Schema.Array(Schema.String).annotate({ description: "The children to wait for (default: every running child)" })),
+  timeout_ms: Schema.optionalKey(PositiveInt.annotate({ description: "Return after this long even if some still run (their state says so)" })),
+  offset: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)).annotate({ description: "Read a long answer from this character on (a truncated answer says where to go on)" }))
+})
+
+export const wait_agent = Tool.define<typeof WaitParams.Type>({
+  name: "wait_agent",
+  kind: "think",
+  mutating: false,
+  description: [
+    "Wait for children started with spawn_agent and return each one's state (running, idle, failed, timed_out, cancelled, closed) and, for those that finished, their final answer or error.",
+    "A failed or timed-out child is reported as such: do not treat it as done. A long answer is truncated; call again with `ids` and `offset` to read on."
+  ].join(" "),
+  parameters: WaitParams,
+  title: (args) => (args.ids !== undefined && args.ids.length > 0 ? `Wait for ${args.ids.join(", ")}` : "Wait for subagents"),
+  locations: () => [],
+  execute: (args, ctx) => withAgents(ctx, (agents) => Effect.map(agents.wait(args.ids, args.timeout_ms, args.offset), (children) => ({ children })))
+})
+
+const SendParams = Schema.Struct({
+  id: Schema.String.annotate({ description: "The child's id" }),
+  message: Schema.String.annotate({ description: "Its next prompt (it remembers its earlier work)" })
+})
+
+export const send_input = Tool.define<typeof SendParams.Type>({
+  name: "send_input",
+  kind: "other",
+  mutating: false,
+  description: "Give an idle child (one whose last task ended) another prompt: a follow-up, a correction, more work. It starts at once and runs in parallel; collect it with wait_agent.",
+  parameters: SendParams,
+  title: (args) => `Message ${args.id}: ${short(args.message)}`,
+  locations: () => [],
+  execute: (args, ctx) => withAgents(ctx, (agents) => agents.send(args.id, args.message))
+})
+
+const CloseParams = Schema.Struct({ id: Schema.String.annotate({ description: "The child's id" }) })
+
+export const close_agent = Tool.define<typeof CloseParams.Type>({
+  name: "close_agent",
+  kind: "other",
+  mutating: false,
+  description: "Close a child: stops it if it is still working (its work so far is kept in its log) and frees it. An isolated child's worktree is removed unless it holds changes. Children are closed anyway when your turn ends.",
+  parameters: CloseParams,
+  title: (args) => `Close ${args.id}`,
+  locations: () => [],
+  execute: (args, ctx) => withAgents(ctx, (agents) => agents.close(args.id))
+})
+
+const ListParams = Schema.Struct({})
+
+export const list_agents = Tool.define<typeof ListParams.Type>({
+  name: "list_agents",
+  kind: "other",
+  mutating: false,
+  description: "List this turn's children with their states, and the agents you can start (built-in, the project's custom agents, external agents).",
+  parameters: ListParams,
+  title: () => "List subagents",
+  locations: () => [],
+  execute: (_args, ctx) => withAgents(ctx, (agents) => agents.list)
+})
+
+const Step = Schema.Struct({
+  id: Schema.String.annotate({ description: "A name for the step, unique in the workflow" }),
+  task: Schema.String.annotate({ description: "The step's self-contained task; the answers of the steps it depends on are appended to it" }),
+  agent: Schema.optionalKey(Schema.String),
+  depends_on: Schema.optionalKey(Schema.Array(Schema.String).annotate({ description: "Steps that must succeed before this one starts" })),
+  workspace: Schema.optionalKey(Workspace)
+})
+
+const WorkflowParams = Schema.Struct({
+  steps: Schema.Array(Step).check(Schema.isMinLength(1)),
+  max_concurrency: Schema.optionalKey(PositiveInt.annotate({ description: "Steps running at once (default: the running-children limit)" })),
+  timeout_ms: Schema.optionalKey(PositiveInt.annotate({ description: "Stop the whole workflow after this long; steps still running count as timed out" }))
+})
+
+export const run_workflow = Tool.define<typeof WorkflowParams.Type>({
+  name: "run_workflow",
+  kind: "think",
+  mutating: false,
+  description: [
+    "Run several subagent tasks as a dependency graph and wait for all of them: each step starts once the steps in its depends_on have succeeded, independent steps run in parallel, and a step whose dependency failed is skipped.",
+    "Returns each step's outcome and answer, and overall `complete` (every step succeeded), `partial` or `failed` (none did)."
+  ].join(" "),
+  parameters: WorkflowParams,
+  title: (args) => `Workflow: ${args.steps.map((s) => s.id).join(", ")}`,
+  locations: () => [],
+  execute: (args, ctx) =>
+    withAgents(ctx, (agents) =>
+      agents.workflow({
+        steps: args.steps,
+        maxConcurrency: args.max_concurrency,
+        timeoutMs: args.timeout_ms,
+        toolCallId: ctx.toolCallId
+      }))
+})
+
+export const tools: ReadonlyArray<Tool.Tool> = [spawn_agent, wait_agent, send_input, close_agent, list_agents, run_workflow]

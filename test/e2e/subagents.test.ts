@@ -1,0 +1,221 @@
+/**
+ * Child sessions (subagents) end to end: the built agent driven by the official ACP client, in
+ * both presentations — the fallback every client understands (a child is a tool call of its
+ * parent, its questions asked on the parent) and the native one of the unstable schema
+ * (`clientCapabilities.subagents`: children are sessions announced by `subagent_update`). Every
+ * line the agent writes is checked against the schema (the unstable one for the native form).
+ */
+import { existsSync, readFileSync } from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "vitest"
+import { errorCode, expectClean, type Script, useAgents, waitUntil } from "../support/AgentProcess.ts"
+
+const agents = useAgents()
+
+const call = (tool: string, args: unknown, id?: string) => ({ tool, args, ...(id !== undefined ? { id } : {}) })
+
+/** A parent that starts two explorers, waits for them and sums up. */
+const twoExplorers: Script = {
+  turns: [{
+    calls: [
+      [call("spawn_agent", { task: "Read the notes", agent: "explorer" }, "s1"), call("spawn_agent", { task: "Read the notes again", agent: "explorer" }, "s2")],
+      [call("wait_agent", {}, "w1")],
+      [{ text: "Both explorers reported." }]
+    ]
+  }],
+  agents: { explorer: { turns: [{ calls: [[call("read", { path: "notes.txt" })], [{ text: "The notes say hi." }]] }] } }
+}
+
+/** A parent whose general child writes a file (which asks in default mode). */
+const childWrites: Script = {
+  turns: [{ calls: [[call("spawn_agent", { task: "Write a.txt" }, "s1")], [call("wait_agent", {}, "w1")], [{ text: "done" }]] }],
+  agents: { general: { turns: [{ calls: [[call("write", { path: "a.txt", content: "from the child\n" }, "cw")], [{ text: "wrote it" }]] }] } }
+}
+
+const spawnedIds = (log: ReadonlyArray<any>) => log.filter((e) => e.type === "subagent" && e.data.event === "spawned").map((e) => e.data.id as string)
+
+describe("e2e: subagents, fallback presentation", () => {
+  it("each child is one tool call of the parent (kind think, '<agent>: <task>'), ending with its answer", async () => {
+    const agent = await agents.ready({ script: twoExplorers, files: { "notes.txt": "hi\n" } })
+    const sessionId = await agent.newSession()
+    expect((await agent.prompt(sessionId, "look around")).stopReason).toBe("end_turn")
+    const ids = spawnedIds(agent.readLog(sessionId))
+    expect(ids).toHaveLength(2)
+    const updates = agent.updates(sessionId) as Array<any>
+    for (const id of ids) {
+      const card = updates.filter((u) => u.toolCallId === `subagent-${id}`)
+      expect(card[0]).toMatchObject({ sessionUpdate: "tool_call", kind: "think", status: "in_progress" })
+      expect(card[0].title).toMatch(/^explorer: Read the notes/)
+      const last = card.at(-1)
+      expect(last.status).toBe("completed")
+      expect(JSON.stringify(last.content)).toContain("The notes say hi.")
+    }
+    // Nothing is shown under a session id the client does not know.
+    expect(agent.messages().filter((m) => m.method === "session/update" && m.params.sessionId !== sessionId)).toEqual([])
+    expectClean(agent)
+  })
+
+  it("a child's permission question is asked on the parent, named after the child, and its card ends", async () => {
+    const agent = await agents.ready({ script: childWrites })
+    const sessionId = await agent.newSession()
+    expect((await agent.prompt(sessionId, "delegate")).stopReason).toBe("end_turn")
+    const [childId] = spawnedIds(agent.readLog(sessionId))
+    expect(agent.permissionRequests).toHaveLength(1)
+    const request = agent.permissionRequests[0]!
+    expect(request.sessionId).toBe(sessionId)
+    expect(request.toolCall).toMatchObject({ toolCallId: `${childId}/cw`, title: "general: Write a.txt" })
+    expect(readFileSync(path.join(agent.cwd, "a.txt"), "utf8")).toBe("from the child\n")
+    const card = (agent.updates(sessionId) as Array<any>).filter((u) => u.toolCallId === `${childId}/cw`)
+    expect(card.at(-1)).toMatchObject({ status: "completed" })
+    // The child's own log has the answer.
+    expect(agent.readLog(childId!).filter((e: any) => e.type === "permission").map((e: any) => e.data.outcome)).toEqual(["allow_once"])
+    expectClean(agent)
+  })
+
+  it("a question left unanswered is withdrawn when the parent is cancelled; every child ends cancelled", async () => {
+    const agent = await agents.ready({ script: childWrites, permission: () => new Promise(() => {}) })
+    const sessionId = await agent.newSession()
+    const prompt = agent.prompt(sessionId, "delegate")
+    await waitUntil(() => agent.permissionRequests.length === 1, "the child's question")
+    await agent.cancel(sessionId)
+    expect((await prompt).stopReason).toBe("cancelled")
+    const [childId] = spawnedIds(agent.readLog(sessionId))
+    expect(existsSync(path.join(agent.cwd, "a.txt"))).toBe(false)
+    expect(agent.readLog(childId!).at(-1)).toMatchObject({ type: "turn_end", data: { stopReason: "cancelled" } })
+    // The request was withdrawn ($/cancel_request) and no card stays pending.
+    expect(agent.messages().some((m) => m.method === "$/cancel_request")).toBe(true)
+    const card = (agent.updates(sessionId) as Array<any>).filter((u) => u.toolCallId === `subagent-${childId}`)
+    expect(card.at(-1).status).toBe("failed")
+    expectClean(agent)
+  })
+
+  it("cancelling the parent during three running children stops them all before the prompt answers", async () => {
+    const script: Script = {
+      turns: [{ calls: [[call("spawn_agent", { task: "a" }), call("spawn_agent", { task: "b" }), call("spawn_agent", { task: "c" })], [call("wait_agent", {}, "w1")], [{ text: "never" }]] }],
+      agents: { general: { turns: [{ calls: [[{ text: "working" }, { sleep_ms: 60_000 }]] }] } }
+    }
+    const agent = await agents.ready({ script })
+    const sessionId = await agent.newSession()
+    const prompt = agent.prompt(sessionId, "go")
+    await agent.waitForUpdate(sessionId, (u: any) => u.sessionUpdate === "tool_call_update" && u.toolCallId === "w1" && u.status === "in_progress")
+    await agent.cancel(sessionId)
+    expect((await prompt).stopReason).toBe("cancelled")
+    const log = agent.readLog(sessionId)
+    const ids = spawnedIds(log)
+    expect(ids).toHaveLength(3)
+    for (const id of ids) expect(agent.readLog(id).at(-1)).toMatchObject({ type: "turn_end", data: { stopReason: "cancelled" } })
+    expect(log.at(-1)).toMatchObject({ type: "turn_end", data: { stopReason: "cancelled" } })
+    // The sessions list shows only the parent.
+    const listed = await agent.sdk.request("session/list", {})
+    expect(listed.sessions.map((s) => s.sessionId)).toEqual([sessionId])
+    expectClean(agent)
+  })
+
+  it("session/load of a parent replays its children's cards and answers", async () => {
+    const first = await agents.ready({ script: twoExplorers, files: { "notes.txt": "hi\n" } })
+    const sessionId = await first.newSession()
+    await first.prompt(sessionId, "look around")
+    const live = (first.updates(sessionId) as Array<any>).filter((u) => String(u.toolCallId ?? "").startsWith("subagent-"))
+    first.closeStdin()
+    await first.waitExit()
+    const second = agents.start({ script: twoExplorers, args: ["--home", first.home] })
+    await second.initialize()
+    await second.sdk.request("session/load", { sessionId, cwd: first.cwd, mcpServers: [] })
+    await second.settled(sessionId)
+    const replayed = (second.updates(sessionId) as Array<any>).filter((u) => String(u.toolCallId ?? "").startsWith("subagent-"))
+    expect(replayed.map((u) => [u.toolCallId, u.status])).toEqual(
+      live.filter((u) => u.sessionUpdate === "tool_call" || u.status === "completed").map((u) => [u.toolCallId, u.status])
+    )
+    expectClean(second)
+  })
+})
+
+describe("e2e: subagents, native presentation (clientCapabilities.subagents)", () => {
+  it("children are sessions: announced first, their own updates, task and answer as session messages", async () => {
+    const agent = await agents.ready({ script: twoExplorers, files: { "notes.txt": "hi\n" }, clientCapabilities: { subagents: true } })
+    const sessionId = await agent.newSession()
+    expect((await agent.prompt(sessionId, "look around")).stopReason).toBe("end_turn")
+    const ids = spawnedIds(agent.readLog(sessionId))
+    const written = agent.messages().filter((m) => m.method === "session/update").map((m) => m.params)
+    for (const id of ids) {
+      const announced = written.findIndex((n) => n.update.sessionUpdate === "subagent_update" && n.update.sessionId === id)
+      const firstOwn = written.findIndex((n) => n.sessionId === id)
+      expect(announced).toBeGreaterThanOrEqual(0)
+      expect(written[announced]!.sessionId).toBe(sessionId)
+      expect(written[announced]!.update).toMatchObject({ title: "explorer: Read the notes" + (id === ids[1] ? " again" : ""), capabilities: { cancel: {} }, state: { state: "running" } })
+      expect(announced).toBeLessThan(firstOwn)
+      const own = written.filter((n) => n.sessionId === id).map((n) => n.update)
+      expect(own[0]).toMatchObject({ sessionUpdate: "session_message", senderSessionId: sessionId, recipientSessionId: id })
+      expect(own.some((u: any) => u.sessionUpdate === "tool_call" && u.kind === "read")).toBe(true)
+      const states = written.filter((n) => n.update.sessionUpdate === "subagent_update" && n.update.sessionId === id).map((n) => n.update.state?.state)
+      expect(states.at(-1)).toBe("idle")
+      const answers = written.filter((n) => n.update.sessionUpdate === "session_message" && n.update.senderSessionId === id)
+      expect(answers.map((n) => n.sessionId).sort()).toEqual([id, sessionId].sort())
+      expect(JSON.stringify(answers[0]!.update.content)).toContain("The notes say hi.")
+    }
+    expectClean(agent)
+  })
+
+  it("a child's question carries its own session id; prompt, load and mode changes of a child are refused", async () => {
+    const agent = await agents.ready({ script: childWrites, clientCapabilities: { subagents: true } })
+    const sessionId = await agent.newSession()
+    expect((await agent.prompt(sessionId, "delegate")).stopReason).toBe("end_turn")
+    const [childId] = spawnedIds(agent.readLog(sessionId))
+    expect(agent.permissionRequests[0]!.sessionId).toBe(childId)
+    expect(agent.permissionRequests[0]!.toolCall.toolCallId).toBe("cw")
+    const states = agent.messages()
+      .filter((m) => m.method === "session/update" && m.params.update.sessionUpdate === "subagent_update")
+      .map((m) => m.params.update.state?.state)
+    expect(states).toContain("requires_action")
+    expect(await errorCode(agent.sdk.request("session/prompt", { sessionId: childId!, prompt: [{ type: "text", text: "hi" }] }))).toBe(-32602)
+    expect(await errorCode(agent.sdk.request("session/load", { sessionId: childId!, cwd: agent.cwd, mcpServers: [] }))).toBe(-32602)
+    expectClean(agent)
+  })
+
+  it("session/cancel with a child's id cancels only that child", async () => {
+    const script: Script = {
+      turns: [{ calls: [[call("spawn_agent", { task: "slow", agent: "slow" }, "s1"), call("spawn_agent", { task: "quick", agent: "quick" }, "s2")], [call("wait_agent", {}, "w1")], [{ text: "one was cancelled" }]] }],
+      agents: {
+        slow: { turns: [{ calls: [[{ text: "thinking" }, { sleep_ms: 60_000 }]] }] },
+        quick: { turns: [{ calls: [[{ sleep_ms: 300 }, { text: "quick answer" }]] }] }
+      }
+    }
+    const agent = await agents.ready({
+      script,
+      clientCapabilities: { subagents: true },
+      files: {
+        ".skein/agents/slow.md": "---\nname: slow\ndescription: slow\n---\n",
+        ".skein/agents/quick.md": "---\nname: quick\ndescription: quick\n---\n"
+      }
+    })
+    const sessionId = await agent.newSession()
+    const prompt = agent.prompt(sessionId, "go")
+    await waitUntil(() => spawnedIds(agent.readLog(sessionId)).length === 2, "both children")
+    const [slowId, quickId] = spawnedIds(agent.readLog(sessionId))
+    await agent.waitForUpdate(slowId!, (u: any) => u.sessionUpdate === "agent_message_chunk")
+    await agent.cancel(slowId!)
+    expect((await prompt).stopReason).toBe("end_turn")
+    const results = agent.readLog(sessionId).filter((e: any) => e.type === "subagent" && e.data.event === "result")
+    expect(Object.fromEntries(results.map((e: any) => [e.data.id, e.data.state]))).toEqual({ [slowId!]: "cancelled", [quickId!]: "idle" })
+    expectClean(agent)
+  })
+
+  it("session/load of a parent replays each child as a session, from its log", async () => {
+    const first = await agents.ready({ script: twoExplorers, files: { "notes.txt": "hi\n" }, clientCapabilities: { subagents: true } })
+    const sessionId = await first.newSession()
+    await first.prompt(sessionId, "look around")
+    const ids = spawnedIds(first.readLog(sessionId))
+    first.closeStdin()
+    await first.waitExit()
+    const second = agents.start({ script: twoExplorers, args: ["--home", first.home], clientCapabilities: { subagents: true } })
+    await second.initialize()
+    await second.sdk.request("session/load", { sessionId, cwd: first.cwd, mcpServers: [] })
+    for (const id of ids) {
+      await second.settled(id)
+      const own = second.updates(id) as Array<any>
+      expect(own[0]).toMatchObject({ sessionUpdate: "session_message", recipientSessionId: id })
+      expect(own.some((u) => u.sessionUpdate === "agent_message_chunk" && u.content.text === "The notes say hi.")).toBe(true)
+    }
+    expectClean(second)
+  })
+})
