@@ -139,8 +139,12 @@ const CLAUDE_MODELS = new Set(["inherit", "sonnet", "opus", "haiku"])
 
 type Value = { readonly _tag: "text"; readonly text: string } | { readonly _tag: "list"; readonly items: ReadonlyArray<string> } | { readonly _tag: "null" }
 
+/** Thrown inside the front matter reader, caught at its edge and turned into a problem. */
 class Invalid {
-  constructor(readonly message: string) {}
+  readonly message: string
+  constructor(message: string) {
+    this.message = message
+  }
 }
 
 /** Where a quoted value that starts `raw` ends (the index after its closing quote), or -1. */

@@ -2,8 +2,10 @@
  * `skein doctor`: what is configured and what is missing, without a network
  * call. Prints the home, the config file (and whether it parsed), the
  * environment variables Skein reads (keys as set or not set, never their
- * values), the providers, the models, and what a prompt would be answered by.
- * Exit code 0 when a prompt would reach a model, 1 otherwise.
+ * values), the providers, the models, the agents a session can delegate to (and
+ * what is wrong with their definitions, as warnings), and what a prompt would be
+ * answered by. Exit code 0 when a prompt would reach a model, 1 otherwise: a bad
+ * agent definition is skipped, not a reason to fail.
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
@@ -11,6 +13,7 @@ import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
 import * as Path from "effect/Path"
+import * as Definitions from "../agents/Definitions.ts"
 import * as McpSession from "../mcp/McpSession.ts"
 import * as McpRecord from "../mcp/Record.ts"
 import * as Errors from "../providers/Errors.ts"
@@ -29,7 +32,9 @@ Usage: skein doctor [--home DIR] [--provider NAME] [--model ID] [--script FILE] 
 
 Reads $SKEIN_HOME/config.json and the environment (OPENAI_API_KEY, OPENAI_BASE_URL,
 ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, SKEIN_PROVIDER, SKEIN_MODEL, …). Keys are shown
-as set or not set, never their values. Exits 0 when a prompt would reach a model.
+as set or not set, never their values. Lists the agents a session started in the current
+directory can delegate to (.skein/agents, .claude/agents, $SKEIN_HOME/agents, config.json),
+with a warning for each definition that is skipped. Exits 0 when a prompt would reach a model.
 
 --mcp SESSION_ID starts the MCP servers that session used (as recorded beside its log),
 waits until each is ready or failed, prints their status and stops them. This runs the
@@ -49,11 +54,35 @@ export const describeModel = (info: ModelInfo): string =>
     `price ${info.price !== undefined ? `$${info.price.input}/$${info.price.output} per Mtok in/out` : "not set"}`
   ].join(", ")
 
+const minutes = (ms: number) => (ms % 60_000 === 0 ? `${ms / 60_000} min` : `${ms / 1000} s`)
+
+/** The agents section: each agent and where it comes from, the limits, each problem as a warning. */
+export const agentsReport = (loaded: Definitions.Loaded): ReadonlyArray<string> => {
+  const l = loaded.limits
+  const out = [`Agents (limits: ${l.maxRunning} running, depth ${l.maxDepth}, ${l.maxPerSession} per session, ${minutes(l.timeoutMs)} per task)`]
+  for (const agent of loaded.agents) {
+    const traits = [
+      ...(agent.readOnly ? ["read-only"] : []),
+      ...(agent.acp !== undefined ? [`external ACP agent: ${agent.acp.command}`] : []),
+      ...(agent.model !== undefined ? [`model ${agent.model}`] : [])
+    ]
+    out.push(`  ${pad(agent.name, 20)}${agent.source}${traits.length > 0 ? ` (${traits.join("; ")})` : ""}`)
+  }
+  for (const problem of loaded.problems) out.push(`  warning: ${problem.file}: ${problem.message}`)
+  if (loaded.problems.length > 0) out.push("  (a file or entry with a warning is skipped; a limit with one keeps its default)")
+  return out
+}
+
 /** The report, as text. `env` is only read for which variables are set. */
 export const report = (
   s: Registry.Setup,
   env: Registry.Env,
-  options: { readonly home: string; readonly script?: string | undefined; readonly codeCache?: string | undefined }
+  options: {
+    readonly home: string
+    readonly script?: string | undefined
+    readonly codeCache?: string | undefined
+    readonly agents?: Definitions.Loaded | undefined
+  }
 ): string => {
   const out: Array<string> = []
   const line = (text = "") => out.push(text)
@@ -95,6 +124,11 @@ export const report = (
   if (s.catalog.length === 0) line("  (none yet: pass --model, or list models under a provider in config.json)")
   for (const entry of s.catalog) line(`  ${entry.key}\n      ${describeModel(entry.info)}`)
   line()
+
+  if (options.agents !== undefined) {
+    for (const l of agentsReport(options.agents)) line(l)
+    line()
+  }
 
   if (s.errors.length > 0) {
     line("Problems")
@@ -138,7 +172,8 @@ export const run = (args: ReadonlyArray<string>) =>
     if (unknown !== undefined) return yield* Effect.fail(new Options.UsageError(unknown))
     const script = scripted ? common.script ?? "(missing: the scripted provider needs --script FILE)" : undefined
     const mcp = typeof parsed.values.mcp === "string" ? yield* mcpSession(common.home, parsed.values.mcp) : undefined
-    process.stdout.write(report(setup, process.env, { home: common.home, script, codeCache: CodeCache.describe(CodeCache.status()) }))
+    const agents = yield* Definitions.load({ cwd: process.cwd(), home: common.home }).pipe(Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)))
+    process.stdout.write(report(setup, process.env, { home: common.home, script, codeCache: CodeCache.describe(CodeCache.status()), agents }))
     if (mcp !== undefined) process.stdout.write(yield* mcpReport(mcp))
     const ready = scripted ? common.script !== undefined : setup.errors.length === 0 && setup.unconfigured === undefined
     return ready ? 0 : 1
