@@ -118,7 +118,18 @@ export const handlers = (
 ) => {
   /** This connection, as the turns it presents are marked (`turn_start.by`). */
   const connection = `acp-${process.pid}-${Math.random().toString(36).slice(2, 10)}`
-  const session = (sessionId: string): Effect.Effect<Session, Protocol.RpcError> => Effect.mapError(runtime.getSession(sessionId), runtimeError)
+  const session = (sessionId: string): Effect.Effect<Session, Protocol.RpcError> =>
+    runtime.getSession(sessionId).pipe(
+      Effect.catchIf((error) => error.reason === "not_found", (error) =>
+        // A child session that is no longer live is still a child: refused as such, not "not found".
+        Effect.flatMap(Effect.option(runtime.readSession(sessionId)), (record) =>
+          Effect.fail(
+            record._tag === "Some" && record.value.header.parent !== undefined
+              ? new RuntimeError({ reason: "invalid_request", message: `${sessionId} is a child session (a subagent of ${record.value.header.parent.sessionId}); it is driven by its parent` })
+              : error
+          ))),
+      Effect.mapError(runtimeError)
+    )
 
   const update = (sessionId: string, u: Translate.Update) => peer.notify("session/update", { sessionId, update: u })
 

@@ -23,6 +23,7 @@
  *   them.
  */
 import * as acp from "@agentclientprotocol/sdk"
+import * as acpUnstable from "@agentclientprotocol/sdk/unstable"
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import * as os from "node:os"
@@ -235,7 +236,9 @@ export class AgentProcess {
       }
     })
 
-    const app = acp
+    // A client that declared the subagents extension speaks the unstable schema (its SDK binding validates it).
+    const sdk = (options.clientCapabilities?.subagents === true ? acpUnstable : acp) as typeof acp
+    const app = sdk
       .client({ name: "skein-e2e" })
       .onNotification("session/update", ({ params }) => {
         this.received.push({ sessionId: params.sessionId, update: params.update })
@@ -252,7 +255,7 @@ export class AgentProcess {
       ;(app as any).onRequest(method, ({ params }: { params: unknown }) => handler(params))
     }
     this.offered = options.clientCapabilities ?? {}
-    this.connection = app.connect(acp.ndJsonStream(output, input))
+    this.connection = app.connect(sdk.ndJsonStream(output, input))
   }
 
   private readonly offered: NonNullable<StartOptions["clientCapabilities"]>
