@@ -243,7 +243,7 @@ const frontMatter = (lines: ReadonlyArray<string>, first: number): ReadonlyMap<s
     const where = `line ${first + i}`
     const trimmed = line.trim()
     if (trimmed === "" || trimmed.startsWith("#")) return
-    if (line.includes("\t") && /^\s*\t/.test(line)) throw new Invalid(`${where}: indentation with a tab`)
+    if (/^\s*\t/.test(line)) throw new Invalid(`${where}: indentation with a tab`)
     const item = /^\s*-(?:\s+(.*))?$/.exec(line)
     if (item !== null) {
       if (pending === undefined) throw new Invalid(`${where}: a list item without a key above it with an empty value`)
@@ -278,14 +278,16 @@ const text = (values: ReadonlyMap<string, Value>, key: string): string | undefin
 /** Tool names as given, Claude Code's taken as Skein's, each once. */
 const toolNames = (found: Value | undefined): ReadonlyArray<string> | undefined => {
   if (found === undefined || found._tag === "null") return undefined
-  const names = found._tag === "list" ? found.items.map((item) => item.trim()) : found.text.split(",").map((item) => item.trim())
-  if (found._tag === "text" && found.text.trim() !== "" && names.some((name) => name === "")) {
-    throw new Invalid(`"tools" has an empty name between commas`)
+  let names: ReadonlyArray<string>
+  if (found._tag === "list") names = found.items.map((item) => item.trim())
+  else if (found.text.trim() === "") names = []
+  else {
+    names = found.text.split(",").map((item) => item.trim())
+    if (names.includes("")) throw new Invalid(`"tools" has an empty name between commas`)
   }
-  const given = found._tag === "text" && found.text.trim() === "" ? [] : names
-  const bad = given.find((name) => !TOOL.test(name))
+  const bad = names.find((name) => !TOOL.test(name))
   if (bad !== undefined) throw new Invalid(`"tools" names ${JSON.stringify(bad.slice(0, 60))}, which is not a tool name`)
-  return [...new Set(given.map((name) => (Object.hasOwn(CLAUDE_TOOLS, name) ? CLAUDE_TOOLS[name]! : name)))]
+  return [...new Set(names.map((name) => (Object.hasOwn(CLAUDE_TOOLS, name) ? CLAUDE_TOOLS[name]! : name)))]
 }
 
 /**
