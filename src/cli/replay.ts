@@ -20,6 +20,7 @@ import * as nodePath from "node:path"
 import * as Replay from "../log/Replay.ts"
 import * as AcpReplay from "../translate/Replay.ts"
 import * as McpRecord from "../mcp/Record.ts"
+import { SessionLog } from "../log/SessionLog.ts"
 import * as Rerun from "../runtime/Rerun.ts"
 import * as Checks from "./Checks.ts"
 import * as Options from "./Options.ts"
@@ -62,14 +63,45 @@ export const formatReport = (report: Rerun.Report, cwd: string): string => {
       for (const d of turn.differences) for (const line of describe(d)) out.push(`    ${line}`)
     }
   }
+  for (const child of report.children ?? []) {
+    const differs = child.turns.filter((t) => t.differences.length > 0)
+    const head = `  turn ${child.parentTurn} › subagent ${child.sessionId} (${child.agent})`
+    if (child.rerunSessionId === undefined) out.push(`${head}  ✗ was not started again`)
+    else if (differs.length === 0) out.push(`${head}  ✓ same`)
+    else {
+      out.push(`${head}  ✗ differs`)
+      for (const turn of differs) for (const d of turn.differences) for (const line of describe(d)) out.push(`      ${line}`)
+    }
+  }
   const differing = report.turns.filter((t) => t.differences.length > 0).length
+  const children = (report.children ?? []).filter((c) => c.diverged).length
   out.push(
-    differing === 0
-      ? `All ${report.turns.length} turns behave as logged.`
-      : `${differing} of ${report.turns.length} turns differ from the log.`
+    differing === 0 && children === 0
+      ? `All ${report.turns.length} turns behave as logged${report.children !== undefined ? `, and so do their ${report.children.length} subagents` : ""}.`
+      : `${differing} of ${report.turns.length} turns differ from the log${children > 0 ? `; ${children} subagent${children === 1 ? "" : "s"} differ` : ""}.`
   )
   return out.join("\n") + "\n"
 }
+
+/** The logs of a session's children and of theirs (a log that is gone is left out: the report says so). */
+const childLogs = (events: Rerun.Options["events"]) =>
+  Effect.gen(function*() {
+    const log = yield* SessionLog
+    const out = new Map<string, { header: Rerun.Options["header"]; events: Rerun.Options["events"] }>()
+    const visit = (list: Rerun.Options["events"]): Effect.Effect<void> =>
+      Effect.forEach(list, (event) => {
+        if (event.type !== "subagent" || event.data.event !== "spawned" || out.has(event.data.id)) return Effect.void
+        return log.read(event.data.id).pipe(
+          Effect.flatMap((contents) => {
+            out.set(event.data.id, { header: contents.header, events: contents.events })
+            return visit(contents.events)
+          }),
+          Effect.ignore
+        )
+      }, { discard: true })
+    yield* visit(events)
+    return out
+  })
 
 const rerun = (contents: { readonly header: Rerun.Options["header"]; readonly events: Rerun.Options["events"]; readonly file: string }, options: {
   readonly cwd: string | undefined
@@ -92,7 +124,8 @@ const rerun = (contents: { readonly header: Rerun.Options["header"]; readonly ev
     }
     // The MCP servers the session used, as recorded beside its log (none for a log elsewhere without them).
     const mcpServers = yield* McpRecord.loadFile(fs, McpRecord.settingsPath(contents.file))
-    const report = yield* Rerun.run({ header: contents.header, events: contents.events, cwd, home, mcpServers })
+    const children = yield* childLogs(contents.events)
+    const report = yield* Rerun.run({ header: contents.header, events: contents.events, cwd, home, mcpServers, children })
     yield* writeOut(options.json ? JSON.stringify(report, null, 2) + "\n" : formatReport(report, cwd))
     return report.diverged ? 1 : 0
   }))

@@ -22,7 +22,8 @@ import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
-import type { Canonical, LogHeader } from "../log/Event.ts"
+import type { Canonical, LogHeader, SessionEvent } from "../log/Event.ts"
+import type { Provider } from "../providers/Provider.ts"
 import { SessionLog } from "../log/SessionLog.ts"
 import * as Replay from "../providers/Replay.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
@@ -49,6 +50,22 @@ export interface Options {
   readonly toolkit?: Toolkit | undefined
   /** The session's MCP servers, started for the re-run (none by default). */
   readonly mcpServers?: ReadonlyArray<McpServer> | undefined
+  /** The logs of its children (subagents) and of theirs, by session id: they are re-run too. */
+  readonly children?: ReadonlyMap<string, { readonly header: LogHeader; readonly events: ReadonlyArray<Canonical> }> | undefined
+}
+
+/** The children a log started, in order: id, agent, first prompt, the turn that started them. */
+const spawnedBy = (events: ReadonlyArray<Canonical>) =>
+  events.flatMap((event) =>
+    event.type === "subagent" && event.data.event === "spawned"
+      ? [{ id: event.data.id, agent: event.data.agent ?? "general", task: event.data.task ?? "", turn: event.turn ?? 0 }]
+      : []
+  )
+
+const firstPrompt = (request: { readonly messages: ReadonlyArray<{ readonly role: string; readonly content?: unknown }> }) => {
+  const first = request.messages.find((m) => m.role === "user")
+  const content = (first?.content ?? []) as ReadonlyArray<{ readonly type: string; readonly text?: string }>
+  return content.map((block) => block.text ?? "").join("\n")
 }
 
 /** How long the re-run waits for MCP servers to be ready (or to fail) before its first turn. */
@@ -95,8 +112,47 @@ export const run = (options: Options) =>
     const modes = modesAtTurns(header, events)
 
     let current: Session | undefined
+    let runtime: Runtime["Service"] | undefined
     const cancel = Effect.suspend(() => current?.cancel ?? Effect.void)
-    const provider = Replay.make(events, { onCancelPoint: () => cancel })
+    const parentProvider = Replay.make(events, { onCancelPoint: () => cancel })
+    // Each child of the re-run answers from the logged child it stands for: the one of the same
+    // agent whose task is its first prompt (children start in the logged order; parallel ones
+    // ask their first model call in any order, so the task, not the order, tells them apart).
+    const children = options.children ?? new Map()
+    const logged = [...children.entries()].map(([id, log]) => ({ id, agent: log.header.agent ?? "general", log }))
+    const standsFor = new Map<string, string>()
+    const providers = new Map<string, Provider>()
+    const provider: Provider = {
+      name: parentProvider.name,
+      stream: (request) =>
+        Stream.suspend(() => {
+          if (current === undefined || request.sessionId === current.id) return parentProvider.stream(request)
+          let routed = providers.get(request.sessionId)
+          if (routed === undefined) {
+            const prompt = firstPrompt(request)
+            const taken = new Set(standsFor.values())
+            const match = logged.find((c) =>
+              !taken.has(c.id) && c.agent === (request.agent ?? "general") &&
+              c.log.events.some((e: Canonical) => e.type === "turn_start" && e.data.content.map((b) => (b.type === "text" ? b.text : "")).join("\n") === prompt)
+            )
+            if (match === undefined) {
+              return Stream.succeed({ _tag: "Failure", message: "The log has no child of this agent with this task", retryable: false } as const)
+            }
+            standsFor.set(request.sessionId, match.id)
+            const childId = request.sessionId
+            routed = Replay.make(match.log.events, {
+              onCancelPoint: () => Effect.suspend(() => (runtime === undefined ? Effect.void : Effect.ignore(Effect.flatMap(runtime.getSession(childId), (s) => s.cancel))))
+            })
+            providers.set(request.sessionId, routed)
+          }
+          return routed.stream(request)
+        })
+    }
+    // Permission answers by session (the logged child's) and tool call.
+    const childPermissions = new Map<string, string>()
+    for (const [id, log] of children) {
+      for (const event of log.events) if (event.type === "permission") childPermissions.set(`${id}/${event.data.toolCallId}`, event.data.outcome)
+    }
     const base = options.toolkit ?? Toolkits.builtin()
     const toolkit = Toolkits.make(base.tools.map((tool) => ({
       ...tool,
@@ -140,8 +196,20 @@ export const run = (options: Options) =>
       (dir) => fs.stat(dir).pipe(Effect.map((info) => info.type === "Directory"), Effect.orElseSucceed(() => false))
     )
 
+    /** A child's question, answered as its logged child answered it (a denial when the log has none). */
+    const answerChild = (childId: string, asked: PermissionAsked) =>
+      Effect.gen(function*() {
+        if (runtime === undefined) return
+        const child = yield* runtime.getSession(childId)
+        const logged = childPermissions.get(`${standsFor.get(childId) ?? ""}/${asked.toolCall.toolCallId}`)
+        yield* child.answer(
+          asked.requestId,
+          logged !== undefined && allowAnswers.has(logged) ? { outcome: "selected", optionId: logged } : { outcome: "cancelled" }
+        )
+      }).pipe(Effect.ignore)
+
     const rerun = yield* Effect.gen(function*() {
-      const runtime = yield* Runtime
+      runtime = yield* Runtime
       const session = yield* runtime.newSession({
         cwd,
         additionalDirectories,
@@ -157,14 +225,23 @@ export const run = (options: Options) =>
       for (const turn of turns) {
         const mode = modes.get(turn.turn)
         if (mode !== undefined && mode !== (yield* session.settings).mode) yield* Effect.ignore(session.setMode(mode))
-        // The re-run presents each turn, answering its questions as the log did.
-        yield* session.turn(turn.content).pipe(
-          Stream.runForEach((event) => (event.type === "permission_asked" ? answer(session, event.data) : Effect.void))
-        )
+        // The re-run presents each turn, answering its questions (its children's too) as the log did.
+        const onEvent = (event: SessionEvent): Effect.Effect<void> => {
+          if (event.type === "permission_asked") return event.sessionId === session.id ? answer(session, event.data) : answerChild(event.sessionId, event.data)
+          if (event.type === "child_event") return onEvent(event.data.event as SessionEvent)
+          return Effect.void
+        }
+        yield* session.turn(turn.content).pipe(Stream.runForEach(onEvent))
       }
       const record = yield* runtime.readSession(session.id)
+      // Every child the re-run started, read back (they are closed with their parent's turn).
+      const rerunChildren = new Map<string, ReadonlyArray<Canonical>>()
+      for (const [rerunId, originalId] of standsFor) {
+        const child = yield* Effect.option(runtime.readSession(rerunId))
+        if (child._tag === "Some") rerunChildren.set(originalId, child.value.events)
+      }
       yield* runtime.closeSession(session.id)
-      return record
+      return { ...record, rerunChildren, rerunIds: new Map([...standsFor].map(([a, b]) => [b, a])) }
     }).pipe(
       Effect.provide(layer),
       Effect.scoped
@@ -174,7 +251,41 @@ export const run = (options: Options) =>
       recorded: events,
       rerun: rerun.events,
       recordedCwd: header.cwd,
-      rerunCwd: cwd
+      rerunCwd: cwd,
+      renamed: new Map([...rerun.rerunIds].map(([original, again]) => [again, original]))
     })
-    return { ...report, sessionId: header.id, rerunSessionId: rerun.header.id, rerunLog: rerun.file } satisfies Compare.Report
+    // Each logged child against the re-run's child that stood for it (a child not started again: every turn "not run").
+    const childReports: Array<Compare.ChildReport> = []
+    const visit = (list: ReadonlyArray<Canonical>) => {
+      for (const spawned of spawnedBy(list)) {
+        const log = children.get(spawned.id)
+        if (log === undefined) continue
+        const again = rerun.rerunChildren.get(spawned.id) ?? []
+        const compared = Compare.compare({
+          recorded: log.events,
+          rerun: again,
+          recordedCwd: log.header.cwd,
+          rerunCwd: cwd,
+          renamed: new Map([...rerun.rerunIds].map(([original, rerunId]) => [rerunId, original]))
+        })
+        childReports.push({
+          sessionId: spawned.id,
+          rerunSessionId: rerun.rerunIds.get(spawned.id),
+          agent: spawned.agent,
+          parentTurn: spawned.turn,
+          turns: compared.turns,
+          diverged: compared.diverged
+        })
+        visit(log.events)
+      }
+    }
+    visit(events)
+    return {
+      ...report,
+      diverged: report.diverged || childReports.some((c) => c.diverged),
+      ...(childReports.length > 0 ? { children: childReports } : {}),
+      sessionId: header.id,
+      rerunSessionId: rerun.header.id,
+      rerunLog: rerun.file
+    } satisfies Compare.Report
   })

@@ -39,7 +39,20 @@ export interface Report {
   /** The re-run's own log. */
   readonly rerunLog: string
   readonly turns: ReadonlyArray<TurnReport>
-  /** True when any turn differs. */
+  /** True when any turn differs (a child's included). */
+  readonly diverged: boolean
+  /** The children the session started, re-run from their logs, under the parent's turn that started them. */
+  readonly children?: ReadonlyArray<ChildReport> | undefined
+}
+
+export interface ChildReport {
+  readonly sessionId: string
+  /** The re-run's child, when one started for it. */
+  readonly rerunSessionId: string | undefined
+  readonly agent: string
+  /** The parent's turn that started it. */
+  readonly parentTurn: number
+  readonly turns: ReadonlyArray<TurnReport>
   readonly diverged: boolean
 }
 
@@ -156,6 +169,8 @@ export const compare = (input: {
   readonly rerun: ReadonlyArray<Canonical>
   readonly recordedCwd: string
   readonly rerunCwd: string
+  /** Names the re-run gave things the log names otherwise (its children's ids): read as the logged ones. */
+  readonly renamed?: ReadonlyMap<string, string> | undefined
 }): Omit<Report, "sessionId" | "rerunSessionId" | "rerunLog"> => {
   const logged = turnsOf(input.recorded)
   const again = turnsOf(input.rerun)
@@ -173,7 +188,8 @@ export const compare = (input: {
         differences.push({ kind: "missing", toolCallId: id, tool })
         continue
       }
-      const b = normalize(raw, input.rerunCwd, input.recordedCwd)
+      let b = normalize(raw, input.rerunCwd, input.recordedCwd)
+      for (const [from, to] of input.renamed ?? []) b = normalize(b, from, to)
       if (isInterrupted(a) && isInterrupted(b)) continue
       const refusedA = turn.permissions.has(id) && !allowed.has(turn.permissions.get(id)!)
       const refusedB = other.permissions.has(id) && !allowed.has(other.permissions.get(id)!)

@@ -343,6 +343,31 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         return yield* new RuntimeError({ reason: "invalid_cwd", message: "cwd does not match the session's working directory" })
       })
 
+    /**
+     * Closes the turns a crash left open in the logs of the children `events` started (and of
+     * theirs), as loading would: children are never loaded on their own, so their parent's load
+     * does it. A log another process holds, or that cannot be read, is left as it is.
+     */
+    const closeChildren = (events: ReadonlyArray<Canonical>): Effect.Effect<void> =>
+      Effect.forEach(events, (event) => {
+        if (event.type !== "subagent" || event.data.event !== "spawned" || live.has(event.data.id)) return Effect.void
+        return Effect.scoped(Effect.gen(function*() {
+          const { contents, writer } = yield* log.open(event.data.id)
+          const history = History.make()
+          for (const e of contents.events) History.apply(history, e)
+          const closing = Recovery.closing(contents.events, history)
+          if (closing !== undefined) {
+            const ts = yield* Clock.currentTimeMillis
+            const last = contents.events.length > 0 ? contents.events[contents.events.length - 1]!.seq : 0
+            yield* writer.append(closing.bodies.map((body, i) =>
+              ({ ...body, sessionId: event.data.id, seq: last + 1 + i, ts, turn: closing.turn }) as Canonical
+            ))
+            yield* writer.sync
+          }
+          yield* closeChildren(contents.events)
+        })).pipe(Effect.ignore)
+      }, { discard: true })
+
     /** Loads, recovers and starts a session that is not live here. */
     const start = (options: LoadSessionOptions) =>
       Effect.gen(function*() {
@@ -380,6 +405,8 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
             }
             lastSeq += stamped.length
           }
+          // A crash mid-turn also left the children of that turn open: their logs are closed the same way.
+          if (closing !== undefined) yield* closeChildren(events)
           // The mode it started in, unless its log changed it since.
           if (history.mode === undefined || !isModeId(history.mode)) history.mode = header.mode !== undefined && isModeId(header.mode) ? header.mode : config.defaultMode
           // The client's servers win; without any, the ones the session used last time.

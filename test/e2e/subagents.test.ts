@@ -5,10 +5,11 @@
  * (`clientCapabilities.subagents`: children are sessions announced by `subagent_update`). Every
  * line the agent writes is checked against the schema (the unstable one for the native form).
  */
-import { existsSync, readFileSync } from "node:fs"
+import { spawnSync } from "node:child_process"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { errorCode, expectClean, type Script, useAgents, waitUntil } from "../support/AgentProcess.ts"
+import { errorCode, expectClean, NODE, type Script, SKEIN, useAgents, waitUntil } from "../support/AgentProcess.ts"
 
 const agents = useAgents()
 
@@ -216,6 +217,65 @@ describe("e2e: subagents, native presentation (clientCapabilities.subagents)", (
       expect(own[0]).toMatchObject({ sessionUpdate: "session_message", recipientSessionId: id })
       expect(own.some((u) => u.sessionUpdate === "agent_message_chunk" && u.content.text === "The notes say hi.")).toBe(true)
     }
+    expectClean(second)
+  })
+})
+
+describe("e2e: subagents in the log", () => {
+  it("skein replay --rerun re-runs the children from their logs and reports their divergences under the parent's turn", async () => {
+    const agent = await agents.ready({ script: twoExplorers, files: { "notes.txt": "hi\n" } })
+    const sessionId = await agent.newSession()
+    await agent.prompt(sessionId, "look around")
+    agent.closeStdin()
+    await agent.waitExit()
+    const same = spawnSync(NODE, [SKEIN, "replay", sessionId, "--rerun", "--home", agent.home], { encoding: "utf8" })
+    expect(same.stderr).toBe("")
+    expect(same.status).toBe(0)
+    expect(same.stdout).toMatch(/turn 1 › subagent .* \(explorer\)  ✓ same/)
+    expect(same.stdout).toContain("and so do their 2 subagents")
+    // The file the explorers read changed: their reads differ, and the report says where.
+    writeFileSync(path.join(agent.cwd, "notes.txt"), "changed\n")
+    const changed = spawnSync(NODE, [SKEIN, "replay", sessionId, "--rerun", "--home", agent.home], { encoding: "utf8" })
+    expect(changed.status).toBe(1)
+    expect(changed.stdout).toMatch(/turn 1 › subagent .* \(explorer\)  ✗ differs/)
+    expect(changed.stdout).toContain("2 subagents differ")
+  })
+
+  it("a kill -9 mid-workflow leaves every log loadable and the interrupted children closed as after a crash", async () => {
+    const script: Script = {
+      turns: [
+        { calls: [[call("run_workflow", { steps: [{ id: "a", task: "first" }, { id: "b", task: "second" }, { id: "c", task: "third", depends_on: ["a"] }] }, "wf")], [{ text: "never" }]] },
+        { calls: [[{ text: "back again" }]] }
+      ],
+      agents: { general: { turns: [{ calls: [[{ text: "working on it" }, { sleep_ms: 60_000 }]] }] } }
+    }
+    const first = await agents.ready({ script })
+    const sessionId = await first.newSession()
+    void first.prompt(sessionId, "run it").catch(() => {})
+    await waitUntil(() => spawnedIds(first.readLog(sessionId)).length === 2, "two running steps")
+    const ids = spawnedIds(first.readLog(sessionId))
+    const started = (id: string) => {
+      try {
+        return first.readLog(id).some((e: any) => e.type === "turn_start")
+      } catch {
+        return false // not written yet
+      }
+    }
+    await waitUntil(() => ids.every(started), "both children working")
+    first.child.kill("SIGKILL")
+    expect(await first.waitExit()).toEqual({ code: null, signal: "SIGKILL" })
+    const second = await agents.ready({ script, args: ["--home", first.home] })
+    await second.sdk.request("session/load", { sessionId, cwd: first.cwd, mcpServers: [] })
+    for (const id of ids) {
+      const log = first.readLog(id)
+      expect(log.at(-1)).toMatchObject({ type: "turn_end", data: { stopReason: "cancelled" } })
+      // A child stays a child: it is not loaded on its own.
+      expect(await errorCode(second.sdk.request("session/load", { sessionId: id, cwd: first.cwd, mcpServers: [] }))).toBe(-32602)
+    }
+    expect((await second.prompt(sessionId, "again")).stopReason).toBe("end_turn")
+    const shown = spawnSync(NODE, [SKEIN, "sessions", "show", sessionId, "--home", first.home], { encoding: "utf8" })
+    expect(shown.status).toBe(0)
+    for (const id of ids) expect(shown.stdout).toContain(id)
     expectClean(second)
   })
 })
