@@ -7,6 +7,7 @@ import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
 import * as Layer from "effect/Layer"
 import { SessionLog } from "./log/SessionLog.ts"
+import * as External from "./agents/External.ts"
 import type { Catalog } from "./providers/Models.ts"
 import type { Provider } from "./providers/Provider.ts"
 import * as Scripted from "./providers/Scripted.ts"
@@ -67,6 +68,7 @@ export const layerLocalWithoutPlatform = (config: SkeinConfig) =>
       defaultMode: config.mode ?? DEFAULT_MODE,
       permissionTimeoutMs: config.permissionTimeoutMs ?? DEFAULT_PERMISSION_TIMEOUT_MS,
       toolkit: Toolkit.builtin(),
+      external: External.make,
       version: VERSION,
       maxLiveSessions: config.maxLiveSessions
     }))

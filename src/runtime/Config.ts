@@ -48,7 +48,7 @@ export interface Settings {
 /** Starts an external ACP agent (lazily) in the scope, and gives what runs a turn through it. */
 export type ExternalRunner = (
   agent: { readonly name: string; readonly command: string; readonly args: ReadonlyArray<string>; readonly env: Readonly<Record<string, string>> },
-  options: { readonly cwd: string; readonly clientInfo: { readonly name: string; readonly version: string } }
+  options: { readonly cwd: string; readonly clientInfo: { readonly name: string; readonly version: string }; readonly permissionTimeoutMs?: number | undefined }
 ) => Effect.Effect<{ readonly run: (ctx: TurnContext) => Effect.Effect<TurnOutcome, never, ToolEnv> }, never, Scope.Scope>
 
 export class Config extends Context.Service<Config, Settings>()("skein/runtime/Config") {

@@ -173,7 +173,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         const toolkit = toolsOf(agent, parentTools, depth, limits.maxDepth)
         const base = depsFor(id, writer, { session: undefined, record: [] })
         const runTurn = agent.acp !== undefined && config.external !== undefined
-          ? (yield* config.external({ name: agent.name, ...agent.acp }, { cwd: request.cwd, clientInfo: { name: "skein", version: config.version } }).pipe(Scope.provide(scope))).run
+          ? (yield* config.external({ name: agent.name, ...agent.acp }, { cwd: request.cwd, clientInfo: { name: "skein", version: config.version }, permissionTimeoutMs: config.permissionTimeoutMs }).pipe(Scope.provide(scope))).run
           : undefined
         const deps: Session.Deps = {
           ...base,

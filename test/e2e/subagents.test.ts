@@ -6,7 +6,8 @@
  * line the agent writes is checked against the schema (the unstable one for the native form).
  */
 import { spawnSync } from "node:child_process"
-import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { errorCode, expectClean, NODE, type Script, SKEIN, useAgents, waitUntil } from "../support/AgentProcess.ts"
@@ -277,5 +278,35 @@ describe("e2e: subagents in the log", () => {
     expect(shown.status).toBe(0)
     for (const id of ids) expect(shown.stdout).toContain(id)
     expectClean(second)
+  })
+})
+
+describe("e2e: external ACP agents", () => {
+  it("an agent from config.json runs as an ACP agent process (Skein itself), its work folded into the child's log", async () => {
+    const innerHome = mkdtempSync(path.join(os.tmpdir(), "skein-inner-"))
+    const innerScript = path.join(innerHome, "inner-script.json")
+    writeFileSync(innerScript, JSON.stringify({ turns: [{ calls: [[call("read", { path: "notes.txt" }, "r1")], [{ text: "Inner Skein read: hi" }]] }] }))
+    const script: Script = {
+      turns: [{ calls: [[call("spawn_agent", { task: "Read the notes", agent: "inner" }, "s1")], [call("wait_agent", {}, "w1")], [{ text: "done" }]] }]
+    }
+    const agent = agents.start({ script, files: { "notes.txt": "hi\n" } })
+    writeFileSync(path.join(agent.home, "config.json"), JSON.stringify({
+      agents: { inner: { acp: { command: NODE, args: [SKEIN, "acp", "--home", innerHome, "--script", innerScript] } } }
+    }))
+    await agent.initialize()
+    const sessionId = await agent.newSession()
+    expect((await agent.prompt(sessionId, "delegate")).stopReason).toBe("end_turn")
+    const [childId] = spawnedIds(agent.readLog(sessionId))
+    const child = agent.readLog(childId!)
+    expect(child[0]).toMatchObject({ agent: "inner", parent: { sessionId, toolCallId: "s1", depth: 1 } })
+    const said = child.filter((e: any) => e.type === "model_response").flatMap((e: any) => e.data.parts.filter((p: any) => p.type === "text").map((p: any) => p.text))
+    expect(said.join("")).toContain("Inner Skein read: hi")
+    expect(child.some((e: any) => e.type === "tool_call" && e.data.kind === "read")).toBe(true)
+    const waited = agent.readLog(sessionId).find((e: any) => e.type === "tool_result" && e.data.id === "w1")
+    expect(waited.data.content).toContain("Inner Skein read: hi")
+    // The inner agent's process is gone with the child.
+    await waitUntil(() => spawnSync("pgrep", ["-f", innerScript]).status === 1, "the external agent to exit")
+    expectClean(agent)
+    rmSync(innerHome, { recursive: true, force: true })
   })
 })

@@ -8,7 +8,8 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Stream from "effect/Stream"
-import { existsSync } from "node:fs"
+import { execFileSync } from "node:child_process"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import type { Canonical, SessionEvent } from "../../src/log/Event.ts"
 import type * as Scripted from "../../src/providers/Scripted.ts"
@@ -273,4 +274,51 @@ describe("child sessions", () => {
         assert.include(inner.map((e) => e.type), "text_delta")
         assert.strictEqual(inner.at(-1)!.type, "turn_end")
       })))
+
+  it.live("an isolated child works in a git worktree on skein/<id> from the parent's state; its result names the branch and the diff", () =>
+    withSkein({
+      mode: "bypassPermissions",
+      script: {
+        turns: [{
+          calls: [
+            [call("spawn_agent", { task: "edit in isolation", workspace: "isolated" }, "s1")],
+            [call("wait_agent", {}, "w1")],
+            [{ text: "ok" }]
+          ]
+        }],
+        agents: { general: { turns: [{ calls: [[call("write", { path: "notes.txt", content: "isolated edit\n" }, "wr")], [{ text: "edited" }]] }] } }
+      }
+    }, ({ runtime, cwd, readLog }) =>
+      Effect.gen(function*() {
+        const git = (...args: Array<string>) => execFileSync("git", args, { cwd, encoding: "utf8", env: { ...process.env, GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@t", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@t" } })
+        git("init", "-q")
+        git("add", ".")
+        git("commit", "-qm", "start")
+        // An uncommitted change of the parent's, which the child starts from.
+        writeFileSync(join(cwd, "notes.txt"), "Hello notes\nparent's uncommitted line\n")
+        const session = yield* runtime.newSession({ cwd })
+        yield* session.prompt(text("go"))
+        const parent = yield* readLog(session.id)
+        const spawn = JSON.parse(toolResults(parent.events as never).find((t) => t.id === "s1")!.content)
+        assert.strictEqual(spawn.workspace, "isolated")
+        assert.strictEqual(spawn.branch, `skein/${spawn.id}`)
+        // The parent's own file is untouched.
+        assert.strictEqual(readFileSync(join(cwd, "notes.txt"), "utf8"), "Hello notes\nparent's uncommitted line\n")
+        const closed = subagentEvents(parent.events as never).find((s) => s.event === "closed") as { branch?: string; diff?: string }
+        assert.strictEqual(closed.branch, `skein/${spawn.id}`)
+        assert.include(closed.diff, "notes.txt")
+        // The branch holds the child's change on top of the parent's state.
+        const shown = git("show", `skein/${spawn.id}:notes.txt`)
+        assert.strictEqual(shown, "Hello notes\nparent's uncommitted line\n")
+        assert.include(git("branch", "--list", "skein/*"), `skein/${spawn.id}`)
+      })))
+
+  it.live("outside a git repository, an isolated child is refused with a message", () =>
+    Effect.gen(function*() {
+      const turns: Turns = [{ calls: [[call("spawn_agent", { task: "x", workspace: "isolated" }, "s1")], [{ text: "ok" }]] }]
+      const r = yield* runParent({ turns })
+      const [result] = toolResults(r.parent.events as never)
+      assert.isFalse(result!.ok)
+      assert.include(result!.content, "git")
+    }))
 })
