@@ -115,11 +115,12 @@ export const run = (args: ReadonlyArray<string>) =>
       // Stopped from outside (a signal, stdout closed): still say which session it was.
       const said = Effect.onInterrupt(() => Effect.sync(() => Interactive.goodbye(session)))
       if (events !== undefined && !json) Terminal.note(Interactive.summary(session, events))
-      if (interactive) return yield* said(Interactive.loop(session, { input: input!, view: view!, version: VERSION }))
+      const child = (id: string) => runtime.getSession(id)
+      if (interactive) return yield* said(Interactive.loop(session, { input: input!, view: view!, version: VERSION, child }))
 
       // NDJSON as Skein writes it everywhere: U+2028/U+2029 escaped, so readline keeps lines whole.
       const show = view?.event ?? ((event) => Terminal.write(Framing.encode(event)))
-      const presented = yield* said(Present.turn(session, [{ type: "text", text: prompt }], { show, view, input }))
+      const presented = yield* said(Present.turn(session, [{ type: "text", text: prompt }], { show, view, input, child }))
       markWarm()
       const { outcome } = presented
       if (!json) {

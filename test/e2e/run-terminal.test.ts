@@ -30,14 +30,14 @@ const cleanEnv = (): Record<string, string> => {
   return { ...env, NO_COLOR: "1", SKEIN_NO_CODE_CACHE: "1" }
 }
 
-const setup = (turns: ReadonlyArray<unknown>) => {
+const setup = (turns: ReadonlyArray<unknown>, agents?: Record<string, { turns: ReadonlyArray<unknown> }>) => {
   const root = realpathSync(mkdtempSync(join(tmpdir(), "skein-tty-")))
   roots.push(root)
   const home = join(root, "home")
   const cwd = join(root, "ws")
   mkdirSync(cwd)
   const script = join(root, "script.json")
-  writeFileSync(script, JSON.stringify({ turns }))
+  writeFileSync(script, JSON.stringify({ turns, ...(agents !== undefined ? { agents } : {}) }))
   const term = (...args: Array<string>) => {
     const t = spawnPty([NODE, SKEIN, "run", "--home", home, "--script", script, ...args], { cwd, env: cleanEnv() })
     terms.push(t)
@@ -326,5 +326,23 @@ describe("e2e: skein run without a terminal", () => {
     } finally {
       server.close()
     }
+  })
+
+  it("a subagent's question is asked at the keyboard, named after it, and answered on it", async () => {
+    const { term, logs, cwd } = setup(
+      [{ calls: [[{ tool: "spawn_agent", args: { task: "write the file" }, id: "s1" }], [{ tool: "wait_agent", args: {}, id: "w1" }], answer("The child wrote it.")] }],
+      { general: { turns: [{ calls: [write("k.txt", "kid\n"), answer("wrote k")] }] } }
+    )
+    const t = term("delegate")
+    const question = await t.waitFor("[N] Always reject")
+    expect(question).toContain("subagent general started: write the file")
+    expect(question).toContain("? Allow general: Write k.txt?")
+    await prompt(t)
+    t.type("y\r")
+    await t.waitFor("The child wrote it.")
+    expect(await t.exit).toBe(0)
+    expect(readFileSync(join(cwd, "k.txt"), "utf8")).toBe("kid\n")
+    const child = Object.values(logs()).find((events) => events.some((e) => e.type === "permission"))!
+    expect(child.filter((e) => e.type === "permission").map((e) => e.data.outcome)).toEqual(["allow_once"])
   })
 })

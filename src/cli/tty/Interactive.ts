@@ -50,7 +50,15 @@ export const footer = (outcome: TurnOutcome, view: View | undefined): void => {
 export const goodbye = (session: Session): void =>
   Terminal.noteLine(`Session ${session.id} (continue it with: skein run --resume ${session.id})`, Terminal.dim)
 
-export const loop = (session: Session, options: { readonly input: Input; readonly view: View; readonly version: string }) =>
+export const loop = (
+  session: Session,
+  options: {
+    readonly input: Input
+    readonly view: View
+    readonly version: string
+    readonly child?: ((id: string) => Effect.Effect<Session, unknown>) | undefined
+  }
+) =>
   Effect.gen(function*() {
     const { input, view } = options
     Terminal.noteLine(`skein ${options.version} · ${session.cwd} · mode ${(yield* session.settings).mode}`, Terminal.dim)
@@ -63,7 +71,7 @@ export const loop = (session: Session, options: { readonly input: Input; readonl
         return 0
       }
       if (line._tag === "Interrupt" || line.text.trim() === "") continue
-      const presented = yield* Present.turn(session, [{ type: "text", text: line.text }], { show: view.event, view, input })
+      const presented = yield* Present.turn(session, [{ type: "text", text: line.text }], { show: view.event, view, input, child: options.child })
       footer(presented.outcome, view)
       if (!warm) {
         warm = true

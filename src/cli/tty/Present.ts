@@ -27,6 +27,8 @@ export interface Options {
   readonly view?: View | undefined
   /** The keyboard, when stdin is a terminal: questions are asked there and Ctrl-C cancels. */
   readonly input?: Input | undefined
+  /** A child session (a subagent) of the turn, by id: its questions are asked here too and answered on it. */
+  readonly child?: ((id: string) => Effect.Effect<Session, unknown>) | undefined
 }
 
 export const turn = (session: Session, content: ReadonlyArray<UserBlock>, options: Options) =>
@@ -46,10 +48,12 @@ export const turn = (session: Session, content: ReadonlyArray<UserBlock>, option
     // The open question, asked at the keyboard beside the stream: a question the session stops
     // waiting for (its permission timeout) is taken back at once, even while the keyboard is read.
     const questions = yield* FiberMap.make<string>()
-    const answer = (asked: PermissionAsked) =>
+    const answer = (asked: PermissionAsked, on: Effect.Effect<Session, unknown> = Effect.succeed(session)) =>
       Effect.gen(function*() {
+        const target = yield* Effect.orElseSucceed(on, () => undefined)
+        if (target === undefined) return
         // The run is ending: nothing to wait for, the call is denied.
-        if (input === undefined || quit) return yield* Effect.ignore(session.answer(asked.requestId, { outcome: "cancelled" }))
+        if (input === undefined || quit) return yield* Effect.ignore(target.answer(asked.requestId, { outcome: "cancelled" }))
         options.view?.pause()
         if (asked.toolCall.content !== undefined && asked.toolCall.content.length > 0) options.view?.diffShown(asked.toolCall.toolCallId)
         const reply = yield* Question.ask(input, asked)
@@ -58,9 +62,40 @@ export const turn = (session: Session, content: ReadonlyArray<UserBlock>, option
           yield* session.cancel
         } else {
           // The question may have been withdrawn meanwhile: then the answer is not needed.
-          yield* Effect.ignore(session.answer(asked.requestId, reply))
+          yield* Effect.ignore(target.answer(asked.requestId, reply))
         }
         if (!quit) options.view?.waiting()
+      })
+
+    /** Subagents, by id: their agent's name, which their questions and notes carry. */
+    const agents = new Map<string, string>()
+    const note = (text: string) => {
+      if (options.view !== undefined) Terminal.noteLine(text, Terminal.dim)
+    }
+    /** A `subagent` event of the turn or of one of its children: a line about it. */
+    const subagent = (e: SessionEvent & { readonly type: "subagent" }) => {
+      const data = e.data
+      if (data.event === "spawned") {
+        agents.set(data.id, data.agent ?? "agent")
+        note(`↳ subagent ${data.agent ?? "agent"} started: ${(data.task ?? "").split("\n", 1)[0]!.slice(0, 100)}`)
+      } else if (data.event === "result") {
+        const said = data.error ?? data.answer ?? ""
+        note(`↳ subagent ${agents.get(data.id) ?? data.id} ${data.state ?? "ended"}${said.length > 0 ? `: ${said.split("\n", 1)[0]!.slice(0, 100)}` : ""}`)
+      }
+    }
+    /** An event of a child, published again in the turn: its questions are asked here, named after it. */
+    const childEvent = (e: SessionEvent): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        if (e.type === "child_event") return yield* childEvent(e.data.event as SessionEvent)
+        if (e.type === "subagent") return subagent(e)
+        const key = (requestId: string) => `${e.sessionId}:${requestId}`
+        if (e.type === "permission_asked") {
+          const named = { ...e.data, toolCall: { ...e.data.toolCall, title: `${agents.get(e.sessionId) ?? "subagent"}: ${e.data.toolCall.title}` } }
+          const on = options.child?.(e.sessionId) ?? Effect.fail("no child sessions here")
+          yield* FiberMap.run(questions, key(e.data.requestId), answer(named, on), { startImmediately: true })
+        } else if (e.type === "question_withdrawn") {
+          yield* FiberMap.remove(questions, key(e.data.requestId))
+        }
       })
 
     options.view?.waiting()
@@ -69,6 +104,8 @@ export const turn = (session: Session, content: ReadonlyArray<UserBlock>, option
       Stream.runForEach((e) =>
         Effect.gen(function*() {
           options.show(e)
+          if (e.type === "child_event") yield* childEvent(e.data.event as SessionEvent)
+          else if (e.type === "subagent") subagent(e)
           if (e.type === "permission_asked") {
             yield* FiberMap.run(questions, e.data.requestId, answer(e.data), { startImmediately: true })
           } else if (e.type === "question_withdrawn" && (yield* FiberMap.has(questions, e.data.requestId))) {
