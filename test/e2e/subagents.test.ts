@@ -113,6 +113,48 @@ describe("e2e: subagents, fallback presentation", () => {
     expectClean(agent)
   })
 
+  it("a failing child, a timed-out child and a workflow with a failed step: cards fail, the workflow is partial", async () => {
+    const script: Script = {
+      turns: [{
+        calls: [
+          [call("spawn_agent", { task: "fail", agent: "breaker" }, "s1"), call("spawn_agent", { task: "sleep", agent: "sleeper", timeout_ms: 200 }, "s2")],
+          [call("wait_agent", {}, "w1")],
+          [call("run_workflow", { steps: [{ id: "scan", task: "scan", agent: "explorer" }, { id: "break", task: "break", agent: "breaker" }, { id: "report", task: "report", agent: "explorer", depends_on: ["scan"] }, { id: "after", task: "after", depends_on: ["break"] }] }, "wf")],
+          [{ text: "done" }]
+        ]
+      }],
+      agents: {
+        breaker: { turns: [{ calls: [[{ fail: "the model is down" }]] }] },
+        sleeper: { turns: [{ calls: [[{ text: "zz" }, { sleep_ms: 60_000 }]] }] },
+        explorer: { turns: [{ calls: [[{ text: "explored" }]] }] }
+      }
+    }
+    const agent = await agents.ready({
+      script,
+      files: {
+        ".skein/agents/breaker.md": "---\nname: breaker\ndescription: fails\n---\n",
+        ".skein/agents/sleeper.md": "---\nname: sleeper\ndescription: sleeps\n---\n"
+      }
+    })
+    const sessionId = await agent.newSession()
+    expect((await agent.prompt(sessionId, "go")).stopReason).toBe("end_turn")
+    const log = agent.readLog(sessionId)
+    const results = log.filter((e: any) => e.type === "subagent" && e.data.event === "result")
+    const states = results.map((e: any) => e.data.state)
+    expect(states.slice(0, 2).sort()).toEqual(["failed", "timed_out"])
+    const waited = JSON.parse(log.find((e: any) => e.type === "tool_result" && e.data.id === "w1").data.content)
+    expect(waited.children.map((c: any) => c.state).sort()).toEqual(["failed", "timed_out"])
+    const workflow = JSON.parse(log.find((e: any) => e.type === "tool_result" && e.data.id === "wf").data.content)
+    expect(workflow.outcome).toBe("partial")
+    expect(Object.fromEntries(workflow.steps.map((s: any) => [s.step, s.outcome]))).toEqual({ scan: "succeeded", break: "failed", report: "succeeded", after: "skipped" })
+    // The failed and timed-out children's cards end failed.
+    const updates = agent.updates(sessionId) as Array<any>
+    for (const e of results.slice(0, 2)) {
+      expect(updates.filter((u) => u.toolCallId === `subagent-${e.data.id}`).at(-1).status).toBe("failed")
+    }
+    expectClean(agent)
+  })
+
   it("session/load of a parent replays its children's cards and answers", async () => {
     const first = await agents.ready({ script: twoExplorers, files: { "notes.txt": "hi\n" } })
     const sessionId = await first.newSession()
