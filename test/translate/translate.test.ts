@@ -135,7 +135,16 @@ const canonicalBody: fc.Arbitrary<CanonicalBody> = fc.oneof(
         { maxLength: 2 }
       )
     })
-  })
+  }),
+  fc.tuple(
+    fc.constantFrom("spawned", "state", "result", "closed", "input" as const),
+    str,
+    opt("agent", str),
+    opt("task", str),
+    opt("state", fc.constantFrom("running", "idle", "failed", "timed_out", "cancelled", "closed" as const)),
+    opt("answer", str),
+    opt("error", str)
+  ).map(([event, id, a, t, st, an, e]) => ({ type: "subagent" as const, data: { event, id, ...a, ...t, ...st, ...an, ...e } }))
 )
 
 /** Every canonical type the log schema knows, read off the schema itself. */
@@ -148,7 +157,8 @@ const ephemeralTypes: ReadonlyArray<string> = [
   "tool_terminal",
   "permission_asked",
   "client_call",
-  "question_withdrawn"
+  "question_withdrawn",
+  "child_event"
 ]
 
 const ephemeralBody: fc.Arbitrary<EphemeralBody> = fc.oneof(
@@ -166,7 +176,8 @@ const ephemeralBody: fc.Arbitrary<EphemeralBody> = fc.oneof(
     })
   }),
   fc.record({ type: fc.constant("client_call" as const), data: fc.record({ requestId: str, op: fc.record({ method: fc.constant("fs/read_text_file" as const), params: fc.record({ path: str }) }) }) }),
-  fc.record({ type: fc.constant("question_withdrawn" as const), data: fc.record({ requestId: str }) })
+  fc.record({ type: fc.constant("question_withdrawn" as const), data: fc.record({ requestId: str }) }),
+  fc.record({ type: fc.constant("child_event" as const), data: fc.record({ event: fc.record({ type: fc.constant("text_delta"), data: fc.record({ text: str }) }) }) })
 )
 
 const stamp = <B extends EventBody>(body: fc.Arbitrary<B>): fc.Arbitrary<SessionEvent<B>> =>
