@@ -35,6 +35,25 @@
 //    same over the floor by scripts/bench-sessions-floor.mjs.
 // 6. log append: events/s of Skein's log writer, and of the whole canonical event path of a
 //    session, against plain `writeSync` of the same lines, by scripts/bench-log.mjs.
+// 7. remote: scripts/bench-remote.mjs (a turn over a unix socket against in process, memory per
+//    remote client, a reader that stalls).
+// 8. subagents (child sessions), shown natively (`clientCapabilities.subagents`), 64 allowed to
+//    run at once by the home's config.json:
+//    - memory: VmRSS while the parent's turn is blocked in a model call, with 64 children
+//      (idle: each answered and `wait_agent` returned; or mid-turn: each said a word and sleeps
+//      in its own model call), minus the same process in the same state with no child; per
+//      child (target < 0.5 MB); also after a forced GC. Fresh process per run and scenario.
+//    - spawn: the parent's `spawn_agent` tool call read → the child announced
+//      (`subagent_update`), and → the child's first `agent_message_chunk`; baseline, interleaved
+//      in the same process: `session/new` written → its response, and → the first chunk of a
+//      prompt written on that response (target: a child starts in < 5 ms).
+//    - streaming: `--provider openai-chat` at a local SSE server in this process that streams
+//      each session 200 deltas, one every 10 ms (each stream on its own timer, the timers spread
+//      over one period; all start once every stream of the round has asked), each delta the time
+//      it was written; the lag of a delta is its line's arrival minus that time. 64 children at
+//      once against one child alone (target: the worst child's p99 within 5 ms of the lone
+//      child's) and against 64 top-level sessions streaming the same; one child against one
+//      top-level session. Rounds interleaved, each on a new parent session.
 //
 // Options (or environment):
 //   --runs N        cold starts per agent (15, BENCH_RUNS)     --warmup N   (2, BENCH_WARMUP)
@@ -42,9 +61,14 @@
 //   --turns N       throughput turns per agent after one warm-up turn (5)
 //   --first N       first-prompt runs per agent and pause (15)   --pause MS  the editor's pause (500)
 //   --mem-runs N    memory runs (3)                            --sessions-runs N (5)
-//   --only LIST     comma-separated sections: cold,chunk,prompt,throughput,memory,sessions,log,remote
+//   --sub-runs N    subagents: memory runs and streaming rounds per scenario (3)
+//   --spawns N      subagents: spawn timings (20)
+//   --sub-deltas N  subagents: deltas per stream (200)     --sub-pace MS  between two deltas of a stream (10)
+//   --only LIST     comma-separated sections: cold,chunk,prompt,throughput,memory,sessions,log,remote,subagents
+//   --merge         with --only: put the sections run into the recorded results (bench/results.*),
+//                   keeping the other sections' figures as they were recorded
 //   --no-readme     do not touch README.md
-// A partial run (--only) prints its table and writes nothing.
+// A partial run (--only) prints its table and writes nothing, unless --merge.
 import { execFile } from "node:child_process"
 import http from "node:http"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
@@ -52,7 +76,7 @@ import os from "node:os"
 import { dirname, join, relative } from "node:path"
 import { parseArgs } from "node:util"
 import { fileURLToPath } from "node:url"
-import { Agent, msSince, sleep } from "../bench/client.mjs"
+import { Agent, msSince, now, sleep } from "../bench/client.mjs"
 import { warmCodeCache } from "./warm-code-cache.mjs"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
@@ -67,6 +91,11 @@ const { values } = parseArgs({
     pause: { type: "string" },
     "mem-runs": { type: "string" },
     "sessions-runs": { type: "string" },
+    "sub-runs": { type: "string" },
+    spawns: { type: "string" },
+    "sub-deltas": { type: "string" },
+    "sub-pace": { type: "string" },
+    merge: { type: "boolean" },
     only: { type: "string" },
     "no-readme": { type: "boolean" }
   }
@@ -90,7 +119,9 @@ const FIRST = Math.max(1, nonNegative(values.first, 15, "--first"))
 const PAUSE_MS = nonNegative(values.pause, 500, "--pause")
 const MEM_RUNS = Math.max(1, nonNegative(values["mem-runs"], 3, "--mem-runs"))
 const SESSIONS_RUNS = Math.max(1, nonNegative(values["sessions-runs"], 5, "--sessions-runs"))
-const SECTIONS = ["cold", "chunk", "prompt", "throughput", "memory", "sessions", "log", "remote"]
+const SUB_RUNS = Math.max(1, nonNegative(values["sub-runs"], 3, "--sub-runs"))
+const SPAWNS = Math.max(1, nonNegative(values.spawns, 20, "--spawns"))
+const SECTIONS = ["cold", "chunk", "prompt", "throughput", "memory", "sessions", "log", "remote", "subagents"]
 const only = values.only === undefined ? SECTIONS : values.only.split(",").map((s) => s.trim())
 for (const s of only) {
   if (!SECTIONS.includes(s)) {
@@ -107,7 +138,10 @@ const TARGETS = {
   throughput: 1, // × the SDK agent, at least
   sessionKB: 1024, // added RSS per idle session, under
   loadMs: 1000, // session/load of 100,000 events, under
-  listMs: 50 // session/list page over 1,000 sessions, under
+  listMs: 50, // session/list page over 1,000 sessions, under
+  childKB: 512, // added RSS per child session, under
+  childStartMs: 5, // spawn_agent → the child's first output, under
+  childLagMs: 5 // the worst child's p99 update lag, 64 streaming at once, over a lone child's, at most
 }
 
 const tmp = realpathSync(mkdtempSync(join(os.tmpdir(), "skein-bench-")))
@@ -141,16 +175,16 @@ const envNoCache = { ...env, SKEIN_NO_CODE_CACHE: "1" }
 
 const NAMES = { skein: "Skein", "skein-nocache": "Skein without its code cache", floor: "plain-Node floor", sdk: "ACP SDK agent", relay: "plain-Node relay" }
 
-/** Starts an agent; Skein gets a fresh home and, when given, a script. */
-const start = (id, { script, nodeArgs, args: extra = [], env: more } = {}) => {
+/** Starts an agent; Skein gets a fresh home (or `home`) and, when given, a script. */
+const start = (id, { script, nodeArgs, args: extra = [], env: more, home, Class = Agent } = {}) => {
   if (id === "skein" || id === "skein-nocache") {
-    const args = [SKEIN, "acp", "--home", freshHome(), ...extra]
+    const args = [SKEIN, "acp", "--home", home ?? freshHome(), ...extra]
     if (script !== undefined) {
       const file = join(tmp, `script-${homes}.json`)
       writeFileSync(file, JSON.stringify(script))
       args.push("--script", file)
     }
-    return new Agent(NAMES[id], args, { cwd: workspace, env: { ...(id === "skein" ? env : envNoCache), ...more }, nodeArgs })
+    return new Class(NAMES[id], args, { cwd: workspace, env: { ...(id === "skein" ? env : envNoCache), ...more }, nodeArgs })
   }
   return new Agent(NAMES[id], [id === "floor" ? FLOOR : id === "relay" ? RELAY : SDK], { cwd: workspace, env: { ...env, ...more }, nodeArgs })
 }
@@ -508,11 +542,401 @@ const remoteBench = async () => {
   return runScript("bench-remote.mjs", ["--runs", "5"])
 }
 
+// ── 8. child sessions (subagents) ─────────────────────────────────────────────────────────
+// Every child is shown natively (the client declares `clientCapabilities.subagents`): its updates
+// carry its own session id, so each line read is known to be the parent's or one child's.
+const SUB_CHILDREN = 64
+const SUB_SLEEP_MS = 600_000 // a model call that only a cancel ends
+const SUB_DELTAS = Math.max(10, nonNegative(values["sub-deltas"], 200, "--sub-deltas")) // per streaming session
+const SUB_EVERY_MS = Math.max(1, nonNegative(values["sub-pace"], 10, "--sub-pace")) // between two deltas of one stream
+const SUB_SPAWN_WARMUP = 3
+const SUB_STREAM_ROUNDS = SUB_RUNS
+
+/** A home whose config lets 64 children run at once, with two custom agents (the parent's tools). */
+const subHome = () => {
+  const home = freshHome()
+  mkdirSync(join(home, "agents"), { recursive: true })
+  writeFileSync(join(home, "config.json"), JSON.stringify({ subagents: { maxRunning: SUB_CHILDREN, maxPerSession: 10_000 } }))
+  // The scripted provider gives the children of each agent their own turns.
+  for (const name of ["quick", "busy"]) {
+    writeFileSync(join(home, "agents", `${name}.md`), `---\nname: ${name}\ndescription: a child of the bench (${name})\n---\nA child of the bench.\n`)
+  }
+  return home
+}
+const subInitialize = (agent) =>
+  agent.request("initialize", {
+    protocolVersion: 1,
+    clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false, subagents: {} },
+    clientInfo: { name: "skein-bench", version: "1" }
+  })
+
+const UPDATE_MARK = Buffer.from('"method":"session/update"')
+const CHUNK_MARK = Buffer.from('"sessionUpdate":"agent_message_chunk"')
+const SESSION_MARK = Buffer.from('"sessionId":"')
+const TEXT_MARK = Buffer.from('"text":"')
+const SPAWN_MARK = Buffer.from('"title":"Spawn ')
+const within = (buf, mark, start, end) => {
+  const at = buf.indexOf(mark, start)
+  return at !== -1 && at < end ? at : -1
+}
+/** The first quoted value after `mark` in a line (by a byte search; ids and digits need no unescaping). */
+const valueAfter = (buf, mark, start, end) => {
+  const at = within(buf, mark, start, end)
+  if (at === -1) return undefined
+  const from = at + mark.length
+  return buf.toString("latin1", from, buf.indexOf(0x22, from))
+}
+
+/** The bench client, also handing each `session/update` line to `onUpdate(buf, start, end, t)`. */
+class Watched extends Agent {
+  onLine(buf, start, end, t) {
+    if (this.onUpdate !== undefined) {
+      const mark = buf.indexOf(UPDATE_MARK, start)
+      if (mark !== -1 && mark < end && mark - start < 64) this.onUpdate(buf, start, end, t)
+    }
+    super.onLine(buf, start, end, t)
+  }
+}
+
+const waitFor = async (what, test, timeoutMs = 60_000) => {
+  const until = Date.now() + timeoutMs
+  while (!test()) {
+    if (Date.now() > until) throw new Error(`subagents: no ${what} within ${timeoutMs / 1000} s`)
+    await sleep(2)
+  }
+}
+const tool = (name, args) => ({ tool: name, args })
+const spawnCalls = (n, agent) => Array.from({ length: n }, (_, i) => tool("spawn_agent", { task: `task ${i + 1}`, agent }))
+
+// 8a. memory. One process per run and scenario: a warm-up turn with one child (the child code is
+// loaded), then the baseline turn, blocked in a model call with no child, then the measured turn,
+// blocked the same way with 64 children; each is measured after a settle, then cancelled.
+const subMemoryOnce = async (scenario) => {
+  const measured = scenario === "idle"
+    ? { calls: [spawnCalls(SUB_CHILDREN, "quick"), [tool("wait_agent", {})], [{ text: "w" }, { sleep_ms: SUB_SLEEP_MS }]] }
+    : { calls: [spawnCalls(SUB_CHILDREN, "busy"), [{ text: "m" }, { sleep_ms: SUB_SLEEP_MS }]] }
+  const script = {
+    turns: [
+      { calls: [[tool("spawn_agent", { task: "warm up", agent: "quick" })], [tool("wait_agent", {})], [{ text: "ok" }]] },
+      { calls: [[{ text: "b" }, { sleep_ms: SUB_SLEEP_MS }]] },
+      measured
+    ],
+    agents: {
+      quick: { turns: [{ calls: [[{ text: "done" }]] }] },
+      busy: { turns: [{ calls: [[{ text: "working" }, { sleep_ms: SUB_SLEEP_MS }]] }] }
+    }
+  }
+  const agent = start("skein", { script, home: subHome(), Class: Watched, nodeArgs: ["--expose-gc", "--import", GC_PROBE] })
+  try {
+    await subInitialize(agent)
+    const sessionId = await agent.newSession(workspace)
+    const warm = await agent.prompt(sessionId, "warm up", 30_000)
+    if (warm.result?.stopReason !== "end_turn") throw new Error(`subagents: the warm-up turn ended ${JSON.stringify(warm.result)}${agent.stderrTail()}`)
+    const said = new Set() // the sessions that sent a chunk in this turn
+    let firstSpawn
+    let lastChild
+    agent.onUpdate = (buf, start, end, t) => {
+      if (within(buf, CHUNK_MARK, start, end) === -1) {
+        if (firstSpawn === undefined && within(buf, SPAWN_MARK, start, end) !== -1) firstSpawn = t
+        return
+      }
+      const id = valueAfter(buf, SESSION_MARK, start, end)
+      if (said.has(id)) return
+      said.add(id)
+      if (id !== sessionId) lastChild = t
+    }
+    const measure = async (prompt, children) => {
+      said.clear()
+      firstSpawn = lastChild = undefined
+      const turn = agent.prompt(sessionId, prompt, 120_000)
+      let failed
+      turn.catch((e) => (failed = e))
+      await waitFor(`chunk from the parent and ${children} children`, () => failed !== undefined || (said.has(sessionId) && said.size === children + 1))
+      if (failed !== undefined) throw failed
+      await sleep(SETTLE_MS)
+      const point = { rssKB: agent.rssKB(), gc: await probe(agent) }
+      if (children > 0) point.spawnAllMs = msSince(firstSpawn, lastChild)
+      const cancel = now()
+      agent.send({ method: "session/cancel", params: { sessionId } })
+      const r = await turn
+      if (r.result?.stopReason !== "cancelled") throw new Error(`subagents: the measured turn ended ${JSON.stringify(r.result)}`)
+      point.cancelMs = msSince(cancel, r.t)
+      return point
+    }
+    const base = await measure("baseline", 0)
+    const loaded = await measure(scenario, SUB_CHILDREN)
+    return { base, loaded }
+  } finally {
+    agent.onUpdate = undefined
+    await agent.close()
+  }
+}
+
+// 8b. spawn. One process: a parent whose every turn spawns one child (which answers at once) and
+// waits for it, interleaved with new top-level sessions each given one prompt.
+const subSpawn = async () => {
+  const total = SUB_SPAWN_WARMUP + SPAWNS
+  const script = {
+    turns: [
+      { calls: [[{ text: "x" }]] }, // every top-level session's first turn
+      ...Array.from({ length: total }, () => ({ calls: [[tool("spawn_agent", { task: "answer", agent: "quick" })], [tool("wait_agent", {})], [{ text: "ok" }]] }))
+    ],
+    agents: { quick: { turns: [{ calls: [[{ text: "done" }]] }] } }
+  }
+  const agent = start("skein", { script, home: subHome(), Class: Watched })
+  const keys = ["announced", "childPrompt", "childFirst", "newSession", "newSessionFirst", "promptFirst"]
+  const samples = Object.fromEntries(keys.map((k) => [k, []]))
+  try {
+    await subInitialize(agent)
+    const parent = await agent.newSession(workspace)
+    await agent.prompt(parent, "first")
+    const child = async () => {
+      let spawned, announced, prompted, first, id
+      agent.onUpdate = (buf, start, end, t) => {
+        const { params } = JSON.parse(buf.toString("utf8", start, end))
+        const u = params.update
+        if (params.sessionId === parent) {
+          if (spawned === undefined && u.sessionUpdate === "tool_call" && String(u.title).startsWith("Spawn ")) spawned = t
+          else if (id === undefined && u.sessionUpdate === "subagent_update" && u.title !== undefined) {
+            id = u.sessionId
+            announced = t
+          }
+        } else if (params.sessionId === id) {
+          if (prompted === undefined && u.sessionUpdate === "session_message") prompted = t
+          else if (first === undefined && u.sessionUpdate === "agent_message_chunk") first = t
+        }
+      }
+      const r = await agent.prompt(parent, "spawn", 30_000)
+      agent.onUpdate = undefined
+      if (r.result?.stopReason !== "end_turn" || [spawned, announced, prompted, first].includes(undefined)) {
+        throw new Error(`subagents: a spawn turn ended ${JSON.stringify(r.result)} without every event of its child${agent.stderrTail()}`)
+      }
+      return { announced: msSince(spawned, announced), childPrompt: msSince(spawned, prompted), childFirst: msSince(spawned, first) }
+    }
+    const topLevel = async () => {
+      const opened = await agent.request("session/new", { cwd: workspace, mcpServers: [] })
+      let first
+      agent.onChunk = (t) => {
+        if (first === undefined) first = t
+      }
+      const r = await agent.prompt(opened.result.sessionId, "x", 30_000)
+      agent.onChunk = undefined
+      if (first === undefined) throw new Error("subagents: a new session's prompt sent no chunk")
+      return { newSession: msSince(opened.sent, opened.t), newSessionFirst: msSince(opened.sent, first), promptFirst: msSince(r.sent, first) }
+    }
+    for (let i = 0; i < total; i++) {
+      const pair = i % 2 === 0 ? [child, topLevel] : [topLevel, child]
+      const r = { ...(await pair[0]()), ...(await pair[1]()) }
+      if (i >= SUB_SPAWN_WARMUP) for (const k of keys) samples[k].push(r[k])
+      progress(`  spawn ${i + 1}/${total}`)
+    }
+    return Object.fromEntries(keys.map((k) => [k, summarize(samples[k])]))
+  } finally {
+    agent.onUpdate = undefined
+    await agent.close()
+  }
+}
+
+// 8c. streaming. The model: a local server answering Chat Completions streams. A parent prompted
+// `bench-parent N` gets N `spawn_agent` calls, then "ok" once it has tool results; a session
+// whose first prompt is `bench-stream …` (a child's task, or a top-level prompt) gets
+// SUB_DELTAS deltas, one every SUB_EVERY_MS, each delta the time it was written
+// (process.hrtime.bigint, ns) and `;`. Streams wait until the number `expect(n)` announced have
+// asked, then start together, each on its own timer, the n timers spread evenly over one period
+// (as independent model streams are): what is measured is the children streaming at once, not
+// their spawning, nor bursts of 64 deltas written in the same instant.
+const streamServer = () =>
+  new Promise((resolve) => {
+    const timers = new Set()
+    let waiting = []
+    let expected = 1
+    const event = (e) => `data: ${JSON.stringify({ id: "chatcmpl-bench", object: "chat.completion.chunk", created: 1730000000, model: "bench", ...e })}\n\n`
+    const finish = (reason) => event({ choices: [{ index: 0, delta: {}, finish_reason: reason }] }) + "data: [DONE]\n\n"
+    const stream = (res, offsetMs) => {
+      let sent = 0
+      let timer = setTimeout(() => {
+        const tick = () => {
+          res.write(event({ choices: [{ index: 0, delta: { content: `${process.hrtime.bigint()};` }, finish_reason: null }] }))
+          if (++sent === SUB_DELTAS) {
+            clearInterval(timer)
+            timers.delete(timer)
+            res.end(finish("stop"))
+          }
+        }
+        timers.delete(timer)
+        timer = setInterval(tick, SUB_EVERY_MS)
+        timers.add(timer)
+        tick()
+      }, offsetMs)
+      timers.add(timer)
+    }
+    const server = http.createServer((req, res) => {
+      const body = []
+      req.on("data", (d) => body.push(d))
+      req.on("end", () => {
+        const messages = JSON.parse(Buffer.concat(body).toString("utf8")).messages ?? []
+        const user = messages.find((m) => m.role === "user")
+        const asked = typeof user?.content === "string" ? user.content : (user?.content ?? []).map((c) => c.text ?? "").join("")
+        res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+        if (asked.includes("bench-stream")) {
+          waiting.push(res)
+          if (waiting.length < expected) return
+          waiting.forEach((r, i) => stream(r, (i * SUB_EVERY_MS) / waiting.length))
+          waiting = []
+          return
+        }
+        const n = Number(/bench-parent (\d+)/.exec(asked)?.[1] ?? 0)
+        if (n === 0 || messages.some((m) => m.role === "tool")) {
+          res.end(event({ choices: [{ index: 0, delta: { role: "assistant", content: "ok" }, finish_reason: null }] }) + finish("stop"))
+          return
+        }
+        const calls = Array.from({ length: n }, (_, i) => ({
+          index: i,
+          id: `call_${i + 1}`,
+          type: "function",
+          function: { name: "spawn_agent", arguments: JSON.stringify({ task: `bench-stream child ${i + 1}` }) }
+        }))
+        res.end(event({ choices: [{ index: 0, delta: { role: "assistant", tool_calls: calls }, finish_reason: null }] }) + finish("tool_calls"))
+      })
+    })
+    server.listen(0, "127.0.0.1", () =>
+      resolve({
+        url: `http://127.0.0.1:${server.address().port}/v1`,
+        expect: (n) => {
+          expected = n
+        },
+        close: () => new Promise((done) => {
+          for (const timer of timers) clearTimeout(timer)
+          server.closeAllConnections()
+          server.close(() => done())
+        })
+      }))
+  })
+
+const subStream = async () => {
+  const server = await streamServer()
+  const agent = start("skein", {
+    home: subHome(),
+    Class: Watched,
+    args: ["--provider", "openai-chat", "--model", "bench"],
+    env: { OPENAI_BASE_URL: server.url, BENCH_MODEL: "bench" }
+  })
+  const scenarios = ["many", "one", "direct", "manyDirect"]
+  const runs = Object.fromEntries(scenarios.map((s) => [s, []]))
+  try {
+    await subInitialize(agent)
+    const once = async (scenario) => {
+      const sessionIds = []
+      for (let i = 0; i < (scenario === "manyDirect" ? SUB_CHILDREN : 1); i++) sessionIds.push(await agent.newSession(workspace))
+      const sessionId = sessionIds[0]
+      const bySession = new Map() // session → { lags: [ms], arrivals: [ms] }
+      agent.onUpdate = (buf, start, end, t) => {
+        if (within(buf, CHUNK_MARK, start, end) === -1) return
+        const text = valueAfter(buf, TEXT_MARK, start, end)
+        if (text === undefined || !/^(\d+;)+$/.test(text)) return // the parent's "ok"
+        const id = valueAfter(buf, SESSION_MARK, start, end)
+        let s = bySession.get(id)
+        if (s === undefined) bySession.set(id, (s = { lags: [], arrivals: [] }))
+        const at = Number(t) / 1e6
+        for (const sent of text.split(";")) {
+          if (sent === "") continue
+          s.lags.push(Number(t - BigInt(sent)) / 1e6)
+          s.arrivals.push(at)
+        }
+      }
+      const cpu0 = agent.cpuMs()
+      const streams = scenario === "many" || scenario === "manyDirect" ? SUB_CHILDREN : 1
+      server.expect(streams)
+      const benchCpu0 = process.cpuUsage()
+      const direct = scenario === "direct" || scenario === "manyDirect"
+      const prompt = direct ? "bench-stream direct" : `bench-parent ${scenario === "many" ? SUB_CHILDREN : 1}`
+      const sent = now()
+      const rs = await Promise.all(sessionIds.map((id) => agent.prompt(id, prompt, 120_000)))
+      const r = { sent, t: rs.reduce((a, b) => (b.t > a ? b.t : a), rs[0].t), result: rs.find((x) => x.result?.stopReason !== "end_turn")?.result ?? rs[0].result }
+      const cpu1 = agent.cpuMs()
+      const benchCpu = process.cpuUsage(benchCpu0)
+      agent.onUpdate = undefined
+      if (r.result?.stopReason !== "end_turn") throw new Error(`subagents: a streaming turn ended ${JSON.stringify(r.result)}${agent.stderrTail()}`)
+      if (direct ? sessionIds.some((id) => !bySession.has(id)) || bySession.size !== streams : bySession.has(sessionId) || bySession.size !== streams) {
+        throw new Error(`subagents: ${bySession.size} sessions streamed for ${streams} (${scenario})`)
+      }
+      const all = []
+      const steady = [] // without the first and the last tenth of each stream (its start and its end)
+      const childP99 = []
+      let stall = 0
+      const tenth = Math.floor(SUB_DELTAS / 10)
+      for (const s of bySession.values()) {
+        if (s.lags.length !== SUB_DELTAS) throw new Error(`subagents: a stream delivered ${s.lags.length} deltas of ${SUB_DELTAS}`)
+        childP99.push(quantile([...s.lags].sort((a, b) => a - b), 0.99))
+        for (const x of s.lags) all.push(x)
+        for (let i = tenth; i < SUB_DELTAS - tenth; i++) steady.push(s.lags[i])
+        for (let i = 1; i < s.arrivals.length; i++) stall = Math.max(stall, s.arrivals[i] - s.arrivals[i - 1] - SUB_EVERY_MS)
+      }
+      all.sort((a, b) => a - b)
+      steady.sort((a, b) => a - b)
+      return {
+        p50: quantile(all, 0.5),
+        p99: quantile(all, 0.99),
+        max: all[all.length - 1],
+        worstChildP99: Math.max(...childP99),
+        steadyP99: quantile(steady, 0.99),
+        steadyMax: steady[steady.length - 1],
+        maxStall: stall,
+        deltas: all.length,
+        turnMs: msSince(r.sent, r.t),
+        cpuMs: cpu0 !== null && cpu1 !== null ? cpu1 - cpu0 : null,
+        benchCpuMs: (benchCpu.user + benchCpu.system) / 1000
+      }
+    }
+    await once("many") // warm-up: the HTTP client, children, the code of every path
+    for (let i = 0; i < SUB_STREAM_ROUNDS; i++) {
+      for (let k = 0; k < scenarios.length; k++) {
+        const s = scenarios[(i + k) % scenarios.length]
+        runs[s].push(await once(s))
+      }
+      progress(`  streaming round ${i + 1}/${SUB_STREAM_ROUNDS}`)
+    }
+  } finally {
+    agent.onUpdate = undefined
+    await agent.close()
+    await server.close()
+  }
+  const keys = Object.keys(runs.many[0]).filter((k) => runs.many[0][k] !== null)
+  return Object.fromEntries(scenarios.map((s) => [s, { ...Object.fromEntries(keys.map((k) => [k, summarize(runs[s].map((r) => r[k]))])), runs: runs[s] }]))
+}
+
+const subagentsBench = async () => {
+  section(`subagents: memory (${SUB_RUNS} runs × idle, mid-turn; ${SUB_CHILDREN} children), spawn (${SUB_SPAWN_WARMUP} warm-up + ${SPAWNS}), streaming (1 warm-up + ${SUB_STREAM_ROUNDS} rounds × ${SUB_CHILDREN} children, 1 child, 1 and ${SUB_CHILDREN} top-level sessions; ${SUB_DELTAS} deltas each, one every ${SUB_EVERY_MS} ms)`)
+  const memoryRuns = { idle: [], busy: [] }
+  for (let i = 0; i < SUB_RUNS; i++) {
+    for (const scenario of i % 2 === 0 ? ["idle", "busy"] : ["busy", "idle"]) memoryRuns[scenario].push(await subMemoryOnce(scenario))
+    progress(`  memory run ${i + 1}/${SUB_RUNS}`)
+  }
+  const perChild = (runs, rss) => summarize(runs.map((r) => (rss(r.loaded) - rss(r.base)) / SUB_CHILDREN))
+  const memory = Object.fromEntries(Object.entries(memoryRuns).map(([scenario, runs]) => [scenario, {
+    baseKB: summarize(runs.map((r) => r.base.rssKB)),
+    loadedKB: summarize(runs.map((r) => r.loaded.rssKB)),
+    addedKBPerChild: perChild(runs, (p) => p.rssKB),
+    afterGc: {
+      baseKB: summarize(runs.map((r) => r.base.gc.rssKB)),
+      addedKBPerChild: perChild(runs, (p) => p.gc.rssKB),
+      addedHeapKBPerChild: perChild(runs, (p) => p.gc.heapUsedKB)
+    },
+    spawnAllMs: summarize(runs.map((r) => r.loaded.spawnAllMs)),
+    cancelMs: summarize(runs.map((r) => r.loaded.cancelMs)),
+    runs
+  }]))
+  const spawn = await subSpawn()
+  const stream = await subStream()
+  return { children: SUB_CHILDREN, memory, spawn, stream }
+}
+
 // ── figures ───────────────────────────────────────────────────────────────────────────────
 const figures = []
 /**
- * target: { kind: "ratio<=" | "ratio>=" | "<", value, text } — the value compared is the ratio
- * for ratio targets, the median for absolute ones.
+ * target: { kind: "ratio<=" | "ratio>=" | "<" | "over<=", value, text } — the value compared is
+ * the ratio for ratio targets, the median for absolute ones, and the median minus the
+ * baseline's for "over<=".
  */
 const addFigure = (f) => {
   const ratio = f.ratio !== undefined ? f.ratio : f.median != null && f.baseline?.median ? round(f.median / f.baseline.median) : null
@@ -521,6 +945,7 @@ const addFigure = (f) => {
     if (f.target.kind === "ratio<=") met = ratio !== null && ratio <= f.target.value
     else if (f.target.kind === "ratio>=") met = ratio !== null && ratio >= f.target.value
     else if (f.target.kind === "<") met = f.median < f.target.value
+    else if (f.target.kind === "over<=") met = f.baseline?.median != null && f.median - f.baseline.median <= f.target.value
   }
   figures.push({ ...f, ratio, target: f.target ?? null, met })
 }
@@ -734,6 +1159,103 @@ const remoteFigures = (r) => {
   })
 }
 
+const subagentsFigures = (v) => {
+  const n = v.children
+  const base = (name, s) => ({ name, median: s.median, p90: s.p90 })
+  const references = "for reference (published elsewhere, not measured here): Pixir +6.5 MB per child, claude-agent-acp +183 MB per session"
+  for (const [scenario, what] of [["idle", `${n} idle (each answered, \`wait_agent\` returned)`], ["busy", `${n} mid-turn (each inside its model call)`]]) {
+    const m = v.memory[scenario]
+    addFigure({
+      group: "subagents",
+      id: `subagents.memory.${scenario}`,
+      label: `added RSS per child, ${what} (ratio: RSS ÷ RSS with no child)`,
+      unit: "KB",
+      subject: "Skein",
+      ...m.addedKBPerChild,
+      baseline: base("Skein RSS, the parent mid-turn, no child", m.baseKB),
+      ratio: round(m.loadedKB.median / m.baseKB.median),
+      ratioNote: `RSS with ${n} children ÷ RSS with none, the same process and parent state`,
+      target: { kind: "<", value: TARGETS.childKB, text: "< 0.5 MB" },
+      afterGc: m.afterGc,
+      note: `after a forced GC ${fmt(m.afterGc.addedKBPerChild.median, "KB")} per child, of which JS heap ${fmt(m.afterGc.addedHeapKBPerChild.median, "KB")}; ${references}`
+    })
+  }
+  const sp = v.spawn
+  addFigure({
+    group: "subagents",
+    id: "subagents.spawn.first",
+    label: "`spawn_agent` call → the child's first `agent_message_chunk`",
+    unit: "ms",
+    subject: "Skein",
+    ...sp.childFirst,
+    baseline: base("`session/new` + a prompt → its first chunk", sp.newSessionFirst),
+    target: { kind: "<", value: TARGETS.childStartMs, text: `< ${TARGETS.childStartMs} ms` },
+    note: "the parent's spawn_agent tool_call line read → the child's first chunk read; the baseline: session/new written → the first chunk of a prompt written on its response, a new top-level session in the same process"
+  })
+  addFigure({
+    group: "subagents",
+    id: "subagents.spawn.announced",
+    label: "`spawn_agent` call → the child announced (`subagent_update`)",
+    unit: "ms",
+    subject: "Skein",
+    ...sp.announced,
+    baseline: base("`session/new` → its response", sp.newSession)
+  })
+  const st = v.stream
+  const streaming = `${n} children streaming at once (${SUB_DELTAS} deltas each, one every ${SUB_EVERY_MS} ms)`
+  const lagNote = "lag: the line of a delta read by the client minus the time the model server wrote it (the delta's own text), one clock"
+  addFigure({
+    group: "subagents",
+    id: "subagents.stream.p50",
+    label: `${streaming}: update lag p50, model server → client`,
+    unit: "ms",
+    subject: "Skein",
+    ...st.many.p50,
+    baseline: base("one child streaming alone", st.one.p50),
+    note: lagNote
+  })
+  addFigure({
+    group: "subagents",
+    id: "subagents.stream.p99",
+    label: `${streaming}: the worst child's p99 lag`,
+    unit: "ms",
+    subject: "Skein",
+    ...st.many.worstChildP99,
+    baseline: base("one child streaming alone, its p99", st.one.worstChildP99),
+    target: { kind: "over<=", value: TARGETS.childLagMs, text: `≤ lone child + ${TARGETS.childLagMs} ms` },
+    note: `without the first and last tenth of each stream, the p99 of every child's deltas is ${fmt(st.many.steadyP99.median, "ms")} (one child alone: ${fmt(st.one.steadyP99.median, "ms")})`
+  })
+  addFigure({
+    group: "subagents",
+    id: "subagents.stream.max",
+    label: `${streaming}: the largest lag of any delta`,
+    unit: "ms",
+    subject: "Skein",
+    ...st.many.max,
+    baseline: base("one child streaming alone", st.one.max),
+    note: `the longest gap between two deltas of one stream beyond the ${SUB_EVERY_MS} ms pace: ${fmt(st.many.maxStall.median, "ms")} (one child alone: ${fmt(st.one.maxStall.median, "ms")})`
+  })
+  addFigure({
+    group: "subagents",
+    id: "subagents.stream.sessions",
+    label: `${streaming}: update lag p50 (vs as many top-level sessions)`,
+    unit: "ms",
+    subject: "Skein",
+    ...st.many.p50,
+    baseline: base(`${n} top-level sessions streaming the same at once`, st.manyDirect.p50),
+    note: `the worst session's p99: ${fmt(st.many.worstChildP99.median, "ms")} for children, ${fmt(st.manyDirect.worstChildP99.median, "ms")} for top-level sessions; agent CPU per round ${fmt(st.many.cpuMs?.median, "ms")} and ${fmt(st.manyDirect.cpuMs?.median, "ms")} (the children's includes spawning them)`
+  })
+  addFigure({
+    group: "subagents",
+    id: "subagents.stream.child",
+    label: "one child streaming: update lag p50",
+    unit: "ms",
+    subject: "Skein",
+    ...st.one.p50,
+    baseline: base("a top-level session streaming the same", st.direct.p50)
+  })
+}
+
 // ── output ────────────────────────────────────────────────────────────────────────────────
 const fmt = (x, unit) => {
   if (x === null || x === undefined) return "—"
@@ -786,10 +1308,92 @@ const updateReadme = (block) => {
   return true
 }
 
+/** The figure groups of each section, and where each section's raw results are kept. */
+const GROUPS = { cold: ["cold start"], chunk: ["first chunk"], prompt: ["first prompt"], throughput: ["throughput"], memory: ["memory"], sessions: ["sessions"], log: ["log append"], remote: ["remote"], subagents: ["subagents"] }
+const RAW_KEYS = { memory: ["memory", "memoryRuns"] }
+const sectionOf = (group) => SECTIONS.find((s) => GROUPS[s].includes(group)) ?? ""
+
+/** results.md, the README block and the summary, from a results.json (a full run's, or one with sections merged in). */
+const render = (json) => {
+  const { machine, date, figures: figs } = json
+  const busy = Math.max(machine.loadAverage.before, machine.loadAverage.after) > machine.cores
+  const table = tableOf(figs)
+  const missed = figs.filter((f) => f.met === false)
+  const unmeasured = figs.filter((f) => f.target && f.met === null)
+  const summary = [
+    missed.length === 0 ? "Every measured target is met." : `Missed: ${missed.map((f) => `${f.group}: ${f.label} (${f.ratio !== null && f.target.kind.startsWith("ratio") ? `${f.ratio.toFixed(2)}×` : fmt(f.median, f.unit)}, target ${f.target.text})`).join("; ")}.`,
+    ...(unmeasured.length ? [`Not measured: ${unmeasured.map((f) => `${f.group}: ${f.label}${f.note ? ` — ${f.note.split("\n")[0]}` : ""}`).join("; ")}.`] : [])
+  ]
+  const merged = Object.entries(json.merged ?? {})
+  const mergedLine = merged.length === 0
+    ? []
+    : ["", `Measured later and merged in (\`npm run bench -- --only <section> --merge\`): ${merged.map(([s, m]) => `${s} on ${m.date.slice(0, 10)} (1-minute load average ${m.loadAverage.before} → ${m.loadAverage.after})`).join("; ")}; the rest on ${date.slice(0, 10)}.`]
+  const mem = json.raw?.memory
+  const counts = json.method?.memory?.counts ?? []
+  const memoryNote = mem?.sessions && counts.every((n) => mem.sessions[n])
+    ? `After a forced GC, the added RSS per session is ${counts.map((n) => `${fmt(mem.sessions[n].afterGc.addedKBPerSession.median, "KB")} (${n})`).join(" and ")}, of which JS heap ${counts.map((n) => `${fmt(mem.sessions[n].afterGc.addedHeapKBPerSession.median, "KB")}`).join(" and ")}.`
+    : undefined
+  const sub = json.raw?.subagents
+  const subagentsNote = sub
+    ? [
+      `Subagents: each figure with ${sub.children} children shown natively (\`clientCapabilities.subagents\`); memory in a fresh process per run, the parent's turn blocked in a model call with no child, then (the next turn) with the children, after a settle; after a forced GC the added RSS per child is ${fmt(sub.memory.idle.afterGc.addedKBPerChild.median, "KB")} idle and ${fmt(sub.memory.busy.afterGc.addedKBPerChild.median, "KB")} mid-turn.`,
+      `Spawning ${sub.children} children in one response (one after another) takes ${fmt(sub.memory.busy.spawnAllMs.median, "ms")} to the last one's first chunk, and cancelling the parent then ends the ${sub.children} in ${fmt(sub.memory.busy.cancelMs.median, "ms")}.`,
+      `Streaming: on \`--provider openai-chat\` at a local server that writes each delta with the time it wrote it, each stream on its own timer (spread over one period), all starting once every stream of the round has asked; without the first and last tenth of each stream, the p99 lag is ${fmt(sub.stream.many.steadyP99.median, "ms")} for ${sub.children} children, ${fmt(sub.stream.manyDirect.steadyP99.median, "ms")} for ${sub.children} top-level sessions and ${fmt(sub.stream.one.steadyP99.median, "ms")} for one child alone.`,
+      "References, not measured here: Pixir publishes +6.5 MB per child; claude-agent-acp was measured at +183 MB per session."
+    ].join(" ")
+    : undefined
+  const m = json.method ?? {}
+  const runs = [
+    m.cold && `cold start ${m.cold.runs} (+${m.cold.warmup} warm-up)`,
+    m.chunk && `first chunk ${m.chunk.prompts} prompts (+${m.chunk.warmup})`,
+    m.prompt && `first prompt ${m.prompt.runs} per pause (+${m.prompt.warmup})`,
+    m.throughput && `throughput ${m.throughput.turns} turns (+${m.throughput.warmupTurns})`,
+    m.memory && `memory ${m.memory.runs}`,
+    m.sessions && `sessions ${m.sessions.runs}`,
+    m.log && "log 5",
+    m.subagents && `subagents: memory ${m.subagents.memoryRuns} per scenario, spawn ${m.subagents.spawns} (+${m.subagents.spawnWarmup}), streaming ${m.subagents.streamRounds} rounds (+1)`
+  ].filter(Boolean)
+  const md = [
+    "# Benchmarks",
+    "",
+    machineLine(machine, date),
+    ...(busy ? ["", `**The machine was busy** (load average above its ${machine.cores} cores): absolute figures are inflated and noisy; the ratios, measured interleaved, hold better. Rerun on an idle machine for absolute numbers.`] : []),
+    ...mergedLine,
+    "",
+    table,
+    "",
+    ...summary,
+    "",
+    "Medians; p90 is the 90th-percentile run on the slow side. Baselines run in the same `npm run bench`, interleaved with Skein:",
+    "the plain-Node floor (`bench/floor.mjs`) answers with no library at all; the ACP SDK agent (`bench/sdk-agent.mjs`) is a minimal",
+    "agent on `@agentclientprotocol/sdk` that relays deltas with awaited `notify` calls; the plain-Node relay (`bench/relay.mjs`) relays",
+    "a local model server's stream with Node's built-in `fetch`, as Skein's `openai-chat` provider does. How each figure is taken: `scripts/bench.mjs`.",
+    "The CPU rows (main-thread on-CPU time from `/proc/<pid>/schedstat`, process CPU from `/proc/<pid>/stat`) have no target; they",
+    "show the work done, which a busy machine hardly changes, where wall-clock figures also count the wait for a CPU.",
+    `Runs: ${runs.join(", ")}.`,
+    ...(memoryNote ? ["", memoryNote] : []),
+    ...(subagentsNote ? ["", subagentsNote] : []),
+    ""
+  ].join("\n")
+  const readme = [
+    machineLine(machine, date) + (busy ? " The machine was busy: absolute figures are inflated." : "") + (mergedLine.length > 0 ? ` ${mergedLine[1]}` : ""),
+    "",
+    table,
+    "",
+    ...summary,
+    "",
+    "Produced by `npm run bench` from a clean build; method and notes in [bench/results.md](bench/results.md), every sample in `bench/results.json`."
+  ].join("\n")
+  return { md, readme }
+}
+
 // ── run ───────────────────────────────────────────────────────────────────────────────────
 const main = async () => {
   const started = Date.now()
   const loadBefore = os.loadavg()[0]
+  const full = only.length === SECTIONS.length
+  const resultsFile = join(root, "bench", "results.json")
+  if (values.merge && !full && !existsSync(resultsFile)) throw new Error("--merge: there are no recorded results (bench/results.json) to merge into; run every section once")
   process.stdout.write(`bench: node ${process.version}, sections ${only.join(", ")}\n`)
   const unwarmed = await warmCodeCache({ env })
   if (unwarmed !== undefined) throw new Error(`the code cache was not filled: ${unwarmed}`)
@@ -802,9 +1406,11 @@ const main = async () => {
   if (only.includes("sessions")) results.sessions = await sessionsBench()
   if (only.includes("log")) results.log = await logBench()
   if (only.includes("remote")) results.remote = await remoteBench()
+  if (only.includes("subagents")) results.subagents = await subagentsBench()
   if (process.stdout.isTTY) process.stdout.write("\r\x1b[K")
   buildFigures(results)
   if (results.remote) remoteFigures(results.remote)
+  if (results.subagents) subagentsFigures(results.subagents)
 
   const cpus = os.cpus()
   const date = new Date().toISOString()
@@ -817,23 +1423,36 @@ const main = async () => {
     // A busy machine inflates every figure (the ratios less so).
     loadAverage: { before: round(loadBefore), after: round(os.loadavg()[0]) }
   }
-  const busy = Math.max(machine.loadAverage.before, machine.loadAverage.after) > machine.cores
+  const sectionMethods = {
+    cold: { runs: RUNS, warmup: WARMUP, note: "fresh process per run, interleaved; ready = initialize at spawn, session/new on its response" },
+    chunk: { prompts: PROMPTS, warmup: PROMPT_WARMUP, note: "one agent process each, one session, one scripted turn (one text delta) per prompt" },
+    prompt: { runs: FIRST, warmup: WARMUP, pauseMs: [PAUSE_MS, 0], note: "fresh process per run, interleaved; --provider openai-chat at a local SSE server in the bench process; the relay (bench/relay.mjs) POSTs with the built-in fetch" },
+    throughput: { deltas: DELTAS, turns: TURNS, warmupTurns: 1, note: "Skein: script {text:'x', repeat}; SDK agent: awaited client.notify per delta; floor: synchronous writes" },
+    memory: { runs: MEM_RUNS, settleMs: SETTLE_MS, counts: MEM_COUNTS, note: "VmRSS from /proc after a settle; afterGc: process.memoryUsage() after a forced GC (bench/gc-probe.mjs preloaded into every agent)" },
+    sessions: { runs: SESSIONS_RUNS, skein: "scripts/bench-sessions.mjs", floor: "scripts/bench-sessions-floor.mjs" },
+    log: { script: "scripts/bench-log.mjs", note: "in-process; default durability: no fsync per event, one at the turn's end" },
+    remote: { script: "scripts/bench-remote.mjs", note: "Effect programs (dist/index.mjs) against Skein.layer and against skein serve on a unix socket; the stall is skein acp with a client that pauses its reads" },
+    subagents: {
+      children: SUB_CHILDREN,
+      memoryRuns: SUB_RUNS,
+      spawns: SPAWNS,
+      spawnWarmup: SUB_SPAWN_WARMUP,
+      streamRounds: SUB_STREAM_ROUNDS,
+      deltasPerChild: SUB_DELTAS,
+      everyMs: SUB_EVERY_MS,
+      settleMs: SETTLE_MS,
+      note: "skein acp with clientCapabilities.subagents and a home config.json {subagents: {maxRunning: 64}}. memory: a fresh process per run and scenario (scripted; custom agents quick and busy in $SKEIN_HOME/agents): a warm-up turn with one child, the baseline turn (the parent blocked in a model call, no child), the measured turn (the parent blocked the same way, 64 children idle after answering or sleeping inside their model call); VmRSS after a settle and after a forced GC (bench/gc-probe.mjs), then session/cancel. spawn: one process (scripted), a parent turn per spawn (spawn_agent, wait_agent), interleaved with session/new + one prompt; times between lines read by the client. streaming: one process on --provider openai-chat at a local SSE server in the bench process; each stream on its own timer, the timers of a round spread over one period and started once all its streams have asked; each delta is its write time (hrtime); after one warm-up round of 64 children, rounds of 64 children, 1 child, 1 top-level session and 64 top-level sessions, interleaved, each on new sessions"
+    }
+  }
   const json = {
     date,
     machine,
     method: {
       clock: "process.hrtime.bigint() in the client; times run from writing a request (or spawn) to reading the response line",
       p90: "the 90th-percentile run on the slow side (for rates: the 10th percentile of the rate)",
-      ratio: "Skein's median ÷ the baseline's median (memory per session: RSS with N sessions ÷ idle RSS)",
+      ratio: "Skein's median ÷ the baseline's median (memory per session: RSS with N sessions ÷ idle RSS; per child: RSS with the children ÷ RSS with none)",
       client: "bench/client.mjs: one raw reader for every agent; session/update lines are counted by a byte search, other lines parsed",
-      cold: { runs: RUNS, warmup: WARMUP, note: "fresh process per run, interleaved; ready = initialize at spawn, session/new on its response" },
-      chunk: { prompts: PROMPTS, warmup: PROMPT_WARMUP, note: "one agent process each, one session, one scripted turn (one text delta) per prompt" },
-      prompt: { runs: FIRST, warmup: WARMUP, pauseMs: [PAUSE_MS, 0], note: "fresh process per run, interleaved; --provider openai-chat at a local SSE server in the bench process; the relay (bench/relay.mjs) POSTs with the built-in fetch" },
-      throughput: { deltas: DELTAS, turns: TURNS, warmupTurns: 1, note: "Skein: script {text:'x', repeat}; SDK agent: awaited client.notify per delta; floor: synchronous writes" },
-      memory: { runs: MEM_RUNS, settleMs: SETTLE_MS, counts: MEM_COUNTS, note: "VmRSS from /proc after a settle; afterGc: process.memoryUsage() after a forced GC (bench/gc-probe.mjs preloaded into every agent)" },
-      sessions: { runs: SESSIONS_RUNS, skein: "scripts/bench-sessions.mjs", floor: "scripts/bench-sessions-floor.mjs" },
-      log: { script: "scripts/bench-log.mjs", note: "in-process; default durability: no fsync per event, one at the turn's end" },
-      remote: { script: "scripts/bench-remote.mjs", note: "Effect programs (dist/index.mjs) against Skein.layer and against skein serve on a unix socket; the stall is skein acp with a client that pauses its reads" },
+      ...Object.fromEntries(Object.entries(sectionMethods).filter(([k]) => only.includes(k))),
       codeCache: "dist/skein.mjs loads dist/skein-main.cjs through a V8 code cache written at exit by a run that served; here in the run's temporary directory, filled first as the build fills a user's (scripts/warm-code-cache.mjs: initialize, session/new, one scripted turn)"
     },
     targets: TARGETS,
@@ -848,63 +1467,47 @@ const main = async () => {
       memoryRuns: results.memory?.raw,
       sessions: results.sessions,
       log: results.log,
-      remote: results.remote
+      remote: results.remote,
+      subagents: results.subagents
     },
     durationSeconds: round((Date.now() - started) / 1000, 1)
   }
 
-  const table = tableOf(figures)
-  const missed = figures.filter((f) => f.met === false)
-  const unmeasured = figures.filter((f) => f.target && f.met === null)
-  const summary = [
-    missed.length === 0 ? "Every measured target is met." : `Missed: ${missed.map((f) => `${f.group}: ${f.label} (${f.ratio !== null && f.target.kind !== "<" ? `${f.ratio.toFixed(2)}×` : fmt(f.median, f.unit)}, target ${f.target.text})`).join("; ")}.`,
-    ...(unmeasured.length ? [`Not measured: ${unmeasured.map((f) => `${f.group}: ${f.label}${f.note ? ` — ${f.note.split("\n")[0]}` : ""}`).join("; ")}.`] : [])
-  ]
-  const memoryNote = results.memory
-    ? `After a forced GC, the added RSS per session is ${MEM_COUNTS.map((n) => `${fmt(results.memory.sessions[n].afterGc.addedKBPerSession.median, "KB")} (${n})`).join(" and ")}, of which JS heap ${MEM_COUNTS.map((n) => `${fmt(results.memory.sessions[n].afterGc.addedHeapKBPerSession.median, "KB")}`).join(" and ")}.`
-    : undefined
-  const md = [
-    "# Benchmarks",
-    "",
-    machineLine(machine, date),
-    ...(busy ? ["", `**The machine was busy** (load average above its ${machine.cores} cores): absolute figures are inflated and noisy; the ratios, measured interleaved, hold better. Rerun on an idle machine for absolute numbers.`] : []),
-    "",
-    table,
-    "",
-    ...summary,
-    "",
-    "Medians; p90 is the 90th-percentile run on the slow side. Baselines run in the same `npm run bench`, interleaved with Skein:",
-    "the plain-Node floor (`bench/floor.mjs`) answers with no library at all; the ACP SDK agent (`bench/sdk-agent.mjs`) is a minimal",
-    "agent on `@agentclientprotocol/sdk` that relays deltas with awaited `notify` calls; the plain-Node relay (`bench/relay.mjs`) relays",
-    "a local model server's stream with Node's built-in `fetch`, as Skein's `openai-chat` provider does. How each figure is taken: `scripts/bench.mjs`.",
-    "The CPU rows (main-thread on-CPU time from `/proc/<pid>/schedstat`, process CPU from `/proc/<pid>/stat`) have no target; they",
-    "show the work done, which a busy machine hardly changes, where wall-clock figures also count the wait for a CPU.",
-    `Runs: cold start ${RUNS} (+${WARMUP} warm-up), first chunk ${PROMPTS} prompts (+${PROMPT_WARMUP}), first prompt ${FIRST} per pause (+${WARMUP}), throughput ${TURNS} turns (+1), memory ${MEM_RUNS}, sessions ${SESSIONS_RUNS}, log 5.`,
-    ...(memoryNote ? ["", memoryNote] : []),
-    ""
-  ].join("\n")
-
-  // Only a full run replaces the recorded results; a partial one (--only) just prints.
-  const full = only.length === SECTIONS.length
-  if (full) {
+  if (values.merge && !full) {
+    // The sections run replace their figures and raw results; every other section stays as recorded.
+    const recorded = JSON.parse(readFileSync(resultsFile, "utf8"))
+    const groups = new Set(only.flatMap((s) => GROUPS[s]))
+    const rawKeys = only.flatMap((s) => RAW_KEYS[s] ?? [s])
+    const mergedFigures = [...recorded.figures.filter((f) => !groups.has(f.group)), ...json.figures]
+      .map((f, i) => [f, i])
+      .sort(([f, i], [g, j]) => SECTIONS.indexOf(sectionOf(f.group)) - SECTIONS.indexOf(sectionOf(g.group)) || i - j)
+      .map(([f]) => f)
+    const merged = { ...recorded.merged }
+    for (const s of only) merged[s] = { date, machine: machine.cpu, loadAverage: machine.loadAverage, durationSeconds: json.durationSeconds }
+    Object.assign(json, {
+      date: recorded.date,
+      machine: recorded.machine,
+      method: { ...recorded.method, ...Object.fromEntries(only.filter((s) => json.method[s] !== undefined).map((s) => [s, json.method[s]])) },
+      targets: { ...recorded.targets, ...TARGETS },
+      figures: mergedFigures,
+      missed: mergedFigures.filter((f) => f.met === false).map((f) => f.id),
+      raw: { ...recorded.raw, ...Object.fromEntries(rawKeys.map((k) => [k, json.raw[k]])) },
+      merged,
+      durationSeconds: recorded.durationSeconds
+    })
+  }
+  const { md, readme: readmeBlock } = render(json)
+  // Only a full run, or a partial one with --merge, replaces the recorded results; a partial one just prints.
+  const write = full || values.merge
+  if (write) {
     mkdirSync(join(root, "bench"), { recursive: true })
-    writeFileSync(join(root, "bench", "results.json"), JSON.stringify(json, null, 2) + "\n")
+    writeFileSync(resultsFile, JSON.stringify(json, null, 2) + "\n")
     writeFileSync(join(root, "bench", "results.md"), md)
   }
   let readme = false
-  if (!values["no-readme"] && full) {
-    readme = updateReadme([
-      machineLine(machine, date) + (busy ? " The machine was busy: absolute figures are inflated." : ""),
-      "",
-      table,
-      "",
-      ...summary,
-      "",
-      "Produced by `npm run bench` from a clean build; method and notes in [bench/results.md](bench/results.md), every sample in `bench/results.json`."
-    ].join("\n"))
-  }
+  if (!values["no-readme"] && write) readme = updateReadme(readmeBlock)
   process.stdout.write(
-    `\n${md}\n${full ? `wrote bench/results.json and bench/results.md${readme ? " and the table in README.md" : ""}` : "partial run (--only): nothing written"} in ${json.durationSeconds} s\n`
+    `\n${md}\n${write ? `wrote bench/results.json and bench/results.md${readme ? " and the table in README.md" : ""}` : "partial run (--only): nothing written"} in ${round((Date.now() - started) / 1000, 1)} s\n`
   )
 }
 
