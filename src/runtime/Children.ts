@@ -159,7 +159,9 @@ export const make = (options: Options): Effect.Effect<Children> =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
     const children = new Map<string, Child>()
-    const { factory } = options
+    // The agents and limits are read once per turn, at the first use (a turn that spawns 64 reads them once).
+    const catalog = yield* Effect.cached(options.factory.catalog(options.cwd))
+    const factory: Factory = { ...options.factory, catalog: () => catalog }
     let startedHere = 0
     let closing = false
 
@@ -190,11 +192,13 @@ export const make = (options: Options): Effect.Effect<Children> =>
           by: `parent:${options.parentId}`,
           ...(options.presented ? {} : { unattended: true })
         })
-        const exit = yield* Effect.exit(Stream.runForEach(turn, (event) => {
-          const said = responseText(event)
-          if (said !== undefined && said.length > 0) answer = said
-          if (event.type === "turn_end") outcome = { stopReason: event.data.stopReason, error: event.data.error }
-          return options.forward(event)
+        const exit = yield* Effect.exit(Stream.runForEachArray(turn, (events) => {
+          for (const event of events) {
+            const said = responseText(event)
+            if (said !== undefined && said.length > 0) answer = said
+            if (event.type === "turn_end") outcome = { stopReason: event.data.stopReason, error: event.data.error }
+          }
+          return events.length === 1 ? options.forward(events[0]!) : Effect.forEach(events, options.forward, { discard: true })
         }))
         yield* Fiber.interrupt(timer)
         child.stopReason = outcome?.stopReason ?? "cancelled"

@@ -113,7 +113,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         }
       })
 
-    /** The agents and limits for sessions in `cwd` (read each time: a new agent file is seen at once). */
+    /** The agents and limits for sessions in `cwd` (read at the first use in each turn: a new agent file counts from the next turn). */
     const catalog = (cwd: string) =>
       Definitions.load({ cwd, home: config.home }).pipe(
         Effect.map((loaded) => ({ agents: loaded.agents, limits: loaded.limits })),
