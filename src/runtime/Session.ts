@@ -112,6 +112,9 @@ type Message =
 export const CANCELLED_TOOL = "Cancelled by the user"
 export const NOT_RUN_TOOL = "Not run: the turn failed"
 
+/** How much each mode allows without asking, to tell a narrowing from a broadening. */
+const MODE_REACH: Record<ModeId, number> = { plan: 0, default: 1, acceptEdits: 2, bypassPermissions: 3 }
+
 const closedError = new SessionError({ reason: "closed", message: "The session is closed" })
 
 /**
@@ -134,6 +137,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
     const outcomes = new Map<number, Deferred.Deferred<TurnOutcome>>()
 
     const mode = (): ModeId => (history.mode !== undefined && isModeId(history.mode) ? history.mode : "default")
+    /** A child session's mode can only be narrowed from the one it started with (its parent's). */
+    const ceiling: ModeId | undefined = info.parent !== undefined ? mode() : undefined
     // The model and effort the session chose (remembered in its log as `config_changed`).
     const currentModel = () => history.config.get("model") ?? deps.model
     const currentEffort = () => history.config.get("thought_level")
@@ -465,6 +470,12 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
     const setMode = (id: string): Effect.Effect<void, SessionError> =>
       Effect.suspend(() => {
         if (!isModeId(id)) return Effect.fail(new SessionError({ reason: "invalid_mode", message: `Unknown mode "${id}"` }))
+        if (ceiling !== undefined && MODE_REACH[id] > MODE_REACH[ceiling]) {
+          return Effect.fail(new SessionError({
+            reason: "invalid_mode",
+            message: `A child session may only be narrowed: it started in "${ceiling}", and "${id}" allows more`
+          }))
+        }
         const reply = Deferred.makeUnsafe<void, SessionError>()
         return request(reply, { _tag: "SetMode", mode: id, reply })
       })

@@ -321,4 +321,27 @@ describe("child sessions", () => {
       assert.isFalse(result!.ok)
       assert.include(result!.content, "git")
     }))
+
+  it.live("a child's mode can be narrowed through the session protocol, never broadened", () =>
+    withSkein({
+      script: {
+        turns: [{ calls: [[call("spawn_agent", { task: "wait" }, "s1")], [call("wait_agent", {}, "w1")], [{ text: "ok" }]] }],
+        agents: { general: { turns: [{ calls: [[{ sleep_ms: 300 }, { text: "done" }]] }] } }
+      }
+    }, ({ runtime, cwd }) =>
+      Effect.gen(function*() {
+        const session = yield* runtime.newSession({ cwd })
+        const events = yield* record(session)
+        const fiber = yield* Effect.forkChild(session.prompt(text("go")))
+        const spawned = yield* events.until((e) => e.type === "subagent" && (e.data as { event: string }).event === "spawned")
+        const child = yield* runtime.getSession((spawned.data as { id: string }).id)
+        const broadened = yield* Effect.flip(child.setMode("bypassPermissions"))
+        assert.strictEqual(broadened.reason, "invalid_mode")
+        assert.include(broadened.message, "only be narrowed")
+        const viaSend = yield* Effect.flip(child.send({ _tag: "SetMode", mode: "acceptEdits" }))
+        assert.strictEqual(viaSend.reason, "invalid_mode")
+        yield* child.setMode("plan")
+        assert.strictEqual((yield* child.settings).mode, "plan")
+        yield* Fiber.join(fiber)
+      })))
 })
