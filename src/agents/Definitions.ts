@@ -33,16 +33,17 @@
  * (`Read`, `Edit`, `Bash`, …) are taken as Skein's, and its model aliases (`sonnet`, `opus`,
  * `haiku`, `inherit`) as the parent's model, since they name no Skein model.
  *
- * The front matter is a small, strict subset of YAML read here (no YAML library, for the
- * bundle's sake): one `key: value` per line, values plain, `"double"`- or `'single'`-quoted,
- * `[flow, lists]` of such, or a block list below an empty value; blank and `#` lines. Anything
- * else (block scalars `|`/`>`, nested maps, anchors, continued lines) is a problem. A problem
- * names the file and what is wrong, and the file is skipped; nothing here fails.
+ * The front matter is read strictly (`text/FrontMatter.ts`): one `key: value` per line, values
+ * plain, `"double"`- or `'single'`-quoted, `[flow, lists]` of such, or a block list below an
+ * empty value; blank and `#` lines. Anything else (block scalars `|`/`>`, nested maps, anchors,
+ * continued lines) is a problem. A problem names the file and what is wrong, and the file is
+ * skipped; nothing here fails.
  */
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Path from "effect/Path"
 import type * as PlatformError from "effect/PlatformError"
+import * as FrontMatter from "../text/FrontMatter.ts"
 
 export interface AgentDefinition {
   /** How the model and the user name it: `general`, `explorer`, `reviewer`. */
@@ -116,11 +117,8 @@ export const find = (agents: ReadonlyArray<AgentDefinition>, name: string): Agen
 // ---------------------------------------------------------------------------
 
 const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/
-const KEY = /^[A-Za-z_][A-Za-z0-9_-]*$/
 /** A tool's name: Skein's, or an MCP server's `mcp__server__tool`. */
 const TOOL = /^[A-Za-z0-9_.:-]{1,128}$/
-/** Characters that begin a YAML construct outside the subset, when a plain value starts with one. */
-const UNSUPPORTED_START = /^[|>{&*!%@`]/
 
 /** Claude Code's tool names, as Skein's. */
 const CLAUDE_TOOLS: Readonly<Record<string, string>> = {
@@ -137,156 +135,19 @@ const CLAUDE_TOOLS: Readonly<Record<string, string>> = {
 /** Claude Code's model aliases: no Skein model, so the parent's. */
 const CLAUDE_MODELS = new Set(["inherit", "sonnet", "opus", "haiku"])
 
-type Value = { readonly _tag: "text"; readonly text: string } | { readonly _tag: "list"; readonly items: ReadonlyArray<string> } | { readonly _tag: "null" }
-
-/** Thrown inside the front matter reader, caught at its edge and turned into a problem. */
-class Invalid {
-  readonly message: string
-  constructor(message: string) {
-    this.message = message
-  }
-}
-
-/** Where a quoted value that starts `raw` ends (the index after its closing quote), or -1. */
-const closingQuote = (raw: string): number => {
-  const quote = raw[0]!
-  for (let i = 1; i < raw.length; i++) {
-    const c = raw[i]!
-    if (quote === "\"" && c === "\\") i++
-    else if (c === quote) {
-      if (quote === "'" && raw[i + 1] === "'") i++
-      else return i + 1
-    }
-  }
-  return -1
-}
-
-/**
- * One scalar: `"double"` (JSON's escapes, a subset of YAML's), `'single'` (`''` is a quote) or
- * plain. A comment may follow; a plain value ends at one and may not start a YAML construct.
- */
-const scalar = (raw: string, where: string): string => {
-  if (raw.startsWith("\"") || raw.startsWith("'")) {
-    const end = closingQuote(raw)
-    if (end === -1) throw new Invalid(`${where}: a quoted value that does not end on its line`)
-    const rest = raw.slice(end)
-    if (rest.trim() !== "" && !/^\s+#/.test(rest)) throw new Invalid(`${where}: text after a quoted value`)
-    const quoted = raw.slice(0, end)
-    if (quoted.startsWith("'")) return quoted.slice(1, -1).replaceAll("''", "'")
-    try {
-      const value: unknown = JSON.parse(quoted)
-      if (typeof value === "string") return value
-    } catch {
-      // Reported below.
-    }
-    throw new Invalid(`${where}: a double-quoted value with an escape other than JSON's`)
-  }
-  const text = uncomment(raw)
-  if (UNSUPPORTED_START.test(text) || text.startsWith("- ") || text === "-") {
-    throw new Invalid(`${where}: "${text.slice(0, 1)}" starts YAML this reader does not support; write the value on one line, quoted if need be`)
-  }
-  return text
-}
-
-/** Drops a `#` comment: one starts after whitespace, as in YAML. */
-const uncomment = (raw: string): string => {
-  const at = raw.search(/\s#/)
-  return (at === -1 ? raw : raw.slice(0, at)).trim()
-}
-
-/** Splits `[a, "b, c", 'd']` at its top-level commas. */
-const flowList = (raw: string, where: string): ReadonlyArray<string> => {
-  const inner = raw.slice(1, -1).trim()
-  if (inner === "") return []
-  const parts: Array<string> = []
-  let start = 0
-  let quote: string | undefined
-  for (let i = 0; i < inner.length; i++) {
-    const c = inner[i]!
-    if (quote === "\"" && c === "\\") i++
-    else if (quote !== undefined) {
-      if (c === quote) quote = undefined
-    } else if (c === "\"" || c === "'") quote = c
-    else if (c === "[" || c === "]" || c === "{" || c === "}") throw new Invalid(`${where}: nested lists or maps are not supported`)
-    else if (c === ",") {
-      parts.push(inner.slice(start, i))
-      start = i + 1
-    }
-  }
-  if (quote !== undefined) throw new Invalid(`${where}: a quoted item that does not end`)
-  parts.push(inner.slice(start))
-  return parts.map((part, n) => {
-    const item = part.trim()
-    if (item === "") throw new Invalid(`${where}: item ${n + 1} of the list is empty`)
-    return scalar(item, where)
-  })
-}
-
-const value = (raw: string, where: string): Value => {
-  if (raw.startsWith("[")) {
-    const list = raw.endsWith("]") ? raw : uncomment(raw)
-    if (!list.endsWith("]")) throw new Invalid(`${where}: a list that does not end with "]" on its line`)
-    return { _tag: "list", items: flowList(list, where) }
-  }
-  return { _tag: "text", text: scalar(raw, where) }
-}
-
-/** The front matter's keys and values, in the subset described above. */
-const frontMatter = (lines: ReadonlyArray<string>, first: number): ReadonlyMap<string, Value> => {
-  const out = new Map<string, Value>()
-  let pending: { readonly key: string; readonly items: Array<string> } | undefined
-  const close = () => {
-    if (pending !== undefined) out.set(pending.key, pending.items.length > 0 ? { _tag: "list", items: pending.items } : { _tag: "null" })
-    pending = undefined
-  }
-  lines.forEach((line, i) => {
-    const where = `line ${first + i}`
-    const trimmed = line.trim()
-    if (trimmed === "" || trimmed.startsWith("#")) return
-    if (/^\s*\t/.test(line)) throw new Invalid(`${where}: indentation with a tab`)
-    const item = /^\s*-(?:\s+(.*))?$/.exec(line)
-    if (item !== null) {
-      if (pending === undefined) throw new Invalid(`${where}: a list item without a key above it with an empty value`)
-      const text = (item[1] ?? "").trim()
-      if (text === "" || text.startsWith("[")) throw new Invalid(`${where}: a list item must be one value`)
-      pending.items.push(scalar(text, where))
-      return
-    }
-    if (/^\s/.test(line)) throw new Invalid(`${where}: an indented line (a continued value or a nested map), which this reader does not support`)
-    close()
-    const colon = line.indexOf(":")
-    const key = colon === -1 ? "" : line.slice(0, colon).trim()
-    if (colon === -1 || !KEY.test(key) || (line.length > colon + 1 && !/\s/.test(line[colon + 1]!))) {
-      throw new Invalid(`${where}: expected "key: value"`)
-    }
-    if (out.has(key)) throw new Invalid(`${where}: "${key}" is given twice`)
-    const raw = line.slice(colon + 1).trim()
-    if (raw === "" || raw.startsWith("#")) pending = { key, items: [] }
-    else out.set(key, value(raw, where))
-  })
-  close()
-  return out
-}
-
-const text = (values: ReadonlyMap<string, Value>, key: string): string | undefined => {
-  const found = values.get(key)
-  if (found === undefined || found._tag === "null") return undefined
-  if (found._tag === "list") throw new Invalid(`"${key}" must be a single value, not a list`)
-  return found.text.trim() === "" ? undefined : found.text.trim()
-}
-
 /** Tool names as given, Claude Code's taken as Skein's, each once. */
-const toolNames = (found: Value | undefined): ReadonlyArray<string> | undefined => {
+const toolNames = (found: FrontMatter.Value | undefined): ReadonlyArray<string> | undefined => {
   if (found === undefined || found._tag === "null") return undefined
+  if (found._tag === "invalid") throw new FrontMatter.Invalid(found.message)
   let names: ReadonlyArray<string>
   if (found._tag === "list") names = found.items.map((item) => item.trim())
   else if (found.text.trim() === "") names = []
   else {
     names = found.text.split(",").map((item) => item.trim())
-    if (names.includes("")) throw new Invalid(`"tools" has an empty name between commas`)
+    if (names.includes("")) throw new FrontMatter.Invalid(`"tools" has an empty name between commas`)
   }
   const bad = names.find((name) => !TOOL.test(name))
-  if (bad !== undefined) throw new Invalid(`"tools" names ${JSON.stringify(bad.slice(0, 60))}, which is not a tool name`)
+  if (bad !== undefined) throw new FrontMatter.Invalid(`"tools" names ${JSON.stringify(bad.slice(0, 60))}, which is not a tool name`)
   return [...new Set(names.map((name) => (Object.hasOwn(CLAUDE_TOOLS, name) ? CLAUDE_TOOLS[name]! : name)))]
 }
 
@@ -295,21 +156,19 @@ const toolNames = (found: Value | undefined): ReadonlyArray<string> | undefined 
  * key). `source` is its path; a built-in of the same name lends it its `readOnly`.
  */
 export const parseMarkdown = (content: string, source: string): AgentDefinition | { readonly problem: string } => {
-  const lines = content.replace(/^\uFEFF/, "").split(/\r?\n/)
-  if (lines[0]?.trimEnd() !== "---") return { problem: "no front matter: the file must start with a \"---\" line, then name and description, then \"---\"" }
-  const end = lines.findIndex((line, i) => i > 0 && line.trimEnd() === "---")
-  if (end === -1) return { problem: "the front matter does not end: no closing \"---\" line" }
-  try {
-    const values = frontMatter(lines.slice(1, end), 2)
-    const name = text(values, "name")
+  const { values, body, problem } = FrontMatter.split(content)
+  if (problem?.reason === "missing") return { problem: "no front matter: the file must start with a \"---\" line, then name and description, then \"---\"" }
+  if (problem !== undefined) return { problem: problem.message }
+  return FrontMatter.attempt((): AgentDefinition | { readonly problem: string } => {
+    const name = FrontMatter.text(values, "name")
     if (name === undefined) return { problem: "\"name\" is missing" }
     if (!NAME.test(name)) {
       return { problem: `"name" ${JSON.stringify(name.slice(0, 80))} is not valid: use lowercase letters, digits, "-" and "_", starting with a letter or digit, at most 64 characters` }
     }
-    const description = text(values, "description")
+    const description = FrontMatter.text(values, "description")
     if (description === undefined) return { problem: "\"description\" is missing: the model needs it to know when to use the agent" }
-    const model = text(values, "model")
-    const instructions = lines.slice(end + 1).join("\n").trim()
+    const model = FrontMatter.text(values, "model")
+    const instructions = body.trim()
     const builtin = builtins.find((agent) => agent.name === name)
     return {
       name,
@@ -320,10 +179,7 @@ export const parseMarkdown = (content: string, source: string): AgentDefinition 
       readOnly: builtin?.readOnly ?? false,
       source
     }
-  } catch (error) {
-    if (error instanceof Invalid) return { problem: `front matter: ${error.message}` }
-    throw error
-  }
+  })
 }
 
 // ---------------------------------------------------------------------------

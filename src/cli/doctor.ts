@@ -3,9 +3,11 @@
  * call. Prints the home, the config file (and whether it parsed), the
  * environment variables Skein reads (keys as set or not set, never their
  * values), the providers, the models, the agents a session can delegate to (and
- * what is wrong with their definitions, as warnings), and what a prompt would be
- * answered by. Exit code 0 when a prompt would reach a model, 1 otherwise: a bad
- * agent definition is skipped, not a reason to fail.
+ * what is wrong with their definitions, as warnings), the skills and the slash
+ * commands of a session started here (with their problems, as warnings), and
+ * what a prompt would be answered by. Exit code 0 when a prompt would reach a
+ * model, 1 otherwise: a bad agent, skill or command file is skipped, not a
+ * reason to fail.
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
@@ -13,12 +15,15 @@ import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
 import * as Path from "effect/Path"
+import { homedir } from "node:os"
 import * as Definitions from "../agents/Definitions.ts"
+import * as Commands from "../commands/Commands.ts"
 import * as McpSession from "../mcp/McpSession.ts"
 import * as McpRecord from "../mcp/Record.ts"
 import * as Errors from "../providers/Errors.ts"
 import type { ModelInfo } from "../providers/Models.ts"
 import * as Registry from "../providers/Registry.ts"
+import * as Skills from "../skills/Skills.ts"
 import * as Checks from "./Checks.ts"
 import * as CodeCache from "./CodeCache.ts"
 import { loadScriptFile } from "./Config.ts"
@@ -34,7 +39,11 @@ Reads $SKEIN_HOME/config.json and the environment (OPENAI_API_KEY, OPENAI_BASE_U
 ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, SKEIN_PROVIDER, SKEIN_MODEL, …). Keys are shown
 as set or not set, never their values. Lists the agents a session started in the current
 directory can delegate to (.skein/agents, .claude/agents, $SKEIN_HOME/agents, config.json),
-with a warning for each definition that is skipped. Exits 0 when a prompt would reach a model.
+with a warning for each definition that is skipped, the skills (.agents/skills and
+.claude/skills from the current directory up to the repository root, ~/.agents/skills,
+~/.claude/skills, $SKEIN_HOME/skills) and the slash commands (built-ins, .skein/commands,
+.claude/commands, $SKEIN_HOME/commands, user-invocable skills), with their problems as
+warnings. Exits 0 when a prompt would reach a model.
 
 --mcp SESSION_ID starts the MCP servers that session used (as recorded beside its log),
 waits until each is ready or failed, prints their status and stops them. This runs the
@@ -73,6 +82,26 @@ export const agentsReport = (loaded: Definitions.Loaded): ReadonlyArray<string> 
   return out
 }
 
+/** The skills section: each skill, its scope and file, each problem as a warning. */
+export const skillsReport = (found: Skills.Discovered): ReadonlyArray<string> => {
+  const out = ["Skills"]
+  if (found.skills.length === 0) out.push("  (none)")
+  for (const skill of found.skills) {
+    const traits = [...(skill.modelInvocable ? [] : ["not offered to the model"]), ...(skill.userInvocable ? [] : ["not a command"])]
+    out.push(`  ${pad(skill.name, 20)}${pad(skill.scope, 9)}${skill.path}${traits.length > 0 ? ` (${traits.join("; ")})` : ""}`)
+  }
+  for (const problem of found.problems) out.push(`  warning: ${problem.file}: ${problem.message}`)
+  return out
+}
+
+/** The commands section: each slash command, its kind and source, each problem as a warning. */
+export const commandsReport = (found: Commands.Discovered): ReadonlyArray<string> => {
+  const out = ["Commands"]
+  for (const command of found.commands) out.push(`  ${pad(`/${command.name}`, 20)}${pad(command.kind, 9)}${command.source}`)
+  for (const problem of found.problems) out.push(`  warning: ${problem.file}: ${problem.message}`)
+  return out
+}
+
 /** The report, as text. `env` is only read for which variables are set. */
 export const report = (
   s: Registry.Setup,
@@ -82,6 +111,8 @@ export const report = (
     readonly script?: string | undefined
     readonly codeCache?: string | undefined
     readonly agents?: Definitions.Loaded | undefined
+    readonly skills?: Skills.Discovered | undefined
+    readonly commands?: Commands.Discovered | undefined
   }
 ): string => {
   const out: Array<string> = []
@@ -129,6 +160,14 @@ export const report = (
     for (const l of agentsReport(options.agents)) line(l)
     line()
   }
+  if (options.skills !== undefined) {
+    for (const l of skillsReport(options.skills)) line(l)
+    line()
+  }
+  if (options.commands !== undefined) {
+    for (const l of commandsReport(options.commands)) line(l)
+    line()
+  }
 
   if (s.errors.length > 0) {
     line("Problems")
@@ -172,11 +211,22 @@ export const run = (args: ReadonlyArray<string>) =>
     if (unknown !== undefined) return yield* Effect.fail(new Options.UsageError(unknown))
     const script = scripted ? common.script ?? "(missing: the scripted provider needs --script FILE)" : undefined
     const mcp = typeof parsed.values.mcp === "string" ? yield* mcpSession(common.home, parsed.values.mcp) : undefined
-    const agents = yield* Definitions.load({ cwd: process.cwd(), home: common.home }).pipe(Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)))
-    process.stdout.write(report(setup, process.env, { home: common.home, script, codeCache: CodeCache.describe(CodeCache.status()), agents }))
+    const { agents, skills, commands } = yield* project({ cwd: process.cwd(), home: common.home, userHome: homedir() }).pipe(
+      Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer))
+    )
+    process.stdout.write(report(setup, process.env, { home: common.home, script, codeCache: CodeCache.describe(CodeCache.status()), agents, skills, commands }))
     if (mcp !== undefined) process.stdout.write(yield* mcpReport(mcp))
     const ready = scripted ? common.script !== undefined : setup.errors.length === 0 && setup.unconfigured === undefined
     return ready ? 0 : 1
+  })
+
+/** What a session started in `cwd` would find: its agents, skills and commands. `userHome` is the OS user's home. */
+export const project = (options: { readonly cwd: string; readonly home: string; readonly userHome: string }) =>
+  Effect.gen(function*() {
+    const agents = yield* Definitions.load({ cwd: options.cwd, home: options.home })
+    const skills = yield* Skills.discover(options)
+    const commands = yield* Commands.discover({ cwd: options.cwd, home: options.home, skills: skills.skills })
+    return { agents, skills, commands }
   })
 
 /** A saved session's log and working directory, for `--mcp`; an unknown id is a usage error. */

@@ -1,0 +1,368 @@
+/**
+ * Skills, in the Agent Skills format: a folder holding a `SKILL.md` (front matter, then the
+ * instructions) and whatever files those instructions mention.
+ *
+ * ```markdown
+ * ---
+ * name: release-notes
+ * description: Writes release notes from the git history; use when asked for a changelog
+ * argument-hint: [version]
+ * ---
+ * Read `git log` since the last tag, then …
+ * ```
+ *
+ * `description` is required. `name` (lowercase letters, digits and `-`, starting with a letter or
+ * digit, at most 64 characters) defaults to the folder's name. `user-invocable` (default true:
+ * the skill is also a `/name` command) and `disable-model-invocation` (default false: the model
+ * sees it in its catalog and may load it) are `true` or `false`; `argument-hint` is shown with the
+ * command; `allowed-tools` and other keys are accepted and ignored. The front matter is read
+ * leniently (`text/FrontMatter.ts`): block scalars and continued lines are fine, and a key that
+ * cannot be read only matters when it is one of these.
+ *
+ * Where they come from, nearest first, the first of a name winning:
+ *
+ * 1. `.agents/skills/<name>/SKILL.md` and `.claude/skills/<name>/SKILL.md` in the cwd, then in
+ *    each directory above it up to the repository root (the nearest holding `.git`; just the
+ *    cwd outside a repository): the project's;
+ * 2. `~/.agents/skills`, `~/.claude/skills` and `$SKEIN_HOME/skills`: the user's.
+ *
+ * A skill shadowed by a nearer one of the same name is a problem naming both files. A skill that
+ * cannot be read or parsed is a problem and is left out; a missing folder is none; nothing here
+ * fails. The model sees the catalog (name, description, path) in its system prompt, within a
+ * budget; `activate` reads a skill's instructions when the model or the user asks for them.
+ */
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as Path from "effect/Path"
+import type * as PlatformError from "effect/PlatformError"
+import * as Schema from "effect/Schema"
+import { createHash } from "node:crypto"
+import * as FrontMatter from "../text/FrontMatter.ts"
+
+export interface Skill {
+  /** How the model and the user name it: `release-notes`. */
+  readonly name: string
+  /** For the model: what it does and when to use it (on one line). */
+  readonly description: string
+  /** Its folder, absolute. */
+  readonly dir: string
+  /** Its `SKILL.md`, absolute. */
+  readonly path: string
+  readonly scope: "project" | "user"
+  /** The user may run it as a `/name` command. */
+  readonly userInvocable: boolean
+  /** It is in the model's catalog, and the model may load it. */
+  readonly modelInvocable: boolean
+  /** Shown with the command: what arguments it takes. */
+  readonly argumentHint?: string | undefined
+}
+
+/** Something wrong with one file or folder, or a skill shadowed by another (`file` is the one left out). */
+export interface Problem {
+  readonly file: string
+  readonly message: string
+}
+
+export interface Discovered {
+  /** In name order. */
+  readonly skills: ReadonlyArray<Skill>
+  readonly problems: ReadonlyArray<Problem>
+}
+
+/** A skill's name, and a command's. */
+export const NAME = /^[a-z0-9][a-z0-9-]{0,63}$/
+
+/** Larger files are not skills (and are not read whole). */
+export const MAX_FILE_BYTES = 256 * 1024
+
+export const FILE_NAME = "SKILL.md"
+
+/** A skill's instructions could not be read when it was asked for. The message names the file. */
+export class SkillError extends Schema.TaggedError<SkillError>()("SkillError", {
+  reason: Schema.Literals(["not_found", "unreadable", "too_large"]),
+  message: Schema.String
+}) {}
+
+// ---------------------------------------------------------------------------
+// Parsing
+// ---------------------------------------------------------------------------
+
+/** A key's value, or its default with a problem when it is not `true` or `false`. */
+const flagOr = (values: ReadonlyMap<string, FrontMatter.Value>, key: string, fallback: boolean, problems: Array<string>): boolean => {
+  const read = FrontMatter.attempt(() => FrontMatter.flag(values, key))
+  if (typeof read === "object") {
+    problems.push(`${read.problem}; the default (${fallback}) applies`)
+    return fallback
+  }
+  return read ?? fallback
+}
+
+/**
+ * A `SKILL.md`'s skill, or why it is not one; `problems` may also hold what was wrong but did not
+ * keep it out (a flag that is not `true` or `false`).
+ */
+export const parse = (
+  content: string,
+  where: { readonly dir: string; readonly path: string; readonly scope: Skill["scope"]; readonly folder: string }
+): { readonly skill?: Skill | undefined; readonly problems: ReadonlyArray<string> } => {
+  const { values, problem } = FrontMatter.split(content, { lenient: true })
+  if (problem?.reason === "missing") {
+    return { problems: [`no front matter: ${FILE_NAME} must start with a "---" line, then at least a description, then "---"`] }
+  }
+  if (problem !== undefined) return { problems: [problem.message] }
+  const problems: Array<string> = []
+  const result = FrontMatter.attempt(() => {
+    const given = FrontMatter.text(values, "name")
+    const name = given ?? where.folder
+    if (!NAME.test(name)) {
+      const what = given === undefined ? `the folder's name ${JSON.stringify(name.slice(0, 80))} (there is no "name")` : `"name" ${JSON.stringify(name.slice(0, 80))}`
+      return { problem: `${what} is not valid: use lowercase letters, digits and "-", starting with a letter or digit, at most 64 characters` }
+    }
+    const description = FrontMatter.text(values, "description")?.replace(/\s+/g, " ")
+    if (description === undefined) return { problem: "\"description\" is missing: the model needs it to know when to use the skill" }
+    const skill: Skill = {
+      name,
+      description,
+      dir: where.dir,
+      path: where.path,
+      scope: where.scope,
+      userInvocable: flagOr(values, "user-invocable", true, problems),
+      modelInvocable: !flagOr(values, "disable-model-invocation", false, problems),
+      argumentHint: FrontMatter.asWritten(values, "argument-hint")
+    }
+    return skill
+  })
+  return "problem" in result ? { problems: [...problems, result.problem] } : { skill: result, problems }
+}
+
+// ---------------------------------------------------------------------------
+// Discovery
+// ---------------------------------------------------------------------------
+
+const errorCode = (error: PlatformError.PlatformError): string | undefined => {
+  const cause = error.reason._tag === "BadArgument" ? undefined : (error.reason.cause as { readonly code?: unknown } | undefined)
+  return typeof cause?.code === "string" ? cause.code : undefined
+}
+
+/** A missing folder, or a file where one was expected: nothing to read, and no problem. */
+const absent = (error: PlatformError.PlatformError) => error.reason._tag === "NotFound" || errorCode(error) === "ENOTDIR"
+
+const describe = (error: PlatformError.PlatformError) => errorCode(error) ?? error.reason._tag
+
+/** The skills of one `skills` folder (one per subfolder, in name order), with the problems of the others. */
+const readRoot = Effect.fnUntraced(function*(root: string, scope: Skill["scope"]) {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const problems: Array<Problem> = []
+  const skills: Array<Skill> = []
+  const names = yield* fs.readDirectory(root).pipe(
+    Effect.catch((error) => {
+      if (!absent(error)) problems.push({ file: root, message: `cannot read the folder (${describe(error)})` })
+      return Effect.succeed([] as Array<string>)
+    })
+  )
+  for (const folder of [...names].sort()) {
+    if (folder.startsWith(".")) continue
+    const dir = path.join(root, folder)
+    const isDir = yield* fs.stat(dir).pipe(
+      Effect.map((info) => info.type === "Directory"),
+      Effect.catch((error) =>
+        Effect.sync(() => {
+          if (!absent(error)) problems.push({ file: dir, message: `cannot read the folder (${describe(error)})` })
+          return false
+        })
+      )
+    )
+    if (!isDir) continue
+    const file = path.join(dir, FILE_NAME)
+    const content = yield* fs.stat(file).pipe(
+      Effect.flatMap((info) =>
+        info.type !== "File"
+          ? Effect.sync(() => {
+            problems.push({ file, message: "not a file" })
+            return undefined
+          })
+          : info.size > BigInt(MAX_FILE_BYTES)
+          ? Effect.sync(() => {
+            problems.push({ file, message: `larger than ${MAX_FILE_BYTES / 1024} KiB; not read as a skill` })
+            return undefined
+          })
+          : fs.readFileString(file)
+      ),
+      Effect.catch((error) =>
+        Effect.sync(() => {
+          problems.push(
+            absent(error)
+              ? { file: dir, message: `no ${FILE_NAME} in the folder, so it is not a skill` }
+              : { file, message: `cannot read the file (${describe(error)})` }
+          )
+          return undefined
+        })
+      )
+    )
+    if (content === undefined) continue
+    const parsed = parse(content, { dir, path: file, scope, folder })
+    for (const message of parsed.problems) problems.push({ file, message })
+    if (parsed.skill !== undefined) skills.push(parsed.skill)
+  }
+  return { skills, problems }
+})
+
+/** The `skills` folders to search, nearest first, each with its scope. */
+const roots = Effect.fnUntraced(function*(options: { readonly cwd: string; readonly home: string; readonly userHome: string }) {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const exists = (p: string) => fs.exists(p).pipe(Effect.orElseSucceed(() => false))
+  const cwd = path.resolve(options.cwd)
+  // The directories from the cwd up to the repository root; just the cwd outside a repository.
+  const chain: Array<string> = []
+  let inRepository = false
+  for (let dir = cwd; ; dir = path.dirname(dir)) {
+    chain.push(dir)
+    if (yield* exists(path.join(dir, ".git"))) {
+      inRepository = true
+      break
+    }
+    if (path.dirname(dir) === dir) break
+  }
+  const project = inRepository ? chain : [cwd]
+  return [
+    ...project.flatMap((dir) => [path.join(dir, ".agents", "skills"), path.join(dir, ".claude", "skills")]).map((root) => ({ root, scope: "project" as const })),
+    ...[path.join(options.userHome, ".agents", "skills"), path.join(options.userHome, ".claude", "skills"), path.join(options.home, "skills")].map((root) => ({
+      root: path.resolve(root),
+      scope: "user" as const
+    }))
+  ]
+})
+
+/**
+ * Every skill a session in `cwd` can use, and the problems found on the way. `home` is
+ * `$SKEIN_HOME`; `userHome` the user's home directory. Never fails.
+ */
+export const discover = Effect.fn("Skills.discover")(function*(
+  options: { readonly cwd: string; readonly home: string; readonly userHome: string }
+): Effect.gen.Return<Discovered, never, FileSystem.FileSystem | Path.Path> {
+  const problems: Array<Problem> = []
+  const byName = new Map<string, Skill>()
+  const seen = new Set<string>()
+  for (const { root, scope } of yield* roots(options)) {
+    // The user's home may be the repository root, or a folder of the chain: read each folder once, as the project's.
+    if (seen.has(root)) continue
+    seen.add(root)
+    const found = yield* readRoot(root, scope)
+    problems.push(...found.problems)
+    for (const skill of found.skills) {
+      const winner = byName.get(skill.name)
+      if (winner === undefined) byName.set(skill.name, skill)
+      else {
+        problems.push({
+          file: skill.path,
+          message: `the skill "${skill.name}" is shadowed by ${winner.path} (${winner.scope === skill.scope ? "nearer" : `${winner.scope} over ${skill.scope}`}); this one is ignored`
+        })
+      }
+    }
+  }
+  const skills = [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  return { skills, problems }
+})
+
+// ---------------------------------------------------------------------------
+// The catalog
+// ---------------------------------------------------------------------------
+
+const CATALOG_HEADER = [
+  "# Skills",
+  "Skills are folders of instructions (and sometimes scripts or other files) for particular tasks. When a task matches a skill's description, call the `skill` tool with its name to load its instructions before you start, and follow them."
+]
+
+/** Descriptions are not shortened below this many characters; skills are left out instead. */
+const MIN_DESCRIPTION = 60
+
+/** `text` in at most `limit` characters, cut at a word's end when one is near, with "…". */
+const shorten = (text: string, limit: number) => {
+  if (text.length <= limit) return text
+  const cut = text.slice(0, Math.max(0, limit - 1))
+  const space = cut.lastIndexOf(" ")
+  return `${(space >= cut.length - 15 && space > 0 ? cut.slice(0, space) : cut).trimEnd()}…`
+}
+
+const entry = (skill: Skill, limit: number) => `- ${skill.name}: ${shorten(skill.description.replace(/\s+/g, " ").trim(), limit)} (${skill.path})`
+
+const omittedLine = (omitted: number) =>
+  `(${omitted} more skill${omitted === 1 ? " is" : "s are"} not listed here, for lack of room.)`
+
+const render = (skills: ReadonlyArray<Skill>, limit: number, omitted: number) =>
+  [...CATALOG_HEADER, ...skills.map((skill) => entry(skill, limit)), ...(omitted > 0 ? [omittedLine(omitted)] : [])].join("\n")
+
+/** The longest description limit in `[low, high]` at which `fits`, or undefined when not even `low` does. */
+const largest = (low: number, high: number, fits: (limit: number) => boolean): number | undefined => {
+  if (!fits(low)) return undefined
+  while (low < high) {
+    const mid = Math.ceil((low + high) / 2)
+    if (fits(mid)) low = mid
+    else high = mid - 1
+  }
+  return low
+}
+
+/**
+ * The system prompt's section listing the skills the model may load (name, description and
+ * path, in name order), at most `budgetChars` long: descriptions are shortened first, then skills
+ * are left out from the end of the list, and a last line says how many. No such skills: "".
+ */
+export const catalog = (skills: ReadonlyArray<Skill>, budgetChars: number): { readonly text: string; readonly omitted: number } => {
+  const listed = skills.filter((skill) => skill.modelInvocable).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  if (listed.length === 0) return { text: "", omitted: 0 }
+  const longest = Math.max(...listed.map((skill) => skill.description.length))
+  const full = render(listed, longest, 0)
+  if (full.length <= budgetChars) return { text: full, omitted: 0 }
+  const fitsAll = largest(Math.min(MIN_DESCRIPTION, longest), longest, (limit) => render(listed, limit, 0).length <= budgetChars)
+  if (fitsAll !== undefined) return { text: render(listed, fitsAll, 0), omitted: 0 }
+  // How many fit with the shortest descriptions: the lengths add up, so no need to render each count.
+  const floor = Math.min(MIN_DESCRIPTION, longest)
+  const base = CATALOG_HEADER.join("\n").length
+  let kept = 0
+  let length = base
+  for (const skill of listed) {
+    const next = length + 1 + entry(skill, floor).length
+    if (next + 1 + omittedLine(listed.length - kept - 1).length > budgetChars) break
+    length = next
+    kept++
+  }
+  const omitted = listed.length - kept
+  if (base + 1 + omittedLine(omitted).length > budgetChars) return { text: "", omitted: listed.length }
+  const some = listed.slice(0, kept)
+  const limit = largest(floor, longest, (l) => render(some, l, omitted).length <= budgetChars) ?? floor
+  return { text: render(some, limit, omitted), omitted }
+}
+
+/** The catalog's budget in characters: 2% of the context window (at 4 characters a token), at least 2,000; 8,000 when the window is not known. */
+export const budget = (contextWindow: number | undefined): number =>
+  contextWindow === undefined || !Number.isFinite(contextWindow) || contextWindow <= 0 ? 8_000 : Math.max(2_000, Math.floor(contextWindow * 4 * 0.02))
+
+// ---------------------------------------------------------------------------
+// Activation
+// ---------------------------------------------------------------------------
+
+/**
+ * A skill's instructions as they are now: its `SKILL.md` without the front matter (trimmed),
+ * and the sha256 (hex) of that text, for the log.
+ */
+export const activate = Effect.fn("Skills.activate")(function*(
+  skill: Skill
+): Effect.gen.Return<{ readonly body: string; readonly sha256: string }, SkillError, FileSystem.FileSystem> {
+  const fs = yield* FileSystem.FileSystem
+  const fail = (error: PlatformError.PlatformError) =>
+    new SkillError(
+      absent(error)
+        ? { reason: "not_found", message: `The skill "${skill.name}" is gone: ${skill.path} does not exist any more` }
+        : { reason: "unreadable", message: `The skill "${skill.name}" cannot be read: ${skill.path} (${describe(error)})` }
+    )
+  const info = yield* fs.stat(skill.path).pipe(Effect.mapError(fail))
+  if (info.size > BigInt(MAX_FILE_BYTES)) {
+    return yield* new SkillError({ reason: "too_large", message: `The skill "${skill.name}" is too large: ${skill.path} is over ${MAX_FILE_BYTES / 1024} KiB` })
+  }
+  const content = yield* fs.readFileString(skill.path).pipe(Effect.mapError(fail))
+  const body = FrontMatter.split(content, { lenient: true }).body.trim()
+  return { body, sha256: createHash("sha256").update(body, "utf8").digest("hex") }
+})
