@@ -15,7 +15,8 @@
  * Saved sessions: `runtime.listSessions({ cwd })` pages through them,
  * `runtime.loadSession({ sessionId })` makes one live again (with its logged
  * events, for a presenter to replay), `runtime.readSession(id)` reads a log
- * without loading it, `runtime.deleteSession(id)` removes one.
+ * without loading it, `runtime.deleteSession(id)` removes one, `runtime.forkSession({ sessionId,
+ * turn })` writes a new session from one's log up to a turn (load it to go on).
  * `AcpReplay.updates(events)` / `Replay.transcript(header, events)` show a log,
  * and `Rerun.run({ header, events, home, cwd })` re-executes it and reports
  * where tool results differ.
@@ -60,6 +61,7 @@ export const Skein = { layer, layerWithoutPlatform, layerLocal, layerLocalWithou
 
 export { Runtime, RuntimeError } from "./runtime/Runtime.ts"
 export type {
+  ForkSessionOptions,
   ListQuery,
   LoadedSession,
   LoadSessionOptions,

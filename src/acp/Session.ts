@@ -12,7 +12,7 @@
  * CloseSessionRequest/Response, DeleteSessionRequest/Response, PromptRequest/Response,
  * StopReason, CancelNotification, CancelRequestNotification, SetSessionModeRequest/Response,
  * SetSessionConfigOptionRequest/Response, McpServer, McpServerHttp, McpServerSse,
- * McpServerStdio, HttpHeader.
+ * McpServerStdio, HttpHeader; and, from the unstable schema, ForkSessionRequest/Response.
  */
 import * as Schema from "effect/Schema"
 import {
@@ -129,6 +129,30 @@ export type ResumeSessionRequest = typeof ResumeSessionRequest.Type
 
 export const ResumeSessionResponse = Schema.Struct(sessionState)
 export type ResumeSessionResponse = typeof ResumeSessionResponse.Type
+
+/**
+ * UNSTABLE (schema.unstable.json): only sent to an agent that advertises
+ * `sessionCapabilities.fork`. A new session from the context of `sessionId`; no replay.
+ * `systemPrompt` is only for agents that advertise `sessionCapabilities.systemPrompt`; Skein
+ * does not, so it refuses a fork that carries one (the spec: an agent that cannot apply it
+ * must answer an error rather than fork), and keeps it undecoded.
+ */
+export const ForkSessionRequest = Schema.Struct({
+  sessionId: SessionId,
+  cwd: Schema.String,
+  additionalDirectories: directories,
+  mcpServers,
+  systemPrompt: optional(Schema.Unknown),
+  _meta: meta
+})
+export type ForkSessionRequest = typeof ForkSessionRequest.Type
+
+/** UNSTABLE: the fork's id and its state, as `session/new` answers. */
+export const ForkSessionResponse = Schema.Struct({
+  sessionId: SessionId,
+  ...sessionState
+})
+export type ForkSessionResponse = typeof ForkSessionResponse.Type
 
 // ---------------------------------------------------------------------------
 // session/list, session/close, session/delete

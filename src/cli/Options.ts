@@ -49,9 +49,10 @@ Usage:
   skein acp [options]            Serve the Agent Client Protocol over stdio (for editors)
   skein run [options] [PROMPT]   Work in this terminal: with no PROMPT, prompt after prompt in one
                                  session; with a PROMPT (or one piped on stdin), one turn
-  skein sessions [list|show ID|rm ID]
+  skein sessions [list|show ID|rm ID|fork ID [--turn N]]
                                  The saved sessions: list them (--cwd DIR, --limit N, --json),
-                                 show one's transcript, delete one
+                                 show one's transcript, delete one, fork one (a new session
+                                 with its conversation up to the end of turn N; prints its id)
   skein replay ID|FILE [--acp|--rerun [--cwd DIR]]
                                  Print a saved session's transcript; --acp: the session/update
                                  stream session/load sends; --rerun: run every turn again (model

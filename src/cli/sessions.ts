@@ -1,8 +1,9 @@
 /**
- * `skein sessions [list|show ID|rm ID]`: the logged sessions, for people at a
+ * `skein sessions [list|show ID|rm ID|fork ID]`: the logged sessions, for people at a
  * terminal. Reads the logs directly (no runtime, no provider); `rm` refuses a
- * session another Skein process has open. An ID may be shortened to any
- * unique prefix.
+ * session another Skein process has open; `fork` writes a new log from one (see
+ * `runtime/Fork.ts`) and refuses a turn another process is still running. An ID
+ * may be shortened to any unique prefix.
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
@@ -17,6 +18,9 @@ import type { Canonical } from "../log/Event.ts"
 import type * as Reader from "../log/Reader.ts"
 import * as Replay from "../log/Replay.ts"
 import { SessionLog } from "../log/SessionLog.ts"
+import * as Fork from "../runtime/Fork.ts"
+import * as SessionId from "../runtime/SessionId.ts"
+import { VERSION } from "../version.ts"
 import * as Checks from "./Checks.ts"
 import * as Options from "./Options.ts"
 
@@ -153,6 +157,8 @@ const show = (contents: Reader.Contents) =>
     if (parent !== undefined) {
       out.push(`parent   ${parent.sessionId} (its tool call ${parent.toolCallId}; depth ${parent.depth})`, `agent    ${contents.header.agent ?? "general"}`)
     }
+    const forkedFrom = contents.header.forkedFrom
+    if (forkedFrom !== undefined) out.push(`origin   forked from ${forkedFrom.sessionId} at turn ${forkedFrom.turn}`)
     const tree = yield* childTree(events)
     if (tree.length > 0) out.push("children", ...tree)
     yield* writeOut(out.join("\n") + "\n" + Replay.transcript(contents.header, yield* asLoaded(contents)))
@@ -168,18 +174,40 @@ const remove = (ref: string) =>
     return 0
   })
 
+/** Reasons of the runtime's errors that are the user's to fix (exit 2). */
+const usageReasons: ReadonlySet<string> = new Set(["not_found", "invalid_request"])
+
+/** `fork ID [--turn N]`: writes the fork and prints its id (alone on stdout, for scripts). */
+const fork = (ref: string, turnArg: string | undefined) =>
+  Effect.gen(function*() {
+    const turn = turnArg === undefined ? undefined : Number(turnArg)
+    if (turn !== undefined && (turnArg!.trim() === "" || !Number.isInteger(turn) || turn < 0)) {
+      return yield* Effect.fail(new Options.UsageError("--turn must be a whole number, 0 or more (0: before the first turn)"))
+    }
+    const log = yield* SessionLog
+    const sessionId = yield* resolveId(ref)
+    const record = yield* Fork.fork(log, { sessionId, turn, id: SessionId.make(), version: VERSION }).pipe(
+      Effect.catchIf((error) => usageReasons.has(error.reason), (error) => Effect.fail(new Options.UsageError(error.message)))
+    )
+    process.stdout.write(`${record.header.id}\n`)
+    process.stderr.write(`Forked ${sessionId} at turn ${record.header.forkedFrom?.turn ?? 0}: ${record.header.id}\n`)
+    return 0
+  })
+
 const HELP = `Usage:
   skein sessions [list] [--cwd DIR] [--limit N] [--json] [--children]
                                                             The sessions, newest first (--children: subagents' too)
   skein sessions show ID                                    A session's details, its children's tree, and its transcript
   skein sessions rm ID                                      Delete a session's log
+  skein sessions fork ID [--turn N]                         A new session with ID's conversation up to the end of
+                                                            turn N (default: the last); prints the new id
 ID may be any unique prefix of a session id. Sessions live in $SKEIN_HOME/sessions (--home).
 `
 
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const parsed = yield* Effect.try({
-      try: () => Options.parse(args, { ...Options.commonOptions, cwd: { type: "string" }, limit: { type: "string" }, json: { type: "boolean" }, children: { type: "boolean" } }),
+      try: () => Options.parse(args, { ...Options.commonOptions, cwd: { type: "string" }, limit: { type: "string" }, json: { type: "boolean" }, children: { type: "boolean" }, turn: { type: "string" } }),
       catch: (e) => e
     })
     if (parsed.values.help === true) {
@@ -188,7 +216,8 @@ export const run = (args: ReadonlyArray<string>) =>
     }
     const common = Options.common(parsed.values)
     const [sub = "list", ...rest] = parsed.positionals
-    Checks.home(common.home, { write: sub === "rm" || sub === "delete" })
+    Checks.home(common.home, { write: sub === "rm" || sub === "delete" || sub === "fork" })
+    if (parsed.values.turn !== undefined && sub !== "fork") return yield* Effect.fail(new Options.UsageError("--turn is an option of skein sessions fork"))
     const limit = parsed.values.limit === undefined ? 50 : Number(parsed.values.limit)
     if (!Number.isInteger(limit) || limit < 1) return yield* Effect.fail(new Options.UsageError("--limit must be a positive integer"))
     const one = (what: string) =>
@@ -208,8 +237,10 @@ export const run = (args: ReadonlyArray<string>) =>
         case "rm":
         case "delete":
           return yield* remove(yield* one("rm"))
+        case "fork":
+          return yield* fork(yield* one("fork"), parsed.values.turn)
         default:
-          return yield* Effect.fail(new Options.UsageError(`Unknown sessions command "${sub}" (expected list, show or rm)`))
+          return yield* Effect.fail(new Options.UsageError(`Unknown sessions command "${sub}" (expected list, show, rm or fork)`))
       }
     })
     return yield* reportErrors(program).pipe(Effect.provide(logLayer(common.home)))

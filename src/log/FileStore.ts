@@ -211,6 +211,9 @@ export const make = (config: Config): Effect.Effect<Store, never, FileSystem.Fil
       open,
       read,
       readFile: (file) => Reader.read(fs, file, readerOptions),
+      readSide: (sessionId, side) => Effect.andThen(checkId(sessionId), Files.readSide(Files.sidePath(pathOf(sessionId), side))),
+      held: (sessionId) =>
+        Listing.isSessionId(sessionId) ? Effect.map(Lock.owner(fs, lockOf(sessionId)), Lock.isLive) : Effect.succeed(false),
       list: (query) => Listing.list(fs, path, directory, query),
       remove
     } satisfies Store

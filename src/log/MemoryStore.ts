@@ -200,5 +200,8 @@ export const make = (options?: Options): Effect.Effect<Store> =>
         )
       )
 
-    return { directory: DIRECTORY, pathOf, create, open, read, readFile, list, remove } satisfies Store
+    const readSide = (sessionId: string, side: Side) => Effect.andThen(checkId(sessionId), Effect.sync(() => sessions.logs.get(sessionId)?.side.get(side)))
+    const held = (sessionId: string) => Effect.sync(() => sessions.open.has(sessionId))
+
+    return { directory: DIRECTORY, pathOf, create, open, read, readFile, readSide, held, list, remove } satisfies Store
   })

@@ -58,6 +58,13 @@ export interface Store {
   ) => Effect.Effect<Opened, LogError | E, Scope.Scope>
   /** Reads a session's log without taking its lock or changing it. */
   readonly read: (sessionId: string) => Effect.Effect<Reader.Contents, LogError>
+  /** A session's side record, read without its lock (undefined when there is none). */
+  readonly readSide: (sessionId: string, side: Side) => Effect.Effect<string | undefined, LogError>
+  /**
+   * Whether a writer holds the session's lock now, in this process or another (a file store:
+   * a live owner; a lock its owner left behind does not count). An invalid id is not held.
+   */
+  readonly held: (sessionId: string) => Effect.Effect<boolean>
   /** Reads a log by its path (a file store: any file; a memory store: its own logs' names). */
   readonly readFile: (file: string) => Effect.Effect<Reader.Contents, LogError>
   /** One page of the sessions, newest first. */

@@ -77,6 +77,14 @@ export const make = <E>(client: Client<E>): Effect.Effect<Runtime["Service"], Ru
     const collect = <A>(stream: Stream.Stream<A, unknown>) => Effect.mapError(Stream.runCollect(stream), asRuntimeError)
     const eventsOf = (chunks: ReadonlyArray<{ readonly _tag: string }>) =>
       chunks.flatMap((chunk) => (chunk._tag === "Events" ? (chunk as unknown as { readonly events: ReadonlyArray<Canonical> }).events : []))
+    /** A log answered as its header, then its events in chunks. */
+    const recordOf = (rpc: string) => (chunks: ReadonlyArray<{ readonly _tag: string }>): Effect.Effect<SessionRecord, RuntimeError> => {
+      const first = chunks[0] as { readonly _tag: string; readonly header?: SessionRecord["header"]; readonly file?: string } | undefined
+      if (first === undefined || first._tag !== "Header" || first.header === undefined || first.file === undefined) {
+        return Effect.fail(new RuntimeError({ reason: "unavailable", message: `The Skein server answered ${rpc} without a header` }))
+      }
+      return Effect.succeed({ header: first.header, file: first.file, events: eventsOf(chunks) })
+    }
     return Runtime.of({
       newSession: (options) => Effect.map(Effect.mapError(client.NewSession(options), asRuntimeError), (snapshot) => handle(client, snapshot)),
       loadSession: (options) =>
@@ -88,14 +96,8 @@ export const make = <E>(client: Client<E>): Effect.Effect<Runtime["Service"], Ru
           return Effect.succeed({ session: handle(client, first.snapshot), events: eventsOf(chunks) })
         }),
       listSessions: (query) => Effect.mapError(client.ListSessions(query ?? {}), asRuntimeError),
-      readSession: (sessionId) =>
-        Effect.flatMap(collect(client.ReadSession({ sessionId })), (chunks): Effect.Effect<SessionRecord, RuntimeError> => {
-          const first = chunks[0]
-          if (first === undefined || first._tag !== "Header") {
-            return Effect.fail(new RuntimeError({ reason: "unavailable", message: "The Skein server answered ReadSession without a header" }))
-          }
-          return Effect.succeed({ header: first.header, file: first.file, events: eventsOf(chunks) })
-        }),
+      readSession: (sessionId) => Effect.flatMap(collect(client.ReadSession({ sessionId })), recordOf("ReadSession")),
+      forkSession: (options) => Effect.flatMap(collect(client.ForkSession(options)), recordOf("ForkSession")),
       deleteSession: (sessionId) => Effect.mapError(client.DeleteSession({ sessionId }), asRuntimeError),
       getSession: (sessionId) => Effect.map(Effect.mapError(client.GetSession({ sessionId }), asRuntimeError), (snapshot) => handle(client, snapshot)),
       closeSession: (sessionId) => Effect.ignore(client.CloseSession({ sessionId })),

@@ -7,7 +7,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import type { Canonical } from "../log/Event.ts"
-import { Runtime } from "../runtime/Api.ts"
+import { Runtime, type SessionRecord } from "../runtime/Api.ts"
 import type { Session } from "../session/Protocol.ts"
 import { VERSION } from "../version.ts"
 import { Auth, CHUNK_EVENTS, SessionRpcs, type Snapshot, Unauthorized } from "./Rpcs.ts"
@@ -24,6 +24,10 @@ const chunks = (events: ReadonlyArray<Canonical>) =>
     _tag: "Events" as const,
     events: events.slice(i * CHUNK_EVENTS, (i + 1) * CHUNK_EVENTS)
   })))
+
+/** A session's log as read or written: its header, then its events in chunks. */
+const recordStream = (record: SessionRecord) =>
+  Stream.concat(Stream.make({ _tag: "Header" as const, header: record.header, file: record.file }), chunks(record.events))
 
 /** Every procedure of the group, answered by the `Runtime` in context. */
 export const layer = SessionRpcs.toLayer(Effect.gen(function*() {
@@ -42,9 +46,8 @@ export const layer = SessionRpcs.toLayer(Effect.gen(function*() {
         return Stream.concat(Stream.make({ _tag: "Loaded" as const, snapshot: yield* snapshot(loaded.session) }), chunks(loaded.events))
       })),
     ListSessions: (query) => runtime.listSessions(query),
-    ReadSession: ({ sessionId }) =>
-      Stream.unwrap(Effect.map(runtime.readSession(sessionId), (record) =>
-        Stream.concat(Stream.make({ _tag: "Header" as const, header: record.header, file: record.file }), chunks(record.events)))),
+    ReadSession: ({ sessionId }) => Stream.unwrap(Effect.map(runtime.readSession(sessionId), recordStream)),
+    ForkSession: (options) => Stream.unwrap(Effect.map(runtime.forkSession(options), recordStream)),
     DeleteSession: ({ sessionId }) => runtime.deleteSession(sessionId),
     GetSession: ({ sessionId }) => Effect.flatMap(session(sessionId), snapshot),
     CloseSession: ({ sessionId }) => runtime.closeSession(sessionId),

@@ -5,13 +5,14 @@
  *
  * Every request carries the token of a server that needs one (the `Auth` middleware). Long
  * answers stream: a turn's events (`Turn`), a session's log then its live events
- * (`Subscribe`), every session's events (`Events`), and the events of a loaded or read log
- * (`LoadSession`, `ReadSession`, in chunks).
+ * (`Subscribe`), every session's events (`Events`), and the events of a loaded, read or forked
+ * log (`LoadSession`, `ReadSession`, `ForkSession`, in chunks).
  */
 import * as Schema from "effect/Schema"
 import { Rpc, RpcGroup, RpcMiddleware } from "effect/rpc"
 import { LogHeader } from "../log/Event.ts"
 import {
+  ForkSessionOptions,
   ListQuery,
   LoadSessionOptions,
   NewSessionOptions,
@@ -65,6 +66,13 @@ export class SessionRpcs extends RpcGroup.make(
   Rpc.make("ListSessions", { payload: ListQuery, success: SessionPage, error: RuntimeError }),
   Rpc.make("ReadSession", {
     payload: SessionId,
+    success: Schema.Union([Schema.Struct({ _tag: Schema.Literal("Header"), header: LogHeader, file: Schema.String }), Chunk]),
+    error: RuntimeError,
+    stream: true
+  }),
+  /** The fork's log as written: its header, then its events in chunks. */
+  Rpc.make("ForkSession", {
+    payload: ForkSessionOptions,
     success: Schema.Union([Schema.Struct({ _tag: Schema.Literal("Header"), header: LogHeader, file: Schema.String }), Chunk]),
     error: RuntimeError,
     stream: true

@@ -420,6 +420,43 @@ describe("incoming params", () => {
   })
 })
 
+describe("unstable: session/fork against schema.unstable.json", () => {
+  it.prop("Session.ForkSessionResponse → $defs/ForkSessionResponse; Initialize.SessionCapabilities → $defs/SessionCapabilities", [
+    codec(Session.ForkSessionResponse),
+    codec(Initialize.SessionCapabilities)
+  ], ([response, capabilities]) => {
+    for (const [schema, value, defName] of [
+      [codec(Session.ForkSessionResponse), response, "ForkSessionResponse"],
+      [codec(Initialize.SessionCapabilities), capabilities, "SessionCapabilities"]
+    ] as const) {
+      const wire: unknown = JSON.parse(JSON.stringify(Schema.encodeUnknownSync(schema)(value)))
+      const result = validateDef(defName, wire, true)
+      expect(result.ok ? "valid" : result.errors).toBe("valid")
+    }
+  })
+
+  it("decodes a client's session/fork (lists defaulted, a systemPrompt kept for the server to refuse) and refuses one without cwd", () => {
+    const full = {
+      sessionId: "s",
+      cwd: "/p",
+      additionalDirectories: ["/q"],
+      mcpServers: [{ name: "fs", command: "/bin/mcp", args: [], env: [] }],
+      systemPrompt: { mode: "append", content: [{ type: "text", text: "Be brief." }] },
+      _meta: { x: 1 }
+    }
+    expect(validateDef("ForkSessionRequest", full, true)).toEqual({ ok: true })
+    expect(Schema.decodeUnknownSync(Session.ForkSessionRequest)(full)).toEqual(full)
+    expect(Schema.decodeUnknownSync(Session.ForkSessionRequest)({ sessionId: "s", cwd: "/p", systemPrompt: null })).toEqual({
+      sessionId: "s",
+      cwd: "/p",
+      additionalDirectories: [],
+      mcpServers: []
+    })
+    expect(validateDef("ForkSessionRequest", { sessionId: "s" }, true).ok).toBe(false)
+    expect(Schema.decodeUnknownExit(Session.ForkSessionRequest)({ sessionId: "s" })._tag).toBe("Failure")
+  })
+})
+
 describe("outgoing encoding is exact", () => {
   it("omits absent and undefined optionals and drops unknown keys", () => {
     const update: Update.SessionNotification = {

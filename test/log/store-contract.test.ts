@@ -147,6 +147,26 @@ for (const [name, makeLayer] of stores) {
         const fresh = yield* Effect.scoped(Effect.flatMap(log.create(header("s4")), (writer) => writer.loadSide("mcp")))
         assert.isUndefined(fresh)
       }).pipe(Effect.provide(TempDir.platform)))
+
+    it.effect("reads a side record and tells whether a session is held, without taking its lease", () =>
+      Effect.gen(function*() {
+        const log = yield* store
+        assert.isFalse(yield* log.held("s5"))
+        assert.isFalse(yield* log.held("../not an id"))
+        assert.isUndefined(yield* log.readSide("s5", "mcp"))
+        yield* Effect.scoped(Effect.gen(function*() {
+          const writer = yield* log.create(header("s5"))
+          assert.isTrue(yield* log.held("s5"))
+          assert.isUndefined(yield* log.readSide("s5", "mcp"))
+          yield* writer.saveSide("mcp", "settings")
+          assert.strictEqual(yield* log.readSide("s5", "mcp"), "settings")
+        }))
+        assert.isFalse(yield* log.held("s5"))
+        assert.strictEqual(yield* log.readSide("s5", "mcp"), "settings")
+        // Reading took no lease: the session opens.
+        yield* Effect.scoped(log.open("s5"))
+        assert.strictEqual((yield* Effect.flip(log.readSide("../x", "mcp"))).reason, "not_found")
+      }).pipe(Effect.provide(TempDir.platform)))
   })
 }
 

@@ -114,15 +114,16 @@ interface MethodTables {
   readonly outboundNotifications: ReadonlyMap<string, string>
 }
 
-let tables: MethodTables | undefined
+const tablesBy = new Map<boolean, MethodTables>()
 
-/** What the schema says an agent may write, by method. */
-export const methodTables = (): MethodTables => {
-  if (tables) return tables
+/** What the schema (or the unstable one, with its extra methods such as `session/fork`) says an agent may write, by method. */
+export const methodTables = (unstable = false): MethodTables => {
+  const cached = tablesBy.get(unstable)
+  if (cached) return cached
   const responses = new Map<string, string>()
   const outboundRequests = new Map<string, string>()
   const outboundNotifications = new Map<string, string>()
-  for (const [name, def] of Object.entries(officialDefs())) {
+  for (const [name, def] of Object.entries(officialDefs(unstable))) {
     const side = def["x-side"]
     const method = def["x-method"]
     if (typeof method !== "string") continue
@@ -132,7 +133,8 @@ export const methodTables = (): MethodTables => {
       outboundNotifications.set(method, name)
     }
   }
-  tables = { responses, outboundRequests, outboundNotifications }
+  const tables = { responses, outboundRequests, outboundNotifications }
+  tablesBy.set(unstable, tables)
   return tables
 }
 
@@ -175,7 +177,7 @@ const RESPONSE_KEYS = new Set(["jsonrpc", "id", "result", "error"])
 export const makeOutboundChecker = (options: { readonly unstable?: boolean } = {}): OutboundChecker => {
   const unstable = options.unstable === true
   const validateDef = (defName: string, value: unknown) => validateDefIn(defName, value, unstable)
-  const { responses, outboundRequests, outboundNotifications } = methodTables()
+  const { responses, outboundRequests, outboundNotifications } = methodTables(unstable)
   /** id key → method (undefined when the client sent an id without a method). */
   const pending = new Map<string, { readonly id: unknown; readonly method: string | undefined }>()
 
