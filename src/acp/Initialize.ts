@@ -47,8 +47,8 @@ export const AuthCapabilities = Schema.Struct({
 export type AuthCapabilities = typeof AuthCapabilities.Type
 
 /**
- * What the client offers the agent. Skein reads `fs`, `terminal` and `auth`; other entries
- * (`session`, `elicitation`, extensions) are ignored.
+ * What the client offers the agent. Skein reads `fs`, `terminal`, `auth`, `subagents` and
+ * `session.compaction`; other entries (`elicitation`, extensions) are ignored.
  */
 export const ClientCapabilities = Schema.Struct({
   fs: lenientDefault(FileSystemCapabilities, { readTextFile: false, writeTextFile: false }),
@@ -56,6 +56,8 @@ export const ClientCapabilities = Schema.Struct({
   auth: lenientDefault(AuthCapabilities, { terminal: false }),
   /** UNSTABLE (schema.unstable.json): the client shows child sessions (subagents) as sessions of their own. */
   subagents: lenient(Schema.Struct({ _meta: meta })),
+  /** UNSTABLE: session-related capabilities; `compaction` present: the client shows `compaction_update`s. */
+  session: lenient(Schema.Struct({ compaction: lenient(Schema.Struct({ _meta: meta })), _meta: meta })),
   _meta: meta
 })
 export type ClientCapabilities = typeof ClientCapabilities.Type
@@ -107,6 +109,8 @@ export const SessionCapabilities = Schema.Struct({
   additionalDirectories: lenient(CapabilityMarker),
   resume: lenient(CapabilityMarker),
   close: lenient(CapabilityMarker),
+  /** UNSTABLE (schema.unstable.json): `session/fork`. */
+  fork: lenient(CapabilityMarker),
   _meta: meta
 })
 export type SessionCapabilities = typeof SessionCapabilities.Type

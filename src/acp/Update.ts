@@ -268,6 +268,21 @@ export const UsageUpdate = Schema.Struct({
 })
 export type UsageUpdate = typeof UsageUpdate.Type
 
+/**
+ * UNSTABLE (schema.unstable.json): a context compaction, created by its first update and
+ * patched by later ones with the same id. Sent only to a client that advertised
+ * `clientCapabilities.session.compaction`.
+ */
+export const CompactionUpdate = Schema.Struct({
+  sessionUpdate: Schema.Literal("compaction_update"),
+  compactionId: Schema.String,
+  status: Schema.String,
+  summary: Schema.optionalKey(Schema.NullOr(Schema.Array(ContentBlock))),
+  error: Schema.optionalKey(Schema.NullOr(Schema.String)),
+  _meta: meta
+})
+export type CompactionUpdate = typeof CompactionUpdate.Type
+
 // ---------------------------------------------------------------------------
 // The notification
 // ---------------------------------------------------------------------------
@@ -284,7 +299,8 @@ export const SessionUpdate = Schema.Union([
   CurrentModeUpdate,
   ConfigOptionUpdate,
   SessionInfoUpdate,
-  UsageUpdate
+  UsageUpdate,
+  CompactionUpdate
 ])
 export type SessionUpdate = typeof SessionUpdate.Type
 

@@ -40,19 +40,38 @@ export {
 const event = <T extends string, F extends Schema.Struct.Fields>(type: T, data: F) =>
   Schema.Struct({ type: Schema.Literal(type), data: Schema.Struct(data) })
 
+/**
+ * A command a prompt ran (`/name arguments`): the content of its `turn_start` is the text the
+ * model saw (a prompt file or skill expanded), or, for a command the model never sees
+ * (`local`: `/compact`, `/undo`), the prompt as the user typed it.
+ */
+export const CommandRun = Schema.Struct({
+  name: Schema.String,
+  arguments: Schema.String,
+  local: Schema.optionalKey(Schema.Boolean)
+})
+export type CommandRun = typeof CommandRun.Type
+
 /** A prompt was accepted and its turn started. */
 export const TurnStart = event("turn_start", {
   content: Schema.Array(UserBlock),
   /** Who presented the turn, when it said (an opaque name: a connection, a program). */
-  by: Schema.optionalKey(Schema.String)
+  by: Schema.optionalKey(Schema.String),
+  /** The command the prompt ran, when it started with a known `/name`. */
+  command: Schema.optionalKey(CommandRun)
 })
-/** One model call finished (or was cut short); holds everything needed to re-drive it. */
+/**
+ * One model call finished (or was cut short); holds everything needed to re-drive it.
+ * `compaction`: the id of the compaction this call made the summary for (its answer is the
+ * summary, never part of the conversation itself).
+ */
 export const ModelResponse = event("model_response", {
   call: Schema.Number,
   parts: Schema.Array(AssistantPart),
   usage: Schema.optionalKey(Usage),
   stop: ModelStop,
-  error: Schema.optionalKey(Schema.String)
+  error: Schema.optionalKey(Schema.String),
+  compaction: Schema.optionalKey(Schema.String)
 })
 /**
  * Text and thinking a model call has streamed so far, logged as the call goes (at a bounded
@@ -170,6 +189,54 @@ export const Subagent = event("subagent", {
   text: Schema.optionalKey(Schema.String)
 })
 
+/**
+ * The conversation up to here was compacted: from now on the model sees the system prompt,
+ * `summaryForModel`, then the events from `keepFromSeq` on (the summarised ones are
+ * `fromSeq`..`toSeq`). The log keeps every event; this only changes what the model is sent.
+ * `usageBefore`/`usageAfter`: the input tokens of the model's view before and after (estimated).
+ */
+export const Compaction = event("compaction", {
+  id: Schema.String,
+  trigger: Schema.Literals(["manual", "threshold", "overflow"]),
+  fromSeq: Schema.Number,
+  toSeq: Schema.Number,
+  keepFromSeq: Schema.Number,
+  /** The sha256 of the summary prompt (its version's text) the summary was made with. */
+  promptHash: Schema.String,
+  summaryForModel: Schema.String,
+  summaryForUser: Schema.String,
+  usageBefore: Schema.Number,
+  usageAfter: Schema.Number,
+  /** What the user asked the summary to focus on (`/compact focus`). */
+  focus: Schema.optionalKey(Schema.String)
+})
+
+/** The model loaded a skill (its `skill` tool): the body it read, and that body's sha256. */
+export const SkillActivation = event("skill_activation", {
+  name: Schema.String,
+  path: Schema.String,
+  sha256: Schema.String,
+  body: Schema.String
+})
+
+/**
+ * Content the user sent while the turn ran (steering), given to the model at this point:
+ * after the tool calls then running, before the next model call.
+ */
+export const TurnInput = event("turn_input", { content: Schema.Array(UserBlock) })
+
+/**
+ * `/undo`: the file changes of turn `turn`'s `write`/`edit` calls were reverted (`restored`:
+ * the files written back; `removed`: files the turn had created), or it was refused (`refused`:
+ * why; nothing was changed).
+ */
+export const Undo = event("undo", {
+  turn: Schema.Number,
+  restored: Schema.Array(Schema.String),
+  removed: Schema.Array(Schema.String),
+  refused: Schema.optionalKey(Schema.String)
+})
+
 export const CanonicalBody = Schema.Union([
   TurnStart,
   ModelPartial,
@@ -183,7 +250,11 @@ export const CanonicalBody = Schema.Union([
   Permission,
   Notice,
   McpServers,
-  Subagent
+  Subagent,
+  Compaction,
+  SkillActivation,
+  TurnInput,
+  Undo
 ])
 export type CanonicalBody = typeof CanonicalBody.Type
 
@@ -217,6 +288,9 @@ export const ToolTerminal = event("tool_terminal", { id: Schema.String, terminal
  */
 export const ChildEvent = event("child_event", { event: Schema.Unknown })
 
+/** A compaction started (its `compaction` event, or a failed `model_response` with its id, ends it). */
+export const Compacting = event("compacting", { id: Schema.String, trigger: Schema.Literals(["manual", "threshold", "overflow"]) })
+
 export const EphemeralBody = Schema.Union([
   TextDelta,
   ThinkingDelta,
@@ -227,7 +301,8 @@ export const EphemeralBody = Schema.Union([
   ClientCallEvent,
   QuestionWithdrawn,
   ToolTerminal,
-  ChildEvent
+  ChildEvent,
+  Compacting
 ])
 export type EphemeralBody = typeof EphemeralBody.Type
 
@@ -263,10 +338,12 @@ export const LogLine = Schema.Struct({
 /**
  * The log format. 2: `model_partial` events (a Skein that reads only v1 would refuse them).
  * 3: `subagent` events, and child sessions' headers (`parent`, `agent`).
+ * 4: `compaction`, `skill_activation`, `turn_input` and `undo` events, `turn_start.command`,
+ * `model_response.compaction`, and a forked session's header (`forkedFrom`).
  * A new canonical event type bumps it (with an identity entry in `Migrations.formats`): an older
  * Skein then refuses the log by its header, where it would otherwise call the new lines corrupt.
  */
-export const LOG_VERSION = 3
+export const LOG_VERSION = 4
 
 /** Line 1 of a log file. */
 export const LogHeader = Schema.Struct({
@@ -281,6 +358,8 @@ export const LogHeader = Schema.Struct({
   /** A child session's parent: the session, the tool call that started it, and how deep it is (1: a child of a top-level session). */
   parent: Schema.optionalKey(Schema.Struct({ sessionId: Schema.String, toolCallId: Schema.String, depth: Schema.Number })),
   /** The agent a child session runs as (`general`, `explorer`, a custom or external agent). */
-  agent: Schema.optionalKey(Schema.String)
+  agent: Schema.optionalKey(Schema.String),
+  /** A forked session's origin: its events up to the end of `turn` are that session's. */
+  forkedFrom: Schema.optionalKey(Schema.Struct({ sessionId: Schema.String, turn: Schema.Number }))
 })
 export type LogHeader = typeof LogHeader.Type

@@ -6,7 +6,17 @@
  * is logged or read back. Providers receive a read-only view.
  */
 import type { Message } from "../Vocabulary.ts"
+import { title as titleOf } from "./Listing.ts"
 import type { AssistantPart, CanonicalBody, PermissionRule } from "./Event.ts"
+
+/** An active skill: loaded by the model's `skill` tool; it stays in force through compactions. */
+export interface ActiveSkill {
+  readonly name: string
+  readonly path: string
+  readonly body: string
+}
+
+type PlanEntries = Extract<CanonicalBody, { readonly type: "plan" }>["data"]["entries"]
 
 export interface History {
   readonly messages: Array<Message>
@@ -30,6 +40,35 @@ export interface History {
   partial: { readonly call: number; readonly parts: Array<AssistantPart> } | undefined
   /** Child sessions (subagents) started so far. */
   subagents: number
+  /** The `seq` of the event each message of `messages` came from (a compaction's for its summary). */
+  readonly seqs: Array<number>
+  /** The context the last model call used (input and output tokens), as its usage said; after a compaction, its estimate. */
+  lastUsed: number | undefined
+  /** The latest plan, which survives compaction. */
+  plan: PlanEntries | undefined
+  /** Skills the model loaded, by name. */
+  readonly skills: Map<string, ActiveSkill>
+  /** Compactions so far. */
+  compactions: number
+  /** The session's title: its first prompt, shortened (as `session/list` shows it). */
+  title: string | undefined
+}
+
+/**
+ * The message a compaction puts in place of what it summarised: the summary, then what
+ * survives compaction whole (the plan, the active skills).
+ */
+export const summaryMessage = (history: History, summary: string): Message => {
+  const sections = [
+    `This session continues an earlier conversation that was compacted to save context. A summary of it:\n\n<summary>\n${summary}\n</summary>`
+  ]
+  if (history.plan !== undefined && history.plan.length > 0) {
+    sections.push(`The plan so far:\n${history.plan.map((e) => `- [${e.status}] ${e.content}`).join("\n")}`)
+  }
+  for (const skill of history.skills.values()) {
+    sections.push(`The skill "${skill.name}" (${skill.path}) was loaded earlier and is still in force:\n\n${skill.body}`)
+  }
+  return { role: "user", content: [{ type: "text", text: sections.join("\n\n") }] }
 }
 
 export const make = (): History => ({
@@ -42,7 +81,13 @@ export const make = (): History => ({
   config: new Map(),
   rules: [],
   partial: undefined,
-  subagents: 0
+  subagents: 0,
+  seqs: [],
+  lastUsed: undefined,
+  plan: undefined,
+  skills: new Map(),
+  compactions: 0,
+  title: undefined
 })
 
 /** Appends streamed text to parts the way the stream built them: a part of the same kind goes on from the last. */
@@ -60,13 +105,24 @@ export const appendPart = (parts: Array<AssistantPart>, type: "text" | "thinking
   }
 }
 
-/** Applies one canonical event to the history. */
-export const apply = (history: History, event: CanonicalBody): void => {
+/**
+ * Applies one canonical event to the history. `seq` is the event's (taken from the event
+ * itself when it is a logged one): it places the event's messages for compactions.
+ */
+export const apply = (history: History, event: CanonicalBody, seq?: number): void => {
+  const at = seq ?? (event as { readonly seq?: number }).seq ?? 0
+  const push = (message: Message) => {
+    history.messages.push(message)
+    history.seqs.push(at)
+  }
   switch (event.type) {
     case "turn_start":
       history.turns++
       history.partial = undefined
-      history.messages.push({ role: "user", content: event.data.content })
+      // The title `session/list` shows: the first prompt's.
+      if (history.turns === 1) history.title = titleOf(event.data.content)
+      // A command the model never sees (`/compact`, `/undo`) is not part of its conversation.
+      if (event.data.command?.local !== true) push({ role: "user", content: event.data.content })
       return
     case "model_partial": {
       // The model sees none of it until the call's model_response (or recovery) says what it answered.
@@ -76,6 +132,9 @@ export const apply = (history: History, event: CanonicalBody): void => {
     }
     case "model_response": {
       history.partial = undefined
+      // A compaction's call: its answer is the summary its `compaction` event holds.
+      if (event.data.compaction !== undefined) return
+      if (event.data.usage !== undefined) history.lastUsed = event.data.usage.input + event.data.usage.output
       if (event.data.parts.length === 0) return
       for (const part of event.data.parts) {
         if (part.type === "tool_call") {
@@ -83,13 +142,13 @@ export const apply = (history: History, event: CanonicalBody): void => {
           history.openToolCalls.set(part.id, part.name)
         }
       }
-      history.messages.push({ role: "assistant", parts: event.data.parts })
+      push({ role: "assistant", parts: event.data.parts })
       return
     }
     case "tool_result":
       history.openToolCalls.delete(event.data.id)
       history.announced.delete(event.data.id)
-      history.messages.push({
+      push({
         role: "tool",
         id: event.data.id,
         name: history.toolNames.get(event.data.id) ?? "unknown",
@@ -118,10 +177,37 @@ export const apply = (history: History, event: CanonicalBody): void => {
       if (event.data.event === "spawned") history.subagents++
       // Only the results given to the model as its next input are part of its conversation.
       if (event.data.event === "input" && event.data.text !== undefined) {
-        history.messages.push({ role: "user", content: [{ type: "text", text: event.data.text }] })
+        push({ role: "user", content: [{ type: "text", text: event.data.text }] })
+      }
+      return
+    case "compaction": {
+      // The model's view: the summary, then the messages from `keepFromSeq` on.
+      let keep = history.seqs.findIndex((s) => s >= event.data.keepFromSeq)
+      if (keep < 0) keep = history.messages.length
+      history.messages.splice(0, keep, summaryMessage(history, event.data.summaryForModel))
+      history.seqs.splice(0, keep, at)
+      history.lastUsed = event.data.usageAfter
+      history.compactions++
+      return
+    }
+    case "skill_activation":
+      history.skills.set(event.data.name, { name: event.data.name, path: event.data.path, body: event.data.body })
+      return
+    case "turn_input":
+      push({ role: "user", content: event.data.content })
+      return
+    case "undo":
+      if (event.data.refused === undefined && (event.data.restored.length > 0 || event.data.removed.length > 0)) {
+        const files = [...event.data.restored, ...event.data.removed].join(", ")
+        push({
+          role: "user",
+          content: [{ type: "text", text: `The user undid the file changes of turn ${event.data.turn}: ${files} are back as they were before it.` }]
+        })
       }
       return
     case "plan":
+      history.plan = event.data.entries
+      return
     case "notice":
     case "mcp_servers":
       return

@@ -25,17 +25,15 @@ export interface Upgrade {
 
 export const identity: Upgrade = { header: (header) => header, event: (event) => event }
 
-/** v1 → v3: later formats only add event types and header fields; every v1 line is a v3 line. */
-const v1: Upgrade = { header: (header) => ({ ...header, v: 3 }), event: (event) => event }
-
-/** v2 → v3: v3 only adds `subagent` events and header fields; every v2 line is a v3 line. */
-const v2: Upgrade = { header: (header) => ({ ...header, v: 3 }), event: (event) => event }
+/** v1, v2, v3 → v4: later formats only add event types and fields; every older line is a v4 line. */
+const older: Upgrade = { header: (header) => ({ ...header, v: 4 }), event: (event) => event }
 
 /** The formats Skein reads, by version. */
 export const formats: ReadonlyMap<number, Upgrade> = new Map<number, Upgrade>([
-  [1, v1],
-  [2, v2],
-  [3, identity]
+  [1, older],
+  [2, older],
+  [3, older],
+  [4, identity]
 ])
 
 export type Plan =

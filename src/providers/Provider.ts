@@ -7,7 +7,7 @@
  */
 import type * as Effect from "effect/Effect"
 import type * as Stream from "effect/Stream"
-import type { Message, ModelStop, ToolSpec, Usage } from "../Vocabulary.ts"
+import type { Message, ModelStop, ToolSpec, Usage, UserBlock } from "../Vocabulary.ts"
 
 export type { Message, ToolSpec } from "../Vocabulary.ts"
 
@@ -25,6 +25,8 @@ export interface ModelRequest {
   readonly reasoningEffort?: string | undefined
   /** The agent the session runs as, when it is a child session (a subagent). */
   readonly agent?: string | undefined
+  /** `compaction`: the call summarises the conversation (no tools; its answer is the summary). */
+  readonly purpose?: "compaction" | undefined
 }
 
 export type StreamPart =
@@ -33,7 +35,8 @@ export type StreamPart =
   | { readonly _tag: "ToolCall"; readonly id: string; readonly name: string; readonly args: unknown }
   | { readonly _tag: "Usage"; readonly usage: Usage }
   | { readonly _tag: "Finish"; readonly stop: Exclude<ModelStop, "error" | "cancelled"> }
-  | { readonly _tag: "Failure"; readonly message: string; readonly retryable: boolean }
+  /** `overflow`: the conversation no longer fits the model's context window (a compaction may help). */
+  | { readonly _tag: "Failure"; readonly message: string; readonly retryable: boolean; readonly overflow?: boolean | undefined }
 
 export interface Provider {
   /** The dialect name, e.g. `scripted`, `openai-chat`. */
@@ -44,6 +47,18 @@ export interface Provider {
    * first prompt does not pay for it; for a server to run while it waits for one. Never fails.
    */
   readonly warm?: Effect.Effect<void> | undefined
+  /** The context window (tokens) of its models, when the provider itself knows it (the scripted provider). */
+  readonly contextWindow?: number | undefined
+  /**
+   * Whether the conversation is compacted before call `call` of turn `turn`, when the provider
+   * decides it (a replay: where the log compacted); `undefined`: the session's threshold decides.
+   */
+  readonly compactionDue?: ((turn: number, call: number) => boolean | undefined) | undefined
+  /**
+   * The content a user steered into turn `turn` after its call `call`, when the provider decides
+   * it (a replay: what the log had there); when defined, the session's own steering is not used.
+   */
+  readonly injected?: ((turn: number, call: number) => ReadonlyArray<ReadonlyArray<UserBlock>>) | undefined
 }
 
 export const textDelta = (text: string): StreamPart => ({ _tag: "TextDelta", text })

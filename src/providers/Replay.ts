@@ -75,8 +75,47 @@ const partsOf = (data: ResponseData): Array<StreamPart> => {
 
 const failure = (message: string): Stream.Stream<StreamPart> => Stream.succeed({ _tag: "Failure", message, retryable: false })
 
+/**
+ * Where the log compacted because of the threshold: `turn:call` of each compaction call that
+ * neither a `/compact` turn nor a context overflow (a failed call just before it) started.
+ */
+const thresholdCompactions = (turns: ReadonlyArray<RecordedTurn>, manual: ReadonlySet<number>): Set<string> => {
+  const out = new Set<string>()
+  for (const [index, turn] of turns.entries()) {
+    if (manual.has(turn.turn)) continue
+    for (const [call, data] of turn.calls) {
+      if (data.compaction === undefined) continue
+      if (turn.calls.get(call - 1)?.stop === "error") continue
+      out.add(`${index + 1}:${call}`)
+    }
+  }
+  return out
+}
+
+/** The steering content each turn took, by `turn:call` (the replay's turn order, the call it followed). */
+const steeringOf = (events: ReadonlyArray<Canonical>): Map<string, Array<ReadonlyArray<UserBlock>>> => {
+  const out = new Map<string, Array<ReadonlyArray<UserBlock>>>()
+  let index = 0
+  let call = 0
+  for (const event of events) {
+    if (event.type === "turn_start" && event.turn !== null) {
+      index++
+      call = 0
+    } else if (event.type === "model_response" && event.turn !== null) {
+      call = event.data.call
+    } else if (event.type === "turn_input" && event.turn !== null) {
+      const key = `${index}:${call}`
+      out.set(key, [...(out.get(key) ?? []), event.data.content])
+    }
+  }
+  return out
+}
+
 export const make = (events: ReadonlyArray<Canonical>, options?: Options): Provider => {
   const turns = turnsOf(events)
+  const steering = steeringOf(events)
+  const manual = new Set(events.flatMap((e) => (e.type === "turn_start" && e.turn !== null && e.data.command?.local === true ? [e.turn] : [])))
+  const due = thresholdCompactions(turns, manual)
   const cancelPoint = (turn: number, parts: Array<StreamPart>): Stream.Stream<StreamPart> =>
     Stream.concat(
       Stream.fromArray(parts),
@@ -84,6 +123,9 @@ export const make = (events: ReadonlyArray<Canonical>, options?: Options): Provi
     )
   return {
     name: "replay",
+    // The log decides where compactions happened; the threshold never does in a replay.
+    compactionDue: (turn, call) => due.has(`${turn}:${call}`),
+    injected: (turn, call) => steering.get(`${turn}:${call}`) ?? [],
     stream: (request) =>
       Stream.suspend(() => {
         const turn = turns[request.turn - 1]
@@ -99,8 +141,16 @@ export const make = (events: ReadonlyArray<Canonical>, options?: Options): Provi
         switch (data.stop) {
           case "cancelled":
             return cancelPoint(turn.turn, parts)
-          case "error":
-            return Stream.fromArray([...parts, { _tag: "Failure", message: data.error ?? "The logged model call failed", retryable: false }])
+          case "error": {
+            // A failure the log followed with a compaction was a context overflow.
+            const overflow = turn.calls.get(request.call + 1)?.compaction !== undefined
+            return Stream.fromArray([...parts, {
+              _tag: "Failure",
+              message: data.error ?? "The logged model call failed",
+              retryable: false,
+              ...(overflow ? { overflow: true } : {})
+            }])
+          }
           default:
             return Stream.fromArray([...parts, { _tag: "Finish", stop: data.stop }])
         }

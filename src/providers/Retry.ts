@@ -71,7 +71,12 @@ export const stream = (
               yield* Effect.sleep(wait)
               return loop(n + 1)
             }))
-            : Stream.succeed({ _tag: "Failure", message: finalMessage(policy, n, error), retryable: error.retryable })
+            : Stream.succeed({
+              _tag: "Failure",
+              message: finalMessage(policy, n, error),
+              retryable: error.retryable,
+              ...(error.reason === "context_overflow" ? { overflow: true } : {})
+            })
         )
       )
     return loop(1).pipe(

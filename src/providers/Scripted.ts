@@ -4,6 +4,11 @@
  * M of that turn consumes `calls[M-1]`. A child session (a subagent) running as
  * agent A plays `agents[A].turns` the same way when the script has them, and
  * the top-level `turns` otherwise.
+ *
+ * `contextWindow` gives its model a context window (tokens), so compaction can be driven.
+ * A compaction's call (`purpose: "compaction"`) plays the next element of `compaction`, or
+ * a fixed summary when the list is used up or absent; it does not count among its turn's
+ * calls, so `calls[M-1]` stays the M-th call of the conversation itself.
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
@@ -19,7 +24,7 @@ const Part = Schema.Union([
     usage: Schema.Struct({ input: Schema.Number, output: Schema.Number, cached: Schema.optionalKey(Schema.Number) })
   }),
   Schema.Struct({ sleep_ms: Schema.Number.check(Schema.isGreaterThanOrEqualTo(0)) }),
-  Schema.Struct({ fail: Schema.String, retryable: Schema.optionalKey(Schema.Boolean) }),
+  Schema.Struct({ fail: Schema.String, retryable: Schema.optionalKey(Schema.Boolean), overflow: Schema.optionalKey(Schema.Boolean) }),
   Schema.Struct({ stop: Schema.Literals(["max_tokens", "refusal", "end_turn"]) })
 ])
 export type Part = typeof Part.Type
@@ -32,7 +37,11 @@ const Turns = Schema.Array(Schema.Struct({
 export const Script = Schema.Struct({
   turns: Turns,
   /** The turns a child session of each agent plays (by agent name). */
-  agents: Schema.optionalKey(Schema.Record(Schema.String, Schema.Struct({ turns: Turns })))
+  agents: Schema.optionalKey(Schema.Record(Schema.String, Schema.Struct({ turns: Turns }))),
+  /** The model's context window, in tokens. */
+  contextWindow: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))),
+  /** What compaction calls answer, in order (each a list of parts). */
+  compaction: Schema.optionalKey(Schema.Array(Schema.Array(Part)))
 })
 export type Script = typeof Script.Type
 
@@ -85,7 +94,7 @@ function* expand(parts: ReadonlyArray<Part>, turn: number, call: number): Genera
     } else if ("sleep_ms" in part) {
       yield { sleep: part.sleep_ms }
     } else if ("fail" in part) {
-      yield { _tag: "Failure", message: part.fail, retryable: part.retryable ?? false }
+      yield { _tag: "Failure", message: part.fail, retryable: part.retryable ?? false, ...(part.overflow === true ? { overflow: true } : {}) }
       return
     } else {
       yield { _tag: "Finish", stop: part.stop }
@@ -122,23 +131,39 @@ const segments = (items: Iterable<StreamPart | { readonly sleep: number }>): Str
 
 const fail = (message: string): Stream.Stream<StreamPart> => Stream.succeed({ _tag: "Failure", message, retryable: false })
 
-export const make = (script: Script): Provider => ({
+/** What a compaction call answers when the script has no (more) `compaction` entries. */
+export const FIXED_SUMMARY = "The user and the assistant worked on the task so far; nothing is left open."
+
+export const make = (script: Script): Provider => {
+  // Compaction calls played so far, in all, and in each session's turn (they shift its calls).
+  let compactions = 0
+  const shifts = new Map<string, number>()
+  return {
   name: "scripted",
+  ...(script.contextWindow !== undefined ? { contextWindow: script.contextWindow } : {}),
   stream: (request) =>
     Stream.suspend(() => {
+      const key = `${request.sessionId}:${request.turn}`
+      if (request.purpose === "compaction") {
+        shifts.set(key, (shifts.get(key) ?? 0) + 1)
+        const parts = script.compaction?.[compactions++]
+        return parts === undefined ? Stream.fromArray<StreamPart>([{ _tag: "TextDelta", text: FIXED_SUMMARY }, { _tag: "Finish", stop: "end_turn" }]) : segments(expand(parts, request.turn, request.call))
+      }
       const own = request.agent !== undefined ? script.agents?.[request.agent] : undefined
       const turns = own?.turns ?? script.turns
       const turn = turns[request.turn - 1]
       if (turn === undefined) {
         return fail(`The script has no turn ${request.turn}${own !== undefined ? ` for agent ${request.agent}` : ""} (it has ${turns.length})`)
       }
-      if (request.call === 1 && turn.expect !== undefined && !new RegExp(turn.expect).test(lastPrompt(request))) {
+      const index = request.call - (shifts.get(key) ?? 0)
+      if (index === 1 && turn.expect !== undefined && !new RegExp(turn.expect).test(lastPrompt(request))) {
         return fail(`Turn ${request.turn} of the script expects a prompt matching /${turn.expect}/`)
       }
-      const parts = turn.calls[request.call - 1]
+      const parts = turn.calls[index - 1]
       if (parts === undefined) {
-        return fail(`The script's turn ${request.turn} has no model call ${request.call} (it has ${turn.calls.length})`)
+        return fail(`The script's turn ${request.turn} has no model call ${index} (it has ${turn.calls.length})`)
       }
-      return segments(expand(parts, request.turn, request.call))
+      return segments(expand(parts, request.turn, index))
     })
-})
+  }
+}

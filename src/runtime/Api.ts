@@ -43,6 +43,21 @@ export const LoadSessionOptions = Schema.Struct({
 })
 export type LoadSessionOptions = typeof LoadSessionOptions.Type
 
+export const ForkSessionOptions = Schema.Struct({
+  /** The session to fork (a top-level session: a child is driven by its parent, and is not forked). */
+  sessionId: Schema.String,
+  /**
+   * The turn the fork ends with (0: before the first turn). Default: the last turn, or the one
+   * before it while the last one still runs.
+   */
+  turn: Schema.optionalKey(Schema.Number),
+  /** The fork's working directory (absolute; default: the session's). */
+  cwd: Schema.optionalKey(Schema.String),
+  /** The fork's additional directories (default: the session's). */
+  additionalDirectories: Schema.optionalKey(Schema.Array(Schema.String))
+})
+export type ForkSessionOptions = typeof ForkSessionOptions.Type
+
 /** A loaded session and the events of its log (what `session/load` replays). */
 export interface LoadedSession {
   readonly session: Session
@@ -101,6 +116,12 @@ export class Runtime extends Context.Service<Runtime, {
    * permissions as they were. A session already live is returned as it is.
    */
   readonly loadSession: (options: LoadSessionOptions) => Effect.Effect<LoadedSession, RuntimeError>
+  /**
+   * A new session whose log starts as the session's did, up to the end of a turn: its header
+   * says where it came from (`forkedFrom`), and the session's own log is not changed. The
+   * fork is written, not opened: `loadSession` makes it live.
+   */
+  readonly forkSession: (options: ForkSessionOptions) => Effect.Effect<SessionRecord, RuntimeError>
   /** One page of the logged sessions, newest first. */
   readonly listSessions: (query?: ListQuery) => Effect.Effect<SessionPage, RuntimeError>
   /** Reads a session's log without loading it (no lock; works while another process has it open). */
@@ -120,4 +141,17 @@ export class Runtime extends Context.Service<Runtime, {
   readonly events: Stream.Stream<SessionEvent>
   /** The models sessions may switch between, when a provider registry configured them. */
   readonly models: Catalog | undefined
+  /**
+   * The slash commands of sessions in `cwd` (built-ins, prompt files, user-invocable skills),
+   * for a client's command list; absent on a runtime that cannot say (a remote one).
+   */
+  readonly commands?: ((cwd: string) => Effect.Effect<ReadonlyArray<CommandInfo>>) | undefined
 }>()("skein/runtime/Runtime") {}
+
+/** A slash command as a client lists it. */
+export interface CommandInfo {
+  readonly name: string
+  readonly description: string
+  /** What arguments it takes. */
+  readonly hint?: string | undefined
+}

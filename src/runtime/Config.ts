@@ -43,6 +43,10 @@ export interface Settings {
    * agents are refused with a message.
    */
   readonly external?: ExternalRunner | undefined
+  /** The user's home directory, where user skills are found (`~/.agents/skills`…; default: the OS's). */
+  readonly userHome?: string | undefined
+  /** The share of the model's context window at which a conversation is compacted before a model call (default 0.8). */
+  readonly compactAt?: number | undefined
 }
 
 /** Starts an external ACP agent (lazily) in the scope, and gives what runs a turn through it. */

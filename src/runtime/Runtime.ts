@@ -9,6 +9,7 @@
  * lock of its log. Loading folds the log into the history once, closes a turn
  * a crash left open, and continues numbering where the log stopped.
  */
+import * as os from "node:os"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -31,6 +32,8 @@ import * as McpRecord from "../mcp/Record.ts"
 import * as ProviderConfig from "../providers/ProviderConfig.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
 import * as Definitions from "../agents/Definitions.ts"
+import * as Commands from "../commands/Commands.ts"
+import * as Skills from "../skills/Skills.ts"
 import { AGENT_TOOLS } from "../tools/agents.ts"
 import * as Toolkit from "../tools/Toolkit.ts"
 import * as Bus from "./Bus.ts"
@@ -41,7 +44,9 @@ import { SessionError } from "../session/Protocol.ts"
 import * as Session from "./Session.ts"
 import * as SessionId from "./SessionId.ts"
 
+import * as Fork from "./Fork.ts"
 import {
+  type ForkSessionOptions,
   type ListQuery,
   type LoadedSession,
   type LoadSessionOptions,
@@ -171,7 +176,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         history.rules.push(...request.rules)
         const depth = request.parent.depth
         const toolkit = toolsOf(agent, parentTools, depth, limits.maxDepth)
-        const base = depsFor(id, writer, { session: undefined, record: [] })
+        const base = { ...depsFor(id, request.cwd, writer, { session: undefined, record: [] }), extensions: extensionsFor(request.cwd, false) }
         const runTurn = agent.acp !== undefined && config.external !== undefined
           ? (yield* config.external({ name: agent.name, ...agent.acp }, { cwd: request.cwd, clientInfo: { name: "skein", version: config.version }, permissionTimeoutMs: config.permissionTimeoutMs }).pipe(Scope.provide(scope))).run
           : undefined
@@ -196,7 +201,16 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         return session
       })
 
-    const depsFor = (id: string, writer: Writer, mcp: Mcp): Session.Deps => {
+    /** The skills and commands of a session in `cwd` (children get the skills only: nobody types their prompts). */
+    const extensionsFor = (cwd: string, commands: boolean): Effect.Effect<Session.Extensions> =>
+      Effect.gen(function*() {
+        const found = yield* Skills.discover({ cwd, home: config.home, userHome: config.userHome ?? os.homedir() })
+        if (!commands) return { skills: found.skills, commands: [] }
+        const listed = yield* Commands.discover({ cwd, home: config.home, skills: found.skills })
+        return { skills: found.skills, commands: listed.commands }
+      }).pipe(Effect.provideService(FileSystem.FileSystem, fs), Effect.provideService(Path.Path, path))
+
+    const depsFor = (id: string, cwd: string, writer: Writer, mcp: Mcp): Session.Deps => {
       const servers = mcp.session
       return {
         bus,
@@ -216,7 +230,9 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         permissionTimeoutMs: config.permissionTimeoutMs,
         notices: servers === undefined ? undefined : () => servers.takeNotices().map((notice) => ({ text: notice.text, source: "mcp" })),
         mcpStatus: servers?.status,
-        startEvents: mcp.record
+        startEvents: mcp.record,
+        extensions: extensionsFor(cwd, true),
+        compactAt: config.compactAt
       }
     }
 
@@ -314,7 +330,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         const mcp = yield* startMcp(servers, servers.length > 0, writer, options.cwd, scope)
         const history = History.make()
         history.mode = mode
-        return yield* Session.make({ id, cwd: options.cwd, additionalDirectories, created }, history, withChildren(depsFor(id, writer, mcp), history), scope)
+        return yield* Session.make({ id, cwd: options.cwd, additionalDirectories, created }, history, withChildren(depsFor(id, options.cwd, writer, mcp), history), scope)
       }).pipe(
         Effect.mapError(fromLogError),
         Effect.onError(() => Scope.close(scope, Exit.void))
@@ -416,7 +432,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           const session = yield* Session.make(
             { id: header.id, cwd: header.cwd, additionalDirectories, created: header.created },
             history,
-            withChildren(depsFor(header.id, writer, mcp), history),
+            withChildren(depsFor(header.id, header.cwd, writer, mcp), history),
             scope,
             lastSeq
           )
@@ -457,6 +473,12 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         Effect.mapError(fromLogError)
       )
 
+    const forkSession = Effect.fn("Runtime.forkSession")(function*(options: ForkSessionOptions) {
+      if (options.cwd !== undefined) yield* checkDirectory(options.cwd, "cwd")
+      for (const dir of options.additionalDirectories ?? []) yield* checkDirectory(dir, "An additional directory")
+      return yield* Fork.fork(log, { ...options, id: SessionId.make(), version: config.version })
+    })
+
     const getSession = (sessionId: string): Effect.Effect<Session.Session, RuntimeError> =>
       Effect.suspend(() => {
         const entry = live.get(sessionId)
@@ -488,6 +510,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
       loadSession,
       listSessions,
       readSession,
+      forkSession,
       deleteSession,
       getSession,
       closeSession,
@@ -502,7 +525,10 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         }))
       ),
       events: Stream.unwrap(Effect.map(bus.subscribeAll, Bus.toStream)),
-      models: config.models
+      models: config.models,
+      commands: (cwd) =>
+        Effect.map(extensionsFor(cwd, true), (found) =>
+          found.commands.map((c) => ({ name: c.name, description: c.description, ...(c.argumentHint !== undefined ? { hint: c.argumentHint } : {}) })))
     })
   })
 )

@@ -22,7 +22,7 @@ import * as Queue from "effect/Queue"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
-import { type Canonical, type CanonicalBody, type EphemeralBody, isEphemeral, type SessionEvent } from "../log/Event.ts"
+import { type Canonical, type CanonicalBody, type CommandRun, type EphemeralBody, isEphemeral, type SessionEvent } from "../log/Event.ts"
 import * as History from "../log/History.ts"
 import type { LogError, Writer } from "../log/SessionLog.ts"
 import * as Models from "../providers/Models.ts"
@@ -48,6 +48,11 @@ import * as Gate from "./Gate.ts"
 import * as Mailbox from "./Mailbox.ts"
 import * as Questions from "./Questions.ts"
 import * as Turn from "./Turn.ts"
+import * as Commands from "../commands/Commands.ts"
+import * as Skills from "../skills/Skills.ts"
+import * as Undo from "../session/Undo.ts"
+import * as Tool from "../tools/Tool.ts"
+import * as Toolkits from "../tools/Toolkit.ts"
 
 export { SessionError }
 export type { SessionInfo, Settings, TurnOutcome }
@@ -92,8 +97,32 @@ export interface Deps {
   readonly instructions?: string | undefined
   /** Nothing that changes anything runs, whatever the mode (an explorer). */
   readonly readOnly?: boolean | undefined
+  /**
+   * The session's skills and slash commands, read again at each turn's start (a new file
+   * counts from the next prompt); without it, it has neither.
+   */
+  readonly extensions?: Effect.Effect<Extensions> | undefined
+  /** The share of the context window at which the conversation is compacted (default 0.8). */
+  readonly compactAt?: number | undefined
   /** Runs a turn's work in place of the model/tool loop (an external ACP agent). */
   readonly runTurn?: ((ctx: Turn.TurnContext) => Effect.Effect<Turn.TurnOutcome, never, ToolEnv>) | undefined
+}
+
+/** What a session can run besides its tools: skills, and slash commands. */
+export interface Extensions {
+  readonly skills: ReadonlyArray<Skills.Skill>
+  readonly commands: ReadonlyArray<Commands.Command>
+}
+
+/** What a prompt comes to once a leading `/name` of a known command is resolved. */
+interface Resolved {
+  /** What the model sees (and `turn_start` logs). */
+  readonly content: ReadonlyArray<UserBlock>
+  readonly command?: CommandRun | undefined
+  /** The skill the command loaded, to log as activated. */
+  readonly activation?: { readonly name: string; readonly path: string; readonly sha256: string; readonly body: string } | undefined
+  /** Why the command could not run as such (it went to the model as typed). */
+  readonly problem?: string | undefined
 }
 
 type Message =
@@ -146,6 +175,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
     const project = yield* Effect.cached(Prompt.load(info.cwd).pipe(Effect.provideContext(deps.services)))
     // The session's cost so far (USD), when the model's price is known.
     let spent = 0
+    /** Steering content for the running turn, until its last safe point (`open` false) has passed. */
+    let steering: { readonly turn: number; items: Array<ReadonlyArray<UserBlock>>; open: boolean } | undefined
 
     const withInstructions = (system: string) =>
       deps.instructions === undefined || deps.instructions.length === 0 ? system : `${system}\n\n${deps.instructions}`
@@ -186,16 +217,30 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
         return bodies.length === 1 ? publish(bodies[0]!) : Effect.forEach(bodies, publish, { discard: true })
       })
 
-    /** After a model call with usage: the context it used of the window, and the cost so far. */
-    const usageUpdate = (turn: number, usage: Usage): Effect.Effect<void> => {
+    /** The model's context window (tokens), when known. */
+    const contextWindow = () => deps.models?.info(currentModel())?.contextWindow ?? deps.provider.contextWindow
+
+    /**
+     * After a model call with usage: the context it used of the window, and the cost so far. A
+     * compaction's summary call adds to the cost only (`used`: undefined); the compaction then
+     * reports the context the conversation uses after it.
+     */
+    const usageUpdate = (turn: number, usage: Usage | undefined, used: number | undefined): Effect.Effect<void> => {
       const model = deps.models?.info(currentModel())
-      const cost = Models.cost(usage, model?.price)
+      const cost = usage === undefined ? undefined : Models.cost(usage, model?.price)
       if (cost !== undefined) spent += cost
-      if (model?.contextWindow === undefined) return Effect.void
-      return emitEphemeral(turn, {
-        type: "usage",
-        data: { used: Models.contextUsed(usage), size: model.contextWindow, ...(cost !== undefined ? { cost: spent } : {}) }
-      })
+      const size = contextWindow()
+      if (size === undefined || used === undefined) return Effect.void
+      return emitEphemeral(turn, { type: "usage", data: { used, size, ...(spent > 0 || cost !== undefined ? { cost: spent } : {}) } })
+    }
+
+    /** The usage update that follows a logged event, if any. */
+    const usageAfter = (turn: number, body: CanonicalBody): Effect.Effect<void> => {
+      if (body.type === "model_response" && body.data.usage !== undefined) {
+        return usageUpdate(turn, body.data.usage, body.data.compaction === undefined ? Models.contextUsed(body.data.usage) : undefined)
+      }
+      if (body.type === "compaction") return usageUpdate(turn, undefined, body.data.usageAfter)
+      return Effect.void
     }
 
     // ---- questions -----------------------------------------------------------------
@@ -252,6 +297,81 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
       )
     }
 
+    // ---- commands and skills ---------------------------------------------------------
+
+    const noExtensions: Extensions = { skills: [], commands: [] }
+
+    /** A prompt whose first text starts with `/name` of a known command becomes what that command runs. */
+    const resolve = (content: ReadonlyArray<UserBlock>, extensions: Extensions): Effect.Effect<Resolved> =>
+      Effect.gen(function*() {
+        const first = content[0]
+        if (first === undefined || first.type !== "text") return { content }
+        const parsed = Commands.parse(first.text)
+        const found = parsed === undefined ? undefined : Commands.find(extensions.commands, parsed.name)
+        if (parsed === undefined || found === undefined) return { content }
+        const command: CommandRun = { name: parsed.name, arguments: parsed.arguments }
+        const rest = content.slice(1)
+        const withText = (text: string): ReadonlyArray<UserBlock> => [{ type: "text", text }, ...rest]
+        switch (found.kind) {
+          case "builtin":
+            if (found.name === "compact" || found.name === "undo") return { content, command: { ...command, local: true } }
+            return { content: withText(Commands.expand(found.name === "init" ? Commands.INIT_PROMPT : Commands.REVIEW_PROMPT, parsed.arguments)), command }
+          case "prompt":
+            return { content: withText(Commands.expand(found.template ?? "", parsed.arguments)), command }
+          case "skill": {
+            if (found.skill === undefined) return { content }
+            const skill = found.skill
+            const loaded = yield* Effect.result(Skills.activate(skill).pipe(Effect.provideContext(deps.services)))
+            if (loaded._tag === "Failure") return { content, problem: loaded.failure.message }
+            return {
+              content: withText(Commands.forSkill(skill, loaded.success.body, parsed.arguments)),
+              command,
+              activation: { name: skill.name, path: skill.path, sha256: loaded.success.sha256, body: loaded.success.body }
+            }
+          }
+        }
+      })
+
+    /** The `skill` tool's access for a turn: loads a skill the model may load, and logs it. */
+    const skillsFor = (turn: number, extensions: Extensions): Tool.SkillAccess => ({
+      activate: (name) =>
+        Effect.gen(function*() {
+          const skill = extensions.skills.find((s) => s.name === name && s.modelInvocable)
+          if (skill === undefined) {
+            const names = extensions.skills.filter((s) => s.modelInvocable).map((s) => s.name)
+            return Tool.error(`There is no skill "${name}".${names.length > 0 ? ` The skills are: ${names.join(", ")}.` : ""}`)
+          }
+          const loaded = yield* Effect.result(Skills.activate(skill).pipe(Effect.provideContext(deps.services)))
+          if (loaded._tag === "Failure") return Tool.error(loaded.failure.message)
+          const { body, sha256 } = loaded.success
+          const logged = yield* Effect.exit(emitCanonical(turn, { type: "skill_activation", data: { name: skill.name, path: skill.path, sha256, body } }))
+          if (Exit.isFailure(logged)) return Tool.error(`The skill "${name}" could not be recorded in the session's log, so it was not loaded.`)
+          return Tool.ok(`The skill "${skill.name}" (folder: ${skill.dir}; its files may be read without asking):\n\n${body}`)
+        })
+    })
+
+    /** `/undo`: reverts the file changes of the last turn that has some left, and logs what it did. */
+    const undo = (turn: number): Effect.Effect<TurnOutcome, LogError | SessionError, ToolEnv> =>
+      Effect.gen(function*() {
+        const notice = (text: string) => emitCanonical(turn, { type: "notice", data: { text, source: "undo" } })
+        const events = yield* deps.readLog
+        const target = Undo.lastChangingTurn(events)
+        if (target === undefined) {
+          yield* notice(Undo.nothingToUndo)
+          return { stopReason: "end_turn" }
+        }
+        const plan = Undo.plan(events, target)
+        const result = yield* Undo.apply(plan, { roots: [info.cwd, ...info.additionalDirectories], cwd: info.cwd })
+        yield* emitCanonical(turn, {
+          type: "undo",
+          data: "refused" in result
+            ? { turn: target, restored: [], removed: [], refused: result.refused }
+            : { turn: target, restored: result.restored, removed: result.removed }
+        })
+        yield* notice(Undo.message(result, plan, info.cwd))
+        return { stopReason: "end_turn" }
+      })
+
     // ---- turns ---------------------------------------------------------------------
 
     /** Runs one turn under supervision; always ends with `turn_end`. */
@@ -266,13 +386,25 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
             canonical: (body) =>
               emitCanonical(q.turn, body, body.type === "model_response" ? () => {
                 state.partial = undefined
-              } : undefined).pipe(
-                Effect.andThen(body.type === "model_response" && body.data.usage !== undefined ? usageUpdate(q.turn, body.data.usage) : Effect.void)
-              ),
+              } : undefined).pipe(Effect.andThen(usageAfter(q.turn, body))),
             ephemeral: (body) => emitEphemeral(q.turn, body)
           }
+          const extensions = deps.extensions === undefined ? noExtensions : yield* deps.extensions
+          const resolved = yield* resolve(q.content, extensions)
           const started = yield* Effect.exit(
-            emitCanonical(q.turn, { type: "turn_start", data: { content: q.content, ...(q.by !== undefined ? { by: q.by } : {}) } })
+            emitCanonical(q.turn, {
+              type: "turn_start",
+              data: {
+                content: resolved.content,
+                ...(q.by !== undefined ? { by: q.by } : {}),
+                ...(resolved.command !== undefined ? { command: resolved.command } : {})
+              }
+            }).pipe(
+              Effect.andThen(resolved.activation === undefined ? Effect.void : emitCanonical(q.turn, { type: "skill_activation", data: resolved.activation })),
+              Effect.andThen(
+                resolved.problem === undefined ? Effect.void : emitCanonical(q.turn, { type: "notice", data: { text: resolved.problem, source: "command" } })
+              )
+            )
           )
           let exit: Exit.Exit<TurnOutcome, unknown>
           if (Exit.isFailure(started)) {
@@ -293,17 +425,24 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
               rules: () => history.rules
             })
             children = agents
+            const steered = { turn: q.turn, items: [] as Array<ReadonlyArray<UserBlock>>, open: true }
+            steering = steered
+            const window = contextWindow()
+            const listed = Skills.catalog(extensions.skills, Skills.budget(window)).text
+            // Without a skill the model may load, the `skill` tool is not offered.
+            const toolkit = extensions.skills.some((s) => s.modelInvocable) ? deps.toolkit : Toolkits.only(deps.toolkit, (name) => name !== "skill")
+            const system = withInstructions(Prompt.render(yield* project, { mode: mode(), tools: toolkit.specs() }))
             const ctx: Turn.TurnContext = {
               sessionId: info.id,
               turn: q.turn,
-              content: q.content,
+              content: resolved.content,
               cwd: info.cwd,
               roots: [info.cwd, ...info.additionalDirectories],
-              system: withInstructions(Prompt.render(yield* project, { mode: mode(), tools: deps.toolkit.specs() })),
+              system: listed.length > 0 ? `${system}\n\n${listed}` : system,
               model: currentModel(),
               reasoningEffort: currentEffort(),
               provider: deps.provider,
-              toolkit: deps.toolkit,
+              toolkit,
               history,
               maxTurnRequests: deps.maxTurnRequests,
               emit,
@@ -313,9 +452,26 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
               permit: permitFor(q.turn),
               ask: askFor(q.turn),
               agent: deps.agent,
-              agents
+              agents,
+              skills: skillsFor(q.turn, extensions),
+              readRoots: extensions.skills.map((s) => s.dir),
+              window,
+              compactAt: deps.compactAt,
+              steering: (final) => {
+                const taken = steered.items
+                steered.items = []
+                if (final && taken.length === 0) steered.open = false
+                return taken
+              }
             }
-            const work = deps.runTurn !== undefined ? deps.runTurn(ctx) : Turn.run(ctx)
+            const local = resolved.command?.local === true ? resolved.command : undefined
+            const work: Effect.Effect<TurnOutcome, unknown, ToolEnv> = local?.name === "compact"
+              ? Turn.compactNow(ctx, local.arguments)
+              : local?.name === "undo"
+              ? undo(q.turn)
+              : deps.runTurn !== undefined
+              ? deps.runTurn(ctx)
+              : Turn.run(ctx)
             const fiber = yield* Effect.forkChild(restore(work.pipe(Effect.provideContext(deps.services))))
             loop = fiber
             // A cancel that arrived while the loop was being started.
@@ -325,6 +481,12 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
             exit = yield* Fiber.await(fiber)
           }
           loop = undefined
+          // Steering the turn never took (it failed first) becomes the next prompt; a cancel drops it.
+          const left = steering?.turn === q.turn ? steering.items : []
+          steering = undefined
+          if (left.length > 0 && !(Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause))) {
+            yield* Effect.forkIn(Effect.ignore(submit({ _tag: "Submit", content: left.flat(), presented: false })), scope)
+          }
           // Every child is stopped and closed (and logged so) before the turn ends.
           if (children !== undefined) yield* children.shutdown
           children = undefined
@@ -354,9 +516,15 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
         if (state.partial !== undefined) {
           yield* canonical({
             type: "model_response",
-            data: { call: state.call, parts: state.partial, stop: outcome.stopReason === "cancelled" ? "cancelled" : "error" }
+            data: {
+              call: state.call,
+              parts: state.partial,
+              stop: outcome.stopReason === "cancelled" ? "cancelled" : "error",
+              ...(state.compaction !== undefined ? { compaction: state.compaction } : {})
+            }
           })
           state.partial = undefined
+          state.compaction = undefined
         }
         for (const [id, name] of [...history.openToolCalls]) {
           // A call the model asked for but that never started is shown too, so every
@@ -487,6 +655,20 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
         return request(reply, { _tag: "SetConfig", id, value, reply })
       })
 
+    /**
+     * Content for the running turn, given to the model at its next safe point; with no turn
+     * running (or past its last safe point), a new turn nobody presents.
+     */
+    const steer = (content: ReadonlyArray<UserBlock>): Effect.Effect<SendResult, SessionError> =>
+      Effect.suspend(() => {
+        const running = turns.running
+        if (steering !== undefined && steering.open && running !== undefined && running.turn === steering.turn && !running.done) {
+          steering.items.push(content)
+          return Effect.succeed<SendResult>({ turn: steering.turn, steering: "injected" })
+        }
+        return Effect.map(submit({ _tag: "Submit", content, presented: false }), (turn): SendResult => ({ turn, steering: "startedNewTurn" }))
+      })
+
     /** A turn nobody presents, to its outcome. */
     const prompt = (content: ReadonlyArray<UserBlock>) =>
       Effect.suspend(() => {
@@ -522,7 +704,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
           case "SetConfig":
             return Effect.as(setConfig(command.id, command.value), {})
           case "Steer":
-            return Effect.fail(new SessionError({ reason: "unsupported", message: "Steering a running turn is not supported yet; send a Prompt instead" }))
+            return steer(command.content)
           case "Answer":
             return Effect.as(questions.answer(command.requestId, command.answer), {})
           case "Close":

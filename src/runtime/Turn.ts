@@ -29,6 +29,7 @@ import type { PermissionAnswer } from "./Gate.ts"
 import type { Children } from "./Children.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
 import * as Checkpoint from "./Checkpoint.ts"
+import * as Compaction from "./Compaction.ts"
 
 export interface TurnOutcome {
   readonly stopReason: StopReason
@@ -41,6 +42,8 @@ export interface TurnState {
   /** Parts of the model call in progress, streamed but not yet logged. */
   partial: Array<AssistantPart> | undefined
   call: number
+  /** The id of the compaction whose summary call is in progress (its `partial` is that summary). */
+  compaction?: string | undefined
   /** Arguments of the tool calls of the current call, by id (for finalizing unstarted ones). */
   readonly requested: Map<string, unknown>
 }
@@ -82,12 +85,26 @@ export interface TurnContext {
   readonly agent?: string | undefined
   /** The session's children, when it may start some (the agent tools use them). */
   readonly agents?: Children | undefined
+  /** The session's skills, when it has some (the `skill` tool loads one). */
+  readonly skills?: Tool.SkillAccess | undefined
+  /** Folders tools that only read may read without asking, besides the roots (the skills' folders). */
+  readonly readRoots?: ReadonlyArray<string> | undefined
   /**
    * Messages for the user that arose outside the model (an MCP server failed),
    * each given out once; the loop logs them as `notice` events before each
    * model call, so they are shown inside a turn.
    */
   readonly notices?: (() => ReadonlyArray<{ readonly text: string; readonly source?: string }>) | undefined
+  /** The model's context window (tokens), when known: compaction is measured against it. */
+  readonly window?: number | undefined
+  /** The share of the window at which the conversation is compacted before a model call (default 0.8). */
+  readonly compactAt?: number | undefined
+  /**
+   * Content the user sent while the turn ran (steering), taken at each safe point: after the
+   * tool calls of a model call, before the next call, and once more when the model stopped
+   * (`final`: nothing taken then means the turn takes no more). Logged as `turn_input` there.
+   */
+  readonly steering?: ((final: boolean) => ReadonlyArray<ReadonlyArray<UserBlock>>) | undefined
 }
 
 export interface AnnouncedCall {
@@ -112,6 +129,8 @@ interface CallResult {
   readonly usage: Usage | undefined
   readonly stop: ModelStop
   readonly failure: string | undefined
+  /** The failure was a context overflow. */
+  readonly overflow: boolean
 }
 
 /** Streams one model call, publishing deltas as they arrive and logging checkpoints of its text. */
@@ -122,6 +141,7 @@ const modelCall = (ctx: TurnContext, call: number): Effect.Effect<CallResult> =>
   let usage: Usage | undefined
   let stop: ModelStop = "end_turn"
   let failure: string | undefined
+  let overflow = false
   const withCheckpoint = (emitted: Effect.Effect<void>, due: Effect.Effect<void> | undefined) =>
     due === undefined ? emitted : Effect.andThen(emitted, due)
   const onPart = (checkpoints: Checkpoint.Checkpoints) => (part: StreamPart): Effect.Effect<void> => {
@@ -148,6 +168,7 @@ const modelCall = (ctx: TurnContext, call: number): Effect.Effect<CallResult> =>
         return Effect.void
       case "Failure":
         failure = part.message
+        overflow = part.overflow === true
         stop = "error"
         return Effect.void
     }
@@ -166,7 +187,7 @@ const modelCall = (ctx: TurnContext, call: number): Effect.Effect<CallResult> =>
     (stream) => Effect.flatMap(Checkpoint.make(call, ctx.emit.canonical), (checkpoints) => Stream.runForEach(stream, onPart(checkpoints))),
     // Closing the scope stops the checkpoint timer before the model_response is logged.
     Effect.scoped,
-    Effect.map(() => ({ parts, usage, stop, failure }))
+    Effect.map(() => ({ parts, usage, stop, failure, overflow }))
   )
 }
 
@@ -198,7 +219,7 @@ export const runToolCall = (ctx: TurnContext, call: { readonly id: string; reado
         sessionId: ctx.sessionId,
         toolCallId: call.id,
         cwd: ctx.cwd,
-        roots: ctx.roots,
+        roots: tool.mutating || ctx.readRoots === undefined || ctx.readRoots.length === 0 ? ctx.roots : [...ctx.roots, ...ctx.readRoots],
         readOnly: permit.readOnly === true,
         progress: (output) => ctx.emit.ephemeral({ type: "tool_progress", data: { id: call.id, output } }),
         plan: (entries) =>
@@ -206,7 +227,8 @@ export const runToolCall = (ctx: TurnContext, call: { readonly id: string; reado
             Effect.catchCause((cause) => Effect.logError("could not log a plan", cause))
           ),
         client: ctx.client,
-        agents: ctx.agents
+        agents: ctx.agents,
+        skills: ctx.skills
       })
     yield* ctx.emit.canonical({
       type: "tool_result",
@@ -220,11 +242,43 @@ export const runToolCall = (ctx: TurnContext, call: { readonly id: string; reado
     })
   })
 
+/** Whether the conversation is compacted before call `call`: the provider says (a replay), or the threshold. */
+const compactionDue = (ctx: TurnContext, call: number): boolean => {
+  const decided = ctx.provider.compactionDue?.(ctx.turn, call)
+  if (decided !== undefined) return decided
+  const used = ctx.history.lastUsed
+  return ctx.window !== undefined && used !== undefined && used >= (ctx.compactAt ?? Compaction.DEFAULT_THRESHOLD) * ctx.window
+}
+
+/** Logs a compaction that failed as a notice: the user is told why, and the session goes on as it was. */
+const failedCompaction = (ctx: TurnContext, outcome: Compaction.Outcome) =>
+  outcome._tag === "Failed"
+    ? ctx.emit.canonical({ type: "notice", data: { text: `Could not compact the conversation: ${outcome.reason}.`, source: "compaction" } })
+    : Effect.void
+
+/**
+ * Logs the steering content that arrived since the last safe point (after call `call`), where
+ * the model first sees it; a replay feeds what the log had there. Whether there was any.
+ */
+const steer = (ctx: TurnContext, call: number, final: boolean) =>
+  Effect.gen(function*() {
+    const contents = ctx.provider.injected !== undefined ? ctx.provider.injected(ctx.turn, call) : ctx.steering?.(final) ?? []
+    for (const content of contents) yield* ctx.emit.canonical({ type: "turn_input", data: { content } })
+    return contents.length > 0
+  })
+
 /** Runs the loop of one turn whose `turn_start` was already logged. */
 export const run = (ctx: TurnContext) =>
   Effect.gen(function*() {
-    for (let call = 1; call <= ctx.maxTurnRequests; call++) {
+    // Model calls are numbered in the turn, compaction calls included.
+    let calls = 0
+    let overflowed = false
+    for (let n = 1; n <= ctx.maxTurnRequests; n++) {
       for (const notice of ctx.notices?.() ?? []) yield* ctx.emit.canonical({ type: "notice", data: notice })
+      if (compactionDue(ctx, calls + 1)) {
+        yield* failedCompaction(ctx, yield* Compaction.run(ctx, { trigger: "threshold", call: ++calls, window: ctx.window }))
+      }
+      const call = ++calls
       const result = yield* modelCall(ctx, call)
       yield* ctx.emit.canonical({
         type: "model_response",
@@ -238,10 +292,25 @@ export const run = (ctx: TurnContext) =>
       })
       ctx.state.partial = undefined
       if (result.failure !== undefined) {
+        // The context is full: compact, then try the call again, once in a turn.
+        if (result.overflow && !overflowed) {
+          overflowed = true
+          const compacted = yield* Compaction.run(ctx, { trigger: "overflow", call: ++calls, window: ctx.window })
+          if (compacted._tag === "Compacted") {
+            n--
+            continue
+          }
+          return {
+            stopReason: "end_turn",
+            error: `The model call failed: ${result.failure} Compacting the conversation did not help: ${compacted.reason}.`
+          } satisfies TurnOutcome
+        }
         return { stopReason: "end_turn", error: `The model call failed: ${result.failure}` } satisfies TurnOutcome
       }
       const toolCalls = result.parts.filter((part) => part.type === "tool_call")
       if (toolCalls.length === 0) {
+        // The user steered while the model answered: it reads that before the turn ends.
+        if (yield* steer(ctx, call, true)) continue
         // Children still working, or finished without the model having read them: the turn
         // waits for them and goes on with their results as the model's next input.
         const input = ctx.agents === undefined ? undefined : yield* ctx.agents.settle
@@ -250,11 +319,20 @@ export const run = (ctx: TurnContext) =>
         continue
       }
       for (const toolCall of toolCalls) yield* runToolCall(ctx, toolCall)
+      yield* steer(ctx, call, false)
     }
     return {
       stopReason: "max_turn_requests",
       error: `Stopped after ${ctx.maxTurnRequests} model calls in one turn (the maxTurnRequests limit).`
     } satisfies TurnOutcome
   })
+
+/** `/compact [focus]`: a turn that only compacts the conversation. */
+export const compactNow = (ctx: TurnContext, focus: string | undefined) =>
+  Effect.map(
+    Compaction.run(ctx, { trigger: "manual", call: 1, window: ctx.window, focus }),
+    (outcome): TurnOutcome =>
+      outcome._tag === "Compacted" ? { stopReason: "end_turn" } : { stopReason: "end_turn", error: `Could not compact the conversation: ${outcome.reason}.` }
+  )
 
 export type { UserBlock }

@@ -24,7 +24,7 @@ import * as Children from "../translate/Children.ts"
 import * as Replay from "../translate/Replay.ts"
 import { Runtime, RuntimeError } from "../runtime/Api.ts"
 import { outcomeOf, type Session, type SessionError } from "../session/Protocol.ts"
-import type { Answer } from "../Vocabulary.ts"
+import type { Answer, StopReason } from "../Vocabulary.ts"
 import * as Translate from "../translate/Translate.ts"
 import * as ClientBridge from "./ClientBridge.ts"
 import * as Stdio from "./Stdio.ts"
@@ -53,7 +53,8 @@ export const agentCapabilities = {
   promptCapabilities: { image: true, audio: false, embeddedContext: false },
   // stdio always; Streamable HTTP through Effect's client; the legacy HTTP+SSE transport is not implemented.
   mcpCapabilities: { http: true, sse: false },
-  sessionCapabilities: { additionalDirectories: {}, list: {}, resume: {}, close: {}, delete: {} }
+  // `fork`: unstable (schema.unstable.json); a client that does not know it ignores it.
+  sessionCapabilities: { additionalDirectories: {}, list: {}, resume: {}, close: {}, delete: {}, fork: {} }
 } as const
 
 const runtimeError = (error: RuntimeError): Protocol.RpcError => {
@@ -135,6 +136,10 @@ export const handlers = (
 
   /** Whether the client shows child sessions as sessions (`clientCapabilities.subagents`, unstable). */
   let nativeChildren = false
+  /** What the client shows beyond the stable protocol (`clientCapabilities.session.compaction`, unstable). */
+  let shown: Translate.Options = {}
+  /** Prompts of this connection in progress, by session: steering goes to their turn. */
+  const presenting = new Map<string, number>()
   /** Encoders of `session/update` lines by session id (a turn shows its children's sessions too). */
   const encoders = (first: string) => {
     const made = new Map<string, (u: Translate.Update) => string>([[first, Translate.encoder(first)]])
@@ -175,6 +180,24 @@ export const handlers = (
       const s = yield* session(params.sessionId)
       yield* notChild(s)
       const content = yield* userBlocks(params.prompt)
+      return yield* presentTurn(s, content, (outcome) => ctx.respond({ stopReason: outcome.stopReason }))
+    })
+
+  /**
+   * Runs a turn of `s` presented to this client: its updates, its questions (its children's
+   * too); `done` gets its outcome before the turn is let go of. Answers the outcome, or
+   * `cancelled` when the session closed under it.
+   */
+  const presentTurn = (s: Session, content: ReadonlyArray<UserBlock>, done: (outcome: { readonly stopReason: StopReason }) => Effect.Effect<void>) =>
+    Effect.gen(function*() {
+      presenting.set(s.id, (presenting.get(s.id) ?? 0) + 1)
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          const n = (presenting.get(s.id) ?? 1) - 1
+          if (n <= 0) presenting.delete(s.id)
+          else presenting.set(s.id, n)
+        })
+      )
       const encodeFor = encoders(s.id)
       const encode = encodeFor(s.id)
       const children = Children.presenter(s.id, nativeChildren)
@@ -227,12 +250,12 @@ export const handlers = (
               }
               continue
             }
-            for (const u of Translate.live(event)) lines.push(encode(u))
+            for (const u of Translate.live(event, shown)) lines.push(encode(u))
             const outcome = outcomeOf(event)
             if (outcome !== undefined) {
               yield* flush
               // Answered before the turn is let go of: the next turn cannot start before this answer.
-              return yield* ctx.respond({ stopReason: outcome.stopReason })
+              return yield* done(outcome)
             }
           }
           yield* flush
@@ -241,8 +264,42 @@ export const handlers = (
         })
       yield* s.turn(content, turnOptions()).pipe(Stream.runForEachArray(present), Effect.mapError(sessionError))
       // The turn ended without its turn_end (the session closed under it).
-      return { stopReason: "cancelled" }
+      return { stopReason: "cancelled" as StopReason }
     }).pipe(Effect.scoped)
+
+  /**
+   * `_session/steering {sessionId, prompt}`: content for the turn this client is running in the
+   * session, given to the model at its next safe point (`injected`); with none running, a new
+   * turn presented to this client as a prompt's would be (`startedNewTurn`).
+   */
+  const steering = (params: Acp.Session.PromptRequest) =>
+    Effect.gen(function*() {
+      const s = yield* session(params.sessionId)
+      yield* notChild(s)
+      const content = yield* userBlocks(params.prompt)
+      if ((presenting.get(s.id) ?? 0) > 0) {
+        const result = yield* Effect.mapError(s.send({ _tag: "Steer", content }), sessionError)
+        return { outcome: result.steering ?? "injected" }
+      }
+      yield* Effect.forkDetach(Effect.ignore(presentTurn(s, content, () => Effect.void)))
+      return { outcome: "startedNewTurn" as const }
+    })
+
+  /** The slash commands of a session's cwd, for the client's command list. */
+  const announceCommands = (s: Session) => {
+    const listed = runtime.commands
+    return listed === undefined ? Effect.void : Effect.gen(function*() {
+      const commands = yield* listed(s.cwd)
+      yield* update(s.id, {
+        sessionUpdate: "available_commands_update",
+        availableCommands: commands.map((c) => ({
+          name: c.name,
+          description: c.description,
+          ...(c.hint !== undefined ? { input: { hint: c.hint } } : {})
+        }))
+      })
+    }).pipe(Effect.catchCause((cause) => Effect.logWarning("could not list the slash commands", cause)))
+  }
 
   const sessionState = (s: Session) =>
     Effect.gen(function*() {
@@ -281,12 +338,35 @@ export const handlers = (
             chunks.push(lines.join(""))
             lines = []
           }
-        })
+        }, shown)
         if (lines.length > 0) chunks.push(lines.join(""))
         for (const chunk of chunks) yield* peer.sendEncoded(chunk)
       }
       sessionOpened(ctx, loaded.session)
       return yield* sessionState(loaded.session)
+    })
+
+  /**
+   * `session/fork` (unstable): the session's log up to its last turn (the one before, while the
+   * last one runs) becomes a new session, live as after `session/new`. Nothing is replayed: the
+   * client has the conversation already. A fork that could not be opened is removed again.
+   */
+  const fork = (params: Acp.Session.ForkSessionRequest, ctx: Peer.RequestContext) =>
+    Effect.gen(function*() {
+      if (params.systemPrompt !== undefined) {
+        return yield* Protocol.invalidParams("systemPrompt is not supported (see sessionCapabilities)")
+      }
+      const record = yield* Effect.mapError(
+        runtime.forkSession({ sessionId: params.sessionId, cwd: params.cwd, additionalDirectories: params.additionalDirectories }),
+        runtimeError
+      )
+      const id = record.header.id
+      const loaded = yield* runtime.loadSession({ sessionId: id, mcpServers: params.mcpServers }).pipe(
+        Effect.tapError(() => Effect.ignore(runtime.deleteSession(id))),
+        Effect.mapError(runtimeError)
+      )
+      sessionOpened(ctx, loaded.session)
+      return { sessionId: id, ...(yield* sessionState(loaded.session)) }
     })
 
   /** The logs of the children a parent's events name, and of theirs (an unreadable one is left out). */
@@ -310,6 +390,8 @@ export const handlers = (
 
   const sessionOpened = (ctx: Peer.RequestContext, s: Session) => {
     if (options.onSessionOpened !== undefined) ctx.onResponded(options.onSessionOpened)
+    // After the answer: the client knows the session when it is told its commands.
+    ctx.onResponded(announceCommands(s))
     // Once answered (the client knows the session), others' turns in it are shown too.
     if (watches !== undefined) ctx.onResponded(Effect.asVoid(FiberMap.run(watches, s.id, watchOthers(s))))
   }
@@ -328,11 +410,11 @@ export const handlers = (
         for (const event of events) {
           if (event.type === "turn_start" && event.turn !== null && event.data.by !== connection) {
             others.add(event.turn)
-            for (const u of Translate.replay(event)) lines.push(encode(u))
+            for (const u of Translate.replay(event, shown)) lines.push(encode(u))
             continue
           }
           if (event.turn === null || !others.has(event.turn) || ClientBridge.isQuestion(event)) continue
-          for (const u of Translate.live(event)) lines.push(encode(u))
+          for (const u of Translate.live(event, shown)) lines.push(encode(u))
           if (event.type === "turn_end") others.delete(event.turn)
         }
         return lines.length === 0 ? Effect.void : peer.sendEncoded(lines.join(""))
@@ -372,12 +454,15 @@ export const handlers = (
             terminal: params.clientCapabilities.terminal === true
           }
           nativeChildren = params.clientCapabilities.subagents != null
+          shown = { compaction: params.clientCapabilities.session?.compaction != null }
         }).pipe(Effect.as({
           // Skein speaks v1 only: the requested version if it is 1, else the latest it supports (also 1).
           protocolVersion: params.protocolVersion === PROTOCOL_VERSION ? params.protocolVersion : PROTOCOL_VERSION,
           agentCapabilities,
           authMethods: [],
-          agentInfo: { name: options.name ?? "skein", title: "Skein", version: options.version }
+          agentInfo: { name: options.name ?? "skein", title: "Skein", version: options.version },
+          // `_session/steering`: content for a running turn (an extension method).
+          _meta: { steering: { supported: true } }
         }))),
       authenticate: Peer.request(Acp.Initialize.AuthenticateRequest, () => Effect.succeed({})),
       "session/new": Peer.request(Acp.Session.NewSessionRequest, (params, ctx) =>
@@ -395,6 +480,7 @@ export const handlers = (
         })),
       "session/load": Peer.request(Acp.Session.LoadSessionRequest, (params, ctx) => reopen(params, true, ctx)),
       "session/resume": Peer.request(Acp.Session.ResumeSessionRequest, (params, ctx) => reopen(params, false, ctx)),
+      "session/fork": Peer.request(Acp.Session.ForkSessionRequest, fork),
       "session/list": Peer.request(Acp.Session.ListSessionsRequest, list),
       "session/close": Peer.request(Acp.Session.CloseSessionRequest, (params) =>
         Effect.as(Effect.andThen(unwatch(params.sessionId), runtime.closeSession(params.sessionId)), {})),
@@ -423,6 +509,7 @@ export const handlers = (
           if (params.configId === "mode") yield* announceMode(s)
           return { configOptions: (yield* sessionState(s)).configOptions }
         })),
+      "_session/steering": Peer.request(Acp.Session.PromptRequest, steering),
       // A notification in ACP; some clients send it as a request. It works the same and answers null.
       "session/cancel": Peer.request(Acp.Session.CancelNotification, (params) => Effect.as(cancel(params), null))
     },
@@ -460,6 +547,9 @@ export const awaiting = (ready: Effect.Effect<Runtime["Service"], RuntimeError>)
     loadSession: (o) => Effect.flatMap(rt, (r) => r.loadSession(o)),
     listSessions: (q) => Effect.flatMap(rt, (r) => r.listSessions(q)),
     readSession: (id) => Effect.flatMap(rt, (r) => r.readSession(id)),
+    forkSession: (o) => Effect.flatMap(rt, (r) => r.forkSession(o)),
+    commands: (cwd) =>
+      Effect.flatMap(Effect.result(rt), (r) => (r._tag === "Success" && r.success.commands !== undefined ? r.success.commands(cwd) : Effect.succeed([]))),
     deleteSession: (id) => Effect.flatMap(rt, (r) => r.deleteSession(id)),
     getSession: (id) => Effect.flatMap(rt, (r) => r.getSession(id)),
     closeSession: (id) => Effect.flatMap(Effect.orDie(rt), (r) => r.closeSession(id)),

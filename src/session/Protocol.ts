@@ -30,7 +30,11 @@ export const Prompt = Schema.TaggedStruct("Prompt", { content: Schema.Array(User
 export const Cancel = Schema.TaggedStruct("Cancel", {})
 export const SetMode = Schema.TaggedStruct("SetMode", { mode: Schema.String })
 export const SetConfig = Schema.TaggedStruct("SetConfig", { id: Schema.String, value: Schema.String })
-/** Content for the running turn, at its next safe point (not supported yet: answered `unsupported`). */
+/**
+ * Content for the running turn, given to the model at its next safe point (after the tool calls
+ * running, before the next model call) and logged there as `turn_input`; with no turn running,
+ * it starts a new turn nobody presents. `send` answers which (`steering`).
+ */
 export const Steer = Schema.TaggedStruct("Steer", { content: Schema.Array(UserBlock) })
 export const AnswerQuestion = Schema.TaggedStruct("Answer", { requestId: Schema.String, answer: Answer })
 export const Close = Schema.TaggedStruct("Close", {})
@@ -38,8 +42,11 @@ export const Close = Schema.TaggedStruct("Close", {})
 export const Command = Schema.Union([Prompt, Cancel, SetMode, SetConfig, Steer, AnswerQuestion, Close])
 export type Command = typeof Command.Type
 
-/** What `send` answers: the number of the turn a `Prompt` was given. */
-export const SendResult = Schema.Struct({ turn: Schema.optionalKey(Schema.Number) })
+/** What `send` answers: the number of the turn a `Prompt` (or a `Steer`) was given, and what a `Steer` did. */
+export const SendResult = Schema.Struct({
+  turn: Schema.optionalKey(Schema.Number),
+  steering: Schema.optionalKey(Schema.Literals(["injected", "startedNewTurn"]))
+})
 export type SendResult = typeof SendResult.Type
 
 // ---------------------------------------------------------------------------

@@ -45,6 +45,13 @@ export interface ToolContext {
   readonly client?: ClientAccess | undefined
   /** The session's children (subagents), when it may start some. */
   readonly agents?: Agents | undefined
+  /** The session's skills, when it has some (the `skill` tool loads one). */
+  readonly skills?: SkillAccess | undefined
+}
+
+/** Loads a skill for the `skill` tool: its answer for the model, the activation logged. */
+export interface SkillAccess {
+  readonly activate: (name: string) => Effect.Effect<ToolOutput>
 }
 
 export interface PlanEntry {

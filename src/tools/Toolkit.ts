@@ -9,6 +9,7 @@ import { glob } from "./glob.ts"
 import { grep } from "./grep.ts"
 import { read } from "./read.ts"
 import * as Tool from "./Tool.ts"
+import { skill } from "./skill.ts"
 import { update_plan } from "./update_plan.ts"
 import { write } from "./write.ts"
 
@@ -31,7 +32,7 @@ export const make = (tools: ReadonlyArray<Tool.Tool>): Toolkit => {
 }
 
 /** The built-in tools: the workspace's, and those that delegate to subagents. */
-export const builtin = (): Toolkit => make([read, write, edit, bash, grep, glob, update_plan, ...agentTools])
+export const builtin = (): Toolkit => make([read, write, edit, bash, grep, glob, update_plan, skill, ...agentTools])
 
 /** The same tools without some (a child that may not delegate, an agent with a tool list). */
 export const only = (toolkit: Toolkit, keep: (name: string) => boolean): Toolkit => ({

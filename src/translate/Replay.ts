@@ -9,18 +9,19 @@ import { supersededPartials } from "../log/Replay.ts"
 import * as Translate from "./Translate.ts"
 
 /** Every update that rebuilds the logged history, in order; the text of each model call once. */
-export const updates = (events: ReadonlyArray<Canonical>): Array<typeof Update.SessionUpdate.Encoded> => {
+export const updates = (events: ReadonlyArray<Canonical>, options?: Translate.Options): Array<typeof Update.SessionUpdate.Encoded> => {
   const out: Array<typeof Update.SessionUpdate.Encoded> = []
   forEach(events, (_event, shown) => {
     for (const update of shown) out.push(update)
-  })
+  }, options)
   return out
 }
 
 /** Calls `f` with each event that is shown and the updates that show it (none for some, e.g. `subagent`). */
 export const forEach = (
   events: ReadonlyArray<Canonical>,
-  f: (event: Canonical, updates: ReadonlyArray<typeof Update.SessionUpdate.Encoded>) => void
+  f: (event: Canonical, updates: ReadonlyArray<typeof Update.SessionUpdate.Encoded>) => void,
+  options?: Translate.Options
 ): void => {
   const superseded = supersededPartials(events)
   // Logs from before results carried their call's title: it comes from the call.
@@ -32,7 +33,7 @@ export const forEach = (
     const shown = event.type === "tool_result" && event.data.title === undefined && titles.has(event.data.id)
       ? { ...event, data: { ...event.data, title: titles.get(event.data.id)! } }
       : event
-    f(event, Translate.replay(shown))
+    f(event, Translate.replay(shown, options))
   }
 }
 

@@ -12,6 +12,7 @@ import type * as Content from "../acp/Content.ts"
 import type * as AcpUpdates from "../acp/Update.ts"
 import { stringify as json } from "../jsonrpc/Framing.ts"
 import type { Canonical, SessionEvent, ToolDetails, ToolResult, UserBlock } from "../log/Event.ts"
+import * as Listing from "../log/Listing.ts"
 import { type Catalog, effortFor } from "../providers/Models.ts"
 import { modes, type ModeId } from "../Vocabulary.ts"
 
@@ -153,9 +154,79 @@ export const modeState = (mode: ModeId): Wire<typeof Config.SessionModeState> =>
   availableModes: modes.map((m) => ({ id: m.id, name: m.name, description: m.description }))
 })
 
+/** What the client can show beyond the stable protocol. */
+export interface Options {
+  /** It advertised `session.compaction`: compactions are `compaction_update`s (else a `think` tool call). */
+  readonly compaction?: boolean | undefined
+}
+
+const noOptions: Options = {}
+
+/** The tool call that shows a compaction to a client without `session.compaction`. */
+export const compactionCallId = (id: string) => `compaction-${id}`
+export const COMPACTED_TITLE = "Compacted the conversation"
+
+type CompactionState = "in_progress" | "completed" | "failed" | "cancelled"
+
+/**
+ * A compaction's state as an update: a `compaction_update` (native), or its `think` tool call:
+ * created (`create`: its first update, or a replay), else patched.
+ */
+const compactionUpdate = (
+  id: string,
+  state: CompactionState,
+  options: Options,
+  create: boolean,
+  detail: { readonly summary?: string | undefined; readonly error?: string | undefined } = {}
+): ReadonlyArray<AcpUpdate> => {
+  if (options.compaction === true) {
+    return [{
+      sessionUpdate: "compaction_update",
+      compactionId: id,
+      status: state,
+      ...(detail.summary !== undefined ? { summary: [text(detail.summary)] } : {}),
+      ...(detail.error !== undefined ? { error: detail.error } : {})
+    }]
+  }
+  const shown = detail.summary ?? detail.error
+  const fields = {
+    toolCallId: compactionCallId(id),
+    title: state === "completed" ? COMPACTED_TITLE : state === "in_progress" ? "Compacting the conversation" : "Could not compact the conversation",
+    status: state === "completed" ? "completed" as const : state === "in_progress" ? "in_progress" as const : "failed" as const,
+    ...(shown !== undefined ? { content: [{ type: "content" as const, content: text(shown) }] } : {})
+  }
+  return [create ? { sessionUpdate: "tool_call", kind: "think", ...fields } : { sessionUpdate: "tool_call_update", ...fields }]
+}
+
+/** A compaction's summary call, when it did not make a summary: the compaction failed (or was cancelled). */
+const compactionCall = (event: SessionEvent & { readonly type: "model_response" }, options: Options, create: boolean): ReadonlyArray<AcpUpdate> =>
+  event.data.compaction === undefined || (event.data.stop !== "error" && event.data.stop !== "cancelled")
+    ? none
+    : compactionUpdate(event.data.compaction, event.data.stop === "cancelled" ? "cancelled" : "failed", options, create, {
+      error: event.data.error ?? "cancelled"
+    })
+
+/** The session's title, once its first prompt is known (the title `session/list` shows). */
+const titled = (event: SessionEvent & { readonly type: "turn_start" }): ReadonlyArray<AcpUpdate> => {
+  if (event.turn !== 1) return none
+  const title = Listing.title(event.data.content)
+  return title === undefined ? none : [{ sessionUpdate: "session_info_update", title }]
+}
+
+/** What the user typed for a command's turn: `/name arguments`. */
+const typed = (command: { readonly name: string; readonly arguments: string }) =>
+  `/${command.name}${command.arguments.length > 0 ? ` ${command.arguments}` : ""}`
+
 /** Updates for an event while its turn is live. */
-export const live = (event: SessionEvent): ReadonlyArray<AcpUpdate> => {
+export const live = (event: SessionEvent, options: Options = noOptions): ReadonlyArray<AcpUpdate> => {
   switch (event.type) {
+    case "compacting":
+      return compactionUpdate(event.data.id, "in_progress", options, true)
+    case "compaction":
+      return compactionUpdate(event.data.id, "completed", options, false, { summary: event.data.summaryForUser })
+    case "turn_input":
+      // Steering the user sent while the turn ran, shown where the model took it.
+      return event.data.content.map((block) => ({ sessionUpdate: "user_message_chunk", content: userContent(block) }))
     case "text_delta":
       return [{ sessionUpdate: "agent_message_chunk", content: text(event.data.text) }]
     case "thinking_delta":
@@ -185,9 +256,11 @@ export const live = (event: SessionEvent): ReadonlyArray<AcpUpdate> => {
         size: event.data.size,
         ...(event.data.cost !== undefined ? { cost: { amount: event.data.cost, currency: "USD" } } : {})
       }]
-    case "turn_start":
-    case "model_partial":
     case "model_response":
+      return compactionCall(event, options, false)
+    case "turn_start":
+      return titled(event)
+    case "model_partial":
       return none
     default:
       return common(event)
@@ -195,14 +268,25 @@ export const live = (event: SessionEvent): ReadonlyArray<AcpUpdate> => {
 }
 
 /** Updates that rebuild a logged event for `session/load`. */
-export const replay = (event: Canonical): ReadonlyArray<AcpUpdate> => {
+export const replay = (event: Canonical, options: Options = noOptions): ReadonlyArray<AcpUpdate> => {
   switch (event.type) {
     case "turn_start":
+      // A command's turn shows what the user typed, not the text it expanded to.
+      return [
+        ...titled(event),
+        ...(event.data.command !== undefined
+          ? [{ sessionUpdate: "user_message_chunk", content: text(typed(event.data.command)) } as const]
+          : event.data.content.map((block): AcpUpdate => ({ sessionUpdate: "user_message_chunk", content: userContent(block) })))
+      ]
+    case "turn_input":
       return event.data.content.map((block) => ({ sessionUpdate: "user_message_chunk", content: userContent(block) }))
+    case "compaction":
+      return compactionUpdate(event.data.id, "completed", options, true, { summary: event.data.summaryForUser })
     // A checkpoint of text a call streamed: replayed only when its call has no model_response
     // (see `translate/Replay.ts`), so the text is shown once.
     case "model_partial":
     case "model_response": {
+      if (event.type === "model_response" && event.data.compaction !== undefined) return compactionCall(event, options, true)
       const out: Array<AcpUpdate> = []
       for (const part of event.data.parts) {
         if (part.type === "thinking" && part.text.length > 0) out.push({ sessionUpdate: "agent_thought_chunk", content: text(part.text) })

@@ -23,6 +23,9 @@ import * as Replay from "../../src/translate/Replay.ts"
 import type { PermissionOption, PermissionToolCall } from "../../src/Vocabulary.ts"
 import * as TempDir from "../support/TempDir.ts"
 
+/** The replayed updates of the conversation (the session's title is not what these tests are about). */
+const conversation = (events: Parameters<typeof Replay.updates>[0]) => Replay.updates(events).filter((u) => u.sessionUpdate !== "session_info_update")
+
 const REPO = resolve(import.meta.dirname, "../..")
 const NODE = join(REPO, "node_modules/.bin/node")
 const SKEIN = join(REPO, "dist/skein.mjs")
@@ -239,7 +242,7 @@ describe("External", () => {
           assert.deepStrictEqual(types(h, 1), ["turn_start", "model_response", "turn_end"])
           assert.deepStrictEqual(ofType(h, "model_response")[0]!.data, { call: 1, parts: [{ type: "text", text: "Hello from inside" }], stop: "end_turn" })
           assertConsistent(h)
-          assert.deepStrictEqual(Replay.updates(h.events), [
+          assert.deepStrictEqual(conversation(h.events), [
             { sessionUpdate: "user_message_chunk", content: { type: "text", text: "say hello" } },
             { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Hello from inside" } }
           ])
@@ -280,7 +283,7 @@ describe("External", () => {
           assert.include(result.content, "hi there")
           assert.isTrue(h.ephemeral.some((e) => e.body.type === "tool_running" && e.body.data.id === id))
           assertConsistent(h)
-          assert.deepStrictEqual(Replay.updates(h.events), [
+          assert.deepStrictEqual(conversation(h.events), [
             { sessionUpdate: "user_message_chunk", content: { type: "text", text: "read notes.txt" } },
             { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Let me look." } },
             {
@@ -467,7 +470,7 @@ describe("External", () => {
           assert.strictEqual(runner.pid(), pid)
           assert.strictEqual(deltas(h, 2), "Second turn")
           assertConsistent(h)
-          assert.deepStrictEqual(Replay.updates(h.events).map((u) => u.sessionUpdate === "agent_message_chunk" || u.sessionUpdate === "user_message_chunk" ? u.content : u), [
+          assert.deepStrictEqual(conversation(h.events).map((u) => u.sessionUpdate === "agent_message_chunk" || u.sessionUpdate === "user_message_chunk" ? u.content : u), [
             { type: "text", text: "take long" },
             { type: "text", text: "Starting" },
             { type: "text", text: "again" },

@@ -18,7 +18,8 @@ describe("e2e: parallel sessions", () => {
     expect(responses).toEqual(ids.map(() => ({ stopReason: "end_turn" })))
     for (const id of ids) expect(agent.updates(id)).toEqual([message("a"), message("b")])
     // Nothing went to a session that was not created, and nothing went astray.
-    expect(agent.written.length).toBe(40)
+    // Each session also got its title and its command list.
+    expect(agent.written.length).toBe(80)
     expect(agent.written.every((n) => ids.includes(n.sessionId))).toBe(true)
     // The turns really overlapped: more than one session had streamed "a" before the first "b".
     const firstB = agent.written.findIndex((n) => (n.update as { content?: { text?: string } }).content?.text === "b")

@@ -50,7 +50,7 @@ describe("e2e: durable sessions", () => {
     const agent = agents.start({ script: { turns: [] } })
     const result = await agent.initialize()
     expect(result.agentCapabilities?.loadSession).toBe(true)
-    expect(result.agentCapabilities?.sessionCapabilities).toEqual({ additionalDirectories: {}, list: {}, resume: {}, close: {}, delete: {} })
+    expect(result.agentCapabilities?.sessionCapabilities).toEqual({ additionalDirectories: {}, list: {}, resume: {}, close: {}, delete: {}, fork: {} })
     expectClean(agent)
   })
 

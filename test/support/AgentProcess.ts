@@ -72,6 +72,11 @@ export interface StartOptions {
   } | undefined
   /** The client's answers to the agent's `fs/*` and `terminal/*` requests, by method. */
   readonly clientMethods?: Readonly<Record<string, (params: any) => unknown>> | undefined
+  /**
+   * Speak the unstable schema (its methods, such as `session/fork`, and their checks) without
+   * declaring the subagents extension (which `clientCapabilities.subagents` also implies).
+   */
+  readonly unstable?: boolean | undefined
 }
 
 export interface Exit {
@@ -105,6 +110,9 @@ export const errorCode = async (promise: Promise<unknown>): Promise<number | str
 }
 
 /** Updates that belong to a turn (as opposed to session state such as a mode change). */
+/** Updates about the session rather than its conversation: its title, its slash commands. */
+const METADATA_UPDATES: ReadonlySet<string> = new Set(["session_info_update", "available_commands_update"])
+
 const TURN_UPDATES = new Set<unknown>(["agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"])
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
@@ -169,7 +177,8 @@ export class AgentProcess {
       writeFileSync(target, content)
     }
     writeFileSync(this.scriptPath, JSON.stringify(options.script))
-    this.checker = makeOutboundChecker({ unstable: options.clientCapabilities?.subagents === true })
+    const unstable = options.unstable === true || options.clientCapabilities?.subagents === true
+    this.checker = makeOutboundChecker({ unstable })
 
     this.child = spawn(NODE, [SKEIN, "acp", "--home", this.home, "--script", this.scriptPath, ...(options.args ?? [])], {
       cwd: this.cwd,
@@ -237,7 +246,7 @@ export class AgentProcess {
     })
 
     // A client that declared the subagents extension speaks the unstable schema (its SDK binding validates it).
-    const sdk = (options.clientCapabilities?.subagents === true ? acpUnstable : acp) as typeof acp
+    const sdk = (unstable ? acpUnstable : acp) as typeof acp
     const app = sdk
       .client({ name: "skein-e2e" })
       .onNotification("session/update", ({ params }) => {
@@ -391,9 +400,9 @@ export class AgentProcess {
   async settled(sessionId: string): Promise<void> {
     const writtenCount = this.written.filter((n) => n.sessionId === sessionId).length
     try {
-      await waitUntil(() => this.updates(sessionId).length >= writtenCount, `the SDK to deliver ${writtenCount} updates`, 2_000)
+      await waitUntil(() => this.allUpdates(sessionId).length >= writtenCount, `the SDK to deliver ${writtenCount} updates`, 2_000)
     } catch (error) {
-      this.problems.push(`session ${sessionId}: ${String(error)} (the SDK got ${this.updates(sessionId).length})`)
+      this.problems.push(`session ${sessionId}: ${String(error)} (the SDK got ${this.allUpdates(sessionId).length})`)
     }
   }
 
@@ -402,8 +411,17 @@ export class AgentProcess {
     return this.sdk.notify("session/cancel", { sessionId })
   }
 
-  /** The `session/update` payloads the SDK client received for a session, in order. */
+  /**
+   * The `session/update` payloads of a session's conversation the SDK client received, in
+   * order: everything but what describes the session itself (its title, its command list: see
+   * `allUpdates`).
+   */
   updates(sessionId: string): Array<acp.SessionUpdate> {
+    return this.allUpdates(sessionId).filter((u) => !METADATA_UPDATES.has(u.sessionUpdate))
+  }
+
+  /** Every `session/update` payload the SDK client received for a session, in order. */
+  allUpdates(sessionId: string): Array<acp.SessionUpdate> {
     return this.received.filter((n) => n.sessionId === sessionId).map((n) => n.update)
   }
 

@@ -73,14 +73,36 @@ const toolDetails: fc.Arbitrary<ToolDetails> = fc.tuple(
 ).map(([a, b, c, d, e]) => ({ ...a, ...b, ...c, ...d, ...e }))
 
 const canonicalBody: fc.Arbitrary<CanonicalBody> = fc.oneof(
-  fc.record({ type: fc.constant("turn_start" as const), data: fc.record({ content: fc.array(userBlock, { maxLength: 4 }) }) }),
+  fc.tuple(
+    fc.array(userBlock, { maxLength: 4 }),
+    opt("command", fc.tuple(str, str, opt("local", fc.boolean())).map(([name, args, l]) => ({ name, arguments: args, ...l })))
+  ).map(([content, c]) => ({ type: "turn_start" as const, data: { content, ...c } })),
+  fc.tuple(
+    str,
+    fc.constantFrom("manual", "threshold", "overflow" as const),
+    fc.tuple(int, int, int),
+    str,
+    str,
+    fc.tuple(int, int),
+    opt("focus", str)
+  ).map(([id, trigger, [fromSeq, toSeq, keepFromSeq], summaryForModel, summaryForUser, [usageBefore, usageAfter], f]) => ({
+    type: "compaction" as const,
+    data: { id, trigger, fromSeq, toSeq, keepFromSeq, promptHash: "0".repeat(64), summaryForModel, summaryForUser, usageBefore, usageAfter, ...f }
+  })),
+  fc.record({ type: fc.constant("skill_activation" as const), data: fc.record({ name: str, path: str, sha256: str, body: str }) }),
+  fc.record({ type: fc.constant("turn_input" as const), data: fc.record({ content: fc.array(userBlock, { maxLength: 3 }) }) }),
+  fc.tuple(int, fc.array(str, { maxLength: 3 }), fc.array(str, { maxLength: 3 }), opt("refused", str)).map(([turn, restored, removed, r]) => ({
+    type: "undo" as const,
+    data: { turn, restored, removed, ...r }
+  })),
   fc.tuple(
     fc.integer({ min: 1, max: 50 }),
     fc.array(assistantPart, { maxLength: 5 }),
     opt("usage", fc.tuple(int, int, opt("cached", int)).map(([input, output, c]) => ({ input, output, ...c }))),
     fc.constantFrom("end_turn", "tool_use", "max_tokens", "refusal", "error", "cancelled" as const),
-    opt("error", str)
-  ).map(([call, parts, u, stop, e]) => ({ type: "model_response" as const, data: { call, parts, stop, ...u, ...e } })),
+    opt("error", str),
+    opt("compaction", str)
+  ).map(([call, parts, u, stop, e, c]) => ({ type: "model_response" as const, data: { call, parts, stop, ...u, ...e, ...c } })),
   fc.tuple(
     fc.integer({ min: 1, max: 50 }),
     fc.array(
@@ -158,7 +180,8 @@ const ephemeralTypes: ReadonlyArray<string> = [
   "permission_asked",
   "client_call",
   "question_withdrawn",
-  "child_event"
+  "child_event",
+  "compacting"
 ]
 
 const ephemeralBody: fc.Arbitrary<EphemeralBody> = fc.oneof(
@@ -177,11 +200,12 @@ const ephemeralBody: fc.Arbitrary<EphemeralBody> = fc.oneof(
   }),
   fc.record({ type: fc.constant("client_call" as const), data: fc.record({ requestId: str, op: fc.record({ method: fc.constant("fs/read_text_file" as const), params: fc.record({ path: str }) }) }) }),
   fc.record({ type: fc.constant("question_withdrawn" as const), data: fc.record({ requestId: str }) }),
-  fc.record({ type: fc.constant("child_event" as const), data: fc.record({ event: fc.record({ type: fc.constant("text_delta"), data: fc.record({ text: str }) }) }) })
+  fc.record({ type: fc.constant("child_event" as const), data: fc.record({ event: fc.record({ type: fc.constant("text_delta"), data: fc.record({ text: str }) }) }) }),
+  fc.record({ type: fc.constant("compacting" as const), data: fc.record({ id: str, trigger: fc.constantFrom("manual", "threshold", "overflow" as const) }) })
 )
 
 const stamp = <B extends EventBody>(body: fc.Arbitrary<B>): fc.Arbitrary<SessionEvent<B>> =>
-  fc.tuple(body, fc.uuid(), fc.nat(), fc.nat(), fc.option(fc.integer({ min: 1, max: 1000 }), { nil: null })).map(
+  fc.tuple(body, fc.uuid(), fc.nat(), fc.nat(), fc.option(fc.oneof(fc.constant(1), fc.integer({ min: 1, max: 1000 })), { nil: null })).map(
     ([b, sessionId, seq, ts, turn]) => ({ ...b, sessionId, seq, ts, turn }) as SessionEvent<B>
   )
 
@@ -218,7 +242,7 @@ describe("Translate: every update is valid ACP (property)", () => {
   it("live(event) for any canonical or ephemeral event validates as SessionNotification", () => {
     fc.assert(
       fc.property(anyEvent, (event) => {
-        for (const update of Translate.live(event)) assertValid(event.sessionId, update)
+        for (const update of [...Translate.live(event), ...Translate.live(event, { compaction: true })]) assertValid(event.sessionId, update)
       }),
       { numRuns: 600 }
     )
@@ -227,7 +251,7 @@ describe("Translate: every update is valid ACP (property)", () => {
   it("replay(event) for any canonical event validates as SessionNotification", () => {
     fc.assert(
       fc.property(canonicalEvent, (event) => {
-        for (const update of Translate.replay(event)) assertValid(event.sessionId, update)
+        for (const update of [...Translate.replay(event), ...Translate.replay(event, { compaction: true })]) assertValid(event.sessionId, update)
       }),
       { numRuns: 600 }
     )
@@ -239,15 +263,19 @@ describe("Translate: every update is valid ACP (property)", () => {
     assert.deepStrictEqual([...new Set(events.map((e) => e.type))].sort(), [...canonicalTypes, ...ephemeralTypes].sort())
     const kinds = new Set<string>()
     for (const e of events) {
-      for (const u of Translate.live(e)) kinds.add(u.sessionUpdate)
-      if (!isEphemeral(e)) for (const u of Translate.replay(e)) kinds.add(u.sessionUpdate)
+      for (const options of [{}, { compaction: true }]) {
+        for (const u of Translate.live(e, options)) kinds.add(u.sessionUpdate)
+        if (!isEphemeral(e)) for (const u of Translate.replay(e, options)) kinds.add(u.sessionUpdate)
+      }
     }
     assert.deepStrictEqual([...kinds].sort(), [
       "agent_message_chunk",
       "agent_thought_chunk",
+      "compaction_update",
       "config_option_update",
       "current_mode_update",
       "plan",
+      "session_info_update",
       "tool_call",
       "tool_call_update",
       "user_message_chunk"
@@ -334,7 +362,8 @@ describe("Translate: examples", () => {
       }
     })
     assert.deepStrictEqual(Translate.live(response), [])
-    assert.deepStrictEqual(Translate.live(ev({ type: "turn_start", data: { content: [{ type: "text", text: "hi" }] } })), [])
+    // Past the first turn: the first one's start gives the session its title.
+    assert.deepStrictEqual(Translate.live(ev({ type: "turn_start", data: { content: [{ type: "text", text: "hi" }] } }, 2)), [])
   })
 
   it("replay model_response → thought and message chunks in order, skipping tool calls and empty texts", () => {
@@ -368,7 +397,7 @@ describe("Translate: examples", () => {
           { type: "resource_link", uri: "file:///c", name: "c", size: 3 }
         ]
       }
-    })
+    }, 2)
     const updates = Translate.replay(start)
     assert.deepStrictEqual(updates, [
       { sessionUpdate: "user_message_chunk", content: { type: "text", text: "look" } },
