@@ -64,7 +64,7 @@
 //   --sub-runs N    subagents: memory runs and streaming rounds per scenario (3)
 //   --spawns N      subagents: spawn timings (20)
 //   --sub-deltas N  subagents: deltas per stream (200)     --sub-pace MS  between two deltas of a stream (10)
-//   --only LIST     comma-separated sections: cold,chunk,prompt,throughput,memory,sessions,log,remote,subagents
+//   --only LIST     comma-separated sections: cold,chunk,prompt,throughput,memory,sessions,log,remote,subagents,compaction
 //   --merge         with --only: put the sections run into the recorded results (bench/results.*),
 //                   keeping the other sections' figures as they were recorded
 //   --no-readme     do not touch README.md
@@ -121,7 +121,7 @@ const MEM_RUNS = Math.max(1, nonNegative(values["mem-runs"], 3, "--mem-runs"))
 const SESSIONS_RUNS = Math.max(1, nonNegative(values["sessions-runs"], 5, "--sessions-runs"))
 const SUB_RUNS = Math.max(1, nonNegative(values["sub-runs"], 3, "--sub-runs"))
 const SPAWNS = Math.max(1, nonNegative(values.spawns, 20, "--spawns"))
-const SECTIONS = ["cold", "chunk", "prompt", "throughput", "memory", "sessions", "log", "remote", "subagents"]
+const SECTIONS = ["cold", "chunk", "prompt", "throughput", "memory", "sessions", "log", "remote", "subagents", "compaction"]
 const only = values.only === undefined ? SECTIONS : values.only.split(",").map((s) => s.trim())
 for (const s of only) {
   if (!SECTIONS.includes(s)) {
@@ -1159,6 +1159,36 @@ const remoteFigures = (r) => {
   })
 }
 
+const compactionBench = async () => {
+  section("compaction: scripts/bench-compaction.mjs (a 100,000-event session: load, then /compact)")
+  return runScript("bench-compaction.mjs", ["--runs", "3"])
+}
+
+const compactionFigures = (r) => {
+  const v = r.value
+  if (!v) return missing("compaction", "compaction.time", "`/compact` of a 100,000-event session", "ms", null, r.error ?? "scripts/bench-compaction.mjs is missing")
+  addFigure({
+    group: "compaction",
+    id: "compaction.time",
+    label: `\`/compact\` of a ${v.events.toLocaleString("en")}-event session (${v.turns.toLocaleString("en")} turns), prompt → outcome`,
+    unit: "ms",
+    subject: "Skein",
+    ...summarize(v.samples.compactMs),
+    baseline: { name: "loading the same session (`runtime.loadSession`)", ...summarize(v.samples.loadMs) },
+    note: `the summary request sent ${Math.round(v.summaryRequestChars / 1000).toLocaleString("en")} thousand characters of the conversation (its newest part within 60% of the window)`
+  })
+  addFigure({
+    group: "compaction",
+    id: "compaction.input",
+    label: "the model's input (estimated tokens) after the compaction",
+    unit: "tokens",
+    subject: "Skein",
+    median: v.usageAfter,
+    p90: v.usageAfter,
+    baseline: { name: "before it", median: v.usageBefore, p90: v.usageBefore }
+  })
+}
+
 const subagentsFigures = (v) => {
   const n = v.children
   const base = (name, s) => ({ name, median: s.median, p90: s.p90 })
@@ -1309,7 +1339,7 @@ const updateReadme = (block) => {
 }
 
 /** The figure groups of each section, and where each section's raw results are kept. */
-const GROUPS = { cold: ["cold start"], chunk: ["first chunk"], prompt: ["first prompt"], throughput: ["throughput"], memory: ["memory"], sessions: ["sessions"], log: ["log append"], remote: ["remote"], subagents: ["subagents"] }
+const GROUPS = { cold: ["cold start"], chunk: ["first chunk"], prompt: ["first prompt"], throughput: ["throughput"], memory: ["memory"], sessions: ["sessions"], log: ["log append"], remote: ["remote"], subagents: ["subagents"], compaction: ["compaction"] }
 const RAW_KEYS = { memory: ["memory", "memoryRuns"] }
 const sectionOf = (group) => SECTIONS.find((s) => GROUPS[s].includes(group)) ?? ""
 
@@ -1407,10 +1437,12 @@ const main = async () => {
   if (only.includes("log")) results.log = await logBench()
   if (only.includes("remote")) results.remote = await remoteBench()
   if (only.includes("subagents")) results.subagents = await subagentsBench()
+  if (only.includes("compaction")) results.compaction = await compactionBench()
   if (process.stdout.isTTY) process.stdout.write("\r\x1b[K")
   buildFigures(results)
   if (results.remote) remoteFigures(results.remote)
   if (results.subagents) subagentsFigures(results.subagents)
+  if (results.compaction) compactionFigures(results.compaction)
 
   const cpus = os.cpus()
   const date = new Date().toISOString()
@@ -1431,6 +1463,7 @@ const main = async () => {
     memory: { runs: MEM_RUNS, settleMs: SETTLE_MS, counts: MEM_COUNTS, note: "VmRSS from /proc after a settle; afterGc: process.memoryUsage() after a forced GC (bench/gc-probe.mjs preloaded into every agent)" },
     sessions: { runs: SESSIONS_RUNS, skein: "scripts/bench-sessions.mjs", floor: "scripts/bench-sessions-floor.mjs" },
     log: { script: "scripts/bench-log.mjs", note: "in-process; default durability: no fsync per event, one at the turn's end" },
+    compaction: { script: "scripts/bench-compaction.mjs", note: "in-process (dist/index.mjs, file store, scripted provider): a log of 100,000 events written afresh for each run; load = runtime.loadSession of it (the baseline), compact = the prompt `/compact` to its outcome; model input sizes are the logged compaction's estimates (4 characters a token)" },
     remote: { script: "scripts/bench-remote.mjs", note: "Effect programs (dist/index.mjs) against Skein.layer and against skein serve on a unix socket; the stall is skein acp with a client that pauses its reads" },
     subagents: {
       children: SUB_CHILDREN,
@@ -1468,7 +1501,8 @@ const main = async () => {
       sessions: results.sessions,
       log: results.log,
       remote: results.remote,
-      subagents: results.subagents
+      subagents: results.subagents,
+      compaction: results.compaction
     },
     durationSeconds: round((Date.now() - started) / 1000, 1)
   }

@@ -45,6 +45,10 @@ export interface SkeinConfig {
    * used idle session; the ACP server brings such a session back when its client uses it.
    */
   readonly maxLiveSessions?: number | undefined
+  /** The share of the model's context window at which a conversation is compacted (default 0.8). */
+  readonly compactAt?: number | undefined
+  /** Where user skills are looked for (`<userHome>/.agents/skills`…; default: the OS's home). */
+  readonly userHome?: string | undefined
 }
 
 export const resolveProvider = (config: SkeinConfig): Provider =>
@@ -70,7 +74,9 @@ export const layerLocalWithoutPlatform = (config: SkeinConfig) =>
       toolkit: Toolkit.builtin(),
       external: External.make,
       version: VERSION,
-      maxLiveSessions: config.maxLiveSessions
+      maxLiveSessions: config.maxLiveSessions,
+      compactAt: config.compactAt,
+      userHome: config.userHome
     }))
   )
 

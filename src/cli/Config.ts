@@ -36,6 +36,12 @@ const oneLine = (message: string): string => {
 
 export const loadScriptFile = loadScript
 
+/** `SKEIN_COMPACT_AT`: the share of the context window (0.1–0.95) at which a conversation is compacted; anything else is ignored. */
+const compactAtFromEnv = (raw: string | undefined): number | undefined => {
+  const value = raw === undefined ? NaN : Number(raw)
+  return Number.isFinite(value) && value >= 0.1 && value <= 0.95 ? value : undefined
+}
+
 export const skeinConfig = (common: Options.Common) =>
   Effect.gen(function*() {
     const limits = {
@@ -43,7 +49,8 @@ export const skeinConfig = (common: Options.Common) =>
       maxTurnRequests: common.maxTurnRequests,
       permissionTimeoutMs: common.permissionTimeoutMs,
       maxLiveSessions: common.maxLiveSessions,
-      mode: common.mode
+      mode: common.mode,
+      compactAt: compactAtFromEnv(process.env.SKEIN_COMPACT_AT)
     }
     if (common.provider === "scripted" || (common.provider === undefined && common.script !== undefined)) {
       if (common.script === undefined) return yield* Effect.fail(new Options.UsageError("The scripted provider needs --script FILE"))

@@ -110,15 +110,40 @@ export const cut = (history: History, keepTokens: number): Cut | undefined => {
   return { index, fromSeq: seqs[0]!, toSeq: seqs[index]! - 1, keepFromSeq: seqs[index]! }
 }
 
-/** The conversation sent for summary: long tool results are cut (the summary needs their gist). */
-const forSummary = (messages: ReadonlyArray<Message>, focus: string | undefined): Array<Message> => [
-  ...messages.map((m): Message => {
+/** The share of the window the conversation sent for summary may take (the rest: the prompt and the summary). */
+export const SUMMARY_INPUT_SHARE = 0.6
+/** Without a known window, the most the conversation sent for summary may take (tokens). */
+const DEFAULT_SUMMARY_INPUT_TOKENS = 100_000
+
+/**
+ * The conversation sent for summary: long tool results are cut (the summary needs their gist),
+ * and when even that does not fit the model's window, its oldest messages are left out (the
+ * part sent starts where a message that is not a tool result starts), with a note saying so.
+ */
+export const forSummary = (messages: ReadonlyArray<Message>, focus: string | undefined, window: number | undefined): Array<Message> => {
+  const cutTools = messages.map((m): Message => {
     if (m.role !== "tool" || m.content.length <= SUMMARY_TOOL_CHARS) return m
     const half = SUMMARY_TOOL_CHARS / 2
     return { ...m, content: `${m.content.slice(0, half)}\n[… ${m.content.length - SUMMARY_TOOL_CHARS} characters left out …]\n${m.content.slice(-half)}` }
-  }),
-  { role: "user", content: [{ type: "text", text: instruction(focus) }] }
-]
+  })
+  const budget = (window === undefined ? DEFAULT_SUMMARY_INPUT_TOKENS : Math.floor(window * SUMMARY_INPUT_SHARE)) - Math.ceil(SYSTEM.length / 4)
+  let start = cutTools.length
+  let used = 0
+  for (let i = cutTools.length - 1; i >= 0; i--) {
+    used += tokensOf(cutTools[i]!)
+    if (used > budget) break
+    if (cutTools[i]!.role !== "tool") start = i
+  }
+  // Not even the last exchange fits: send it anyway (the provider says if it is too long).
+  if (start === cutTools.length) start = Math.max(0, cutTools.findLastIndex((m) => m.role !== "tool"))
+  const sent: Array<Message> = start === 0
+    ? cutTools
+    : [
+      { role: "user", content: [{ type: "text", text: `[The ${start} earliest messages of the conversation are left out here: together they are too long to summarise at once.]` }] },
+      ...cutTools.slice(start)
+    ]
+  return [...sent, { role: "user", content: [{ type: "text", text: instruction(focus) }] }]
+}
 
 export interface Options {
   readonly trigger: Trigger
@@ -150,7 +175,8 @@ export const run = (ctx: TurnContext, options: Options): Effect.Effect<Outcome, 
     if (where === undefined) return { _tag: "Failed", reason: "there is nothing to compact yet" } satisfies Outcome
     const emit: Emit = ctx.emit
     yield* emit.ephemeral({ type: "compacting", data: { id, trigger: options.trigger } })
-    const before = history.lastUsed ?? estimate(history.messages, ctx.system)
+    // Both estimated the same way, so that they compare (a provider's own count is not known for the "after").
+    const before = estimate(history.messages, ctx.system)
     const summarised = history.messages.slice(0, where.index)
     let text = ""
     let failure: string | undefined
@@ -164,7 +190,7 @@ export const run = (ctx: TurnContext, options: Options): Effect.Effect<Outcome, 
       turn: ctx.turn,
       call: options.call,
       system: SYSTEM,
-      messages: forSummary(summarised, options.focus),
+      messages: forSummary(summarised, options.focus, options.window),
       tools: [],
       model: ctx.model,
       reasoningEffort: ctx.reasoningEffort,
