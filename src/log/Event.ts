@@ -208,7 +208,9 @@ export const Compaction = event("compaction", {
   usageBefore: Schema.Number,
   usageAfter: Schema.Number,
   /** What the user asked the summary to focus on (`/compact focus`). */
-  focus: Schema.optionalKey(Schema.String)
+  focus: Schema.optionalKey(Schema.String),
+  /** The model's context window (tokens) it was measured against, when known (a re-run uses it again). */
+  window: Schema.optionalKey(Schema.Number)
 })
 
 /** The model loaded a skill (its `skill` tool): the body it read, and that body's sha256. */

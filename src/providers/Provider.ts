@@ -50,15 +50,22 @@ export interface Provider {
   /** The context window (tokens) of its models, when the provider itself knows it (the scripted provider). */
   readonly contextWindow?: number | undefined
   /**
-   * Whether the conversation is compacted before call `call` of turn `turn`, when the provider
+   * Whether the conversation is compacted before that call, when the provider
    * decides it (a replay: where the log compacted); `undefined`: the session's threshold decides.
    */
-  readonly compactionDue?: ((turn: number, call: number) => boolean | undefined) | undefined
+  readonly compactionDue?: ((at: CallPoint) => boolean | undefined) | undefined
   /**
-   * The content a user steered into turn `turn` after its call `call`, when the provider decides
+   * The content a user steered into that turn after that call, when the provider decides
    * it (a replay: what the log had there); when defined, the session's own steering is not used.
    */
-  readonly injected?: ((turn: number, call: number) => ReadonlyArray<ReadonlyArray<UserBlock>>) | undefined
+  readonly injected?: ((at: CallPoint) => ReadonlyArray<ReadonlyArray<UserBlock>>) | undefined
+}
+
+/** A place in a session's turns: model call `call` of turn `turn` of session `sessionId`. */
+export interface CallPoint {
+  readonly sessionId: string
+  readonly turn: number
+  readonly call: number
 }
 
 export const textDelta = (text: string): StreamPart => ({ _tag: "TextDelta", text })

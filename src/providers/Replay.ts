@@ -116,6 +116,8 @@ export const make = (events: ReadonlyArray<Canonical>, options?: Options): Provi
   const steering = steeringOf(events)
   const manual = new Set(events.flatMap((e) => (e.type === "turn_start" && e.turn !== null && e.data.command?.local === true ? [e.turn] : [])))
   const due = thresholdCompactions(turns, manual)
+  const window = events.findLast((e) => e.type === "compaction" && e.data.window !== undefined)
+  const windowOf = window?.type === "compaction" ? window.data.window : undefined
   const cancelPoint = (turn: number, parts: Array<StreamPart>): Stream.Stream<StreamPart> =>
     Stream.concat(
       Stream.fromArray(parts),
@@ -124,8 +126,10 @@ export const make = (events: ReadonlyArray<Canonical>, options?: Options): Provi
   return {
     name: "replay",
     // The log decides where compactions happened; the threshold never does in a replay.
-    compactionDue: (turn, call) => due.has(`${turn}:${call}`),
-    injected: (turn, call) => steering.get(`${turn}:${call}`) ?? [],
+    compactionDue: (at) => due.has(`${at.turn}:${at.call}`),
+    injected: (at) => steering.get(`${at.turn}:${at.call}`) ?? [],
+    // The window the log's compactions measured against, so a re-run keeps the same part.
+    ...(windowOf !== undefined ? { contextWindow: windowOf } : {}),
     stream: (request) =>
       Stream.suspend(() => {
         const turn = turns[request.turn - 1]

@@ -249,7 +249,8 @@ export const run = (ctx: TurnContext, options: Options): Effect.Effect<Outcome, 
         summaryForUser: summary,
         usageBefore: before,
         usageAfter: after,
-        ...(options.focus !== undefined && options.focus.trim().length > 0 ? { focus: options.focus.trim() } : {})
+        ...(options.focus !== undefined && options.focus.trim().length > 0 ? { focus: options.focus.trim() } : {}),
+        ...(options.window !== undefined ? { window: options.window } : {})
       }
     })
     return { _tag: "Compacted", id } satisfies Outcome

@@ -122,8 +122,15 @@ export const run = (options: Options) =>
     const logged = [...children.entries()].map(([id, log]) => ({ id, agent: log.header.agent ?? "general", log }))
     const standsFor = new Map<string, string>()
     const providers = new Map<string, Provider>()
+    /** The replay of the session a request or a call point belongs to: the parent's, or its child's. */
+    const replayOf = (sessionId: string): Provider | undefined =>
+      current === undefined || sessionId === current.id ? parentProvider : providers.get(sessionId)
     const provider: Provider = {
       name: parentProvider.name,
+      // Compactions and steering happen where the log has them, measured against the logged window.
+      ...(parentProvider.contextWindow !== undefined ? { contextWindow: parentProvider.contextWindow } : {}),
+      compactionDue: (at) => replayOf(at.sessionId)?.compactionDue?.(at) ?? false,
+      injected: (at) => replayOf(at.sessionId)?.injected?.(at) ?? [],
       stream: (request) =>
         Stream.suspend(() => {
           if (current === undefined || request.sessionId === current.id) return parentProvider.stream(request)

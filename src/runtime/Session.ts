@@ -204,7 +204,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
           const event = stamp(body, ts, turn, seq + 1)
           yield* deps.writer.append([event])
           seq = event.seq
-          History.apply(history, body)
+          History.apply(history, body, event.seq)
           committed?.()
           return [...held, event]
         }))

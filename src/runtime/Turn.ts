@@ -244,7 +244,7 @@ export const runToolCall = (ctx: TurnContext, call: { readonly id: string; reado
 
 /** Whether the conversation is compacted before call `call`: the provider says (a replay), or the threshold. */
 const compactionDue = (ctx: TurnContext, call: number): boolean => {
-  const decided = ctx.provider.compactionDue?.(ctx.turn, call)
+  const decided = ctx.provider.compactionDue?.({ sessionId: ctx.sessionId, turn: ctx.turn, call })
   if (decided !== undefined) return decided
   const used = ctx.history.lastUsed
   return ctx.window !== undefined && used !== undefined && used >= (ctx.compactAt ?? Compaction.DEFAULT_THRESHOLD) * ctx.window
@@ -262,7 +262,7 @@ const failedCompaction = (ctx: TurnContext, outcome: Compaction.Outcome) =>
  */
 const steer = (ctx: TurnContext, call: number, final: boolean) =>
   Effect.gen(function*() {
-    const contents = ctx.provider.injected !== undefined ? ctx.provider.injected(ctx.turn, call) : ctx.steering?.(final) ?? []
+    const contents = ctx.provider.injected !== undefined ? ctx.provider.injected({ sessionId: ctx.sessionId, turn: ctx.turn, call }) : ctx.steering?.(final) ?? []
     for (const content of contents) yield* ctx.emit.canonical({ type: "turn_input", data: { content } })
     return contents.length > 0
   })

@@ -169,7 +169,9 @@ describe("compaction", () => {
         assert.strictEqual(compaction.data.promptHash, Compaction.PROMPT_HASH)
         assert.match(compaction.data.promptHash, /^[0-9a-f]{64}$/)
         assert.strictEqual(compaction.data.summaryForModel, SUMMARY)
-        assert.strictEqual(compaction.data.usageBefore, 860)
+        // Before and after are estimated alike: the conversation the turn's call would have sent, then the compacted one.
+        const uncompacted = [...summaryCall.messages.slice(0, -1), { role: "user" as const, content: text("second question") }]
+        assert.strictEqual(compaction.data.usageBefore, Compaction.estimate(uncompacted, next.system))
         assert.isBelow(compaction.data.usageAfter, compaction.data.usageBefore)
 
         // The usage reported after the compaction is the conversation's after it.
@@ -533,5 +535,34 @@ describe("skills and steering, as the model gets them", () => {
         ])
         assert.deepStrictEqual(ofType(log, "turn_input")[0]!.data.content, text("Also check the README."))
       }).pipe(Effect.scoped, Effect.provide(layer))
+    }))
+})
+
+describe("a steered session", () => {
+  it.live("re-runs with the steering fed at the same place (its turn_input after the same tool result)", () =>
+    Effect.gen(function*() {
+      const { base, home, cwd, seen, layer } = yield* setup({
+        turns: [{ calls: [[{ text: "Working." }, { sleep_ms: 300 }, { tool: "read", args: { path: "notes.txt" } }], [{ text: "Done, and noted." }]] }]
+      })
+      const id = yield* Effect.gen(function*() {
+        const runtime = yield* Runtime
+        const session = yield* runtime.newSession({ cwd })
+        const events = yield* record(session)
+        yield* session.send({ _tag: "Prompt", content: text("go") })
+        yield* events.until((e) => e.type === "text_delta")
+        yield* session.send({ _tag: "Steer", content: text("Also check the README.") })
+        yield* events.until((e) => e.type === "turn_end", 10_000)
+        return session.id
+      }).pipe(Effect.scoped, Effect.provide(layer))
+      assert.strictEqual(seen.length, 2)
+      const original = readLogFile(home, id)
+      const rerunHome = join(base, "rerun-home")
+      const report = yield* Rerun.run({ header: original.header, events: original.events, home: rerunHome, toolkit: Toolkit.builtin() }).pipe(
+        Effect.provide(TempDir.platform)
+      )
+      assert.isFalse(report.diverged)
+      const shape = (events: ReadonlyArray<Canonical>) =>
+        events.filter((e) => e.type !== "model_partial").map((e) => (e.type === "turn_input" ? `turn_input ${JSON.stringify(e.data.content)}` : e.type))
+      assert.deepStrictEqual(shape(readLogFile(rerunHome, report.rerunSessionId).events), shape(original.events))
     }))
 })
