@@ -180,7 +180,10 @@ export const handlers = (
       const s = yield* session(params.sessionId)
       yield* notChild(s)
       const content = yield* userBlocks(params.prompt)
-      return yield* presentTurn(s, content, (outcome) => ctx.respond({ stopReason: outcome.stopReason }))
+      const outcome = yield* presentTurn(s, content, (outcome) => ctx.respond({ stopReason: outcome.stopReason }))
+      // The turn may have added a prompt file or a skill.
+      yield* announceCommands(s, true)
+      return outcome
     })
 
   /**
@@ -285,19 +288,26 @@ export const handlers = (
       return { outcome: "startedNewTurn" as const }
     })
 
-  /** The slash commands of a session's cwd, for the client's command list. */
-  const announceCommands = (s: Session) => {
+  /** The command list each open session's client was last sent (as JSON), to send it again only when it changed. */
+  const announced = new Map<string, string>()
+
+  /**
+   * The slash commands of a session's cwd, for the client's command list: when the session is
+   * opened, and after each of its turns when the set changed (a prompt file or skill added).
+   */
+  const announceCommands = (s: Session, onlyChanged: boolean) => {
     const listed = runtime.commands
     return listed === undefined ? Effect.void : Effect.gen(function*() {
       const commands = yield* listed(s.cwd)
-      yield* update(s.id, {
-        sessionUpdate: "available_commands_update",
-        availableCommands: commands.map((c) => ({
-          name: c.name,
-          description: c.description,
-          ...(c.hint !== undefined ? { input: { hint: c.hint } } : {})
-        }))
-      })
+      const availableCommands = commands.map((c) => ({
+        name: c.name,
+        description: c.description,
+        ...(c.hint !== undefined ? { input: { hint: c.hint } } : {})
+      }))
+      const key = JSON.stringify(availableCommands)
+      if (onlyChanged && announced.get(s.id) === key) return
+      announced.set(s.id, key)
+      yield* update(s.id, { sessionUpdate: "available_commands_update", availableCommands })
     }).pipe(Effect.catchCause((cause) => Effect.logWarning("could not list the slash commands", cause)))
   }
 
@@ -391,7 +401,7 @@ export const handlers = (
   const sessionOpened = (ctx: Peer.RequestContext, s: Session) => {
     if (options.onSessionOpened !== undefined) ctx.onResponded(options.onSessionOpened)
     // After the answer: the client knows the session when it is told its commands.
-    ctx.onResponded(announceCommands(s))
+    ctx.onResponded(announceCommands(s, false))
     // Once answered (the client knows the session), others' turns in it are shown too.
     if (watches !== undefined) ctx.onResponded(Effect.asVoid(FiberMap.run(watches, s.id, watchOthers(s))))
   }
@@ -439,7 +449,8 @@ export const handlers = (
       }
     })
 
-  const unwatch = (sessionId: string) => (watches === undefined ? Effect.void : FiberMap.remove(watches, sessionId))
+  const unwatch = (sessionId: string) =>
+    Effect.andThen(Effect.sync(() => announced.delete(sessionId)), watches === undefined ? Effect.void : FiberMap.remove(watches, sessionId))
 
   const cancel = (params: Acp.Session.CancelNotification) =>
     Effect.ignore(Effect.flatMap(runtime.getSession(params.sessionId), (s) => s.cancel))

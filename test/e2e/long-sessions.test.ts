@@ -199,6 +199,32 @@ describe("e2e: slash commands", () => {
   })
 })
 
+describe("e2e: slash commands change", () => {
+  it("a prompt file a turn adds is announced once that turn has ended; an unchanged set is not sent again", async () => {
+    const agent = await agents.ready({
+      script: {
+        turns: [
+          { calls: [[{ tool: "write", args: { path: ".skein/commands/ship.md", content: "Ship it: $ARGUMENTS\n" }, id: "w1" }], [{ text: "Added." }]] },
+          { calls: [[{ text: "Nothing new." }]] }
+        ]
+      }
+    })
+    const sessionId = await agent.newSession()
+    await setMode(agent, sessionId, "bypassPermissions")
+    await agent.waitForUpdate(sessionId, (u) => u.sessionUpdate === "available_commands_update")
+    const lists = () => agent.allUpdates(sessionId).filter((u) => u.sessionUpdate === "available_commands_update") as Array<any>
+    expect(lists()[0].availableCommands.map((c: any) => c.name)).not.toContain("ship")
+    expect((await agent.prompt(sessionId, "add a command")).stopReason).toBe("end_turn")
+    await agent.waitForUpdate(sessionId, (u) => u.sessionUpdate === "available_commands_update" && (u as any).availableCommands.some((c: any) => c.name === "ship"))
+    await agent.settled(sessionId)
+    expect(lists()).toHaveLength(2)
+    expect((await agent.prompt(sessionId, "anything else?")).stopReason).toBe("end_turn")
+    await agent.settled(sessionId)
+    expect(lists()).toHaveLength(2)
+    expectClean(agent)
+  })
+})
+
 // ---------------------------------------------------------------------------
 // Skills
 // ---------------------------------------------------------------------------
