@@ -70,8 +70,26 @@ export const transcript = (header: LogHeader, events: ReadonlyArray<Canonical>):
     const event = events[i]!
     if (superseded(event, i)) continue
     switch (event.type) {
-      case "turn_start":
-        out.push("", `── turn ${event.turn} ${"─".repeat(40)}`, indent(promptText(event.data.content), "> "))
+      case "turn_start": {
+        const command = event.data.command
+        out.push("", `── turn ${event.turn} ${"─".repeat(40)}`)
+        if (command !== undefined) out.push(`> /${command.name}${command.arguments.length > 0 ? ` ${command.arguments}` : ""}`)
+        if (command?.local !== true) out.push(indent(promptText(event.data.content), command !== undefined ? "  " : "> "))
+        break
+      }
+      case "compaction":
+        out.push(`[compacted the conversation (${event.data.trigger}; about ${event.data.usageBefore} → ${event.data.usageAfter} tokens):]`, indent(event.data.summaryForUser, "    "))
+        break
+      case "skill_activation":
+        out.push(`  [skill ${event.data.name} loaded from ${event.data.path}]`)
+        break
+      case "turn_input":
+        out.push(indent(promptText(event.data.content), ">> "))
+        break
+      case "undo":
+        out.push(event.data.refused !== undefined
+          ? `  [undo of turn ${event.data.turn} refused: ${event.data.refused}]`
+          : `  [undo of turn ${event.data.turn}: restored ${event.data.restored.join(", ") || "nothing"}; removed ${event.data.removed.join(", ") || "nothing"}]`)
         break
       case "model_partial": {
         // A call still streaming (the log of a live session): its checkpoints read as one text.
@@ -87,6 +105,11 @@ export const transcript = (header: LogHeader, events: ReadonlyArray<Canonical>):
         break
       }
       case "model_response":
+        // A compaction's summary call: its `compaction` event shows the summary.
+        if (event.data.compaction !== undefined) {
+          if (event.data.error !== undefined) out.push(`  (the summary call of a compaction failed: ${event.data.error})`)
+          break
+        }
         for (const part of event.data.parts) {
           if (part.type === "thinking" && part.text.length > 0) out.push(indent(part.text, THINKING))
           if (part.type === "text" && part.text.length > 0) out.push(part.text)

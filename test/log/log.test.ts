@@ -7,6 +7,7 @@ import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import type { Canonical, CanonicalBody } from "../../src/log/Event.ts"
 import * as History from "../../src/log/History.ts"
+import * as Replay from "../../src/log/Replay.ts"
 import { encodeEvent, SessionLog } from "../../src/log/SessionLog.ts"
 import * as TempDir from "../support/TempDir.ts"
 
@@ -117,5 +118,36 @@ describe("History.apply", () => {
     assert.deepStrictEqual(h.messages, [])
     History.apply(h, { type: "tool_result", data: { id: "zz", ok: false, content: "?" } })
     assert.deepStrictEqual(h.messages, [{ role: "tool", id: "zz", name: "unknown", ok: false, content: "?" }])
+  })
+})
+
+describe("Replay.transcript of a long session", () => {
+  it("shows a command as typed, a compaction's summary (not its summary call), steering, a skill and an undo", () => {
+    const events: Array<Canonical> = [
+      stamp(1, { type: "turn_start", data: { content: [{ type: "text", text: "Say hello to Ann." }], command: { name: "hello", arguments: "Ann" } } }),
+      stamp(2, { type: "skill_activation", data: { name: "greet", path: "/s/greet/SKILL.md", sha256: "ab", body: "Be kind." } }),
+      stamp(3, { type: "turn_input", data: { content: [{ type: "text", text: "and Bob" }] } }),
+      stamp(4, { type: "model_response", data: { call: 1, parts: [{ type: "text", text: "Hello Ann and Bob." }], stop: "end_turn" } }),
+      stamp(5, { type: "turn_end", data: { stopReason: "end_turn" } }),
+      stamp(6, { type: "turn_start", data: { content: [{ type: "text", text: "/compact" }], command: { name: "compact", arguments: "", local: true } } }, 2),
+      stamp(7, { type: "model_response", data: { call: 1, parts: [{ type: "text", text: "THE SUMMARY" }], stop: "end_turn", compaction: "2.1" } }, 2),
+      stamp(8, {
+        type: "compaction",
+        data: { id: "2.1", trigger: "manual", fromSeq: 1, toSeq: 3, keepFromSeq: 4, promptHash: "h", summaryForModel: "THE SUMMARY", summaryForUser: "THE SUMMARY", usageBefore: 900, usageAfter: 100 }
+      }, 2),
+      stamp(9, { type: "turn_end", data: { stopReason: "end_turn" } }, 2),
+      stamp(10, { type: "turn_start", data: { content: [{ type: "text", text: "/undo" }], command: { name: "undo", arguments: "", local: true } } }, 3),
+      stamp(11, { type: "undo", data: { turn: 1, restored: ["/w/a.txt"], removed: [] } }, 3),
+      stamp(12, { type: "turn_end", data: { stopReason: "end_turn" } }, 3)
+    ]
+    const text = Replay.transcript(header, events)
+    assert.include(text, "> /hello Ann\n  Say hello to Ann.")
+    assert.include(text, "[skill greet loaded from /s/greet/SKILL.md]")
+    assert.include(text, ">> and Bob")
+    assert.include(text, "[compacted the conversation (manual; about 900 → 100 tokens):]\n    THE SUMMARY")
+    assert.strictEqual(text.split("THE SUMMARY").length - 1, 1)
+    assert.include(text, "> /compact\n")
+    assert.notInclude(text, "  /compact")
+    assert.include(text, "[undo of turn 1: restored /w/a.txt; removed nothing]")
   })
 })

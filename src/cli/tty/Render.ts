@@ -156,6 +156,18 @@ export const make = (spinner: Spinner): View => {
       case "notice":
         spinner.stop()
         return Terminal.noteLine(Terminal.clean(e.data.text))
+      case "compacting":
+        return spinner.start("compacting the conversation")
+      case "compaction":
+        spinner.stop()
+        Terminal.newline("out")
+        return Terminal.noteLine(
+          Terminal.dim("err", `Compacted the conversation (about ${tokens(e.data.usageBefore)} → ${tokens(e.data.usageAfter)} tokens of context).`)
+        )
+      case "turn_input":
+        spinner.stop()
+        Terminal.newline("out")
+        return Terminal.noteLine(Terminal.dim("err", `[steered] ${Terminal.oneLine(e.data.content.map((b) => (b.type === "text" ? b.text : `[${b.type}]`)).join(" "))}`))
       case "turn_end":
         spinner.stop()
         thinking = false
