@@ -253,6 +253,7 @@ export const handlers = (
               }
               continue
             }
+            for (const u of Translate.titleUpdate(event)) lines.push(encode(u))
             for (const u of Translate.live(event, shown)) lines.push(encode(u))
             const outcome = outcomeOf(event)
             if (outcome !== undefined) {

@@ -206,9 +206,12 @@ const compactionCall = (event: SessionEvent & { readonly type: "model_response" 
       error: event.data.error ?? "cancelled"
     })
 
-/** The session's title, once its first prompt is known (the title `session/list` shows). */
-const titled = (event: SessionEvent & { readonly type: "turn_start" }): ReadonlyArray<AcpUpdate> => {
-  if (event.turn !== 1) return none
+/**
+ * The session's title once its first prompt is known (the title `session/list` shows): the
+ * update a presenter sends as the session's first turn starts (none for a later turn).
+ */
+export const titleUpdate = (event: SessionEvent): ReadonlyArray<AcpUpdate> => {
+  if (event.type !== "turn_start" || event.turn !== 1) return none
   const title = Listing.title(event.data.content)
   return title === undefined ? none : [{ sessionUpdate: "session_info_update", title }]
 }
@@ -259,7 +262,6 @@ export const live = (event: SessionEvent, options: Options = noOptions): Readonl
     case "model_response":
       return compactionCall(event, options, false)
     case "turn_start":
-      return titled(event)
     case "model_partial":
       return none
     default:
@@ -272,12 +274,9 @@ export const replay = (event: Canonical, options: Options = noOptions): Readonly
   switch (event.type) {
     case "turn_start":
       // A command's turn shows what the user typed, not the text it expanded to.
-      return [
-        ...titled(event),
-        ...(event.data.command !== undefined
-          ? [{ sessionUpdate: "user_message_chunk", content: text(typed(event.data.command)) } as const]
-          : event.data.content.map((block): AcpUpdate => ({ sessionUpdate: "user_message_chunk", content: userContent(block) })))
-      ]
+      return event.data.command !== undefined
+        ? [{ sessionUpdate: "user_message_chunk", content: text(typed(event.data.command)) }]
+        : event.data.content.map((block) => ({ sessionUpdate: "user_message_chunk", content: userContent(block) }))
     case "turn_input":
       return event.data.content.map((block) => ({ sessionUpdate: "user_message_chunk", content: userContent(block) }))
     case "compaction":

@@ -86,7 +86,6 @@ describe("embedding Skein in an Effect program", () => {
       assert.deepStrictEqual(last?.type === "model_response" ? last.data.usage : undefined, { input: 100, output: 5 })
       // What a presenter would show, via the public Translate.
       assert.deepStrictEqual(events.flatMap((e) => Translate.live(e)).map((u) => u.sessionUpdate), [
-        "session_info_update",
         "agent_message_chunk",
         "agent_message_chunk",
         "tool_call",

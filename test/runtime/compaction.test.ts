@@ -424,7 +424,6 @@ describe("a compacted session", () => {
       })
       const summaryOf = (s: string) => JSON.stringify([{ type: "text", text: s }])
       assert.deepStrictEqual(shown, [
-        "session_info_update",
         "user_message_chunk: first question",
         "agent_message_chunk: Reading.",
         "tool_call: Read notes.txt",

@@ -275,7 +275,6 @@ describe("Translate: every update is valid ACP (property)", () => {
       "config_option_update",
       "current_mode_update",
       "plan",
-      "session_info_update",
       "tool_call",
       "tool_call_update",
       "user_message_chunk"
@@ -352,6 +351,15 @@ describe("Translate: examples", () => {
     assert.deepStrictEqual(Translate.live(ev({ type: "model_partial", data: { call: 1, parts: [{ type: "text", text: "Hel" }] } })), [])
   })
 
+  it("the first turn's start gives the session its title (shortened); a later turn's does not", () => {
+    const long = "Fix   the failing test in src/a.ts\nand then " + "x".repeat(300)
+    const [update] = Translate.titleUpdate(ev({ type: "turn_start", data: { content: [{ type: "text", text: long }] } }))
+    assert.strictEqual(update?.sessionUpdate, "session_info_update")
+    assert.isTrue(update?.sessionUpdate === "session_info_update" && typeof update.title === "string" && update.title.startsWith("Fix the failing test in src/a.ts and then") && update.title.endsWith("…"))
+    assert.deepStrictEqual(Translate.titleUpdate(ev({ type: "turn_start", data: { content: [{ type: "text", text: "again" }] } }, 2)), [])
+    assert.deepStrictEqual(Translate.titleUpdate(ev({ type: "text_delta", data: { text: "x" } })), [])
+  })
+
   it("live model_response and turn_start send nothing (the final text is never re-sent)", () => {
     const response = ev({
       type: "model_response",
@@ -362,8 +370,7 @@ describe("Translate: examples", () => {
       }
     })
     assert.deepStrictEqual(Translate.live(response), [])
-    // Past the first turn: the first one's start gives the session its title.
-    assert.deepStrictEqual(Translate.live(ev({ type: "turn_start", data: { content: [{ type: "text", text: "hi" }] } }, 2)), [])
+    assert.deepStrictEqual(Translate.live(ev({ type: "turn_start", data: { content: [{ type: "text", text: "hi" }] } })), [])
   })
 
   it("replay model_response → thought and message chunks in order, skipping tool calls and empty texts", () => {
@@ -397,7 +404,7 @@ describe("Translate: examples", () => {
           { type: "resource_link", uri: "file:///c", name: "c", size: 3 }
         ]
       }
-    }, 2)
+    })
     const updates = Translate.replay(start)
     assert.deepStrictEqual(updates, [
       { sessionUpdate: "user_message_chunk", content: { type: "text", text: "look" } },
