@@ -310,27 +310,29 @@ const readFolder = Effect.fnUntraced(function*(dir: string) {
       return Effect.succeed([] as Array<string>)
     })
   )
-  for (const name of names.filter((n) => n.endsWith(".md")).sort()) {
-    const file = path.join(dir, name)
-    const content = yield* fs.stat(file).pipe(
-      Effect.flatMap((info) =>
+  // Read at once (the reads overlap), then taken in name order.
+  const files = names.filter((n) => n.endsWith(".md")).sort().map((name) => path.join(dir, name))
+  type Read = { readonly content: string } | { readonly problem: string } | undefined
+  const read = (file: string): Effect.Effect<Read> =>
+    fs.stat(file).pipe(
+      Effect.flatMap((info): Effect.Effect<Read, PlatformError.PlatformError> =>
         info.type !== "File"
           ? Effect.succeed(undefined)
           : info.size > BigInt(MAX_FILE_BYTES)
-          ? Effect.sync(() => {
-            problems.push({ file, message: `larger than ${MAX_FILE_BYTES / 1024} KiB; not an agent definition` })
-            return undefined
-          })
-          : fs.readFileString(file)
+          ? Effect.succeed({ problem: `larger than ${MAX_FILE_BYTES / 1024} KiB; not an agent definition` })
+          : Effect.map(fs.readFileString(file), (content) => ({ content }))
       ),
-      Effect.catch((error) =>
-        Effect.sync(() => {
-          problems.push({ file, message: `cannot read the file (${describe(error)})` })
-          return undefined
-        })
-      )
+      Effect.catch((error: PlatformError.PlatformError) => Effect.succeed<Read>({ problem: `cannot read the file (${describe(error)})` }))
     )
-    if (content === undefined) continue
+  const contents = yield* Effect.forEach(files, read, { concurrency: "unbounded" })
+  for (const [i, file] of files.entries()) {
+    const found = contents[i]
+    if (found === undefined) continue
+    if ("problem" in found) {
+      problems.push({ file, message: found.problem })
+      continue
+    }
+    const content = found.content
     const parsed = parseMarkdown(content, file)
     if ("problem" in parsed) {
       problems.push({ file, message: parsed.problem })
@@ -364,8 +366,9 @@ export const load = Effect.fn("Definitions.load")(function*(
   const path = yield* Path.Path
   const problems: Array<Problem> = []
   const found: Array<AgentDefinition> = []
-  for (const dir of [path.join(options.cwd, ".skein", "agents"), path.join(options.cwd, ".claude", "agents"), path.join(options.home, "agents")]) {
-    const folder = yield* readFolder(dir)
+  const dirs = [path.join(options.cwd, ".skein", "agents"), path.join(options.cwd, ".claude", "agents"), path.join(options.home, "agents")]
+  // The folders are read at once; their agents and problems are taken in precedence order.
+  for (const folder of yield* Effect.forEach(dirs, readFolder, { concurrency: "unbounded" })) {
     found.push(...folder.agents)
     problems.push(...folder.problems)
   }

@@ -50,6 +50,8 @@ export interface OpenRequest {
   readonly mode: ModeId
   /** The parent's "always" rules: a child starts with them. */
   readonly rules: ReadonlyArray<PermissionRule>
+  /** The limits of the parent's turn (read with its agents, once a turn). */
+  readonly limits: Definitions.Limits
 }
 
 /** What the runtime gives a session that may start children. */
@@ -268,7 +270,8 @@ export const make = (options: Options): Effect.Effect<Children> =>
           cwd: worktree?.cwd ?? options.cwd,
           additionalDirectories: worktree !== undefined ? [] : options.additionalDirectories,
           mode: options.mode(),
-          rules: options.rules()
+          rules: options.rules(),
+          limits
         }, childScope).pipe(
           Effect.tapError(() =>
             Effect.andThen(Scope.close(childScope, Exit.void), worktree === undefined ? Effect.void : Effect.ignore(Worktree.remove(worktree)))

@@ -34,6 +34,7 @@ import type { ToolEnv } from "../tools/Tool.ts"
 import * as Definitions from "../agents/Definitions.ts"
 import * as Commands from "../commands/Commands.ts"
 import * as Skills from "../skills/Skills.ts"
+import * as Prompt from "../providers/Prompt.ts"
 import { AGENT_TOOLS } from "../tools/agents.ts"
 import * as Toolkit from "../tools/Toolkit.ts"
 import * as Bus from "./Bus.ts"
@@ -152,8 +153,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
     /** Opens a child session (a subagent) in `scope`, which its parent's turn owns. */
     const openChild = (request: Children.OpenRequest, parentTools: Toolkit.Toolkit, scope: Scope.Closeable): Effect.Effect<Session.Session, string> =>
       Effect.gen(function*() {
-        const { agent, id } = request
-        const { limits } = yield* catalog(request.cwd)
+        const { agent, id, limits } = request
         if (agent.acp !== undefined && config.external === undefined) {
           return yield* Effect.fail(`The agent ${agent.name} is an external ACP agent, and this runtime cannot run external agents`)
         }
@@ -176,7 +176,11 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         history.rules.push(...request.rules)
         const depth = request.parent.depth
         const toolkit = toolsOf(agent, parentTools, depth, limits.maxDepth)
-        const base = { ...depsFor(id, request.cwd, writer, { session: undefined, record: [] }), extensions: extensionsFor(request.cwd, false) }
+        const base = {
+          ...depsFor(id, request.cwd, writer, { session: undefined, record: [] }),
+          extensions: extensionsFor(request.cwd, false),
+          project: childProject(request.cwd)
+        }
         const runTurn = agent.acp !== undefined && config.external !== undefined
           ? (yield* config.external({ name: agent.name, ...agent.acp }, { cwd: request.cwd, clientInfo: { name: "skein", version: config.version }, permissionTimeoutMs: config.permissionTimeoutMs }).pipe(Scope.provide(scope))).run
           : undefined
@@ -201,14 +205,45 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         return session
       })
 
+    /**
+     * What a child reads once its parent has: the skills of the parent's turn (a child runs
+     * inside it) and what the system prompt says of the project, by cwd, kept for a minute.
+     */
+    const recent = new Map<string, { readonly at: number; skills?: ReadonlyArray<Skills.Skill>; project?: Prompt.Project }>()
+    const RECENT_MS = 60_000
+    const recentFor = (cwd: string) => {
+      const now = Date.now()
+      for (const [key, entry] of recent) if (now - entry.at > RECENT_MS) recent.delete(key)
+      let entry = recent.get(cwd)
+      if (entry === undefined) recent.set(cwd, entry = { at: now })
+      return entry
+    }
+
     /** The skills and commands of a session in `cwd` (children get the skills only: nobody types their prompts). */
     const extensionsFor = (cwd: string, commands: boolean): Effect.Effect<Session.Extensions> =>
       Effect.gen(function*() {
+        if (!commands) {
+          const known = recent.get(cwd)?.skills
+          if (known !== undefined) return { skills: known, commands: [] }
+        }
         const found = yield* Skills.discover({ cwd, home: config.home, userHome: config.userHome ?? os.homedir() })
+        recentFor(cwd).skills = found.skills
         if (!commands) return { skills: found.skills, commands: [] }
         const listed = yield* Commands.discover({ cwd, home: config.home, skills: found.skills })
         return { skills: found.skills, commands: listed.commands }
       }).pipe(Effect.provideService(FileSystem.FileSystem, fs), Effect.provideService(Path.Path, path))
+
+    /** A child's project (its parent's, read once a minute at most per cwd). */
+    const childProject = (cwd: string): Effect.Effect<Prompt.Project> =>
+      Effect.suspend(() => {
+        const known = recent.get(cwd)?.project
+        if (known !== undefined) return Effect.succeed(known)
+        return Prompt.load(cwd).pipe(
+          Effect.tap((project) => Effect.sync(() => void (recentFor(cwd).project = project))),
+          Effect.provideService(FileSystem.FileSystem, fs),
+          Effect.provideService(Path.Path, path)
+        )
+      })
 
     const depsFor = (id: string, cwd: string, writer: Writer, mcp: Mcp): Session.Deps => {
       const servers = mcp.session

@@ -104,6 +104,8 @@ export interface Deps {
   readonly extensions?: Effect.Effect<Extensions> | undefined
   /** The share of the context window at which the conversation is compacted (default 0.8). */
   readonly compactAt?: number | undefined
+  /** What the system prompt says of the project, when the host has read it already (a child: its parent's); read once otherwise. */
+  readonly project?: Effect.Effect<Prompt.Project> | undefined
   /** Runs a turn's work in place of the model/tool loop (an external ACP agent). */
   readonly runTurn?: ((ctx: Turn.TurnContext) => Effect.Effect<Turn.TurnOutcome, never, ToolEnv>) | undefined
 }
@@ -172,7 +174,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
     const currentModel = () => history.config.get("model") ?? deps.model
     const currentEffort = () => history.config.get("thought_level")
     // The project part of the system prompt, read once: a stable prefix for the providers' caches.
-    const project = yield* Effect.cached(Prompt.load(info.cwd).pipe(Effect.provideContext(deps.services)))
+    const project = yield* Effect.cached(deps.project ?? Prompt.load(info.cwd).pipe(Effect.provideContext(deps.services)))
     // The session's cost so far (USD), when the model's price is known.
     let spent = 0
     /** Steering content for the running turn, until its last safe point (`open` false) has passed. */
