@@ -90,16 +90,10 @@ export const make = (config: Config): Effect.Effect<Store, never, FileSystem.Fil
         yield* Effect.addFinalizer(() => Effect.sync(() => nodeFs.closeSync(fd)))
         const serial = yield* Semaphore.make(1)
         let length = size
-        // On the thread pool: a sync takes milliseconds, and many sessions ending their turns at
-        // once must not stall the others' streams (or their cancels) meanwhile.
         const sync = Effect.andThen(
-          Effect.callback<void, LogError>((resume) => {
-            nodeFs.fsync(fd, (error) =>
-              resume(
-                error === null
-                  ? Effect.void
-                  : Effect.fail(new LogError({ reason: "io", message: `Cannot sync session log ${file}: ${error.code ?? "error"}` }))
-              ))
+          Effect.try({
+            try: () => nodeFs.fsyncSync(fd),
+            catch: (error) => new LogError({ reason: "io", message: `Cannot sync session log ${file}: ${(error as NodeJS.ErrnoException).code ?? "error"}` })
           }),
           syncDirectory
         )
