@@ -1,17 +1,24 @@
 /**
- * One contract, two stores: the file store (`SessionLog.layer`) and the memory store
- * (`SessionLog.layerMemory`) answer the same calls the same way — create, open with its
+ * One contract, three stores: the file store (`SessionLog.layer`), the memory store
+ * (`SessionLog.layerMemory`) and the Postgres store (`PgStore.layer`, on a throwaway server
+ * started for this file; skipped only when PostgreSQL is not installed) answer the same calls
+ * the same way — create, open with its
  * check, read, readFile, list with paging and the cwd filter, remove, the write lease, side
  * records, stable paths. What only files have (torn tails, modes, kill -9) is tested in the
  * durable-* files.
  */
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it as vitestIt } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import type * as Layer from "effect/Layer"
+import * as Context from "effect/Context"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
 import { existsSync } from "node:fs"
 import type { Canonical, CanonicalBody, LogHeader } from "../../src/log/Event.ts"
 import { LOG_VERSION } from "../../src/log/Event.ts"
 import * as MemoryStore from "../../src/log/MemoryStore.ts"
+import * as PgStore from "../../src/log/PgStore.ts"
+import type { Store } from "../../src/log/Store.ts"
+import * as Postgres from "../support/Postgres.ts"
 import { SessionLog } from "../../src/log/SessionLog.ts"
 import * as TempDir from "../support/TempDir.ts"
 
@@ -28,14 +35,13 @@ const storeIn = <E, R>(layer: Layer.Layer<SessionLog, E, R>) =>
     layer
   )
 
-const stores = [
-  ["files", Effect.map(TempDir.make(), (home) => SessionLog.layer({ home }))],
-  ["memory", Effect.succeed(SessionLog.layerMemory())]
-] as const
+/** A store built into the test's scope (the Postgres store's connections live as long as the test). */
+const built = <E, R>(layer: Layer.Layer<SessionLog, E, R>): Effect.Effect<Store, E, R | Scope.Scope> =>
+  Effect.map(Layer.build(layer), (context) => Context.get(context, SessionLog))
 
-for (const [name, makeLayer] of stores) {
+const contract = (name: string, store: Effect.Effect<Store, unknown, Scope.Scope>) => {
+  const it = { effect: <A, E>(title: string, body: () => Effect.Effect<A, E, Scope.Scope>) => vitestIt.effect(title, () => Effect.scoped(body())) }
   describe(`the ${name} store`, () => {
-    const store = Effect.flatMap(makeLayer, storeIn)
 
     it.effect("creates a log whose path is stable, reads it back, and reopens it to go on", () =>
       Effect.gen(function*() {
@@ -170,8 +176,14 @@ for (const [name, makeLayer] of stores) {
   })
 }
 
+contract("files", Effect.flatMap(TempDir.make(), (home) => built(SessionLog.layer({ home }))).pipe(Effect.provide(TempDir.platform)))
+contract("memory", built(SessionLog.layerMemory()))
+Postgres.describeWithPostgres("on PostgreSQL", (server) => {
+  contract("postgres", Effect.flatMap(Effect.promise(() => server().createDatabase()), (db) => built(PgStore.layer(db.url, { leaseMs: 2_000 }))))
+})
+
 describe("the memory store", () => {
-  it.effect("lists newest first by last write; layers given the same sessions share them, others do not", () =>
+  vitestIt.effect("lists newest first by last write; layers given the same sessions share them, others do not", () =>
     Effect.gen(function*() {
       const sessions = new MemoryStore.Sessions()
       const one = yield* storeIn(SessionLog.layerMemory({ sessions }))

@@ -1,0 +1,317 @@
+/**
+ * The Postgres store: the session logs in a PostgreSQL database, for Skeins on several
+ * machines that share their sessions. The same contract as the file store: a log is its header
+ * and one `encodeEvent` line per event (kept as rows keyed by session id and seq, in a
+ * transaction per append, before the events are published), read back by the same reader
+ * (with the same checks and migrations of the log format); a writer holds the session's write
+ * lease for its scope; side records live and go with their session; `list` pages newest first
+ * with the cwd filter and cursors.
+ *
+ * - **Leases**, not file locks: a row per open session names its owner and when the lease
+ *   ends; the owner renews it while it holds it, and a lease nobody renewed (its process died)
+ *   can be taken over once it has run out (`leaseMs`, default 30 s).
+ * - **The schema** is created and upgraded by Effect's SQL migrator (table
+ *   `skein_migrations`), each statement once, whichever Skein gets there first.
+ * - `sync` has nothing to do: a committed append is durable.
+ * - Paths are names: `pathOf` gives `postgres:sessions/<id>`, which `readFile` reads.
+ */
+import * as os from "node:os"
+import { PgClient } from "@effect/sql-pg"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import * as Schedule from "effect/Schedule"
+import type * as Scope from "effect/Scope"
+import * as Migrator from "effect/sql/Migrator"
+import { SqlClient } from "effect/sql/SqlClient"
+import type { SqlError } from "effect/sql/SqlError"
+import * as Checks from "./Checks.ts"
+import { type Canonical, LOG_VERSION, type LogHeader } from "./Event.ts"
+import * as Listing from "./Listing.ts"
+import { LogError } from "./LogError.ts"
+import type * as Migrations from "./Migrations.ts"
+import * as Reader from "./Reader.ts"
+import { SessionLog } from "./SessionLog.ts"
+import { encodeEvent, type Opened, refuse, type Side, type Store, type Writer } from "./Store.ts"
+
+export interface Options {
+  /** How long a write lease lasts unless its owner renews it (default 30 s); renewed every third of it. */
+  readonly leaseMs?: number | undefined
+  /** The formats logs are read in (default: `Migrations.formats`). */
+  readonly formats?: ReadonlyMap<number, Migrations.Upgrade> | undefined
+  /** The events logs hold (default: `CanonicalBody`). */
+  readonly events?: Checks.EventUnion | undefined
+}
+
+export const DEFAULT_LEASE_MS = 30_000
+export const DIRECTORY = "postgres:sessions"
+
+/** The schema, as migrations: each runs once, in order, in a transaction. */
+export const migrations = Migrator.fromRecord({
+  "1_sessions": Effect.gen(function*() {
+    const sql = yield* SqlClient
+    yield* sql`CREATE TABLE skein_sessions (
+      id text PRIMARY KEY,
+      header text NOT NULL,
+      cwd text NOT NULL,
+      additional_directories jsonb NOT NULL DEFAULT '[]',
+      created double precision NOT NULL,
+      version integer NOT NULL,
+      title text,
+      parent text,
+      updated_at double precision NOT NULL
+    )`
+    yield* sql`CREATE INDEX skein_sessions_updated ON skein_sessions (updated_at DESC, id DESC)`
+    yield* sql`CREATE TABLE skein_events (
+      session_id text NOT NULL REFERENCES skein_sessions (id) ON DELETE CASCADE,
+      seq bigint NOT NULL,
+      line text NOT NULL,
+      PRIMARY KEY (session_id, seq)
+    )`
+    yield* sql`CREATE TABLE skein_sides (
+      session_id text NOT NULL REFERENCES skein_sessions (id) ON DELETE CASCADE,
+      side text NOT NULL,
+      body text NOT NULL,
+      PRIMARY KEY (session_id, side)
+    )`
+    yield* sql`CREATE TABLE skein_leases (
+      session_id text PRIMARY KEY,
+      owner text NOT NULL,
+      expires_at timestamptz NOT NULL
+    )`
+  })
+})
+
+/** Creates or upgrades the schema (safe to run from several Skeins at once). */
+export const migrate = Migrator.make({})({ loader: migrations, table: "skein_migrations" })
+
+interface SessionRow {
+  readonly id: string
+  readonly header: string
+  readonly cwd: string
+  readonly additional_directories: unknown
+  readonly created: number
+  readonly version: number
+  readonly title: string | null
+  readonly parent: string | null
+  readonly updated_at: number
+}
+
+const encoder = new TextEncoder()
+
+const headOf = (row: SessionRow): Listing.Head => ({
+  cwd: row.cwd,
+  additionalDirectories: Array.isArray(row.additional_directories) ? row.additional_directories.filter((d): d is string => typeof d === "string") : [],
+  created: Number(row.created),
+  version: row.version,
+  title: row.title ?? undefined,
+  ...(row.parent !== null ? { parent: row.parent } : {})
+})
+
+/** A store error that names what failed and the database's reason, never the connection's settings. */
+const io = (what: string) => (error: SqlError) =>
+  new LogError({ reason: "io", message: `Cannot ${what}: the database said ${error.message.split("\n")[0]?.slice(0, 300) ?? "nothing"}` })
+
+/** The Postgres store over the `SqlClient` in context (its schema must be migrated first: `migrate`). */
+export const make = (options?: Options): Effect.Effect<Store, never, SqlClient> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient
+    const leaseMs = options?.leaseMs ?? DEFAULT_LEASE_MS
+    const readerOptions: Reader.Options = { formats: options?.formats, events: options?.events }
+    const checkData = options?.events === undefined ? Checks.canonical() : Checks.of(options.events)
+    // Who holds a lease: this store, in this process on this machine.
+    const owner = `${os.hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 10)}`
+    let lastWrite = 0
+    const pathOf = (sessionId: string) => `${DIRECTORY}/${sessionId}`
+
+    const checkId = (sessionId: string) =>
+      Listing.isSessionId(sessionId)
+        ? Effect.void
+        : Effect.fail(new LogError({ reason: "not_found", message: "Not a valid session id" }))
+
+    /** A write's time: the clock's, nudged past this store's previous write (the order of writes is the order of times). */
+    const stamp = Effect.map(Clock.currentTimeMillis, (now) => (lastWrite = Math.max(now, lastWrite + 0.001)))
+
+    /** Takes the session's lease, or fails with `locked`; renewed while the scope lasts, given back when it closes. */
+    const lease = (sessionId: string): Effect.Effect<void, LogError, Scope.Scope> =>
+      Effect.acquireRelease(
+        Effect.gen(function*() {
+          const taken = yield* sql<{ readonly owner: string }>`
+            INSERT INTO skein_leases (session_id, owner, expires_at)
+            VALUES (${sessionId}, ${owner}, now() + ${leaseMs} * interval '1 millisecond')
+            ON CONFLICT (session_id) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+            WHERE skein_leases.expires_at < now()
+            RETURNING owner`.pipe(Effect.mapError(io(`take the lease of session ${sessionId}`)))
+          if (taken.length === 0) {
+            return yield* new LogError({ reason: "locked", message: `Session ${sessionId} is open in another Skein (it holds the session's lease)` })
+          }
+        }),
+        () =>
+          sql`DELETE FROM skein_leases WHERE session_id = ${sessionId} AND owner = ${owner}`.pipe(
+            Effect.catchCause((cause) => Effect.logWarning(`could not give back the lease of session ${sessionId}`, cause)),
+            Effect.asVoid
+          )
+      ).pipe(
+        Effect.tap(() =>
+          Effect.forkScoped(
+            sql`UPDATE skein_leases SET expires_at = now() + ${leaseMs} * interval '1 millisecond'
+                WHERE session_id = ${sessionId} AND owner = ${owner}`.pipe(
+              Effect.catchCause((cause) => Effect.logWarning(`could not renew the lease of session ${sessionId}`, cause)),
+              Effect.repeat(Schedule.spaced(Math.max(100, Math.floor(leaseMs / 3)))),
+              Effect.delay(Math.max(100, Math.floor(leaseMs / 3)))
+            )
+          )
+        )
+      )
+
+    /** A session's log as its text: the header line, then one line per event. */
+    const textOf = (sessionId: string): Effect.Effect<string | undefined, LogError> =>
+      Effect.gen(function*() {
+        const rows = yield* sql<{ readonly header: string }>`SELECT header FROM skein_sessions WHERE id = ${sessionId}`.pipe(
+          Effect.mapError(io(`read session ${sessionId}`))
+        )
+        if (rows.length === 0) return undefined
+        const lines = yield* sql<{ readonly line: string }>`SELECT line FROM skein_events WHERE session_id = ${sessionId} ORDER BY seq`.pipe(
+          Effect.mapError(io(`read session ${sessionId}`))
+        )
+        let text = rows[0]!.header + "\n"
+        for (const row of lines) text += row.line + "\n"
+        return text
+      })
+
+    const parse = (file: string, text: string) => Reader.parse(file, encoder.encode(text), readerOptions)
+
+    const readLog = (sessionId: string, file: string) =>
+      Effect.flatMap(textOf(sessionId), (text) =>
+        text === undefined ? Effect.fail(new LogError({ reason: "not_found", message: `No session log at ${file}` })) : parse(file, text))
+
+    const makeWriter = (sessionId: string, file: string): Writer => ({
+      path: file,
+      append: (events: ReadonlyArray<Canonical>) =>
+        Effect.suspend(() => {
+          if (events.length === 0) return Effect.void
+          const refused = refuse(file, events, checkData)
+          if (refused !== undefined) return Effect.fail(refused)
+          const rows = events.map((event) => ({ session_id: sessionId, seq: event.seq, line: encodeEvent(event).slice(0, -1) }))
+          const start = events.find((event) => event.type === "turn_start")
+          const title = start?.type === "turn_start" ? Listing.title(start.data.content) ?? null : null
+          return Effect.gen(function*() {
+            const at = yield* stamp
+            yield* sql.withTransaction(Effect.gen(function*() {
+              yield* sql`INSERT INTO skein_events ${sql.insert(rows as [typeof rows[0], ...typeof rows])}`
+              yield* sql`UPDATE skein_sessions SET updated_at = ${at}, title = COALESCE(title, ${title}) WHERE id = ${sessionId}`
+            }))
+          }).pipe(Effect.mapError(io(`append to session log ${file}`)))
+        }),
+      sync: Effect.void,
+      saveSide: (side: Side, text) =>
+        (text === undefined
+          ? sql`DELETE FROM skein_sides WHERE session_id = ${sessionId} AND side = ${side}`
+          : sql`INSERT INTO skein_sides (session_id, side, body) VALUES (${sessionId}, ${side}, ${text})
+                ON CONFLICT (session_id, side) DO UPDATE SET body = EXCLUDED.body`).pipe(
+          Effect.asVoid,
+          Effect.mapError(io(`save the ${side} record of session ${sessionId}`))
+        ),
+      loadSide: (side: Side) => readSide(sessionId, side)
+    })
+
+    const readSide = (sessionId: string, side: Side): Effect.Effect<string | undefined, LogError> =>
+      Effect.andThen(
+        checkId(sessionId),
+        sql<{ readonly body: string }>`SELECT body FROM skein_sides WHERE session_id = ${sessionId} AND side = ${side}`.pipe(
+          Effect.map((rows) => rows[0]?.body),
+          Effect.mapError(io(`read the ${side} record of session ${sessionId}`))
+        )
+      )
+
+    const create = Effect.fn("SessionLog.create")(function*(header: LogHeader) {
+      const file = pathOf(header.id)
+      yield* checkId(header.id)
+      yield* lease(header.id)
+      const at = yield* stamp
+      const inserted = yield* sql`
+        INSERT INTO skein_sessions (id, header, cwd, additional_directories, created, version, title, parent, updated_at)
+        VALUES (${header.id}, ${JSON.stringify(header)}, ${header.cwd}, ${JSON.stringify(header.additionalDirectories ?? [])}::jsonb,
+                ${header.created}, ${header.v}, NULL, ${header.parent?.sessionId ?? null}, ${at})
+        ON CONFLICT (id) DO NOTHING
+        RETURNING id`.pipe(Effect.mapError(io(`create the session log ${file}`)))
+      if (inserted.length === 0) return yield* new LogError({ reason: "io", message: `Cannot create the session log ${file}: it exists` })
+      return makeWriter(header.id, file)
+    })
+
+    const open = <E = never>(sessionId: string, check?: (contents: Reader.Contents) => Effect.Effect<void, E>) =>
+      Effect.gen(function*() {
+        yield* checkId(sessionId)
+        const file = pathOf(sessionId)
+        const exists = yield* sql`SELECT 1 FROM skein_sessions WHERE id = ${sessionId}`.pipe(Effect.mapError(io(`read session ${sessionId}`)))
+        if (exists.length === 0) return yield* new LogError({ reason: "not_found", message: `Session not found: ${sessionId}` })
+        yield* lease(sessionId)
+        const contents = yield* readLog(sessionId, file)
+        // Whatever refuses the session does so before anything changes.
+        if (check !== undefined) yield* check(contents)
+        if (contents.version !== LOG_VERSION) {
+          // An older format: the header (and so the lines' format) says the current one from now on.
+          const header = JSON.stringify({ ...contents.header, v: LOG_VERSION })
+          yield* sql`UPDATE skein_sessions SET header = ${header}, version = ${LOG_VERSION} WHERE id = ${sessionId}`.pipe(
+            Effect.mapError(io(`upgrade session log ${file}`))
+          )
+        }
+        return { contents, writer: makeWriter(sessionId, file) } satisfies Opened
+      }).pipe(Effect.withSpan("SessionLog.open"))
+
+    const read = (sessionId: string) => Effect.andThen(checkId(sessionId), readLog(sessionId, pathOf(sessionId)))
+
+    const readFile = (file: string) => {
+      const id = file.startsWith(`${DIRECTORY}/`) ? file.slice(DIRECTORY.length + 1) : ""
+      return Listing.isSessionId(id) ? readLog(id, file) : Effect.fail(new LogError({ reason: "not_found", message: `No session log at ${file}` }))
+    }
+
+    const remove = Effect.fn("SessionLog.remove")(function*(sessionId: string) {
+      if (!Listing.isSessionId(sessionId)) return
+      const exists = yield* sql`SELECT 1 FROM skein_sessions WHERE id = ${sessionId}`.pipe(Effect.mapError(io(`read session ${sessionId}`)))
+      if (exists.length === 0) return
+      // Under the lease, as the file store removes under the lock: a session open for writing is not removed.
+      yield* Effect.scoped(Effect.andThen(
+        lease(sessionId),
+        sql`DELETE FROM skein_sessions WHERE id = ${sessionId}`.pipe(Effect.mapError(io(`remove session ${sessionId}`)))
+      ))
+    })
+
+    const list = (query: Listing.Query) =>
+      Effect.gen(function*() {
+        const rows = yield* sql<SessionRow>`
+          SELECT id, header, cwd, additional_directories, created, version, title, parent, updated_at FROM skein_sessions`.pipe(
+          Effect.mapError(io("list the sessions"))
+        )
+        const heads = new Map(rows.map((row) => [row.id, headOf(row)] as const))
+        return yield* Listing.page(
+          rows.map((row) => ({ id: row.id, updatedAt: Number(row.updated_at) })),
+          query,
+          (id) => Effect.succeed(heads.get(id))
+        )
+      })
+
+    const held = (sessionId: string) =>
+      sql`SELECT 1 FROM skein_leases WHERE session_id = ${sessionId} AND expires_at > now()`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        Effect.orElseSucceed(() => false)
+      )
+
+    return { directory: DIRECTORY, pathOf, create, open, read, readFile, readSide, held, list, remove } satisfies Store
+  })
+
+/**
+ * `SessionLog` on the Postgres database at `url` (`postgres://user@host:port/db`): connects,
+ * creates or upgrades the schema, and keeps the connections for the layer's life.
+ */
+export const layer = (url: string, options?: Options) =>
+  Layer.effect(
+    SessionLog,
+    Effect.andThen(
+      Effect.mapError(migrate, (error) => new LogError({ reason: "io", message: `Cannot prepare the session database: ${error.message.split("\n")[0]}` })),
+      make(options)
+    )
+  ).pipe(
+    Layer.provide(PgClient.layer({ url: Redacted.make(url), applicationName: "skein" }))
+  )
