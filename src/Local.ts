@@ -5,6 +5,10 @@
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
+import * as Effect from "effect/Effect"
+import type * as FileSystem from "effect/FileSystem"
+import type * as Path from "effect/Path"
+import type { LogError } from "./log/LogError.ts"
 import * as Layer from "effect/Layer"
 import { SessionLog } from "./log/SessionLog.ts"
 import * as External from "./agents/External.ts"
@@ -24,9 +28,11 @@ export interface SkeinConfig {
   readonly home: string
   /**
    * Where sessions are kept: `"files"` (default) as logs under `<home>/sessions`; `"memory"` in
-   * this process only, for as long as the layer lives: nothing is written to disk.
+   * this process only, for as long as the layer lives: nothing is written to disk;
+   * `{ postgres: url }` in a PostgreSQL database that several Skeins share (each session held
+   * by one at a time).
    */
-  readonly store?: "files" | "memory" | undefined
+  readonly store?: "files" | "memory" | { readonly postgres: string } | undefined
   /** The provider that answers model calls; wins over `script`. */
   readonly provider?: Provider | undefined
   /** A parsed script for the scripted provider (see `Scripted.parse`). */
@@ -51,6 +57,14 @@ export interface SkeinConfig {
   readonly userHome?: string | undefined
 }
 
+/** The session store a configuration names; the Postgres one is loaded only when asked for. */
+const storeLayer = (config: SkeinConfig): Layer.Layer<SessionLog, LogError, FileSystem.FileSystem | Path.Path> => {
+  const store = config.store
+  if (store === "memory") return SessionLog.layerMemory()
+  if (typeof store === "object") return Layer.unwrap(Effect.map(Effect.promise(() => import("./log/PgStore.ts")), (PgStore) => PgStore.layer(store.postgres)))
+  return SessionLog.layer({ home: config.home })
+}
+
 export const resolveProvider = (config: SkeinConfig): Provider =>
   config.provider ?? (config.script !== undefined ? Scripted.make(config.script) : Unconfigured.make())
 
@@ -62,7 +76,7 @@ export const resolveProvider = (config: SkeinConfig): Provider =>
 export const layerLocalWithoutPlatform = (config: SkeinConfig) =>
   RuntimeLayer.pipe(
     Layer.provideMerge(Bus.layer),
-    Layer.provide(config.store === "memory" ? SessionLog.layerMemory() : SessionLog.layer({ home: config.home })),
+    Layer.provide(storeLayer(config)),
     Layer.provide(Config.layer({
       home: config.home,
       provider: resolveProvider(config),

@@ -50,7 +50,8 @@ export const skeinConfig = (common: Options.Common) =>
       permissionTimeoutMs: common.permissionTimeoutMs,
       maxLiveSessions: common.maxLiveSessions,
       mode: common.mode,
-      compactAt: compactAtFromEnv(process.env.SKEIN_COMPACT_AT)
+      compactAt: compactAtFromEnv(process.env.SKEIN_COMPACT_AT),
+      ...(common.store !== undefined ? { store: { postgres: common.store } } : {})
     }
     if (common.provider === "scripted" || (common.provider === undefined && common.script !== undefined)) {
       if (common.script === undefined) return yield* Effect.fail(new Options.UsageError("The scripted provider needs --script FILE"))

@@ -26,6 +26,8 @@ export interface Common {
   readonly maxLineBytes: number | undefined
   /** `acp`: live sessions kept in memory; past it, idle ones are closed (and come back when used). */
   readonly maxLiveSessions: number | undefined
+  /** Keep sessions in this PostgreSQL database (`postgres://…`) instead of files under the home. */
+  readonly store: string | undefined
 }
 
 export const commonOptions = {
@@ -38,6 +40,7 @@ export const commonOptions = {
   "permission-timeout-ms": { type: "string" },
   "max-line-bytes": { type: "string" },
   "max-live-sessions": { type: "string" },
+  store: { type: "string" },
   "local-fs": { type: "boolean" },
   "local-terminal": { type: "boolean" },
   help: { type: "boolean", short: "h" }
@@ -89,6 +92,8 @@ skein acp options:
   --max-live-sessions N    Sessions kept live in memory (SKEIN_MAX_LIVE_SESSIONS, default 256);
                            past it, the least recently used idle one is closed, and comes
                            back from its log when the client uses it again
+  --store URL              Keep sessions in a PostgreSQL database (SKEIN_STORE=postgres://…)
+                           instead of files under the home; one Skein at a time holds a session
   --connect URL            Keep the sessions in the skein serve at URL instead of this process
                            (windows connected to one server share sessions and see each
                            other's turns); --token-file FILE or SKEIN_SERVE_TOKEN for tcp/ws
@@ -147,8 +152,18 @@ export const common = (values: Record<string, string | boolean | undefined>): Co
     localFs: flag("local-fs", "SKEIN_LOCAL_FS"),
     localTerminal: flag("local-terminal", "SKEIN_LOCAL_TERMINAL"),
     maxLineBytes: positiveInt("max-line-bytes", "SKEIN_MAX_LINE_BYTES"),
-    maxLiveSessions: positiveInt("max-live-sessions", "SKEIN_MAX_LIVE_SESSIONS")
+    maxLiveSessions: positiveInt("max-live-sessions", "SKEIN_MAX_LIVE_SESSIONS"),
+    store: storeUrl(str("store") ?? env("SKEIN_STORE"))
   }
+}
+
+/** `--store`: a PostgreSQL URL; anything else is a usage error (named without its credentials). */
+const storeUrl = (raw: string | undefined): string | undefined => {
+  if (raw === undefined || raw === "" || raw === "files") return undefined
+  if (!/^postgres(ql)?:\/\/[^\s]+$/.test(raw)) {
+    throw new UsageError("--store takes a PostgreSQL URL (postgres://user@host:port/database) or \"files\"")
+  }
+  return raw
 }
 
 export const parse = <O extends Record<string, { type: "string" | "boolean"; short?: string }>>(args: ReadonlyArray<string>, options: O) => {

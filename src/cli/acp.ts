@@ -115,7 +115,7 @@ export const run = (args: ReadonlyArray<string>) =>
       const ready = yield* Effect.cached(
         // With --connect, the sessions live in a `skein serve`; otherwise in this process (and
         // then the RPC client and its transports are never loaded).
-        Effect.promise(() =>
+        Effect.promise((): Promise<Layer.Layer<Runtime, unknown>> =>
           connect === undefined
             ? import("../Local.ts").then((local) => local.layerLocal(config))
             : import("../remote/Remote.ts").then((remote) => remote.layer(connect))

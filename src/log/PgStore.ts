@@ -17,6 +17,7 @@
  */
 import * as os from "node:os"
 import { PgClient } from "@effect/sql-pg"
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -305,7 +306,7 @@ export const make = (options?: Options): Effect.Effect<Store, never, SqlClient> 
  * `SessionLog` on the Postgres database at `url` (`postgres://user@host:port/db`): connects,
  * creates or upgrades the schema, and keeps the connections for the layer's life.
  */
-export const layer = (url: string, options?: Options) =>
+export const layer = (url: string, options?: Options): Layer.Layer<SessionLog, LogError> =>
   Layer.effect(
     SessionLog,
     Effect.andThen(
@@ -313,5 +314,11 @@ export const layer = (url: string, options?: Options) =>
       make(options)
     )
   ).pipe(
-    Layer.provide(PgClient.layer({ url: Redacted.make(url), applicationName: "skein" }))
+    Layer.provide(PgClient.layer({ url: Redacted.make(url), applicationName: "skein" })),
+    Layer.catchCause((cause): Layer.Layer<SessionLog, LogError> => {
+      const error = Cause.squash(cause)
+      if (error instanceof LogError) return Layer.effect(SessionLog, Effect.fail(error))
+      const said = error instanceof Error ? error.message.split("\n")[0] : String(error)
+      return Layer.effect(SessionLog, Effect.fail(new LogError({ reason: "io", message: `Cannot reach the session database: ${said}` })))
+    })
   )
