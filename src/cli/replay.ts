@@ -175,7 +175,7 @@ export const run = (args: ReadonlyArray<string>) =>
       return 0
     })
     return yield* reportErrors(program).pipe(
-      Effect.provide(logLayer(common.home)),
+      Effect.provide(logLayer(common.home, common.store)),
       Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer))
     )
   })

@@ -96,7 +96,7 @@ export const run = (args: ReadonlyArray<string>) =>
     if (interactive && json) return yield* Effect.fail(new Options.UsageError("--json needs a PROMPT (as arguments or on stdin)"))
     Checks.home(common.home, { write: true })
     const which: Which = parsed.values.resume !== undefined
-      ? { _tag: "resume", id: yield* resolveId(parsed.values.resume).pipe(Effect.provide(logLayer(common.home))) }
+      ? { _tag: "resume", id: yield* resolveId(parsed.values.resume).pipe(Effect.provide(logLayer(common.home, common.store))) }
       : parsed.values.continue === true
       ? { _tag: "continue" }
       : { _tag: "new" }

@@ -26,9 +26,15 @@ import * as Options from "./Options.ts"
 
 export const signalExitCode = 130
 
-/** The log service and the Node platform, for commands that only read or remove logs. */
-export const logLayer = (home: string) =>
-  SessionLog.layer({ home }).pipe(Layer.provideMerge(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)))
+/**
+ * The log service and the Node platform, for commands that only read or remove logs: the files
+ * under the home, or the PostgreSQL database of `--store` (loaded only then).
+ */
+export const logLayer = (home: string, store?: string | undefined) =>
+  (store === undefined
+    ? SessionLog.layer({ home })
+    : Layer.unwrap(Effect.map(Effect.promise(() => import("../log/PgStore.ts")), (PgStore) => PgStore.layer(store)))
+  ).pipe(Layer.provideMerge(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)))
 
 /** A session id from an id or a unique prefix of one. */
 export const resolveId = (ref: string) =>
@@ -37,6 +43,17 @@ export const resolveId = (ref: string) =>
     const fs = yield* FileSystem.FileSystem
     // An id that names no session is the user's mistake (exit 2), like any other bad argument.
     if (!Listing.isSessionId(ref)) return yield* Effect.fail(new Options.UsageError(`Not a session id: ${ref}`))
+    const files = yield* fs.exists(log.directory).pipe(Effect.orElseSucceed(() => false))
+    if (!files) {
+      // A store without files (PostgreSQL): its sessions are listed, children too.
+      const all = yield* log.list({ children: true, limit: 1_000_000 })
+      const ids = all.sessions.map((s) => s.id)
+      if (ids.includes(ref)) return ref
+      const matches = ids.filter((id) => id.startsWith(ref))
+      if (matches.length === 1) return matches[0]!
+      if (matches.length > 1) return yield* Effect.fail(new Options.UsageError(`"${ref}" matches ${matches.length} sessions; give more of the id`))
+      return yield* Effect.fail(new Options.UsageError(`No session ${ref} in ${log.directory}`))
+    }
     if (yield* fs.exists(log.pathOf(ref)).pipe(Effect.orElseSucceed(() => false))) return ref
     const names = yield* fs.readDirectory(log.directory).pipe(Effect.orElseSucceed(() => [] as Array<string>))
     const matches = names.filter((n) => n.endsWith(".ndjson") && n.startsWith(ref)).map((n) => n.slice(0, -".ndjson".length))
@@ -67,9 +84,13 @@ export const readRef = (ref: string) =>
  */
 export const asLoaded = (contents: Reader.Contents) =>
   Effect.gen(function*() {
+    const log = yield* SessionLog
     const fs = yield* FileSystem.FileSystem
-    const owner = yield* Lock.owner(fs, contents.file.replace(/\.ndjson$/, ".lock"))
-    return owner !== undefined && Lock.isLive(owner) ? contents.events : Replay.withRecovery(contents.events)
+    // A file: the lock beside it; a store without files (PostgreSQL): the session's lease.
+    const held = contents.file.endsWith(".ndjson") && (yield* fs.exists(contents.file).pipe(Effect.orElseSucceed(() => false)))
+      ? Lock.isLive(yield* Lock.owner(fs, contents.file.replace(/\.ndjson$/, ".lock")))
+      : yield* log.held(contents.header.id)
+    return held ? contents.events : Replay.withRecovery(contents.events)
   })
 
 const reported: ReadonlySet<string> = new Set(["LogError", "RuntimeError", "SessionError"])
@@ -243,5 +264,5 @@ export const run = (args: ReadonlyArray<string>) =>
           return yield* Effect.fail(new Options.UsageError(`Unknown sessions command "${sub}" (expected list, show, rm or fork)`))
       }
     })
-    return yield* reportErrors(program).pipe(Effect.provide(logLayer(common.home)))
+    return yield* reportErrors(program).pipe(Effect.provide(logLayer(common.home, common.store)))
   })

@@ -3,10 +3,11 @@
  * throwaway server this file starts), so another Skein — another home, another machine —
  * lists, loads and goes on with them; while one Skein holds a session, another is refused it.
  */
+import { spawnSync } from "node:child_process"
 import { existsSync, readdirSync } from "node:fs"
 import * as path from "node:path"
 import { expect, it } from "vitest"
-import { errorCode, expectClean, type Script, useAgents } from "../support/AgentProcess.ts"
+import { errorCode, expectClean, NODE, type Script, SKEIN, useAgents } from "../support/AgentProcess.ts"
 import * as Postgres from "../support/Postgres.ts"
 
 const agents = useAgents()
@@ -47,6 +48,20 @@ Postgres.describeWithPostgres("e2e: sessions kept in PostgreSQL", (server) => {
     expect(texts(second.updates(sessionId))).toEqual(["first", "One.", "Two."])
     expectClean(first)
     expectClean(second)
+
+    // At a terminal, with a home of its own: the same sessions, by id or by a prefix of it.
+    const cli = (...args: Array<string>) =>
+      spawnSync(NODE, [SKEIN, ...args, "--store", db.url, "--home", path.join(second.home, "elsewhere")], { cwd: first.cwd, encoding: "utf8", timeout: 20_000 })
+    const listedAtTerminal = cli("sessions", "list", "--json")
+    expect(listedAtTerminal.status).toBe(0)
+    expect(listedAtTerminal.stdout.trim().split("\n").map((l) => JSON.parse(l).id)).toEqual([sessionId])
+    const shown = cli("sessions", "show", sessionId.slice(0, 8))
+    expect(shown.status).toBe(0)
+    expect(shown.stdout).toContain("> second")
+    const replayed = cli("replay", sessionId)
+    expect(replayed.status).toBe(0)
+    expect(replayed.stdout).toContain("Two.")
+    expect(cli("sessions", "show", "zzzz").status).toBe(2)
   })
 
   it("a database that cannot be reached is a clear error on session/new, and nothing is written", async () => {
