@@ -33,7 +33,7 @@ export const signalExitCode = 130
 
 export const HELP = `skein doctor — show which providers and models are configured (no network)
 
-Usage: skein doctor [--home DIR] [--provider NAME] [--model ID] [--script FILE] [--mcp SESSION_ID]
+Usage: skein doctor [--home DIR] [--provider NAME] [--model ID] [--script FILE] [--store URL] [--mcp SESSION_ID]
 
 Reads $SKEIN_HOME/config.json and the environment (OPENAI_API_KEY, OPENAI_BASE_URL,
 ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, SKEIN_PROVIDER, SKEIN_MODEL, …). Keys are shown
@@ -44,6 +44,10 @@ with a warning for each definition that is skipped, the skills (.agents/skills a
 ~/.claude/skills, $SKEIN_HOME/skills) and the slash commands (built-ins, .skein/commands,
 .claude/commands, $SKEIN_HOME/commands, user-invocable skills), with their problems as
 warnings. Exits 0 when a prompt would reach a model.
+
+--store URL (or SKEIN_STORE) also connects to that PostgreSQL session store and reports
+whether it answers, its schema version, its sessions and how many a Skein holds now; an
+unreachable store makes it exit 1.
 
 --mcp SESSION_ID starts the MCP servers that session used (as recorded beside its log),
 waits until each is ready or failed, prints their status and stops them. This runs the
@@ -216,8 +220,12 @@ export const run = (args: ReadonlyArray<string>) =>
     )
     process.stdout.write(report(setup, process.env, { home: common.home, script, codeCache: CodeCache.describe(CodeCache.status()), agents, skills, commands }))
     if (mcp !== undefined) process.stdout.write(yield* mcpReport(mcp))
+    const store = common.store === undefined
+      ? undefined
+      : yield* Effect.flatMap(Effect.promise(() => import("../log/PgStore.ts")), (PgStore) => PgStore.status(common.store!))
+    if (store !== undefined) process.stdout.write(`\nSession store (PostgreSQL)\n${store.lines.map((l) => `  ${l}\n`).join("")}`)
     const ready = scripted ? common.script !== undefined : setup.errors.length === 0 && setup.unconfigured === undefined
-    return ready ? 0 : 1
+    return ready && store?.ok !== false ? 0 : 1
   })
 
 /** What a session started in `cwd` would find: its agents, skills and commands. `userHome` is the OS user's home. */

@@ -322,3 +322,42 @@ export const layer = (url: string, options?: Options): Layer.Layer<SessionLog, L
       return Layer.effect(SessionLog, Effect.fail(new LogError({ reason: "io", message: `Cannot reach the session database: ${said}` })))
     })
   )
+
+/** What `skein doctor --store` reports of a database: whether it answers, its schema, its sessions. */
+export interface Status {
+  readonly ok: boolean
+  readonly lines: ReadonlyArray<string>
+}
+
+/** Connects to the database at `url` and reports its state, without changing anything. Never fails. */
+export const status = (url: string): Effect.Effect<Status> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient
+    const version = yield* sql<{ readonly v: string | null }>`SELECT current_setting('server_version') AS v`
+    const tables = yield* sql<{ readonly name: string }>`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()`
+    const names = new Set(tables.map((t) => t.name))
+    const lines = [`PostgreSQL ${version[0]?.v ?? "?"}: reachable`]
+    if (!names.has("skein_migrations")) {
+      lines.push("schema: not created yet (the first Skein that uses this database creates it)")
+      return { ok: true, lines }
+    }
+    const applied = yield* sql<{ readonly id: number; readonly name: string }>`SELECT migration_id AS id, name FROM skein_migrations ORDER BY migration_id`
+    const latest = applied.at(-1)
+    lines.push(`schema: version ${latest?.id ?? 0}${latest !== undefined ? ` (${latest.name})` : ""}, ${applied.length} migration(s) applied`)
+    if (names.has("skein_sessions")) {
+      const counts = yield* sql<{ readonly sessions: string; readonly events: string; readonly held: string }>`
+        SELECT (SELECT count(*) FROM skein_sessions) AS sessions,
+               (SELECT count(*) FROM skein_events) AS events,
+               (SELECT count(*) FROM skein_leases WHERE expires_at > now()) AS held`
+      const c = counts[0]
+      lines.push(`sessions: ${c?.sessions ?? 0} (${c?.events ?? 0} events); held by a Skein now: ${c?.held ?? 0}`)
+    }
+    return { ok: true, lines }
+  }).pipe(
+    Effect.provide(PgClient.layer({ url: Redacted.make(url), applicationName: "skein-doctor", connectTimeout: "5 seconds" })),
+    Effect.catchCause((cause) => {
+      const error = Cause.squash(cause)
+      const said = error instanceof Error ? error.message.split("\n")[0] : String(error)
+      return Effect.succeed({ ok: false, lines: [`not reachable: ${said}`] })
+    })
+  )

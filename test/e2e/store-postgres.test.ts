@@ -4,7 +4,8 @@
  * lists, loads and goes on with them; while one Skein holds a session, another is refused it.
  */
 import { spawnSync } from "node:child_process"
-import { existsSync, readdirSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import { expect, it } from "vitest"
 import { errorCode, expectClean, NODE, type Script, SKEIN, useAgents } from "../support/AgentProcess.ts"
@@ -62,6 +63,29 @@ Postgres.describeWithPostgres("e2e: sessions kept in PostgreSQL", (server) => {
     expect(replayed.status).toBe(0)
     expect(replayed.stdout).toContain("Two.")
     expect(cli("sessions", "show", "zzzz").status).toBe(2)
+  })
+
+  it("skein doctor --store says whether the database answers, its schema version and its sessions", async () => {
+    const db = await server().createDatabase()
+    // A ready provider (a script), so the exit code is the store's.
+    const scriptFile = path.join(mkdtempSync(path.join(os.tmpdir(), "skein-doctor-")), "script.json")
+    writeFileSync(scriptFile, JSON.stringify(script))
+    const doctor = (url: string) => spawnSync(NODE, [SKEIN, "doctor", "--script", scriptFile, "--store", url], { encoding: "utf8", timeout: 20_000 })
+    const fresh = doctor(db.url)
+    expect(fresh.status).toBe(0)
+    expect(fresh.stdout).toContain("Session store (PostgreSQL)")
+    expect(fresh.stdout).toMatch(/PostgreSQL \d+[^\n]*: reachable/)
+    expect(fresh.stdout).toContain("schema: not created yet")
+    // Once a Skein used it: the schema's version and the sessions.
+    const agent = await agents.ready({ script, args: ["--store", db.url] })
+    const sessionId = await agent.newSession()
+    expect((await agent.prompt(sessionId, "first")).stopReason).toBe("end_turn")
+    const used = doctor(db.url)
+    expect(used.stdout).toMatch(/schema: version 1 \(sessions\), 1 migration\(s\) applied/)
+    expect(used.stdout).toMatch(/sessions: 1 \(3 events\); held by a Skein now: 1/)
+    const down = doctor("postgres://skein@127.0.0.1:1/nothing")
+    expect(down.stdout).toContain("not reachable")
+    expect(down.status).toBe(1)
   })
 
   it("a database that cannot be reached is a clear error on session/new, and nothing is written", async () => {
