@@ -16,7 +16,13 @@ const agentBin = join(root, "dist", "skein.mjs")
 const scriptFile = join(root, "demo", "script.json")
 const workspaceTemplate = join(root, "demo", "workspace")
 
-const PROMPTS = ["What is in notes.txt?", "Which open item should I tackle first?", "Check in parallel: is `delete` in the README, and what is still open?"]
+const PROMPTS = [
+  "What is in notes.txt?",
+  "Which open item should I tackle first?",
+  "Check in parallel: is `delete` in the README, and what is still open?",
+  // A long session's slash command: the conversation so far becomes a hand-over summary.
+  "/compact keep what is left to do"
+]
 const AGENT_EXIT_TIMEOUT_MS = 5000
 const DEMO_TIMEOUT_MS = 30000
 const MAX_TOOL_LINES = 20
