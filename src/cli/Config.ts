@@ -11,6 +11,7 @@ import * as fs from "node:fs"
 import * as Registry from "../providers/Registry.ts"
 import * as Scripted from "../providers/Scripted.ts"
 import * as Options from "./Options.ts"
+import * as Secrets from "../secrets/Secrets.ts"
 
 const loadScript = (path: string) =>
   Effect.gen(function*() {
@@ -44,6 +45,8 @@ const compactAtFromEnv = (raw: string | undefined): number | undefined => {
 
 export const skeinConfig = (common: Options.Common) =>
   Effect.gen(function*() {
+    // A store URL's password is a secret: never shown to the model, in a log or in a message.
+    if (common.store !== undefined && Secrets.hasCredentialUrl(common.store)) Secrets.registry().addValue(common.store)
     const limits = {
       home: common.home,
       maxTurnRequests: common.maxTurnRequests,

@@ -166,10 +166,12 @@ export const write = Tool.define<Params>({
           return Tool.error(before.type === "Directory" ? `${shown} is a directory; give the path of a file` : `${shown} is not a regular file; write only replaces regular files`)
         }
         const viaClient = ctx.client?.readTextFile
+        // The editor's buffer when it has one; else what is on disk (the diff, and `/undo`, need
+        // what the file held: never an empty text for a file the editor could not read).
         const oldText = before._tag !== "file"
           ? null
           : viaClient
-          ? yield* viaClient(resolved).pipe(Effect.orElseSucceed(() => null))
+          ? yield* viaClient(resolved).pipe(Effect.orElseSucceed(() => decode(before.read.bytes)))
           : decode(before.read.bytes)
         yield* store(resolved, shown, args.content, before._tag === "file" ? before.mode : undefined, ctx)
         const lines = lineCount(args.content)

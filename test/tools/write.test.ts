@@ -127,6 +127,19 @@ describe("write", () => {
       assert.isFalse(existsSync(join(cwd, "a.txt")))
     }))
 
+  it.effect("when the client cannot read the file it replaces, the diff's oldText is what the disk held (never empty)", () =>
+    Effect.gen(function*() {
+      const client: Tool.ClientAccess = {
+        readTextFile: () => Effect.fail("the editor cannot read it"),
+        writeTextFile: () => Effect.void
+      }
+      const { cwd, run } = yield* setup(client)
+      writeFileSync(join(cwd, "a.txt"), "on disk\n")
+      const out = yield* run({ path: "a.txt", content: "new\n" })
+      assert.isTrue(out.ok)
+      assert.deepStrictEqual(out.details?.diff, [{ path: join(cwd, "a.txt"), oldText: "on disk\n", newText: "new\n" }])
+    }))
+
   it.effect("a client write failure is a tool error; confinement still applies first", () =>
     Effect.gen(function*() {
       const calls: Array<string> = []
