@@ -44,6 +44,7 @@ import * as FileSystem from "effect/FileSystem"
 import * as Path from "effect/Path"
 import type * as PlatformError from "effect/PlatformError"
 import * as FrontMatter from "../text/FrontMatter.ts"
+import { absent, describe } from "../text/FileErrors.ts"
 
 export interface AgentDefinition {
   /** How the model and the user name it: `general`, `explorer`, `reviewer`. */
@@ -287,16 +288,6 @@ export const parseConfig = (content: string, file: string): FromConfig => {
 
 /** Larger files are not agent definitions (and are not read whole). */
 const MAX_FILE_BYTES = 256 * 1024
-
-const errorCode = (error: PlatformError.PlatformError): string | undefined => {
-  const cause = error.reason._tag === "BadArgument" ? undefined : (error.reason.cause as { readonly code?: unknown } | undefined)
-  return typeof cause?.code === "string" ? cause.code : undefined
-}
-
-/** A missing folder, or a file where one was expected: nothing to read, and no problem. */
-const absent = (error: PlatformError.PlatformError) => error.reason._tag === "NotFound" || errorCode(error) === "ENOTDIR"
-
-const describe = (error: PlatformError.PlatformError) => errorCode(error) ?? error.reason._tag
 
 /** The agents of one folder's `*.md` files, in name order, with the problems of the others. */
 const readFolder = Effect.fnUntraced(function*(dir: string) {

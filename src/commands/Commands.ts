@@ -19,9 +19,9 @@
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Path from "effect/Path"
-import type * as PlatformError from "effect/PlatformError"
 import * as Skills from "../skills/Skills.ts"
 import * as FrontMatter from "../text/FrontMatter.ts"
+import { absent, describe } from "../text/FileErrors.ts"
 
 export interface Command {
   /** What the user types after `/`. */
@@ -183,15 +183,6 @@ export const parsePromptFile = (content: string, name: string, source: string): 
     }
   })
 }
-
-const errorCode = (error: PlatformError.PlatformError): string | undefined => {
-  const cause = error.reason._tag === "BadArgument" ? undefined : (error.reason.cause as { readonly code?: unknown } | undefined)
-  return typeof cause?.code === "string" ? cause.code : undefined
-}
-
-const absent = (error: PlatformError.PlatformError) => error.reason._tag === "NotFound" || errorCode(error) === "ENOTDIR"
-
-const describe = (error: PlatformError.PlatformError) => errorCode(error) ?? error.reason._tag
 
 /** The commands of one folder's `*.md` files, in name order, with the problems of the others. */
 const readFolder = Effect.fnUntraced(function*(dir: string) {

@@ -38,6 +38,7 @@ import type * as PlatformError from "effect/PlatformError"
 import * as Schema from "effect/Schema"
 import { createHash } from "node:crypto"
 import * as FrontMatter from "../text/FrontMatter.ts"
+import { absent, describe } from "../text/FileErrors.ts"
 
 export interface Skill {
   /** How the model and the user name it: `release-notes`. */
@@ -138,16 +139,6 @@ export const parse = (
 // ---------------------------------------------------------------------------
 // Discovery
 // ---------------------------------------------------------------------------
-
-const errorCode = (error: PlatformError.PlatformError): string | undefined => {
-  const cause = error.reason._tag === "BadArgument" ? undefined : (error.reason.cause as { readonly code?: unknown } | undefined)
-  return typeof cause?.code === "string" ? cause.code : undefined
-}
-
-/** A missing folder, or a file where one was expected: nothing to read, and no problem. */
-const absent = (error: PlatformError.PlatformError) => error.reason._tag === "NotFound" || errorCode(error) === "ENOTDIR"
-
-const describe = (error: PlatformError.PlatformError) => errorCode(error) ?? error.reason._tag
 
 /** The skills of one `skills` folder (one per subfolder, in name order), with the problems of the others. */
 const readRoot = Effect.fnUntraced(function*(root: string, scope: Skill["scope"]) {

@@ -1,0 +1,18 @@
+/**
+ * What a failed read of a folder or a file of definitions (agents, skills, commands) says: a
+ * missing folder or a file where a folder was expected is no problem (there is nothing to
+ * read); anything else is named by its error code for the warning that reports it.
+ */
+import type * as PlatformError from "effect/PlatformError"
+
+/** The system error code (`EACCES`, `ENOTDIR`…) of a platform error, when it has one. */
+export const errorCode = (error: PlatformError.PlatformError): string | undefined => {
+  const cause = error.reason._tag === "BadArgument" ? undefined : (error.reason.cause as { readonly code?: unknown } | undefined)
+  return typeof cause?.code === "string" ? cause.code : undefined
+}
+
+/** A missing folder, or a file where one was expected: nothing to read, and no problem. */
+export const absent = (error: PlatformError.PlatformError): boolean => error.reason._tag === "NotFound" || errorCode(error) === "ENOTDIR"
+
+/** The error as a warning names it: its code, else its kind. */
+export const describe = (error: PlatformError.PlatformError): string => errorCode(error) ?? error.reason._tag
