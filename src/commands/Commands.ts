@@ -21,7 +21,7 @@ import * as FileSystem from "effect/FileSystem"
 import * as Path from "effect/Path"
 import * as Skills from "../skills/Skills.ts"
 import * as FrontMatter from "../text/FrontMatter.ts"
-import { absent, describe } from "../text/FileErrors.ts"
+import { absent, describe, mayExist } from "../text/FileErrors.ts"
 
 export interface Command {
   /** What the user types after `/`. */
@@ -186,6 +186,7 @@ export const parsePromptFile = (content: string, name: string, source: string): 
 
 /** The commands of one folder's `*.md` files, in name order, with the problems of the others. */
 const readFolder = Effect.fnUntraced(function*(dir: string) {
+  if (!mayExist(dir)) return { commands: [] as Array<Command>, problems: [] as Array<Problem> }
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const problems: Array<Problem> = []

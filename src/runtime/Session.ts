@@ -303,6 +303,39 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
 
     const noExtensions: Extensions = { skills: [], commands: [] }
 
+    /**
+     * The skills and commands as last read, and a read that refreshes them. A prompt that may
+     * name a command (it starts with `/`) waits for a fresh read; any other takes the last one and
+     * refreshes it meanwhile (at most once a second), off the path to its first token (a new
+     * skill file reaches the catalog a prompt later). The first read starts with the session.
+     */
+    let known: Extensions | undefined
+    let readAt = 0
+    let reading = false
+    const read: Effect.Effect<Extensions> = deps.extensions === undefined
+      ? Effect.succeed(noExtensions)
+      : Effect.tap(deps.extensions, (found) => Effect.sync(() => {
+        known = found
+        readAt = Date.now()
+      }))
+    // Read again at most once a second: prompts in quick succession (a script, a benchmark) share one read.
+    const refresh = Effect.suspend(() => {
+      if (reading || Date.now() - readAt < 1_000) return Effect.void
+      reading = true
+      return Effect.forkIn(Effect.ensuring(read, Effect.sync(() => {
+        reading = false
+      })), scope)
+    })
+    const extensionsFor = (content: ReadonlyArray<UserBlock>): Effect.Effect<Extensions> =>
+      Effect.suspend(() => {
+        const first = content[0]
+        const command = first?.type === "text" && first.text.trimStart().startsWith("/")
+        if (known === undefined || command) return read
+        const last = known
+        return Effect.as(refresh, last)
+      })
+    if (deps.extensions !== undefined) yield* refresh
+
     /** A prompt whose first text starts with `/name` of a known command becomes what that command runs. */
     const resolve = (content: ReadonlyArray<UserBlock>, extensions: Extensions): Effect.Effect<Resolved> =>
       Effect.gen(function*() {
@@ -391,7 +424,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
               } : undefined).pipe(Effect.andThen(usageAfter(q.turn, body))),
             ephemeral: (body) => emitEphemeral(q.turn, body)
           }
-          const extensions = deps.extensions === undefined ? noExtensions : yield* deps.extensions
+          const extensions = yield* extensionsFor(q.content)
           const resolved = yield* resolve(q.content, extensions)
           const started = yield* Effect.exit(
             emitCanonical(q.turn, {

@@ -180,9 +180,10 @@ export const handlers = (
       const s = yield* session(params.sessionId)
       yield* notChild(s)
       const content = yield* userBlocks(params.prompt)
-      const outcome = yield* presentTurn(s, content, (outcome) => ctx.respond({ stopReason: outcome.stopReason }))
-      // The turn may have added a prompt file or a skill.
-      yield* announceCommands(s, true)
+      const ran = { tools: false }
+      const outcome = yield* presentTurn(s, content, (outcome) => ctx.respond({ stopReason: outcome.stopReason }), ran)
+      // A turn that ran tools (or a child's) may have added a prompt file or a skill; one that only talked did not.
+      if (ran.tools) yield* announceCommands(s, true)
       return outcome
     })
 
@@ -191,7 +192,12 @@ export const handlers = (
    * too); `done` gets its outcome before the turn is let go of. Answers the outcome, or
    * `cancelled` when the session closed under it.
    */
-  const presentTurn = (s: Session, content: ReadonlyArray<UserBlock>, done: (outcome: { readonly stopReason: StopReason }) => Effect.Effect<void>) =>
+  const presentTurn = (
+    s: Session,
+    content: ReadonlyArray<UserBlock>,
+    done: (outcome: { readonly stopReason: StopReason }) => Effect.Effect<void>,
+    ran?: { tools: boolean }
+  ) =>
     Effect.gen(function*() {
       presenting.set(s.id, (presenting.get(s.id) ?? 0) + 1)
       yield* Effect.addFinalizer(() =>
@@ -235,6 +241,7 @@ export const handlers = (
               yield* FiberMap.remove(questions, `${s.id}:${event.data.requestId}`)
               continue
             }
+            if (ran !== undefined && (event.type === "tool_call" || event.type === "subagent")) ran.tools = true
             if (event.type === "child_event" || event.type === "subagent") {
               for (const action of children.present(event)) {
                 switch (action._tag) {

@@ -38,7 +38,7 @@ import type * as PlatformError from "effect/PlatformError"
 import * as Schema from "effect/Schema"
 import { createHash } from "node:crypto"
 import * as FrontMatter from "../text/FrontMatter.ts"
-import { absent, describe } from "../text/FileErrors.ts"
+import { absent, describe, mayExist } from "../text/FileErrors.ts"
 
 export interface Skill {
   /** How the model and the user name it: `release-notes`. */
@@ -142,6 +142,7 @@ export const parse = (
 
 /** The skills of one `skills` folder (one per subfolder, in name order), with the problems of the others. */
 const readRoot = Effect.fnUntraced(function*(root: string, scope: Skill["scope"]) {
+  if (!mayExist(root)) return { skills: [] as Array<Skill>, problems: [] as Array<Problem> }
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const problems: Array<Problem> = []
@@ -201,16 +202,14 @@ const readRoot = Effect.fnUntraced(function*(root: string, scope: Skill["scope"]
 
 /** The `skills` folders to search, nearest first, each with its scope. */
 const roots = Effect.fnUntraced(function*(options: { readonly cwd: string; readonly home: string; readonly userHome: string }) {
-  const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
-  const exists = (p: string) => fs.exists(p).pipe(Effect.orElseSucceed(() => false))
   const cwd = path.resolve(options.cwd)
   // The directories from the cwd up to the repository root; just the cwd outside a repository.
   const chain: Array<string> = []
   let inRepository = false
   for (let dir = cwd; ; dir = path.dirname(dir)) {
     chain.push(dir)
-    if (yield* exists(path.join(dir, ".git"))) {
+    if (mayExist(path.join(dir, ".git"))) {
       inRepository = true
       break
     }

@@ -3,6 +3,7 @@
  * missing folder or a file where a folder was expected is no problem (there is nothing to
  * read); anything else is named by its error code for the warning that reports it.
  */
+import * as nodeFs from "node:fs"
 import type * as PlatformError from "effect/PlatformError"
 
 /** The system error code (`EACCES`, `ENOTDIR`…) of a platform error, when it has one. */
@@ -16,3 +17,19 @@ export const absent = (error: PlatformError.PlatformError): boolean => error.rea
 
 /** The error as a warning names it: its code, else its kind. */
 export const describe = (error: PlatformError.PlatformError): string => errorCode(error) ?? error.reason._tag
+
+/**
+ * Whether there may be something to read at `path`: a quick synchronous look (microseconds)
+ * before an asynchronous read, since most of the folders looked at for definitions do not
+ * exist and each asynchronous miss costs a round trip. An error other than "missing" says yes,
+ * so the read that follows reports it.
+ */
+export const mayExist = (path: string): boolean => {
+  try {
+    nodeFs.statSync(path)
+    return true
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    return code !== "ENOENT" && code !== "ENOTDIR"
+  }
+}
