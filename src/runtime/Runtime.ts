@@ -267,7 +267,8 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         mcpStatus: servers?.status,
         startEvents: mcp.record,
         extensions: extensionsFor(cwd, true),
-        compactAt: config.compactAt
+        compactAt: config.compactAt,
+        userHome: config.userHome
       }
     }
 

@@ -10,6 +10,7 @@
  * (end, failure, defect, cancel, shutdown) — finalizes open tool calls, logs `turn_end` and
  * syncs the log. A defect in a turn is a failed turn for this session only.
  */
+import * as os from "node:os"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import type * as Context from "effect/Context"
@@ -104,6 +105,8 @@ export interface Deps {
   readonly extensions?: Effect.Effect<Extensions> | undefined
   /** The share of the context window at which the conversation is compacted (default 0.8). */
   readonly compactAt?: number | undefined
+  /** The user's home directory (default: the OS's); a skill folder that holds it is not readable without asking. */
+  readonly userHome?: string | undefined
   /** What the system prompt says of the project, when the host has read it already (a child: its parent's); read once otherwise. */
   readonly project?: Effect.Effect<Prompt.Project> | undefined
   /** Runs a turn's work in place of the model/tool loop (an external ACP agent). */
@@ -489,7 +492,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
               agent: deps.agent,
               agents,
               skills: skillsFor(q.turn, extensions),
-              readRoots: extensions.skills.map((s) => s.dir),
+              readRoots: Skills.readableFolders(extensions.skills, deps.userHome ?? os.homedir()),
               window,
               compactAt: deps.compactAt,
               steering: (final) => {

@@ -31,6 +31,8 @@
  * fails. The model sees the catalog (name, description, path) in its system prompt, within a
  * budget; `activate` reads a skill's instructions when the model or the user asks for them.
  */
+import * as nodeFs from "node:fs"
+import * as nodePath from "node:path"
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Path from "effect/Path"
@@ -356,3 +358,29 @@ export const activate = Effect.fn("Skills.activate")(function*(
   const body = FrontMatter.split(content, { lenient: true }).body.trim()
   return { body, sha256: createHash("sha256").update(body, "utf8").digest("hex") }
 })
+
+/**
+ * The skills' folders the model's reading tools may read without asking: each one's real path
+ * (links followed), unless it is a filesystem root or holds the user's home (a skill folder
+ * that is a link to `/` or `~` must not open them up). Those are left out: reading there asks
+ * as anywhere outside the workspace.
+ */
+export const readableFolders = (skills: ReadonlyArray<Skill>, userHome: string): ReadonlyArray<string> => {
+  const home = realOrSelf(userHome)
+  const out: Array<string> = []
+  for (const skill of skills) {
+    const real = realOrSelf(skill.dir)
+    if (nodePath.dirname(real) === real) continue
+    if (home === real || home.startsWith(real.endsWith(nodePath.sep) ? real : real + nodePath.sep)) continue
+    out.push(real)
+  }
+  return out
+}
+
+const realOrSelf = (path: string): string => {
+  try {
+    return nodeFs.realpathSync(path)
+  } catch {
+    return nodePath.resolve(path)
+  }
+}
