@@ -44,7 +44,7 @@ import * as FileSystem from "effect/FileSystem"
 import * as Path from "effect/Path"
 import type * as PlatformError from "effect/PlatformError"
 import * as FrontMatter from "../text/FrontMatter.ts"
-import { absent, describe, mayExist } from "../text/FileErrors.ts"
+import { absent, describe, entries } from "../text/FileErrors.ts"
 
 export interface AgentDefinition {
   /** How the model and the user name it: `general`, `explorer`, `reviewer`. */
@@ -291,17 +291,11 @@ const MAX_FILE_BYTES = 256 * 1024
 
 /** The agents of one folder's `*.md` files, in name order, with the problems of the others. */
 const readFolder = Effect.fnUntraced(function*(dir: string) {
-  if (!mayExist(dir)) return { agents: [] as Array<AgentDefinition>, problems: [] as Array<Problem> }
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const problems: Array<Problem> = []
   const agents: Array<AgentDefinition> = []
-  const names = yield* fs.readDirectory(dir).pipe(
-    Effect.catch((error) => {
-      if (!absent(error)) problems.push({ file: dir, message: `cannot read the folder (${describe(error)})` })
-      return Effect.succeed([] as Array<string>)
-    })
-  )
+  const names = yield* entries(dir, problems)
   // Read at once (the reads overlap), then taken in name order.
   const files = names.filter((n) => n.endsWith(".md")).sort().map((name) => path.join(dir, name))
   type Read = { readonly content: string } | { readonly problem: string } | undefined

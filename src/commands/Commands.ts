@@ -21,7 +21,7 @@ import * as FileSystem from "effect/FileSystem"
 import * as Path from "effect/Path"
 import * as Skills from "../skills/Skills.ts"
 import * as FrontMatter from "../text/FrontMatter.ts"
-import { absent, describe, mayExist } from "../text/FileErrors.ts"
+import { describe, entries } from "../text/FileErrors.ts"
 
 export interface Command {
   /** What the user types after `/`. */
@@ -186,17 +186,11 @@ export const parsePromptFile = (content: string, name: string, source: string): 
 
 /** The commands of one folder's `*.md` files, in name order, with the problems of the others. */
 const readFolder = Effect.fnUntraced(function*(dir: string) {
-  if (!mayExist(dir)) return { commands: [] as Array<Command>, problems: [] as Array<Problem> }
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const problems: Array<Problem> = []
   const commands: Array<Command> = []
-  const names = yield* fs.readDirectory(dir).pipe(
-    Effect.catch((error) => {
-      if (!absent(error)) problems.push({ file: dir, message: `cannot read the folder (${describe(error)})` })
-      return Effect.succeed([] as Array<string>)
-    })
-  )
+  const names = yield* entries(dir, problems)
   for (const entry of names.filter((n) => n.endsWith(".md")).sort()) {
     const file = path.join(dir, entry)
     const content = yield* fs.stat(file).pipe(

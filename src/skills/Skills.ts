@@ -40,7 +40,7 @@ import type * as PlatformError from "effect/PlatformError"
 import * as Schema from "effect/Schema"
 import { createHash } from "node:crypto"
 import * as FrontMatter from "../text/FrontMatter.ts"
-import { absent, describe, mayExist } from "../text/FileErrors.ts"
+import { absent, describe, entries, mayExist } from "../text/FileErrors.ts"
 
 export interface Skill {
   /** How the model and the user name it: `release-notes`. */
@@ -144,17 +144,11 @@ export const parse = (
 
 /** The skills of one `skills` folder (one per subfolder, in name order), with the problems of the others. */
 const readRoot = Effect.fnUntraced(function*(root: string, scope: Skill["scope"]) {
-  if (!mayExist(root)) return { skills: [] as Array<Skill>, problems: [] as Array<Problem> }
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const problems: Array<Problem> = []
   const skills: Array<Skill> = []
-  const names = yield* fs.readDirectory(root).pipe(
-    Effect.catch((error) => {
-      if (!absent(error)) problems.push({ file: root, message: `cannot read the folder (${describe(error)})` })
-      return Effect.succeed([] as Array<string>)
-    })
-  )
+  const names = yield* entries(root, problems)
   for (const folder of [...names].sort()) {
     if (folder.startsWith(".")) continue
     const dir = path.join(root, folder)
