@@ -222,7 +222,8 @@ const HELP = `Usage:
   skein sessions rm ID                                      Delete a session's log
   skein sessions fork ID [--turn N]                         A new session with ID's conversation up to the end of
                                                             turn N (default: the last); prints the new id
-ID may be any unique prefix of a session id. Sessions live in $SKEIN_HOME/sessions (--home).
+ID may be any unique prefix of a session id. Sessions live in $SKEIN_HOME/sessions (--home),
+or in a PostgreSQL database with --store URL (SKEIN_STORE).
 `
 
 export const run = (args: ReadonlyArray<string>) =>
