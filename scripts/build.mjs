@@ -72,13 +72,13 @@ const embeddedWorker = {
   }
 }
 
-// In the main bundle, the modules of src/remote/ that carry the RPC group are replaced by one
-// that fails when loaded: only `serve` and `acp --connect` load them, and the launcher runs
-// those from the remote bundle. `Address.ts` (parsing a URL) stays.
+// In the main bundle, the modules of src/remote/ that carry the RPC group, and the cluster's
+// (src/cluster/), are replaced by one that fails when loaded: only `serve` and `acp --connect`
+// load them, and the launcher runs those from the remote bundle. `Address.ts` (parsing a URL) stays.
 const withoutRpc = {
   name: "without-rpc",
   setup(b) {
-    b.onResolve({ filter: /\/remote\/[A-Za-z]+\.ts$/ }, (args) => {
+    b.onResolve({ filter: /\/(remote|cluster)\/[A-Za-z]+\.ts$/ }, (args) => {
       const path = resolve(args.resolveDir, args.path)
       return path.endsWith("/remote/Address.ts") ? undefined : { path, namespace: "skein-no-rpc" }
     })

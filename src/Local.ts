@@ -30,9 +30,10 @@ export interface SkeinConfig {
    * Where sessions are kept: `"files"` (default) as logs under `<home>/sessions`; `"memory"` in
    * this process only, for as long as the layer lives: nothing is written to disk;
    * `{ postgres: url }` in a PostgreSQL database that several Skeins share (each session held
-   * by one at a time).
+   * by one at a time; `leaseMs`: how long a Skein that stops renewing its hold keeps it, 30 s by
+   * default).
    */
-  readonly store?: "files" | "memory" | { readonly postgres: string } | undefined
+  readonly store?: "files" | "memory" | { readonly postgres: string; readonly leaseMs?: number | undefined } | undefined
   /** The provider that answers model calls; wins over `script`. */
   readonly provider?: Provider | undefined
   /** A parsed script for the scripted provider (see `Scripted.parse`). */
@@ -61,7 +62,7 @@ export interface SkeinConfig {
 const storeLayer = (config: SkeinConfig): Layer.Layer<SessionLog, LogError, FileSystem.FileSystem | Path.Path> => {
   const store = config.store
   if (store === "memory") return SessionLog.layerMemory()
-  if (typeof store === "object") return Layer.unwrap(Effect.map(Effect.promise(() => import("./log/PgStore.ts")), (PgStore) => PgStore.layer(store.postgres)))
+  if (typeof store === "object") return Layer.unwrap(Effect.map(Effect.promise(() => import("./log/PgStore.ts")), (PgStore) => PgStore.layer(store.postgres, { leaseMs: store.leaseMs })))
   return SessionLog.layer({ home: config.home })
 }
 

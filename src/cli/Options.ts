@@ -68,6 +68,10 @@ Usage:
                                  (default unix:$SKEIN_HOME/skein.sock, mode 0600),
                                  tcp://HOST:PORT or ws://HOST:PORT/PATH (these need a token:
                                  SKEIN_SERVE_TOKEN or --token-file FILE, 16 characters or more)
+  skein serve --cluster URL --runner HOST:PORT [--listen URL]
+                                 Run a runner of a cluster whose sessions live in the PostgreSQL
+                                 database at URL (SKEIN_CLUSTER); every runner's --listen
+                                 endpoint reaches every session, wherever it runs
   skein --version | --help
 
 Options (each also an environment variable):
@@ -97,6 +101,14 @@ skein acp options:
   --connect URL            Keep the sessions in the skein serve at URL instead of this process
                            (windows connected to one server share sessions and see each
                            other's turns); --token-file FILE or SKEIN_SERVE_TOKEN for tcp/ws
+
+skein serve --cluster options:
+  --runner HOST:PORT       Where the other runners reach this one (SKEIN_RUNNER)
+  --runner-listen HOST:PORT  Where to listen for them (default: --runner)
+  --lock-expiry SECONDS    How long a runner that stopped answering keeps its sessions
+                           (SKEIN_LOCK_EXPIRY, default 10); they move to another runner after it
+  --drain SECONDS          On SIGTERM, how long running turns may go on before they are
+                           cancelled (SKEIN_DRAIN, default 30); then the sessions move
 
 skein run options:
   --cwd DIR                Working directory of the session (default: the current directory)

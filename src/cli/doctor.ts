@@ -33,7 +33,7 @@ export const signalExitCode = 130
 
 export const HELP = `skein doctor — show which providers and models are configured (no network)
 
-Usage: skein doctor [--home DIR] [--provider NAME] [--model ID] [--script FILE] [--store URL] [--mcp SESSION_ID]
+Usage: skein doctor [--home DIR] [--provider NAME] [--model ID] [--script FILE] [--store URL] [--cluster URL] [--mcp SESSION_ID]
 
 Reads $SKEIN_HOME/config.json and the environment (OPENAI_API_KEY, OPENAI_BASE_URL,
 ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, SKEIN_PROVIDER, SKEIN_MODEL, …). Keys are shown
@@ -48,6 +48,10 @@ warnings. Exits 0 when a prompt would reach a model.
 --store URL (or SKEIN_STORE) also connects to that PostgreSQL session store and reports
 whether it answers, its schema version, its sessions and how many a Skein holds now; an
 unreachable store makes it exit 1.
+
+--cluster URL (or SKEIN_CLUSTER) reports the same of a cluster's database (skein serve
+--cluster), then its runners (healthy or not, their last heartbeat) and how many of the
+shards each holds; an unreachable database makes it exit 1.
 
 --mcp SESSION_ID starts the MCP servers that session used (as recorded beside its log),
 waits until each is ready or failed, prints their status and stops them. This runs the
@@ -192,7 +196,7 @@ export const report = (
 
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
-    const parsed = yield* Effect.try({ try: () => Options.parse(args, { ...Options.commonOptions, mcp: { type: "string" } }), catch: (e) => e })
+    const parsed = yield* Effect.try({ try: () => Options.parse(args, { ...Options.commonOptions, mcp: { type: "string" }, cluster: { type: "string" } }), catch: (e) => e })
     if (parsed.values.help === true) {
       process.stdout.write(HELP)
       return 0
@@ -224,8 +228,16 @@ export const run = (args: ReadonlyArray<string>) =>
       ? undefined
       : yield* Effect.flatMap(Effect.promise(() => import("../log/PgStore.ts")), (PgStore) => PgStore.status(common.store!))
     if (store !== undefined) process.stdout.write(`\nSession store (PostgreSQL)\n${store.lines.map((l) => `  ${l}\n`).join("")}`)
+    const clusterUrl = typeof parsed.values.cluster === "string" ? parsed.values.cluster : process.env["SKEIN_CLUSTER"] || undefined
+    if (clusterUrl !== undefined && !/^postgres(ql)?:\/\/[^\s]+$/.test(clusterUrl)) {
+      return yield* Effect.fail(new Options.UsageError("--cluster takes a PostgreSQL URL (postgres://user@host:port/database)"))
+    }
+    const cluster = clusterUrl === undefined
+      ? undefined
+      : yield* Effect.flatMap(Effect.promise(() => import("../log/PgStore.ts")), (PgStore) => PgStore.clusterStatus(clusterUrl))
+    if (cluster !== undefined) process.stdout.write(`\nCluster (PostgreSQL)\n${cluster.lines.map((l) => `  ${l}\n`).join("")}`)
     const ready = scripted ? common.script !== undefined : setup.errors.length === 0 && setup.unconfigured === undefined
-    return ready && store?.ok !== false ? 0 : 1
+    return ready && store?.ok !== false && cluster?.ok !== false ? 0 : 1
   })
 
 /** What a session started in `cwd` would find: its agents, skills and commands. `userHome` is the OS user's home. */

@@ -35,10 +35,40 @@ export const readToken = (file: string | undefined): string | undefined => {
   return fromEnv === undefined || fromEnv.trim() === "" ? undefined : fromEnv.trim()
 }
 
+/** `HOST:PORT` (a host may be `[v6]`), or a usage error naming the option. */
+const hostPort = (option: string, raw: string): { readonly host: string; readonly port: number } => {
+  const match = /^(?:\[([^\]]+)\]|([^:\s]+)):(\d{1,5})$/.exec(raw)
+  const port = match === null ? NaN : Number(match[3])
+  if (match === null || !(port > 0 && port <= 65535)) throw new Options.UsageError(`${option} takes HOST:PORT (a port 1-65535), not "${raw}"`)
+  return { host: match[1] ?? match[2]!, port }
+}
+
+/** A number of seconds > 0 as milliseconds, or a usage error naming the option. */
+const seconds = (option: string, raw: string | undefined): number | undefined => {
+  if (raw === undefined) return undefined
+  const value = Number(raw)
+  if (!Number.isFinite(value) || value <= 0) throw new Options.UsageError(`${option} takes a number of seconds above 0, not "${raw}"`)
+  return Math.round(value * 1000)
+}
+
+const env = (name: string): string | undefined => {
+  const value = process.env[name]
+  return value === undefined || value.trim() === "" ? undefined : value.trim()
+}
+
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const parsed = yield* Effect.try({
-      try: () => Options.parse(args, { ...Options.commonOptions, listen: { type: "string" }, "token-file": { type: "string" } }),
+      try: () => Options.parse(args, {
+        ...Options.commonOptions,
+        listen: { type: "string" },
+        "token-file": { type: "string" },
+        cluster: { type: "string" },
+        runner: { type: "string" },
+        "runner-listen": { type: "string" },
+        "lock-expiry": { type: "string" },
+        drain: { type: "string" }
+      }),
       catch: (e) => e
     })
     if (parsed.values.help === true) {
@@ -60,14 +90,56 @@ export const run = (args: ReadonlyArray<string>) =>
         return yield* Effect.fail(new Options.UsageError(`The token is too short: use at least ${MIN_TOKEN_LENGTH} characters`))
       }
     }
+    const values: Record<string, string | boolean | undefined> = parsed.values
+    const str = (key: string) => (typeof values[key] === "string" ? (values[key] as string) : undefined)
+    const clusterUrl = str("cluster") ?? env("SKEIN_CLUSTER")
+    const cluster = yield* Effect.try({ try: () => clusterOptions(clusterUrl, str), catch: (e) => e })
+    if (cluster !== undefined && common.store !== undefined) {
+      return yield* Effect.fail(new Options.UsageError("--store and --cluster both name a database: a cluster keeps its sessions in its own (drop --store)"))
+    }
     const config = yield* skeinConfig(common)
+    const served = `${Address.format(address)}${address._tag !== "unix" && !Address.isLoopback(address.host) ? " (not loopback: reachable from other machines)" : ""}`
+    if (cluster !== undefined) {
+      const Runner = yield* Effect.promise(() => import("../cluster/Runner.ts"))
+      return yield* Effect.scoped(Effect.gen(function*() {
+        yield* Layer.build(Runner.layer(cluster, { address, token }, config))
+        const listen = cluster.listen ?? cluster.runner
+        process.stderr.write(
+          `skein serve: runner ${cluster.runner.host}:${cluster.runner.port} of the cluster in ${redactUrl(cluster.url)}` +
+            `${Address.isLoopback(listen.host) ? "" : " (runner port not loopback: keep it on a network only runners reach)"}; listening on ${served}\n`
+        )
+        return yield* Effect.never
+      }))
+    }
     const { layerLocal } = yield* Effect.promise(() => import("../Local.ts"))
     const Serve = yield* Effect.promise(() => import("../remote/Serve.ts"))
     return yield* Effect.scoped(Effect.gen(function*() {
       yield* Layer.build(Serve.layer(address, token).pipe(Layer.provide(layerLocal(config))))
-      process.stderr.write(
-        `skein serve: listening on ${Address.format(address)}${address._tag !== "unix" && !Address.isLoopback(address.host) ? " (not loopback: reachable from other machines)" : ""}\n`
-      )
+      process.stderr.write(`skein serve: listening on ${served}\n`)
       return yield* Effect.never
     }))
   })
+
+/** A database URL without its password, to show. */
+const redactUrl = (url: string): string => url.replace(/\/\/([^:@/]+):[^@/]*@/, "//$1:***@")
+
+/** The runner's options, when `--cluster` (or `SKEIN_CLUSTER`) names a database. */
+const clusterOptions = (url: string | undefined, str: (key: string) => string | undefined) => {
+  if (url === undefined) {
+    for (const key of ["runner", "runner-listen", "lock-expiry", "drain"]) {
+      if (str(key) !== undefined) throw new Options.UsageError(`--${key} is for a cluster runner: add --cluster postgres://…`)
+    }
+    return undefined
+  }
+  if (!/^postgres(ql)?:\/\/[^\s]+$/.test(url)) throw new Options.UsageError("--cluster takes a PostgreSQL URL (postgres://user@host:port/database)")
+  const runner = str("runner") ?? env("SKEIN_RUNNER")
+  if (runner === undefined) throw new Options.UsageError("A cluster runner needs --runner HOST:PORT (where the other runners reach it)")
+  const listen = str("runner-listen")
+  return {
+    url,
+    runner: hostPort("--runner", runner),
+    listen: listen === undefined ? undefined : hostPort("--runner-listen", listen),
+    lockExpiryMs: seconds("--lock-expiry", str("lock-expiry") ?? env("SKEIN_LOCK_EXPIRY")),
+    drainMs: seconds("--drain", str("drain") ?? env("SKEIN_DRAIN"))
+  }
+}

@@ -58,7 +58,9 @@ export const TurnStart = event("turn_start", {
   /** Who presented the turn, when it said (an opaque name: a connection, a program). */
   by: Schema.optionalKey(Schema.String),
   /** The command the prompt ran, when it started with a known `/name`. */
-  command: Schema.optionalKey(CommandRun)
+  command: Schema.optionalKey(CommandRun),
+  /** The caller's name for this prompt (`TurnOptions.key`): the same key again is this turn, not a new one. */
+  key: Schema.optionalKey(Schema.String)
 })
 /**
  * One model call finished (or was cut short); holds everything needed to re-drive it.

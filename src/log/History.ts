@@ -50,6 +50,8 @@ export interface History {
   readonly skills: Map<string, ActiveSkill>
   /** Compactions so far. */
   compactions: number
+  /** The turns started with a key (`turn_start.key`), the latest ones: the seq of their `turn_start`. */
+  readonly keys: Map<string, number>
   /** The session's title: its first prompt, shortened (as `session/list` shows it). */
   title: string | undefined
 }
@@ -71,7 +73,11 @@ export const summaryMessage = (history: History, summary: string): Message => {
   return { role: "user", content: [{ type: "text", text: sections.join("\n\n") }] }
 }
 
+/** How many turn keys a history remembers. */
+const KEYS_KEPT = 64
+
 export const make = (): History => ({
+  keys: new Map(),
   messages: [],
   toolNames: new Map(),
   turns: 0,
@@ -118,6 +124,11 @@ export const apply = (history: History, event: CanonicalBody, seq?: number): voi
   switch (event.type) {
     case "turn_start":
       history.turns++
+      if (event.data.key !== undefined) {
+        history.keys.set(event.data.key, at)
+        // A request is sent again soon or never: the last turns' keys are enough.
+        if (history.keys.size > KEYS_KEPT) history.keys.delete(history.keys.keys().next().value!)
+      }
       history.partial = undefined
       // The title `session/list` shows: the first prompt's.
       if (history.turns === 1) history.title = titleOf(event.data.content)

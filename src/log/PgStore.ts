@@ -361,3 +361,45 @@ export const status = (url: string): Effect.Effect<Status> =>
       return Effect.succeed({ ok: false, lines: [`not reachable: ${said}`] })
     })
   )
+
+/**
+ * What `skein doctor --cluster` reports of a cluster's database: whether it answers, the
+ * sessions' schema, the runners (from effect/cluster's `cluster_runners`) and the shards each
+ * holds (the advisory locks of its connections, which runners name `skein-runner HOST:PORT`).
+ * Never fails; `ok` is false when the database does not answer.
+ */
+export const clusterStatus = (url: string, shards = 300): Effect.Effect<Status> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient
+    const store = yield* status(url)
+    if (!store.ok) return store
+    const lines = [...store.lines]
+    const tables = yield* sql<{ readonly name: string }>`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()`
+    if (!tables.some((t) => t.name === "cluster_runners")) {
+      lines.push("runners: none yet (no runner has joined this cluster)")
+      return { ok: true, lines }
+    }
+    const runners = yield* sql<{ readonly address: string; readonly healthy: boolean; readonly age: number }>`
+      SELECT address, healthy, EXTRACT(EPOCH FROM (now() - last_heartbeat)) AS age FROM cluster_runners ORDER BY address`
+    const held = yield* sql<{ readonly name: string; readonly shards: string }>`
+      SELECT a.application_name AS name, count(*) AS shards
+      FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+      WHERE l.locktype = 'advisory' AND l.granted AND a.application_name LIKE 'skein-runner %'
+      GROUP BY a.application_name`
+    const byRunner = new Map(held.map((h) => [h.name.slice("skein-runner ".length), Number(h.shards)]))
+    lines.push(`runners: ${runners.length}`)
+    for (const r of runners) {
+      const age = Number(r.age)
+      lines.push(`  ${r.address}: ${r.healthy ? "healthy" : "unhealthy"}, ${byRunner.get(r.address) ?? 0} shards, last heartbeat ${age.toFixed(1)} s ago`)
+    }
+    const assigned = [...byRunner.values()].reduce((a, b) => a + b, 0)
+    lines.push(`shards: ${assigned} of ${shards} held (unassigned: ${Math.max(0, shards - assigned)})`)
+    return { ok: true, lines }
+  }).pipe(
+    Effect.provide(PgClient.layer({ url: Redacted.make(url), applicationName: "skein-doctor", connectTimeout: "5 seconds" })),
+    Effect.catchCause((cause) => {
+      const error = Cause.squash(cause)
+      const said = error instanceof Error ? error.message.split("\n")[0] : String(error)
+      return Effect.succeed({ ok: false, lines: [`not reachable: ${said}`] })
+    })
+  )

@@ -54,6 +54,7 @@ const handle = <E>(client: Client<E>, snapshot: Snapshot): Session => {
   const turn: Session["turn"] = (content, options) => Stream.mapError(client.Turn({ sessionId, content, options: options ?? {} }), asSessionError)
   return {
     ...snapshot.info,
+    ...(snapshot.runner !== undefined ? { runner: snapshot.runner } : {}),
     turn,
     send,
     prompt: (content) =>

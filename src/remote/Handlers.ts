@@ -12,26 +12,25 @@ import type { Session } from "../session/Protocol.ts"
 import { VERSION } from "../version.ts"
 import { Auth, CHUNK_EVENTS, SessionRpcs, type Snapshot, Unauthorized } from "./Rpcs.ts"
 
-const snapshot = (s: Session): Effect.Effect<Snapshot, never> =>
+export const snapshot = (s: Session): Effect.Effect<Snapshot, never> =>
   Effect.map(Effect.orDie(s.settings), (settings) => ({
     info: { id: s.id, cwd: s.cwd, additionalDirectories: s.additionalDirectories, created: s.created },
     settings
   }))
 
 /** A log's events as a stream of chunks. */
-const chunks = (events: ReadonlyArray<Canonical>) =>
+export const chunks = (events: ReadonlyArray<Canonical>) =>
   Stream.fromIterable(Array.from({ length: Math.ceil(events.length / CHUNK_EVENTS) }, (_, i) => ({
     _tag: "Events" as const,
     events: events.slice(i * CHUNK_EVENTS, (i + 1) * CHUNK_EVENTS)
   })))
 
 /** A session's log as read or written: its header, then its events in chunks. */
-const recordStream = (record: SessionRecord) =>
+export const recordStream = (record: SessionRecord) =>
   Stream.concat(Stream.make({ _tag: "Header" as const, header: record.header, file: record.file }), chunks(record.events))
 
-/** Every procedure of the group, answered by the `Runtime` in context. */
-export const layer = SessionRpcs.toLayer(Effect.gen(function*() {
-  const runtime = yield* Runtime
+/** Every procedure of the group, answered by `runtime`. */
+export const handlers = (runtime: Runtime["Service"]) => {
   const session = (sessionId: string) => runtime.getSession(sessionId)
   return SessionRpcs.of({
     Info: () =>
@@ -60,7 +59,10 @@ export const layer = SessionRpcs.toLayer(Effect.gen(function*() {
       Stream.unwrap(Effect.map(session(sessionId), (s) => (fromSeq === undefined ? s.events : s.subscribe(fromSeq)))),
     Events: () => runtime.events
   })
-}))
+}
+
+/** Every procedure of the group, answered by the `Runtime` in context. */
+export const layer = SessionRpcs.toLayer(Effect.map(Effect.service(Runtime), handlers))
 
 /** Compares in constant time (digests of equal length, whatever the lengths given). */
 const sameSecret = (given: string, expected: string): boolean =>

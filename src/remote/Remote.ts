@@ -32,7 +32,7 @@ export const layer = (options: Options): Layer.Layer<Runtime, RuntimeError> => {
   const socket = address._tag === "unix"
     ? NodeSocket.layerNet({ path: address.path })
     : address._tag === "tcp"
-    ? NodeSocket.layerNet({ host: address.host, port: address.port })
+    ? NodeSocket.layerNet({ host: address.host, port: address.port, noDelay: true })
     : NodeSocket.layerWebSocket(Address.format(address), {
       ...(options.token !== undefined ? { headers: { authorization: `Bearer ${options.token}` } } : {})
     })

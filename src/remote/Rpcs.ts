@@ -34,7 +34,12 @@ export class Auth extends RpcMiddleware.Service<Auth>()("skein/remote/Auth", {
 }) {}
 
 /** A session as a client first sees it. */
-export const Snapshot = Schema.Struct({ info: SessionInfo, settings: Settings })
+export const Snapshot = Schema.Struct({
+  info: SessionInfo,
+  settings: Settings,
+  /** In a cluster: the runner that holds the session now (its host:port). */
+  runner: Schema.optionalKey(Schema.String)
+})
 export type Snapshot = typeof Snapshot.Type
 
 const SessionId = { sessionId: Schema.String }
@@ -49,50 +54,60 @@ export const ModelEntry = Schema.Struct({
   info: Schema.Unknown
 })
 
+/** A log written or read: its header, then its events in chunks. */
+const Record = Schema.Union([Schema.Struct({ _tag: Schema.Literal("Header"), header: LogHeader, file: Schema.String }), Chunk])
+
+export const Info = Rpc.make("Info", {
+  success: Schema.Struct({
+    version: Schema.String,
+    models: Schema.UndefinedOr(Schema.Struct({ entries: Schema.Array(ModelEntry), defaultModel: Schema.UndefinedOr(Schema.String) }))
+  })
+})
+export const NewSession = Rpc.make("NewSession", { payload: NewSessionOptions, success: Snapshot, error: RuntimeError })
+export const LoadSession = Rpc.make("LoadSession", {
+  payload: LoadSessionOptions,
+  success: Schema.Union([Schema.Struct({ _tag: Schema.Literal("Loaded"), snapshot: Snapshot }), Chunk]),
+  error: RuntimeError,
+  stream: true
+})
+export const ListSessions = Rpc.make("ListSessions", { payload: ListQuery, success: SessionPage, error: RuntimeError })
+export const ReadSession = Rpc.make("ReadSession", { payload: SessionId, success: Record, error: RuntimeError, stream: true })
+/** The fork's log as written: its header, then its events in chunks. */
+export const ForkSession = Rpc.make("ForkSession", { payload: ForkSessionOptions, success: Record, error: RuntimeError, stream: true })
+export const DeleteSession = Rpc.make("DeleteSession", { payload: SessionId, error: RuntimeError })
+export const GetSession = Rpc.make("GetSession", { payload: SessionId, success: Snapshot, error: RuntimeError })
+export const CloseSession = Rpc.make("CloseSession", { payload: SessionId })
+export const LiveSessions = Rpc.make("LiveSessions", { success: Schema.Array(SessionInfo) })
+export const Turn = Rpc.make("Turn", {
+  payload: { ...SessionId, content: Schema.Array(UserBlock), options: TurnOptions },
+  success: Event,
+  error: Failure,
+  stream: true
+})
+export const Send = Rpc.make("Send", { payload: { ...SessionId, command: Command }, success: SendResult, error: Failure })
+export const Settings_ = Rpc.make("Settings", { payload: SessionId, success: Settings, error: Failure })
+export const McpServers = Rpc.make("McpServers", { payload: SessionId, success: Schema.Array(McpServerStatus), error: Failure })
+/** The log after `fromSeq`, then the live events; without `fromSeq`, the live events only. */
+export const Subscribe = Rpc.make("Subscribe", { payload: { ...SessionId, fromSeq: Schema.optionalKey(Schema.Number) }, success: Event, error: Failure, stream: true })
+export const Events = Rpc.make("Events", { success: Event, stream: true })
+
 export class SessionRpcs extends RpcGroup.make(
-  Rpc.make("Info", {
-    success: Schema.Struct({
-      version: Schema.String,
-      models: Schema.UndefinedOr(Schema.Struct({ entries: Schema.Array(ModelEntry), defaultModel: Schema.UndefinedOr(Schema.String) }))
-    })
-  }),
-  Rpc.make("NewSession", { payload: NewSessionOptions, success: Snapshot, error: RuntimeError }),
-  Rpc.make("LoadSession", {
-    payload: LoadSessionOptions,
-    success: Schema.Union([Schema.Struct({ _tag: Schema.Literal("Loaded"), snapshot: Snapshot }), Chunk]),
-    error: RuntimeError,
-    stream: true
-  }),
-  Rpc.make("ListSessions", { payload: ListQuery, success: SessionPage, error: RuntimeError }),
-  Rpc.make("ReadSession", {
-    payload: SessionId,
-    success: Schema.Union([Schema.Struct({ _tag: Schema.Literal("Header"), header: LogHeader, file: Schema.String }), Chunk]),
-    error: RuntimeError,
-    stream: true
-  }),
-  /** The fork's log as written: its header, then its events in chunks. */
-  Rpc.make("ForkSession", {
-    payload: ForkSessionOptions,
-    success: Schema.Union([Schema.Struct({ _tag: Schema.Literal("Header"), header: LogHeader, file: Schema.String }), Chunk]),
-    error: RuntimeError,
-    stream: true
-  }),
-  Rpc.make("DeleteSession", { payload: SessionId, error: RuntimeError }),
-  Rpc.make("GetSession", { payload: SessionId, success: Snapshot, error: RuntimeError }),
-  Rpc.make("CloseSession", { payload: SessionId }),
-  Rpc.make("LiveSessions", { success: Schema.Array(SessionInfo) }),
-  Rpc.make("Turn", {
-    payload: { ...SessionId, content: Schema.Array(UserBlock), options: TurnOptions },
-    success: Event,
-    error: Failure,
-    stream: true
-  }),
-  Rpc.make("Send", { payload: { ...SessionId, command: Command }, success: SendResult, error: Failure }),
-  Rpc.make("Settings", { payload: SessionId, success: Settings, error: Failure }),
-  Rpc.make("McpServers", { payload: SessionId, success: Schema.Array(McpServerStatus), error: Failure }),
-  /** The log after `fromSeq`, then the live events; without `fromSeq`, the live events only. */
-  Rpc.make("Subscribe", { payload: { ...SessionId, fromSeq: Schema.optionalKey(Schema.Number) }, success: Event, error: Failure, stream: true }),
-  Rpc.make("Events", { success: Event, stream: true })
+  Info,
+  NewSession,
+  LoadSession,
+  ListSessions,
+  ReadSession,
+  ForkSession,
+  DeleteSession,
+  GetSession,
+  CloseSession,
+  LiveSessions,
+  Turn,
+  Send,
+  Settings_,
+  McpServers,
+  Subscribe,
+  Events
 ).middleware(Auth) {}
 
 /** How many events a chunk of a log carries. */

@@ -78,16 +78,23 @@ const websocket = (path: string, token: string) =>
     return protocol
   }))
 
+/** The procedures a server answers: the local runtime's (`Handlers.layer`), or a cluster runner's. */
+export type Procedures<R> = Layer.Layer<Layer.Success<typeof Handlers.layer>, never, R>
+
 /** Serves `SessionRpcs` at `address` for as long as the layer lives. */
-export const layer = (address: Address, token: string | undefined): Layer.Layer<never, unknown, Runtime> => {
-  const handlers = Layer.mergeAll(Handlers.layer, Handlers.layerAuth(address._tag === "unix" ? undefined : token))
+export function layer(address: Address, token: string | undefined): Layer.Layer<never, unknown, Runtime>
+export function layer<R>(address: Address, token: string | undefined, procedures: Procedures<R>): Layer.Layer<never, unknown, R>
+export function layer(address: Address, token: string | undefined, procedures: Procedures<unknown> = Handlers.layer): Layer.Layer<never, unknown, unknown> {
+  const handlers = Layer.mergeAll(procedures, Handlers.layerAuth(address._tag === "unix" ? undefined : token))
   const rpc = RpcServer.layer(SessionRpcs, { concurrency: "unbounded" }).pipe(Layer.provide(handlers))
   switch (address._tag) {
     case "unix":
     case "tcp":
       return rpc.pipe(
-        Layer.provide(RpcServer.layerProtocolSocketServer),
-        Layer.provide(address._tag === "unix" ? unixServer(address.path) : NodeSocketServer.layer({ host: address.host, port: address.port })),
+        // Fresh: a cluster runner's own RPC server is built from the same layer, on its own socket.
+        Layer.provide(Layer.fresh(RpcServer.layerProtocolSocketServer)),
+        // No Nagle delay: a turn's updates are many small writes.
+        Layer.provide(address._tag === "unix" ? unixServer(address.path) : NodeSocketServer.layer({ host: address.host, port: address.port, noDelay: true })),
         Layer.provide(RpcSerialization.layerNdjson)
       )
     case "ws":

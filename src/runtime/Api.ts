@@ -110,7 +110,11 @@ export const ListQuery = Schema.Struct({
 export type ListQuery = typeof ListQuery.Type
 
 export class Runtime extends Context.Service<Runtime, {
-  readonly newSession: (options: NewSessionOptions) => Effect.Effect<Session, RuntimeError>
+  /**
+   * A new session. `as.id` gives its id (a cluster names a session before it lives anywhere);
+   * by default a new one.
+   */
+  readonly newSession: (options: NewSessionOptions, as?: { readonly id: string }) => Effect.Effect<Session, RuntimeError>
   /**
    * Makes a logged session live again (it takes the log's lock): mode, config and remembered
    * permissions as they were. A session already live is returned as it is.

@@ -21,6 +21,7 @@ export interface Queued {
   readonly presented: boolean
   readonly client?: Capabilities | undefined
   readonly by?: string | undefined
+  readonly key?: string | undefined
   /** The cancel epoch it was accepted in: older than the state's means cancelled. */
   readonly epoch: number
 }
@@ -47,6 +48,7 @@ export type Input =
     readonly presented: boolean
     readonly client?: Capabilities | undefined
     readonly by?: string | undefined
+    readonly key?: string | undefined
   }
   | { readonly _tag: "Cancel" }
   /** The turn's loop ended. */
@@ -90,6 +92,7 @@ export const step = (state: State, input: Input): readonly [State, ReadonlyArray
         presented: input.presented,
         ...(input.client !== undefined ? { client: input.client } : {}),
         ...(input.by !== undefined ? { by: input.by } : {}),
+        ...(input.key !== undefined ? { key: input.key } : {}),
         epoch: state.epoch
       }
       const [after, outputs] = next({ ...state, accepted: turn, queue: [...state.queue, queued] })

@@ -24,6 +24,7 @@ import type { McpServer } from "../Vocabulary.ts"
 import { type Canonical, type CanonicalBody, LOG_VERSION } from "../log/Event.ts"
 import * as History from "../log/History.ts"
 import * as Recovery from "../log/Recovery.ts"
+import { isSessionId } from "../log/Listing.ts"
 import type * as Reader from "../log/Reader.ts"
 import { LogError, SessionLog, type Writer } from "../log/SessionLog.ts"
 import * as DynamicToolkit from "../mcp/DynamicToolkit.ts"
@@ -340,7 +341,8 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
       }
     })
 
-    const newSession = Effect.fn("Runtime.newSession")(function*(options: NewSessionOptions) {
+    const newSession = Effect.fn("Runtime.newSession")(function*(options: NewSessionOptions, as?: { readonly id: string }) {
+      if (as !== undefined && !isSessionId(as.id)) return yield* new RuntimeError({ reason: "invalid_request", message: `Not a session id: ${as.id}` })
       const mode: ModeId = options.mode === undefined ? config.defaultMode : isModeId(options.mode)
         ? options.mode
         : yield* new RuntimeError({ reason: "invalid_mode", message: `Unknown mode "${options.mode}"` })
@@ -348,7 +350,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
       const additionalDirectories = options.additionalDirectories ?? []
       for (const dir of additionalDirectories) yield* checkDirectory(dir, "An additional directory")
       yield* lifecycle.withPermits(1)(makeRoom)
-      const id = SessionId.make()
+      const id = as?.id ?? SessionId.make()
       const created = yield* Clock.currentTimeMillis
       const scope = yield* Scope.fork(parent)
       const session = yield* Effect.gen(function*() {

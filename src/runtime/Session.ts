@@ -435,6 +435,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
               data: {
                 content: resolved.content,
                 ...(q.by !== undefined ? { by: q.by } : {}),
+                ...(q.key !== undefined ? { key: q.key } : {}),
                 ...(resolved.command !== undefined ? { command: resolved.command } : {})
               }
             }).pipe(
@@ -721,9 +722,28 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
       history,
       turn: (content, options) =>
         Stream.unwrap(Effect.gen(function*() {
+          // A prompt sent again (the same key): the turn it started, not a new one.
+          const earlier = options?.key === undefined ? undefined : history.keys.get(options.key)
+          if (earlier !== undefined) {
+            let turn: number | null | undefined
+            return session.subscribe(earlier - 1).pipe(
+              Stream.filter((event) => {
+                if (turn === undefined && event.seq === earlier && event.type === "turn_start") turn = event.turn
+                return turn !== undefined && event.turn === turn
+              }),
+              Stream.takeUntil((event) => event.type === "turn_end")
+            )
+          }
           // Subscribed before the prompt is submitted: nothing of the turn can be missed.
           const sub = yield* subscription
-          const turn = yield* submit({ _tag: "Submit", content, presented: options?.unattended !== true, client: options?.client, by: options?.by })
+          const turn = yield* submit({
+            _tag: "Submit",
+            content,
+            presented: options?.unattended !== true,
+            client: options?.client,
+            by: options?.by,
+            ...(options?.key !== undefined ? { key: options.key } : {})
+          })
           // However the stream ends, its presenter lets go of the turn (the next one may start).
           yield* Effect.addFinalizer(() => released(turn))
           return Bus.toStream(sub).pipe(

@@ -98,7 +98,14 @@ export const TurnOptions = Schema.Struct({
   /** An opaque name of the presenter, logged with the turn (`turn_start.by`), so others can tell it apart. */
   by: Schema.optionalKey(Schema.String),
   /** Nobody will answer: the turn's questions are denied at once (logged as `unanswerable`). */
-  unattended: Schema.optionalKey(Schema.Boolean)
+  unattended: Schema.optionalKey(Schema.Boolean),
+  /**
+   * The caller's name for this prompt, unique to it (logged as `turn_start.key`). A `turn` with a
+   * key the session already started a turn with does not start another: it streams that turn's
+   * events (from its log, then live) — so a request sent again after its connection or its
+   * runner died never runs a prompt twice.
+   */
+  key: Schema.optionalKey(Schema.String)
 })
 export type TurnOptions = typeof TurnOptions.Type
 
@@ -128,6 +135,8 @@ export const Event = Schema.Union(
 // ---------------------------------------------------------------------------
 
 export interface Session extends SessionInfo {
+  /** In a cluster (`skein serve --cluster`): the runner that held the session when this handle was made (`host:port`). */
+  readonly runner?: string | undefined
   /** Submits `content` as a prompt and streams its turn, presented by the caller (see the module note). */
   readonly turn: (content: ReadonlyArray<UserBlock>, options?: TurnOptions) => Stream.Stream<SessionEvent, SessionError>
   readonly send: (command: Command) => Effect<SendResult, SessionError>

@@ -1,0 +1,97 @@
+/**
+ * A session as an `effect/cluster` entity: its id is the session id, and its procedures are the
+ * session-level ones of `SessionRpcs` (`Entity.fromRpcGroup`), answered by the runtime of the
+ * runner the cluster placed it on. Wherever a client connects, its requests reach the one runner
+ * that holds the session; the log (the Postgres store) is what moves between runners.
+ *
+ * - All procedures run at once (`concurrency: "unbounded"`): a `Cancel` or an `Answer` never
+ *   waits behind a turn. The session actor orders what must be ordered.
+ * - The session is opened when the entity starts (from its log: after a crash, its open turn is
+ *   closed as cancelled, never re-run) and closed when the entity stops — idle, moved to another
+ *   runner, or the runner stopping.
+ * - A stopping runner lets running turns end (`drain`); a subscription is interrupted at once
+ *   (`InterruptOnTermination`), and its front picks it up again where the session lands next.
+ * - Nothing here is persisted by the cluster: requests and their replies (token deltas
+ *   included) travel between runners only. The session's log is its truth.
+ */
+import * as ClusterSchema from "effect/cluster/ClusterSchema"
+import * as Entity from "effect/cluster/Entity"
+import * as Effect from "effect/Effect"
+import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
+import { RpcGroup } from "effect/rpc"
+import { Runtime, RuntimeError } from "../runtime/Api.ts"
+import type { Session } from "../session/Protocol.ts"
+import { chunks, snapshot } from "../remote/Handlers.ts"
+import * as Rpcs from "../remote/Rpcs.ts"
+
+/** The session-level procedures of `SessionRpcs`, without its token check (runners trust each other's cluster). */
+export class SessionEntityRpcs extends RpcGroup.make(
+  Rpcs.NewSession,
+  Rpcs.LoadSession,
+  Rpcs.GetSession,
+  Rpcs.CloseSession,
+  Rpcs.Turn,
+  Rpcs.Send,
+  Rpcs.Settings_,
+  Rpcs.McpServers,
+  Rpcs.Subscribe.annotate(ClusterSchema.InterruptOnTermination, true)
+) {}
+
+export const SessionEntity = Entity.fromRpcGroup("Session", SessionEntityRpcs)
+
+export interface Options {
+  /** How long an untouched session stays open on its runner (default 15 minutes). */
+  readonly maxIdleMs?: number | undefined
+  /**
+   * How long to wait for a session's write lease, held by a runner that died, to run out
+   * (at least its length; default 15 s).
+   */
+  readonly leaseWaitMs?: number | undefined
+}
+
+/** Runs the `Session` entities of this runner on the `Runtime` in context. */
+export const layer = (options?: Options) =>
+  SessionEntity.toLayer(
+    Effect.gen(function*() {
+      const runtime = yield* Runtime
+      const address = yield* Entity.CurrentAddress
+      const runner = yield* Entity.CurrentRunnerAddress
+      const id = address.entityId
+      const here = `${runner.host}:${runner.port}`
+      const leaseWaitMs = options?.leaseWaitMs ?? 15_000
+
+      // Open (or come back to) the session; while a dead runner's lease on it runs out, wait.
+      const open: Effect.Effect<Session, RuntimeError> = Effect.catchIf(
+        runtime.getSession(id),
+        (error) => error.reason === "not_found",
+        () =>
+          runtime.loadSession({ sessionId: id }).pipe(
+            Effect.map((loaded) => loaded.session),
+            Effect.retry({
+              while: (error) => error.reason === "locked",
+              schedule: Schedule.spaced("250 millis").pipe(Schedule.upTo({ duration: leaseWaitMs }))
+            })
+          )
+      )
+      yield* Effect.addFinalizer(() => runtime.closeSession(id))
+      const withSnapshot = (s: Session) => Effect.map(snapshot(s), (snap) => ({ ...snap, runner: here }))
+
+      return SessionEntity.of({
+        NewSession: ({ payload }) => Effect.flatMap(runtime.newSession(payload, { id }), withSnapshot),
+        LoadSession: ({ payload }) =>
+          Stream.unwrap(Effect.gen(function*() {
+            const loaded = yield* runtime.loadSession({ ...payload, sessionId: id })
+            return Stream.concat(Stream.make({ _tag: "Loaded" as const, snapshot: yield* withSnapshot(loaded.session) }), chunks(loaded.events))
+          })),
+        GetSession: () => Effect.flatMap(open, withSnapshot),
+        CloseSession: () => runtime.closeSession(id),
+        Turn: ({ payload }) => Stream.unwrap(Effect.map(open, (s) => s.turn(payload.content, payload.options))),
+        Send: ({ payload }) => Effect.flatMap(open, (s) => s.send(payload.command)),
+        Settings: () => Effect.flatMap(open, (s) => s.settings),
+        McpServers: () => Effect.flatMap(open, (s) => s.mcpServers),
+        Subscribe: ({ payload }) => Stream.unwrap(Effect.map(open, (s) => (payload.fromSeq === undefined ? s.events : s.subscribe(payload.fromSeq))))
+      })
+    }),
+    { concurrency: "unbounded", maxIdleTime: options?.maxIdleMs ?? 15 * 60_000 }
+  )
