@@ -94,6 +94,12 @@ export const run = (args: ReadonlyArray<string>) =>
     const str = (key: string) => (typeof values[key] === "string" ? (values[key] as string) : undefined)
     const clusterUrl = str("cluster") ?? env("SKEIN_CLUSTER")
     const cluster = yield* Effect.try({ try: () => clusterOptions(clusterUrl, str), catch: (e) => e })
+    if (cluster !== undefined && token === undefined) {
+      return yield* Effect.fail(new Options.UsageError("A cluster runner needs a token, which its runners share: set SKEIN_SERVE_TOKEN or pass --token-file FILE"))
+    }
+    if (cluster !== undefined && token !== undefined && token.length < MIN_TOKEN_LENGTH) {
+      return yield* Effect.fail(new Options.UsageError(`The token is too short: use at least ${MIN_TOKEN_LENGTH} characters`))
+    }
     if (cluster !== undefined && common.store !== undefined) {
       return yield* Effect.fail(new Options.UsageError("--store and --cluster both name a database: a cluster keeps its sessions in its own (drop --store)"))
     }
@@ -102,7 +108,7 @@ export const run = (args: ReadonlyArray<string>) =>
     if (cluster !== undefined) {
       const Runner = yield* Effect.promise(() => import("../cluster/Runner.ts"))
       return yield* Effect.scoped(Effect.gen(function*() {
-        yield* Layer.build(Runner.layer(cluster, { address, token }, config))
+        yield* Layer.build(Runner.layer(cluster, { address, token: token! }, config))
         const listen = cluster.listen ?? cluster.runner
         process.stderr.write(
           `skein serve: runner ${cluster.runner.host}:${cluster.runner.port} of the cluster in ${redactUrl(cluster.url)}` +

@@ -6,8 +6,9 @@
  * session of the cluster (`Front`).
  *
  * - Runners talk over TCP (`runner`: the host and port other runners reach this one at), with
- *   Nagle's algorithm off on both ends: with it, each streamed reply between runners waits for
- *   the previous one's ack.
+ *   Nagle's algorithm off on both ends (with it, each streamed reply between runners waits for
+ *   the previous one's ack), and each connection must first give the cluster's token
+ *   (`RunnerAuth`): the runner protocol has no check of its own.
  * - A runner that stops answering loses its shards once its lock has run out (`lockExpiryMs`,
  *   10 s by default, refreshed every third of it); the sessions' write leases last as long, so a
  *   session can be opened elsewhere as soon as its shard is.
@@ -31,10 +32,12 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { RpcClient, RpcSerialization } from "effect/rpc"
 import { Socket } from "effect/socket/Socket"
+import * as SocketServer from "effect/socket/SocketServer"
 import { layerLocal, type SkeinConfig } from "../Local.ts"
 import type { Address } from "../remote/Address.ts"
 import * as Serve from "../remote/Serve.ts"
 import * as Front from "./Front.ts"
+import * as RunnerAuth from "./RunnerAuth.ts"
 import * as SessionEntity from "./SessionEntity.ts"
 
 export const DEFAULT_LOCK_EXPIRY_MS = 10_000
@@ -58,8 +61,8 @@ export interface Options {
   readonly drainMs?: number | undefined
 }
 
-/** Connections to other runners, without Nagle's delay. */
-const clientProtocol = Layer.effect(Runners.RpcClientProtocol)(
+/** Connections to other runners, without Nagle's delay, each starting with the token. */
+const clientProtocol = (token: string) => Layer.effect(Runners.RpcClientProtocol)(
   Effect.gen(function*() {
     const serialization = yield* RpcSerialization.RpcSerialization
     return {
@@ -67,7 +70,7 @@ const clientProtocol = Layer.effect(Runners.RpcClientProtocol)(
       make: Effect.fnUntraced(function*(address: RunnerAddress) {
         const socket = yield* NodeSocket.makeNet({ openTimeout: 1000, timeout: 5500, host: address.host, port: address.port, noDelay: true })
         return yield* RpcClient.makeProtocolSocket().pipe(
-          Effect.provideService(Socket, socket),
+          Effect.provideService(Socket, RunnerAuth.client(socket, token)),
           Effect.provideService(RpcSerialization.RpcSerialization, serialization)
         )
       }, Effect.orDie)
@@ -91,12 +94,17 @@ export const shardingConfig = (options: Options) => {
   })
 }
 
-/** Sharding over TCP sockets, its storage in the `SqlClient`'s database. */
-export const sharding = (options: Options) => {
+/** Sharding over TCP sockets that need `token`, its storage in the `SqlClient`'s database. */
+export const sharding = (options: Options, token: string) => {
   const listen = options.listen ?? options.runner
+  const server = Layer.effect(
+    SocketServer.SocketServer,
+    Effect.map(NodeSocketServer.make({ host: listen.host, port: listen.port, noDelay: true }), (inner) => RunnerAuth.server(inner, token))
+  )
+  const client = clientProtocol(token)
   return SocketRunner.layer.pipe(
-    Layer.provide([NodeSocketServer.layer({ host: listen.host, port: listen.port, noDelay: true }), clientProtocol]),
-    Layer.provide(RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(clientProtocol))),
+    Layer.provide([server, client]),
+    Layer.provide(RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(client))),
     Layer.provideMerge(SqlMessageStorage.layer.pipe(Layer.provide(NodeCrypto.layerDigest))),
     Layer.provide(Layer.orDie(SqlRunnerStorage.layer)),
     Layer.provide(shardingConfig(options)),
@@ -108,7 +116,7 @@ export const sharding = (options: Options) => {
  * A runner: its sessions (as entities) and its `serve` endpoint at `address`, on a runtime
  * configured by `config` whose sessions live in the cluster's database.
  */
-export const layer = (options: Options, serve: { readonly address: Address; readonly token: string | undefined }, config: SkeinConfig) => {
+export const layer = (options: Options, serve: { readonly address: Address; readonly token: string }, config: SkeinConfig) => {
   const lockExpiryMs = options.lockExpiryMs ?? DEFAULT_LOCK_EXPIRY_MS
   const runtime = layerLocal({ ...config, store: { postgres: options.url, leaseMs: lockExpiryMs } })
   // Named after the runner: `skein doctor --cluster` tells whose shard locks are whose.
@@ -117,7 +125,7 @@ export const layer = (options: Options, serve: { readonly address: Address; read
     SessionEntity.layer({ leaseWaitMs: lockExpiryMs + 5_000 }),
     Serve.layer(serve.address, serve.token, Front.layer)
   ).pipe(
-    Layer.provide(sharding(options)),
+    Layer.provide(sharding(options, serve.token)),
     Layer.provide(sql),
     Layer.provide(runtime)
   )

@@ -8,6 +8,7 @@
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
@@ -234,6 +235,28 @@ Postgres.describeWithPostgres("e2e: a cluster of runners on PostgreSQL", (server
     }))
     expect(next.runner).toBe(b.runner)
     expect(text(next.events)).toBe("Still here.")
+  })
+
+  it("a runner's port drops a connection that does not start with the cluster's token", async () => {
+    const db = (await server().createDatabase()).url
+    const ws = workspace()
+    const a = await startRunner(db, ws, "a")
+    const [host, port] = a.runner.split(":")
+    const tryWith = (first: string) =>
+      new Promise<string>((resolve) => {
+        const socket = net.connect({ host, port: Number(port) }, () => socket.write(first))
+        let got = ""
+        socket.on("data", (d) => (got += d.toString("latin1")))
+        socket.on("close", () => resolve(got))
+        socket.on("error", () => undefined)
+        setTimeout(() => socket.destroy(), 5_000)
+      })
+    // A wrong token, then a request: the connection closes, nothing is answered.
+    expect(await tryWith("skein-runner 0000\n" + "x".repeat(64))).toBe("")
+    // No first line at all.
+    expect(await tryWith("y".repeat(1024))).toBe("")
+    await waitUntil(() => (a.stderr.match(/refused a runner connection/g) ?? []).length >= 2, "the refusals logged")
+    expect(a.stderr).not.toContain("0000")
   })
 
   it("skein doctor --cluster shows the runners and how the shards are spread", async () => {
