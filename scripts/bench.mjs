@@ -37,6 +37,9 @@
 //    session, against plain `writeSync` of the same lines, by scripts/bench-log.mjs.
 // 7. remote: scripts/bench-remote.mjs (a turn over a unix socket against in process, memory per
 //    remote client, a reader that stalls).
+// 7b. cluster: scripts/bench-cluster.mjs (a turn through another runner than the session's
+//    against its own, sessions created per second across two runners against one serve --store,
+//    failover time after a kill -9 against the shard-lock expiry).
 // 8. subagents (child sessions), shown natively (`clientCapabilities.subagents`), 64 allowed to
 //    run at once by the home's config.json:
 //    - memory: VmRSS while the parent's turn is blocked in a model call, with 64 children
@@ -64,7 +67,7 @@
 //   --sub-runs N    subagents: memory runs and streaming rounds per scenario (3)
 //   --spawns N      subagents: spawn timings (20)
 //   --sub-deltas N  subagents: deltas per stream (200)     --sub-pace MS  between two deltas of a stream (10)
-//   --only LIST     comma-separated sections: cold,chunk,prompt,throughput,memory,sessions,log,remote,subagents,compaction
+//   --only LIST     comma-separated sections: cold,chunk,prompt,throughput,memory,sessions,log,remote,subagents,compaction,cluster
 //   --merge         with --only: put the sections run into the recorded results (bench/results.*),
 //                   keeping the other sections' figures as they were recorded
 //   --no-readme     do not touch README.md
@@ -121,7 +124,7 @@ const MEM_RUNS = Math.max(1, nonNegative(values["mem-runs"], 3, "--mem-runs"))
 const SESSIONS_RUNS = Math.max(1, nonNegative(values["sessions-runs"], 5, "--sessions-runs"))
 const SUB_RUNS = Math.max(1, nonNegative(values["sub-runs"], 3, "--sub-runs"))
 const SPAWNS = Math.max(1, nonNegative(values.spawns, 20, "--spawns"))
-const SECTIONS = ["cold", "chunk", "prompt", "throughput", "memory", "sessions", "log", "remote", "subagents", "compaction"]
+const SECTIONS = ["cold", "chunk", "prompt", "throughput", "memory", "sessions", "log", "remote", "subagents", "compaction", "cluster"]
 const only = values.only === undefined ? SECTIONS : values.only.split(",").map((s) => s.trim())
 for (const s of only) {
   if (!SECTIONS.includes(s)) {
@@ -1164,6 +1167,57 @@ const compactionBench = async () => {
   return runScript("bench-compaction.mjs", ["--runs", "3"])
 }
 
+const clusterBench = async () => {
+  section("cluster: scripts/bench-cluster.mjs (two runners of skein serve --cluster on a throwaway PostgreSQL server)")
+  return runScript("bench-cluster.mjs", ["--runs", "5"])
+}
+
+const clusterFigures = (r) => {
+  const v = r.value
+  if (!v || v.skipped) return missing("cluster", "cluster.lag", "a turn through another runner", "ms", null, r.error ?? v?.skipped ?? "scripts/bench-cluster.mjs is missing")
+  const t = v.turn
+  addFigure({
+    group: "cluster",
+    id: "cluster.lag",
+    label: `a turn through another runner than the session's: time from an update's emission to its arrival (${t.paced} paced deltas)`,
+    unit: "ms",
+    subject: "Skein",
+    ...summarize(t.remote.samples.meanLagMs),
+    baseline: { name: "through the session's own runner", ...summarize(t.local.samples.meanLagMs) },
+    note: `added per update: ${round(t.remote.meanLagMs - t.local.meanLagMs, 2)} ms`
+  })
+  addFigure({
+    group: "cluster",
+    id: "cluster.throughput",
+    label: `a turn of ${t.deltas.toLocaleString("en")} deltas through another runner than the session's`,
+    unit: "deltas/s",
+    higherIsBetter: true,
+    subject: "Skein",
+    ...summarize(t.remote.samples.deltasPerSecond, true),
+    baseline: { name: "through the session's own runner", ...summarize(t.local.samples.deltasPerSecond, true) }
+  })
+  const c = v.creation
+  addFigure({
+    group: "cluster",
+    id: "cluster.creation",
+    label: `sessions created per second, ${c.clients} programs at once, across two runners`,
+    unit: "sessions/s",
+    higherIsBetter: true,
+    subject: "Skein",
+    ...summarize(c.cluster.samples, true),
+    baseline: { name: "one `skein serve --store` on the same database", ...summarize(c.store.samples, true) }
+  })
+  addFigure({
+    group: "cluster",
+    id: "cluster.failover",
+    label: "failover: kill -9 of the runner holding a session mid-turn → the client's `turn_end` (cancelled) through another runner",
+    unit: "ms",
+    subject: "Skein",
+    ...summarize(v.failover.samples),
+    baseline: { name: "the shard-lock expiry it waits for", median: v.failover.lockExpiryMs, p90: null }
+  })
+}
+
 const compactionFigures = (r) => {
   const v = r.value
   if (!v) return missing("compaction", "compaction.time", "`/compact` of a 100,000-event session", "ms", null, r.error ?? "scripts/bench-compaction.mjs is missing")
@@ -1339,7 +1393,7 @@ const updateReadme = (block) => {
 }
 
 /** The figure groups of each section, and where each section's raw results are kept. */
-const GROUPS = { cold: ["cold start"], chunk: ["first chunk"], prompt: ["first prompt"], throughput: ["throughput"], memory: ["memory"], sessions: ["sessions"], log: ["log append"], remote: ["remote"], subagents: ["subagents"], compaction: ["compaction"] }
+const GROUPS = { cold: ["cold start"], chunk: ["first chunk"], prompt: ["first prompt"], throughput: ["throughput"], memory: ["memory"], sessions: ["sessions"], log: ["log append"], remote: ["remote"], subagents: ["subagents"], compaction: ["compaction"], cluster: ["cluster"] }
 const RAW_KEYS = { memory: ["memory", "memoryRuns"] }
 const sectionOf = (group) => SECTIONS.find((s) => GROUPS[s].includes(group)) ?? ""
 
@@ -1438,11 +1492,13 @@ const main = async () => {
   if (only.includes("remote")) results.remote = await remoteBench()
   if (only.includes("subagents")) results.subagents = await subagentsBench()
   if (only.includes("compaction")) results.compaction = await compactionBench()
+  if (only.includes("cluster")) results.cluster = await clusterBench()
   if (process.stdout.isTTY) process.stdout.write("\r\x1b[K")
   buildFigures(results)
   if (results.remote) remoteFigures(results.remote)
   if (results.subagents) subagentsFigures(results.subagents)
   if (results.compaction) compactionFigures(results.compaction)
+  if (results.cluster) clusterFigures(results.cluster)
 
   const cpus = os.cpus()
   const date = new Date().toISOString()
@@ -1464,6 +1520,7 @@ const main = async () => {
     sessions: { runs: SESSIONS_RUNS, skein: "scripts/bench-sessions.mjs", floor: "scripts/bench-sessions-floor.mjs" },
     log: { script: "scripts/bench-log.mjs", note: "in-process; default durability: no fsync per event, one at the turn's end" },
     compaction: { script: "scripts/bench-compaction.mjs", note: "in-process (dist/index.mjs, file store, scripted provider): a log of 100,000 events written afresh for each run; load = runtime.loadSession of it (the baseline), compact = the prompt `/compact` to its outcome; model input sizes are the logged compaction's estimates (4 characters a token)" },
+    cluster: { script: "scripts/bench-cluster.mjs", note: "two runners (skein serve --cluster, scripted provider) on a PostgreSQL server started by the script; Effect programs through Skein.remote on tcp; lock expiry 10 s; creation: 200 sessions by 8 programs, 3 rounds; failover: 3 fresh clusters" },
     remote: { script: "scripts/bench-remote.mjs", note: "Effect programs (dist/index.mjs) against Skein.layer and against skein serve on a unix socket; the stall is skein acp with a client that pauses its reads" },
     subagents: {
       children: SUB_CHILDREN,
@@ -1502,7 +1559,8 @@ const main = async () => {
       log: results.log,
       remote: results.remote,
       subagents: results.subagents,
-      compaction: results.compaction
+      compaction: results.compaction,
+      cluster: results.cluster
     },
     durationSeconds: round((Date.now() - started) / 1000, 1)
   }

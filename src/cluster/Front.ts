@@ -69,6 +69,7 @@ export const handlers = Effect.gen(function*() {
     resumes: number
   ): Stream.Stream<SessionEvent, RuntimeError | SessionError> => {
     const events = routedStream(sessionId, (client) => client.Subscribe(seen.seq === undefined ? { sessionId } : { sessionId, fromSeq: seen.seq })).pipe(
+      Stream.flattenIterable,
       Stream.tap((event) => Effect.sync(() => void (seen.seq = event.seq)))
     )
     const bounded = until === undefined ? events : Stream.takeUntil(events, until)
@@ -111,6 +112,7 @@ export const handlers = Effect.gen(function*() {
           })
         const attempt = (resumes: number): Stream.Stream<SessionEvent, RuntimeError | SessionError> =>
           routedStream(payload.sessionId, (client) => client.Turn(keyed)).pipe(
+            Stream.flattenIterable,
             Stream.filter(fresh),
             Stream.tap(watch),
             Stream.catchCause((cause) =>

@@ -42,6 +42,8 @@ import * as SessionEntity from "./SessionEntity.ts"
 
 export const DEFAULT_LOCK_EXPIRY_MS = 10_000
 export const DEFAULT_DRAIN_MS = 30_000
+/** Sessions a runner keeps open at most (effect/cluster's `maxResidentEntities` default). */
+const MAX_RESIDENT = 10_000
 
 export interface HostPort {
   readonly host: string
@@ -118,7 +120,9 @@ export const sharding = (options: Options, token: string) => {
  */
 export const layer = (options: Options, serve: { readonly address: Address; readonly token: string }, config: SkeinConfig) => {
   const lockExpiryMs = options.lockExpiryMs ?? DEFAULT_LOCK_EXPIRY_MS
-  const runtime = layerLocal({ ...config, store: { postgres: options.url, leaseMs: lockExpiryMs } })
+  // The cluster decides which sessions stay open (an idle one closes after a while, and runners
+  // share the load): the runtime's own cap is only a backstop, at the cluster's default.
+  const runtime = layerLocal({ ...config, maxLiveSessions: config.maxLiveSessions ?? MAX_RESIDENT, store: { postgres: options.url, leaseMs: lockExpiryMs } })
   // Named after the runner: `skein doctor --cluster` tells whose shard locks are whose.
   const sql = PgClient.layer({ url: Redacted.make(options.url), applicationName: `skein-runner ${options.runner.host}:${options.runner.port}` })
   return Layer.mergeAll(

@@ -19,23 +19,35 @@ import * as Entity from "effect/cluster/Entity"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
-import { RpcGroup } from "effect/rpc"
+import * as Schema from "effect/Schema"
+import { Rpc, RpcGroup } from "effect/rpc"
 import { Runtime, RuntimeError } from "../runtime/Api.ts"
-import type { Session } from "../session/Protocol.ts"
+import { Event, type Session } from "../session/Protocol.ts"
 import { chunks, snapshot } from "../remote/Handlers.ts"
 import * as Rpcs from "../remote/Rpcs.ts"
 
-/** The session-level procedures of `SessionRpcs`, without its token check (runners trust each other's cluster). */
+/**
+ * The cluster sends a stream's replies a chunk at a time, each acknowledged before the next:
+ * events travel in batches (whatever the session emitted meanwhile), or a fast turn would move
+ * one delta per round trip between runners.
+ */
+const Batch = Schema.NonEmptyArray(Event)
+
+/**
+ * The session-level procedures of `SessionRpcs` (the streams in batches), without its token
+ * check: runners check each other's connections (`RunnerAuth`).
+ */
 export class SessionEntityRpcs extends RpcGroup.make(
   Rpcs.NewSession,
   Rpcs.LoadSession,
   Rpcs.GetSession,
   Rpcs.CloseSession,
-  Rpcs.Turn,
+  Rpc.make("Turn", { payload: Rpcs.TurnPayload, success: Batch, error: Rpcs.Failure, stream: true }),
   Rpcs.Send,
   Rpcs.Settings_,
   Rpcs.McpServers,
-  Rpcs.Subscribe.annotate(ClusterSchema.InterruptOnTermination, true)
+  Rpc.make("Subscribe", { payload: Rpcs.SubscribePayload, success: Batch, error: Rpcs.Failure, stream: true })
+    .annotate(ClusterSchema.InterruptOnTermination, true)
 ) {}
 
 export const SessionEntity = Entity.fromRpcGroup("Session", SessionEntityRpcs)
@@ -86,11 +98,12 @@ export const layer = (options?: Options) =>
           })),
         GetSession: () => Effect.flatMap(open, withSnapshot),
         CloseSession: () => runtime.closeSession(id),
-        Turn: ({ payload }) => Stream.unwrap(Effect.map(open, (s) => s.turn(payload.content, payload.options))),
+        Turn: ({ payload }) => Stream.chunks(Stream.unwrap(Effect.map(open, (s) => s.turn(payload.content, payload.options)))),
         Send: ({ payload }) => Effect.flatMap(open, (s) => s.send(payload.command)),
         Settings: () => Effect.flatMap(open, (s) => s.settings),
         McpServers: () => Effect.flatMap(open, (s) => s.mcpServers),
-        Subscribe: ({ payload }) => Stream.unwrap(Effect.map(open, (s) => (payload.fromSeq === undefined ? s.events : s.subscribe(payload.fromSeq))))
+        Subscribe: ({ payload }) =>
+          Stream.chunks(Stream.unwrap(Effect.map(open, (s) => (payload.fromSeq === undefined ? s.events : s.subscribe(payload.fromSeq)))))
       })
     }),
     { concurrency: "unbounded", maxIdleTime: options?.maxIdleMs ?? 15 * 60_000 }

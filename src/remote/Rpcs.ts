@@ -43,7 +43,9 @@ export const Snapshot = Schema.Struct({
 export type Snapshot = typeof Snapshot.Type
 
 const SessionId = { sessionId: Schema.String }
-const Failure = Schema.Union([RuntimeError, SessionError])
+export const Failure = Schema.Union([RuntimeError, SessionError])
+export const TurnPayload = { ...SessionId, content: Schema.Array(UserBlock), options: TurnOptions }
+export const SubscribePayload = { ...SessionId, fromSeq: Schema.optionalKey(Schema.Number) }
 
 /** Events of a log, a chunk at a time, after what comes first. */
 const Chunk = Schema.Struct({ _tag: Schema.Literal("Events"), events: Schema.Array(Event) })
@@ -79,7 +81,7 @@ export const GetSession = Rpc.make("GetSession", { payload: SessionId, success: 
 export const CloseSession = Rpc.make("CloseSession", { payload: SessionId })
 export const LiveSessions = Rpc.make("LiveSessions", { success: Schema.Array(SessionInfo) })
 export const Turn = Rpc.make("Turn", {
-  payload: { ...SessionId, content: Schema.Array(UserBlock), options: TurnOptions },
+  payload: TurnPayload,
   success: Event,
   error: Failure,
   stream: true
@@ -88,7 +90,7 @@ export const Send = Rpc.make("Send", { payload: { ...SessionId, command: Command
 export const Settings_ = Rpc.make("Settings", { payload: SessionId, success: Settings, error: Failure })
 export const McpServers = Rpc.make("McpServers", { payload: SessionId, success: Schema.Array(McpServerStatus), error: Failure })
 /** The log after `fromSeq`, then the live events; without `fromSeq`, the live events only. */
-export const Subscribe = Rpc.make("Subscribe", { payload: { ...SessionId, fromSeq: Schema.optionalKey(Schema.Number) }, success: Event, error: Failure, stream: true })
+export const Subscribe = Rpc.make("Subscribe", { payload: SubscribePayload, success: Event, error: Failure, stream: true })
 export const Events = Rpc.make("Events", { success: Event, stream: true })
 
 export class SessionRpcs extends RpcGroup.make(
