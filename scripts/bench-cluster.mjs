@@ -20,6 +20,7 @@ import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
+import { measureTurns, median } from "./bench-turns.mjs"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const SKEIN = join(root, "dist", "skein.mjs")
@@ -59,10 +60,6 @@ writeFileSync(scriptPath, JSON.stringify(script))
 const slowScript = join(tmp, "slow.json")
 writeFileSync(slowScript, JSON.stringify({ turns: [{ calls: [[{ text: "started " }, { sleep_ms: 600_000 }]] }] }))
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b)
-  return s.length === 0 ? null : s[Math.floor((s.length - 1) / 2)]
-}
 const port = () => 20_000 + Math.floor(Math.random() * 30_000)
 const children = []
 
@@ -104,34 +101,8 @@ const sessionOn = async (via, on) => {
   throw new Error(`bench-cluster: no session landed on ${on.runner}`)
 }
 
-/** Turn figures for the session `id` prompted through `server`: throughput turns first, then paced ones. */
-const turns = (server, id) =>
-  run(server, Effect.gen(function*() {
-    const runtime = yield* Runtime
-    const session = yield* runtime.getSession(id)
-    const rates = []
-    const lags = []
-    for (let i = 0; i <= RUNS; i++) {
-      const started = performance.now()
-      let delivered = 0
-      yield* session.turn([{ type: "text", text: "go" }]).pipe(
-        Stream.runForEach((e) => Effect.sync(() => {
-          if (e.type === "text_delta") delivered += e.data.text.length
-        }))
-      )
-      if (i > 0) rates.push(delivered / ((performance.now() - started) / 1000))
-    }
-    for (let i = 0; i <= RUNS; i++) {
-      const each = []
-      yield* session.turn([{ type: "text", text: "go" }]).pipe(
-        Stream.runForEach((e) => Effect.sync(() => {
-          if (e.type === "text_delta") each.push(Date.now() - e.ts)
-        }))
-      )
-      if (i > 0) lags.push(each.reduce((a, b) => a + b, 0) / each.length)
-    }
-    return { deltasPerSecond: median(rates), meanLagMs: median(lags), samples: { deltasPerSecond: rates, meanLagMs: lags } }
-  }))
+/** Turn figures for the session `id` prompted through `server`. */
+const turns = (server, id) => run(server, Effect.flatMap(Effect.flatMap(Runtime, (rt) => rt.getSession(id)), (session) => measureTurns(session, RUNS)))
 
 /** Sessions made per second by CLIENTS programs at once, spread over `servers`. */
 const creation = async (servers) => {

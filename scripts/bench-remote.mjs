@@ -22,6 +22,7 @@ import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
+import { measureTurns } from "./bench-turns.mjs"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const SKEIN = join(root, "dist", "skein.mjs")
@@ -53,10 +54,6 @@ const script = {
 const scriptPath = join(tmp, "script.json")
 writeFileSync(scriptPath, JSON.stringify(script))
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b)
-  return s.length === 0 ? null : s[Math.floor((s.length - 1) / 2)]
-}
 const status = (pid, field) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? NaN)
 const rssKB = (pid) => status(pid, "VmRSS")
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
@@ -66,28 +63,7 @@ const turns = (layer) =>
   Effect.runPromise(Effect.scoped(Effect.gen(function*() {
     const runtime = yield* Runtime
     const session = yield* runtime.newSession({ cwd: workspace })
-    const rates = []
-    const latencies = []
-    for (let i = 0; i <= RUNS; i++) {
-      const started = performance.now()
-      let delivered = 0
-      yield* session.turn([{ type: "text", text: "go" }]).pipe(
-        Stream.runForEach((e) => Effect.sync(() => {
-          if (e.type === "text_delta") delivered += e.data.text.length
-        }))
-      )
-      if (i > 0) rates.push(delivered / ((performance.now() - started) / 1000))
-    }
-    for (let i = 0; i <= RUNS; i++) {
-      const lags = []
-      yield* session.turn([{ type: "text", text: "go" }]).pipe(
-        Stream.runForEach((e) => Effect.sync(() => {
-          if (e.type === "text_delta") lags.push(Date.now() - e.ts)
-        }))
-      )
-      if (i > 0) latencies.push(lags.reduce((a, b) => a + b, 0) / lags.length)
-    }
-    return { deltasPerSecond: median(rates), meanLagMs: median(latencies), samples: { deltasPerSecond: rates, meanLagMs: latencies } }
+    return yield* measureTurns(session, RUNS)
   })).pipe(Effect.provide(layer)))
 
 const serve = (home, listen) =>

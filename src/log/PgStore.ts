@@ -329,31 +329,34 @@ export interface Status {
   readonly lines: ReadonlyArray<string>
 }
 
-/** Connects to the database at `url` and reports its state, without changing anything. Never fails. */
-export const status = (url: string): Effect.Effect<Status> =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient
-    const version = yield* sql<{ readonly v: string | null }>`SELECT current_setting('server_version') AS v`
-    const tables = yield* sql<{ readonly name: string }>`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()`
-    const names = new Set(tables.map((t) => t.name))
-    const lines = [`PostgreSQL ${version[0]?.v ?? "?"}: reachable`]
-    if (!names.has("skein_migrations")) {
-      lines.push("schema: not created yet (the first Skein that uses this database creates it)")
-      return { ok: true, lines }
-    }
-    const applied = yield* sql<{ readonly id: number; readonly name: string }>`SELECT migration_id AS id, name FROM skein_migrations ORDER BY migration_id`
-    const latest = applied.at(-1)
-    lines.push(`schema: version ${latest?.id ?? 0}${latest !== undefined ? ` (${latest.name})` : ""}, ${applied.length} migration(s) applied`)
-    if (names.has("skein_sessions")) {
-      const counts = yield* sql<{ readonly sessions: string; readonly events: string; readonly held: string }>`
-        SELECT (SELECT count(*) FROM skein_sessions) AS sessions,
-               (SELECT count(*) FROM skein_events) AS events,
-               (SELECT count(*) FROM skein_leases WHERE expires_at > now()) AS held`
-      const c = counts[0]
-      lines.push(`sessions: ${c?.sessions ?? 0} (${c?.events ?? 0} events); held by a Skein now: ${c?.held ?? 0}`)
-    }
-    return { ok: true, lines }
-  }).pipe(
+/** The sessions' side of a database's state (its server, the schema, the sessions), over the `SqlClient` in context. */
+const storeLines = Effect.gen(function*() {
+  const sql = yield* SqlClient
+  const version = yield* sql<{ readonly v: string | null }>`SELECT current_setting('server_version') AS v`
+  const tables = yield* sql<{ readonly name: string }>`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()`
+  const names = new Set(tables.map((t) => t.name))
+  const lines = [`PostgreSQL ${version[0]?.v ?? "?"}: reachable`]
+  if (!names.has("skein_migrations")) {
+    lines.push("schema: not created yet (the first Skein that uses this database creates it)")
+    return { names, lines }
+  }
+  const applied = yield* sql<{ readonly id: number; readonly name: string }>`SELECT migration_id AS id, name FROM skein_migrations ORDER BY migration_id`
+  const latest = applied.at(-1)
+  lines.push(`schema: version ${latest?.id ?? 0}${latest !== undefined ? ` (${latest.name})` : ""}, ${applied.length} migration(s) applied`)
+  if (names.has("skein_sessions")) {
+    const counts = yield* sql<{ readonly sessions: string; readonly events: string; readonly held: string }>`
+      SELECT (SELECT count(*) FROM skein_sessions) AS sessions,
+             (SELECT count(*) FROM skein_events) AS events,
+             (SELECT count(*) FROM skein_leases WHERE expires_at > now()) AS held`
+    const c = counts[0]
+    lines.push(`sessions: ${c?.sessions ?? 0} (${c?.events ?? 0} events); held by a Skein now: ${c?.held ?? 0}`)
+  }
+  return { names, lines }
+})
+
+/** Runs a report on the database at `url`; one that cannot be reached is reported as such. */
+const report = (url: string, lines: Effect.Effect<ReadonlyArray<string>, unknown, SqlClient>): Effect.Effect<Status> =>
+  Effect.map(lines, (ls): Status => ({ ok: true, lines: ls })).pipe(
     Effect.provide(PgClient.layer({ url: Redacted.make(url), applicationName: "skein-doctor", connectTimeout: "5 seconds" })),
     Effect.catchCause((cause) => {
       const error = Cause.squash(cause)
@@ -362,6 +365,9 @@ export const status = (url: string): Effect.Effect<Status> =>
     })
   )
 
+/** Connects to the database at `url` and reports its state, without changing anything. Never fails. */
+export const status = (url: string): Effect.Effect<Status> => report(url, Effect.map(storeLines, (s) => s.lines))
+
 /**
  * What `skein doctor --cluster` reports of a cluster's database: whether it answers, the
  * sessions' schema, the runners (from effect/cluster's `cluster_runners`) and the shards each
@@ -369,16 +375,10 @@ export const status = (url: string): Effect.Effect<Status> =>
  * Never fails; `ok` is false when the database does not answer.
  */
 export const clusterStatus = (url: string, shards = 300): Effect.Effect<Status> =>
-  Effect.gen(function*() {
+  report(url, Effect.gen(function*() {
     const sql = yield* SqlClient
-    const store = yield* status(url)
-    if (!store.ok) return store
-    const lines = [...store.lines]
-    const tables = yield* sql<{ readonly name: string }>`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()`
-    if (!tables.some((t) => t.name === "cluster_runners")) {
-      lines.push("runners: none yet (no runner has joined this cluster)")
-      return { ok: true, lines }
-    }
+    const { lines, names } = yield* storeLines
+    if (!names.has("cluster_runners")) return [...lines, "runners: none yet (no runner has joined this cluster)"]
     const runners = yield* sql<{ readonly address: string; readonly healthy: boolean; readonly age: number }>`
       SELECT address, healthy, EXTRACT(EPOCH FROM (now() - last_heartbeat)) AS age FROM cluster_runners ORDER BY address`
     const held = yield* sql<{ readonly name: string; readonly shards: string }>`
@@ -387,19 +387,13 @@ export const clusterStatus = (url: string, shards = 300): Effect.Effect<Status> 
       WHERE l.locktype = 'advisory' AND l.granted AND a.application_name LIKE 'skein-runner %'
       GROUP BY a.application_name`
     const byRunner = new Map(held.map((h) => [h.name.slice("skein-runner ".length), Number(h.shards)]))
-    lines.push(`runners: ${runners.length}`)
-    for (const r of runners) {
-      const age = Number(r.age)
-      lines.push(`  ${r.address}: ${r.healthy ? "healthy" : "unhealthy"}, ${byRunner.get(r.address) ?? 0} shards, last heartbeat ${age.toFixed(1)} s ago`)
-    }
     const assigned = [...byRunner.values()].reduce((a, b) => a + b, 0)
-    lines.push(`shards: ${assigned} of ${shards} held (unassigned: ${Math.max(0, shards - assigned)})`)
-    return { ok: true, lines }
-  }).pipe(
-    Effect.provide(PgClient.layer({ url: Redacted.make(url), applicationName: "skein-doctor", connectTimeout: "5 seconds" })),
-    Effect.catchCause((cause) => {
-      const error = Cause.squash(cause)
-      const said = error instanceof Error ? error.message.split("\n")[0] : String(error)
-      return Effect.succeed({ ok: false, lines: [`not reachable: ${said}`] })
-    })
-  )
+    return [
+      ...lines,
+      `runners: ${runners.length}`,
+      ...runners.map((r) =>
+        `  ${r.address}: ${r.healthy ? "healthy" : "unhealthy"}, ${byRunner.get(r.address) ?? 0} shards, last heartbeat ${Number(r.age).toFixed(1)} s ago`
+      ),
+      `shards: ${assigned} of ${shards} held (unassigned: ${Math.max(0, shards - assigned)})`
+    ]
+  }))
