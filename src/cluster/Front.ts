@@ -25,6 +25,7 @@ import { SessionEntity } from "./SessionEntity.ts"
 
 /** How many times a broken stream is picked up again before the front gives up. */
 const RESUMES = 5
+const RESUME_PAUSE = "250 millis"
 
 const describe = (error: unknown): string =>
   typeof error === "object" && error !== null && "message" in error && typeof error.message === "string" ? error.message : String(error)
@@ -42,6 +43,9 @@ const isLost = (cause: Cause.Cause<unknown>): boolean => {
   if (failure._tag === "Some") return !isOwn(failure.value)
   return Cause.hasDies(cause) || Cause.hasInterrupts(cause)
 }
+
+/** Says why a stream is picked up again, and waits a moment first (the cluster is moving the session). */
+const pause = (why: string) => Stream.drain(Stream.fromEffect(Effect.andThen(Effect.logWarning(why), Effect.sleep(RESUME_PAUSE))))
 
 const notFound = (sessionId: string) => new RuntimeError({ reason: "not_found", message: `Session not found: ${sessionId}` })
 
@@ -76,7 +80,7 @@ export const handlers = Effect.gen(function*() {
     return Stream.catchCause(bounded, (cause) =>
       resumes > 0 && isLost(cause)
         ? Stream.concat(
-          Stream.fromEffect(Effect.logWarning(`session ${sessionId}: its runner went away; following it where it comes back`)).pipe(Stream.drain),
+          pause(`session ${sessionId}: its runner went away; following it where it comes back`),
           follow(sessionId, seen, until, resumes - 1)
         )
         : Stream.failCause(cause))
@@ -119,7 +123,7 @@ export const handlers = Effect.gen(function*() {
               ended || resumes === 0 || !isLost(cause)
                 ? Stream.failCause(cause)
                 : Stream.concat(
-                  Stream.fromEffect(Effect.logWarning(`session ${payload.sessionId}: its runner went away during a turn; following it where it comes back`)).pipe(Stream.drain),
+                  pause(`session ${payload.sessionId}: its runner went away during a turn; following it where it comes back`),
                   attempt(resumes - 1)
                 ))
           )

@@ -207,6 +207,12 @@ Postgres.describeWithPostgres("e2e: a cluster of runners on PostgreSQL", (server
     const a = await startRunner(db, ws, "a")
     const b = await startRunner(db, ws, "b")
     const sessionId = await sessionOn(b, a, ws.cwd)
+    // A program follows the session through runner B the whole time.
+    const followed = through(b, Effect.gen(function*() {
+      const rt = yield* Runtime
+      const session = yield* rt.getSession(sessionId)
+      return yield* session.subscribe(0).pipe(Stream.takeUntil((e) => e.type === "turn_end" && e.turn === 2), Stream.runCollect)
+    }))
     let stopped = false
     const events = await through(b, Effect.gen(function*() {
       const rt = yield* Runtime
@@ -235,6 +241,11 @@ Postgres.describeWithPostgres("e2e: a cluster of runners on PostgreSQL", (server
     }))
     expect(next.runner).toBe(b.runner)
     expect(text(next.events)).toBe("Still here.")
+    // The follower saw both turns, across the move, each logged event once and in order.
+    const seen = await followed
+    const logged = seen.filter((e) => !isEphemeral(e)).map((e) => e.seq)
+    expect(logged).toEqual([...new Set(logged)].sort((x, y) => x - y))
+    expect(seen.filter((e) => e.type === "turn_end").map((e) => e.turn)).toEqual([1, 2])
   })
 
   it("a runner's port drops a connection that does not start with the cluster's token", async () => {
