@@ -104,6 +104,7 @@ export const make = <E>(client: Client<E>): Effect.Effect<Runtime["Service"], Ru
       closeSession: (sessionId) => Effect.ignore(client.CloseSession({ sessionId })),
       liveSessions: Effect.orElseSucceed(client.LiveSessions(), () => []),
       events: Stream.orDie(client.Events()),
+      commands: (cwd) => Effect.orElseSucceed(client.Commands({ cwd }), () => []),
       models
     })
   })

@@ -57,7 +57,8 @@ export const handlers = (runtime: Runtime["Service"]) => {
     McpServers: ({ sessionId }) => Effect.flatMap(session(sessionId), (s) => s.mcpServers),
     Subscribe: ({ fromSeq, sessionId }) =>
       Stream.unwrap(Effect.map(session(sessionId), (s) => (fromSeq === undefined ? s.events : s.subscribe(fromSeq)))),
-    Events: () => runtime.events
+    Events: () => runtime.events,
+    Commands: ({ cwd }) => (runtime.commands === undefined ? Effect.succeed([]) : runtime.commands(cwd))
   })
 }
 

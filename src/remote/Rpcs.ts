@@ -92,6 +92,11 @@ export const McpServers = Rpc.make("McpServers", { payload: SessionId, success: 
 /** The log after `fromSeq`, then the live events; without `fromSeq`, the live events only. */
 export const Subscribe = Rpc.make("Subscribe", { payload: SubscribePayload, success: Event, error: Failure, stream: true })
 export const Events = Rpc.make("Events", { success: Event, stream: true })
+/** The slash commands of sessions in `cwd` (built-ins, prompt files, user-invocable skills), as the server reads them. */
+export const Commands = Rpc.make("Commands", {
+  payload: { cwd: Schema.String },
+  success: Schema.Array(Schema.Struct({ name: Schema.String, description: Schema.String, hint: Schema.optionalKey(Schema.String) }))
+})
 
 export class SessionRpcs extends RpcGroup.make(
   Info,
@@ -109,7 +114,8 @@ export class SessionRpcs extends RpcGroup.make(
   Settings_,
   McpServers,
   Subscribe,
-  Events
+  Events,
+  Commands
 ).middleware(Auth) {}
 
 /** How many events a chunk of a log carries. */

@@ -147,7 +147,7 @@ export class Runtime extends Context.Service<Runtime, {
   readonly models: Catalog | undefined
   /**
    * The slash commands of sessions in `cwd` (built-ins, prompt files, user-invocable skills),
-   * for a client's command list; absent on a runtime that cannot say (a remote one).
+   * for a client's command list (a remote runtime asks its server); absent on one that cannot say.
    */
   readonly commands?: ((cwd: string) => Effect.Effect<ReadonlyArray<CommandInfo>>) | undefined
 }>()("skein/runtime/Runtime") {}

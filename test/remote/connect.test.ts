@@ -3,6 +3,8 @@
  * sessions. A turn one of them runs is seen live by the other, and the session the first made
  * is on the server, so either can prompt it.
  */
+import { mkdirSync, writeFileSync } from "node:fs"
+import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { type AgentProcess, useAgents, waitUntil } from "../support/AgentProcess.ts"
 import { useServers } from "../support/Serve.ts"
@@ -48,5 +50,19 @@ describe("skein acp --connect", () => {
     await waitUntil(() => said(a, sessionId).endsWith("And now B."), "window A to show B's turn")
     // The log on the server has both turns.
     expect(server.stderr).not.toMatch(/error/i)
+  })
+
+  it("a window on a server is told the slash commands of the session's directory, as the server reads them", async () => {
+    const server = await serve(script, undefined)
+    mkdirSync(path.join(server.cwd, ".skein", "commands"), { recursive: true })
+    writeFileSync(path.join(server.cwd, ".skein", "commands", "ship.md"), "---\ndescription: Ship it\n---\nShip $ARGUMENTS\n")
+    const a = await agents.ready({ script: { turns: [] }, args: ["--connect", `unix:${server.home}/skein.sock`] })
+    const sessionId = await a.newSession(server.cwd)
+    await a.waitForUpdate(sessionId, (u) => u.sessionUpdate === "available_commands_update")
+    const announced = a.allUpdates(sessionId).find((u) => u.sessionUpdate === "available_commands_update") as any
+    const names = announced.availableCommands.map((c: { name: string }) => c.name)
+    expect(names).toContain("compact")
+    expect(names).toContain("ship")
+    expect(announced.availableCommands.find((c: { name: string }) => c.name === "ship").description).toBe("Ship it")
   })
 })
