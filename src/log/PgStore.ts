@@ -9,7 +9,8 @@
  *
  * - **Leases**, not file locks: a row per open session names its owner and when the lease
  *   ends; the owner renews it while it holds it, and a lease nobody renewed (its process died)
- *   can be taken over once it has run out (`leaseMs`, default 30 s).
+ *   can be taken over once it has run out (`leaseMs`, default 30 s). Appends are fenced by it:
+ *   a writer whose lease was taken over writes nothing more.
  * - **The schema** is created and upgraded by Effect's SQL migrator (table
  *   `skein_migrations`), each statement once, whichever Skein gets there first.
  * - `sync` has nothing to do: a committed append is durable.
@@ -199,11 +200,24 @@ export const make = (options?: Options): Effect.Effect<Store, never, SqlClient> 
           const title = start?.type === "turn_start" ? Listing.title(start.data.content) ?? null : null
           return Effect.gen(function*() {
             const at = yield* stamp
-            yield* sql.withTransaction(Effect.gen(function*() {
+            return yield* sql.withTransaction(Effect.gen(function*() {
+              // Fenced by the lease: a writer that lost it (its renewals stopped, and another
+              // Skein took the session over) writes nothing. The row is locked until commit, so
+              // no takeover happens mid-append.
+              const held = yield* sql`SELECT 1 FROM skein_leases WHERE session_id = ${sessionId} AND owner = ${owner} FOR SHARE`
+              if (held.length === 0) return false
               yield* sql`INSERT INTO skein_events ${sql.insert(rows as [typeof rows[0], ...typeof rows])}`
               yield* sql`UPDATE skein_sessions SET updated_at = ${at}, title = COALESCE(title, ${title}) WHERE id = ${sessionId}`
+              return true
             }))
-          }).pipe(Effect.mapError(io(`append to session log ${file}`)))
+          }).pipe(
+            Effect.mapError(io(`append to session log ${file}`)),
+            Effect.flatMap((written) =>
+              written ? Effect.void : Effect.fail(
+                new LogError({ reason: "locked", message: `Session ${sessionId} was taken over by another Skein (this one lost its lease): nothing was written` })
+              )
+            )
+          )
         }),
       sync: Effect.void,
       saveSide: (side: Side, text) =>

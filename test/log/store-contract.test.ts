@@ -17,6 +17,9 @@ import type { Canonical, CanonicalBody, LogHeader } from "../../src/log/Event.ts
 import { LOG_VERSION } from "../../src/log/Event.ts"
 import * as MemoryStore from "../../src/log/MemoryStore.ts"
 import * as PgStore from "../../src/log/PgStore.ts"
+import { PgClient } from "@effect/sql-pg"
+import * as Redacted from "effect/Redacted"
+import { SqlClient } from "effect/sql/SqlClient"
 import type { Store } from "../../src/log/Store.ts"
 import * as Postgres from "../support/Postgres.ts"
 import { SessionLog } from "../../src/log/SessionLog.ts"
@@ -180,6 +183,23 @@ contract("files", Effect.flatMap(TempDir.make(), (home) => built(SessionLog.laye
 contract("memory", built(SessionLog.layerMemory()))
 Postgres.describeWithPostgres("on PostgreSQL", (server) => {
   contract("postgres", Effect.flatMap(Effect.promise(() => server().createDatabase()), (db) => built(PgStore.layer(db.url, { leaseMs: 2_000 }))))
+
+  vitestIt.live("a writer whose session another Skein took over writes nothing more (appends are fenced by the lease)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const db = yield* Effect.promise(() => server().createDatabase())
+      const store = yield* built(PgStore.layer(db.url))
+      const writer = yield* store.create(header("f1"))
+      yield* writer.append([prompt("f1", 1, "one")])
+      // Another Skein takes the session over (as after this one's lease ran out in a partition).
+      yield* Effect.provide(
+        Effect.flatMap(Effect.service(SqlClient), (sql) => sql`UPDATE skein_leases SET owner = 'another', expires_at = now() + interval '1 minute'`),
+        PgClient.layer({ url: Redacted.make(db.url) })
+      )
+      const refused = yield* Effect.flip(writer.append([end("f1", 2)]))
+      assert.strictEqual(refused.reason, "locked")
+      assert.match(refused.message, /taken over/)
+      assert.deepStrictEqual((yield* store.read("f1")).events.map((e) => e.seq), [1])
+    })))
 })
 
 describe("the memory store", () => {
