@@ -90,7 +90,12 @@ export const layer = (options?: Options) =>
       const withSnapshot = (s: Session) => Effect.map(snapshot(s), (snap) => ({ ...snap, runner: here }))
 
       return SessionEntity.of({
-        NewSession: ({ payload }) => Effect.flatMap(runtime.newSession(payload, { id }), withSnapshot),
+        // Sent again (the runner that made it died before answering), it is the session made then.
+        NewSession: ({ payload }) =>
+          runtime.newSession(payload, { id }).pipe(
+            Effect.catch((error) => Effect.flatMap(Effect.exit(runtime.readSession(id)), (made) => (made._tag === "Success" ? open : Effect.fail(error)))),
+            Effect.flatMap(withSnapshot)
+          ),
         LoadSession: ({ payload }) =>
           Stream.unwrap(Effect.gen(function*() {
             const loaded = yield* runtime.loadSession({ ...payload, sessionId: id })
