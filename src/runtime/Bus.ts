@@ -81,10 +81,7 @@ class Buffer {
       this.items.push(event)
       this.weight += weightOf(event)
     }
-    if (this.taker !== undefined) {
-      Deferred.doneUnsafe(this.taker, Effect.void)
-      this.taker = undefined
-    }
+    this.wake()
   }
 
   /** Completes once this buffer is back under its bound (or closed). */
@@ -119,14 +116,28 @@ class Buffer {
   close(): void {
     this.closed = true
     this.release()
-    if (this.taker !== undefined) Deferred.doneUnsafe(this.taker, Effect.void)
+    this.wake()
+  }
+
+  /**
+   * Wakes the reader waiting to take. It resumes inside `doneUnsafe`, on this very stack, so the
+   * deferred is let go of first: a reader that takes everything and asks again before
+   * `doneUnsafe` returns would otherwise find the completed deferred still in place and loop on
+   * it until its fiber's op budget ran out (thousands of steps for each event). The same holds
+   * for publishers waiting for room (`release`).
+   */
+  private wake(): void {
+    const taker = this.taker
+    if (taker === undefined) return
+    this.taker = undefined
+    Deferred.doneUnsafe(taker, Effect.void)
   }
 
   private release(): void {
-    if (this.space !== undefined) {
-      Deferred.doneUnsafe(this.space, Effect.void)
-      this.space = undefined
-    }
+    const space = this.space
+    if (space === undefined) return
+    this.space = undefined
+    Deferred.doneUnsafe(space, Effect.void)
   }
 }
 

@@ -2,15 +2,18 @@
  * The Bus's bounded buffers: a reader that falls behind gets adjacent deltas merged (and a
  * tool's running output and usage replaced by the newer one); past the bound the publisher
  * waits until the reader takes; canonical events are never dropped or merged; closing a
- * channel lets readers take what it held and releases waiting publishers.
+ * channel lets readers take what it held and releases waiting publishers. A reader woken by a
+ * publish takes it and waits again at once.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as Scheduler from "effect/Scheduler"
 import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import type { SessionEvent } from "../../src/log/Event.ts"
-import { Bus, MAX_WEIGHT } from "../../src/runtime/Bus.ts"
+import { Bus, MAX_WEIGHT, toStream } from "../../src/runtime/Bus.ts"
 
 const at = (seq: number, turn = 1) => ({ sessionId: "s", seq, ts: 0, turn })
 const delta = (text: string, turn = 1): SessionEvent => ({ type: "text_delta", data: { text }, ...at(0, turn) }) as SessionEvent
@@ -91,4 +94,33 @@ describe("Bus", () => {
       assert.deepStrictEqual(render(yield* reader.takeAll), ["turn_start#7"])
       assert.deepStrictEqual(yield* reader.takeAll, [])
     }).pipe(Effect.scoped, Effect.provide(Bus.layer)))
+  it.effect("a reader woken by a publish takes it and waits again, without spinning on the wake-up", () => {
+    // Counts the steps of every fiber (the scheduler is asked once per step whether to yield).
+    let steps = 0
+    const base = new Scheduler.MixedScheduler()
+    const counting: Scheduler.Scheduler = {
+      executionMode: base.executionMode,
+      shouldYield: (fiber) => {
+        steps++
+        return base.shouldYield(fiber)
+      },
+      makeDispatcher: () => base.makeDispatcher()
+    }
+    return Effect.gen(function*() {
+      const bus = yield* Bus
+      yield* bus.register("s")
+      const sub = (yield* bus.subscribe("s"))!
+      const seen: Array<SessionEvent> = []
+      // Reads as a child session's driver does: every take handled at once, no yield in between.
+      yield* Effect.forkChild(Stream.runForEachArray(toStream(sub), (events) => Effect.sync(() => seen.push(...events))), { startImmediately: true })
+      for (const text of ["a", "b", "c"]) {
+        const before = steps
+        // The reader waits: the publish resumes it on this stack, and returns once it waits again.
+        yield* bus.publish(delta(text))
+        assert.deepStrictEqual(render(seen.splice(0)), [`text_delta:${text}`])
+        // A few steps, not the thousands of a fiber's whole budget before it yields.
+        assert.isBelow(steps - before, 100)
+      }
+    }).pipe(Effect.scoped, Effect.provide(Bus.layer), Effect.provideService(Scheduler.Scheduler, counting))
+  })
 })
