@@ -4,16 +4,22 @@
  * events into parts, an idle watchdog, retries before the first part, and
  * errors as data. The dialect modules only map requests and events.
  *
- * Interrupting the stream aborts the HTTP request (Effect's HttpClient aborts
- * the underlying `fetch` when its fiber or its body stream is interrupted).
+ * The request lives in a scope of its own inside the stream's: the stream's
+ * end, an interrupt and the idle watchdog all abort it by closing that scope
+ * (Effect's HttpClient aborts the underlying `fetch` then).
  */
+import type * as Arr from "effect/Array"
+import type * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Sse from "effect/encoding/Sse"
 import * as Headers from "effect/http/Headers"
 import * as HttpClient from "effect/http/HttpClient"
 import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import type * as HttpClientResponse from "effect/http/HttpClientResponse"
+import type * as Pull from "effect/Pull"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { VERSION } from "../version.ts"
 import * as Errors from "./Errors.ts"
@@ -139,6 +145,46 @@ const failAtError = <E>(items: Stream.Stream<Item, E>): Stream.Stream<StreamPart
     )
   })
 
+/**
+ * The idle watchdog: when a pull of `self` has waited `ms` for its next element, `abort` ends
+ * the wait (it aborts the HTTP request) and the stream fails with `onIdle()`. One fiber per
+ * stream, asleep but when it is due, and a clock read per pull; `Stream.timeoutOrElse` would run
+ * `self` in a fiber of its own instead, handing each element over through a queue and the
+ * scheduler (two fiber switches and a scheduler turn per element).
+ */
+const idleWatchdog = <A, E, E2>(
+  self: Stream.Stream<A, E>,
+  ms: number,
+  abort: Effect.Effect<void>,
+  onIdle: () => E2
+): Stream.Stream<A, E | E2> =>
+  Stream.transformPull(self, (pull, scope) =>
+    Effect.clockWith((clock) => {
+      /** When the pull under way started (`undefined` between pulls: the reader is busy, not the server). */
+      let since: number | undefined
+      let expired = false
+      const watch: Effect.Effect<void> = Effect.suspend(() => {
+        const left = since === undefined ? ms : since + ms - clock.currentTimeMillisUnsafe()
+        if (left > 0) return Effect.andThen(Effect.sleep(left), watch)
+        expired = true
+        return abort
+      })
+      const timed: Pull.Pull<Arr.NonEmptyReadonlyArray<A>, E | E2> = pull.pipe(
+        Effect.onExit(() => {
+          since = undefined
+          return Effect.void
+        }),
+        // What the aborted request fails with is the watchdog's doing.
+        Effect.catchCause((cause): Effect.Effect<never, E | E2 | Cause.Done> => (expired ? Effect.fail(onIdle()) : Effect.failCause(cause)))
+      )
+      const next: Pull.Pull<Arr.NonEmptyReadonlyArray<A>, E | E2> = Effect.suspend(() => {
+        if (expired) return Effect.fail(onIdle())
+        since = clock.currentTimeMillisUnsafe()
+        return timed
+      })
+      return Effect.as(Effect.forkIn(watch, scope), next)
+    }))
+
 const requestFor = (dialect: Dialect, call: Call) =>
   HttpClientRequest.post(joinUrl(call.target.baseUrl, dialect.path)).pipe(
     HttpClientRequest.setHeaders({
@@ -162,7 +208,10 @@ export const attempt = (
   const idleError = () => Errors.make("timeout", who, { cause: `${Math.round(target.idleTimeoutMs / 100) / 10} s` })
   const network = (cause: unknown) => Errors.make("network", who, { cause: Errors.transportCause(cause) })
   return Stream.unwrap(Effect.gen(function*() {
-    const response = yield* client.execute(request).pipe(
+    // The request's own scope, closed with the stream's or by the idle watchdog: either aborts it.
+    const requestScope = yield* Scope.fork(yield* Effect.scope)
+    const response = yield* HttpClient.withScope(client).execute(request).pipe(
+      Scope.provide(requestScope),
       // No spans, and no trace headers sent to a third party.
       Effect.provideService(HttpClient.TracerDisabledWhen, () => true),
       Effect.mapError((error) =>
@@ -208,7 +257,7 @@ export const attempt = (
           ? Errors.make("network", who, { cause: "the server asked to reconnect" })
           : Errors.make("protocol", who, { cause: "an event larger than the limit" })
       ),
-      Stream.timeoutOrElse({ duration: idle, orElse: () => Stream.fail(idleError()) }),
+      (events) => idleWatchdog(events, target.idleTimeoutMs, Scope.close(requestScope, Exit.void), idleError),
       // The body's normal end (not a failure) lets the decoder finish or report a truncated response.
       Stream.concat(Stream.succeed(END)),
       Stream.mapAccum(() => decoder, (d, event: Sse.Event | typeof END) => [d, event === END ? d.end() : d.event(event)] as const)
