@@ -73,16 +73,26 @@ export const make = (config: Config): Effect.Effect<Store, never, FileSystem.Fil
         ? Effect.void
         : Effect.fail(new LogError({ reason: "not_found", message: "Not a valid session id" }))
 
-    /** Syncs the directory once, so a new log's entry survives a power loss. */
+    /**
+     * Syncs the directory once, so a new log's entry survives a power loss. On this thread, as a
+     * top-level session's own sync: the first turn's end is no later than the others' (its
+     * session idle once its client has the answer). A failure is not reported; the next sync tries again.
+     */
     let directorySynced = false
-    const syncDirectory = Effect.suspend(() =>
-      directorySynced ? Effect.void : Effect.scoped(Effect.flatMap(fs.open(directory, { flag: "r" }), (dir) => dir.sync)).pipe(
-        Effect.tap(() => Effect.sync(() => {
-          directorySynced = true
-        })),
-        Effect.ignore
-      )
-    )
+    const syncDirectory = Effect.sync(() => {
+      if (directorySynced) return
+      try {
+        const fd = nodeFs.openSync(directory, "r")
+        try {
+          nodeFs.fsyncSync(fd)
+        } finally {
+          nodeFs.closeSync(fd)
+        }
+        directorySynced = true
+      } catch {
+        // tried again at the next sync
+      }
+    })
 
     /** A writer over a descriptor open for appending, closed with the scope; `size` is the length of the intact file. */
     const makeWriter = (file: string, fd: number, size: number) =>
