@@ -187,6 +187,36 @@ export const toStream = (subscription: Subscription): Stream.Stream<SessionEvent
   Stream.fromPull(Effect.succeed(Effect.flatMap(subscription.takeAll, (events) =>
     events.length === 0 ? Cause.done() : Effect.succeed(events as Arr.NonEmptyReadonlyArray<SessionEvent>))))
 
+/**
+ * The events of a subscription that `keep` accepts, up to the first one `last` accepts (which
+ * ends the stream, included), or until the channel closes: `toStream` with `Stream.filter` and
+ * `Stream.takeUntil`, in one stream step per take (a turn's presenter takes each delta alone).
+ */
+export const toStreamOf = (
+  subscription: Subscription,
+  keep: (event: SessionEvent) => boolean,
+  last: (event: SessionEvent) => boolean
+): Stream.Stream<SessionEvent> =>
+  Stream.fromPull(Effect.sync(() => {
+    let ended = false
+    const pull: Effect.Effect<Arr.NonEmptyReadonlyArray<SessionEvent>, Cause.Done> = Effect.suspend(() =>
+      ended ? Cause.done() : Effect.flatMap(subscription.takeAll, (events) => {
+        if (events.length === 0) return Cause.done()
+        const kept: Array<SessionEvent> = []
+        for (const event of events) {
+          if (!keep(event)) continue
+          kept.push(event)
+          if (last(event)) {
+            ended = true
+            break
+          }
+        }
+        return kept.length === 0 ? pull : Effect.succeed(kept as unknown as Arr.NonEmptyReadonlyArray<SessionEvent>)
+      })
+    )
+    return pull
+  }))
+
 export class Bus extends Context.Service<Bus, {
   /** Registers a session's channel; closed (its subscribers' streams end) when the scope closes. */
   readonly register: (sessionId: string) => Effect.Effect<void, never, Scope.Scope>

@@ -216,7 +216,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
       ).pipe(Effect.flatMap((events) => Effect.forEach(events, deps.bus.publish, { discard: true })))
 
     const emitEphemeral = (turn: number, raw: EphemeralBody): Effect.Effect<void> =>
-      Effect.flatMap(Clock.currentTimeMillis, (ts) => {
+      Effect.clockWith((clock) => {
+        const ts = clock.currentTimeMillisUnsafe()
         const bodies = scrub.ephemeral(raw)
         const publish = (body: EphemeralBody) => deps.bus.publish(stamp(body, ts, turn, seq))
         return bodies.length === 1 ? publish(bodies[0]!) : Effect.forEach(bodies, publish, { discard: true })
@@ -726,10 +727,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
           const turn = yield* submit({ _tag: "Submit", content, presented: options?.unattended !== true, client: options?.client, by: options?.by })
           // However the stream ends, its presenter lets go of the turn (the next one may start).
           yield* Effect.addFinalizer(() => released(turn))
-          return Bus.toStream(sub).pipe(
-            Stream.filter((event) => event.turn === turn),
-            Stream.takeUntil((event) => event.type === "turn_end")
-          )
+          return Bus.toStreamOf(sub, (event) => event.turn === turn, (event) => event.type === "turn_end")
         })),
       send: (command: Command): Effect.Effect<SendResult, SessionError> => {
         switch (command._tag) {
