@@ -9,6 +9,12 @@
  *   back, so a later append never lands after a partial line.
  * - The file is fsynced on `sync` (every turn end) and when the writer's scope
  *   closes (session close, shutdown); the first sync also syncs the directory.
+ *   A top-level session's log syncs on this thread, so that its turn has ended
+ *   (the session is idle, and may be closed for room) by the time its client
+ *   reads the answer; a child session's (a subagent's: its header names a
+ *   parent) syncs on the thread pool, since a parent's children end their turns
+ *   together and a millisecond each on this thread would stall the siblings
+ *   still streaming.
  * - `open` recovers a log a crash left: a torn last line is cut (and reported
  *   on stderr), an old format is rewritten in the current one. Its `check`
  *   runs before any of that: a refused open changes nothing.
@@ -73,30 +79,44 @@ export const make = (config: Config): Effect.Effect<Store, never, FileSystem.Fil
         ? Effect.void
         : Effect.fail(new LogError({ reason: "not_found", message: "Not a valid session id" }))
 
-    /** Syncs the directory once, so a new log's entry survives a power loss. */
+    /**
+     * Syncs the directory once, so a new log's entry survives a power loss. On this thread, as a
+     * top-level session's own sync: the first turn's end is no later than the others' (its
+     * session idle once its client has the answer). A failure is not reported; the next sync tries again.
+     */
     let directorySynced = false
-    const syncDirectory = Effect.suspend(() =>
-      directorySynced ? Effect.void : Effect.scoped(Effect.flatMap(fs.open(directory, { flag: "r" }), (dir) => dir.sync)).pipe(
-        Effect.tap(() => Effect.sync(() => {
-          directorySynced = true
-        })),
-        Effect.ignore
-      )
-    )
+    const syncDirectory = Effect.sync(() => {
+      if (directorySynced) return
+      try {
+        const fd = nodeFs.openSync(directory, "r")
+        try {
+          nodeFs.fsyncSync(fd)
+        } finally {
+          nodeFs.closeSync(fd)
+        }
+        directorySynced = true
+      } catch {
+        // tried again at the next sync
+      }
+    })
 
-    /** A writer over a descriptor open for appending, closed with the scope; `size` is the length of the intact file. */
-    const makeWriter = (file: string, fd: number, size: number) =>
+    /**
+     * A writer over a descriptor open for appending, closed with the scope; `size` is the length
+     * of the intact file. `pooled`: its syncs run on the thread pool (a child session's log).
+     */
+    const makeWriter = (file: string, fd: number, size: number, pooled = false) =>
       Effect.gen(function*() {
         yield* Effect.addFinalizer(() => Effect.sync(() => nodeFs.closeSync(fd)))
         const serial = yield* Semaphore.make(1)
         let length = size
-        const sync = Effect.andThen(
-          Effect.try({
-            try: () => nodeFs.fsyncSync(fd),
-            catch: (error) => new LogError({ reason: "io", message: `Cannot sync session log ${file}: ${(error as NodeJS.ErrnoException).code ?? "error"}` })
-          }),
-          syncDirectory
-        )
+        const syncError = (error: NodeJS.ErrnoException) =>
+          new LogError({ reason: "io", message: `Cannot sync session log ${file}: ${error.code ?? "error"}` })
+        const fsync = pooled
+          ? Effect.callback<void, LogError>((resume) => {
+            nodeFs.fsync(fd, (error) => resume(error === null ? Effect.void : Effect.fail(syncError(error))))
+          })
+          : Effect.try({ try: () => nodeFs.fsyncSync(fd), catch: (error) => syncError(error as NodeJS.ErrnoException) })
+        const sync = Effect.andThen(fsync, syncDirectory)
         // Flush on close: shutdown, session close and interruption all pass here.
         yield* Effect.addFinalizer(() => Effect.ignore(sync))
         const writer: Writer = {
@@ -139,7 +159,7 @@ export const make = (config: Config): Effect.Effect<Store, never, FileSystem.Fil
       const line = encoder.encode(JSON.stringify(header) + "\n")
       // The log appears with its header, or not at all.
       const fd = yield* Files.createWhole(file, line, faults)
-      return yield* makeWriter(file, fd, line.length)
+      return yield* makeWriter(file, fd, line.length, header.parent !== undefined)
     })
 
     /** Rewrites a log of an older format in the current one, in one rename; the old file stays as a backup. */

@@ -91,6 +91,13 @@ const statFields = (pid: number): Array<string> | undefined => {
 /** When a process started, in clock ticks since boot (Linux: field 22 of /proc/<pid>/stat). */
 export const processStart = (pid: number): string | undefined => statFields(pid)?.[19]
 
+let ownStart: string | undefined | null = null
+/** When this process started (Linux), read once: every lock it takes says so. */
+const thisProcessStart = (): string | undefined => {
+  if (ownStart === null) ownStart = processStart(process.pid)
+  return ownStart
+}
+
 /** A process's state letter (Linux: field 3 of /proc/<pid>/stat; `Z` zombie, `X` dead). */
 export const processState = (pid: number): string | undefined => statFields(pid)?.[0]
 
@@ -136,7 +143,7 @@ export const checkFree = (fs: FileSystem.FileSystem, lockFile: string, sessionId
 export const acquire = (lockFile: string, sessionId: string): Effect.Effect<void, LogError, Scope.Scope> =>
   Effect.gen(function*() {
     const boot = bootId()
-    const since = processStart(process.pid)
+    const since = thisProcessStart()
     const me: Owner = {
       pid: process.pid,
       host: os.hostname(),

@@ -4,16 +4,23 @@
  * events into parts, an idle watchdog, retries before the first part, and
  * errors as data. The dialect modules only map requests and events.
  *
- * Interrupting the stream aborts the HTTP request (Effect's HttpClient aborts
- * the underlying `fetch` when its fiber or its body stream is interrupted).
+ * The request lives in a scope of its own inside the stream's: the stream's
+ * end, an interrupt and the idle watchdog all abort it by closing that scope
+ * (Effect's HttpClient aborts the underlying `fetch` then).
  */
+import * as Arr from "effect/Array"
+import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Sse from "effect/encoding/Sse"
 import * as Headers from "effect/http/Headers"
 import * as HttpClient from "effect/http/HttpClient"
+import type * as HttpClientError from "effect/http/HttpClientError"
 import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import type * as HttpClientResponse from "effect/http/HttpClientResponse"
+import * as Pull from "effect/Pull"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { VERSION } from "../version.ts"
 import * as Errors from "./Errors.ts"
@@ -118,26 +125,123 @@ const retryAfterMs = (response: HttpClientResponse.HttpClientResponse, now: numb
   return parsed._tag === "Success" ? Math.max(0, Duration.toMillis(Headers.retryAfterDelay(parsed.success, now))) : undefined
 }
 
-const END = Symbol("end of body")
+/** What ends an attempt's body early, as the provider error it is. */
+interface BodyErrors {
+  /** The body could not be read on (the connection failed, or the request was aborted). */
+  readonly lost: (error: HttpClientError.HttpClientError) => Errors.ProviderError
+  /** The server asked to reconnect (an SSE `retry` field). */
+  readonly reconnect: () => Errors.ProviderError
+  /** An event over the parser's limit. */
+  readonly tooLarge: () => Errors.ProviderError
+  /** No event for the idle timeout. */
+  readonly idle: () => Errors.ProviderError
+}
 
-const isFinal = (item: Item) => item._tag === "Finish" || item._tag === "ProviderError"
+/**
+ * One attempt's body as parts, decoded in one stream step per read: the bytes as text, the text
+ * as Server-Sent Events (Effect's SSE parser), each event through the dialect's decoder. The
+ * parts end at the first final one: a `Finish`, or a provider error, which fails the stream once
+ * the parts before it are out. The body's normal end lets the decoder finish, or report a
+ * truncated response. (As a chain of Effect's stream stages — decodeText, Sse.decode, mapAccum,
+ * takeUntil, filter — each event cost a dozen stream steps.)
+ *
+ * The idle watchdog times each wait for an event, from the pull or from the event before: when
+ * one has lasted `idleMs`, it runs `abort` (which aborts the request, so the read under way ends)
+ * and the stream fails with the idle error. It is one fiber per body, asleep until a wait may be
+ * due, and a clock read per event. (`Stream.timeoutOrElse` runs the stream in a fiber of its own
+ * instead, handing each event over through a queue: two fiber switches and a scheduler turn.)
+ * Between pulls nothing is timed: the reader is busy then, not the server.
+ */
+const decodeBody = (
+  body: Stream.Stream<Uint8Array, HttpClientError.HttpClientError>,
+  decoder: Decoder,
+  idleMs: number,
+  abort: Effect.Effect<void>,
+  errors: BodyErrors
+): Stream.Stream<StreamPart, Errors.ProviderError> =>
+  Stream.transformPull(body, (read, scope) =>
+    Effect.clockWith((clock) => {
+      const text = new TextDecoder()
+      let parts: Array<StreamPart> = []
+      let failure: Errors.ProviderError | undefined
+      /** A final part (or an error) came, or the body ended: nothing more is read. */
+      let ended = false
+      /** When the wait for the next event started; undefined between pulls. */
+      let since: number | undefined
+      let expired = false
 
-/** Ends the stream at the first error item, failing with it. */
-const failAtError = <E>(items: Stream.Stream<Item, E>): Stream.Stream<StreamPart, E | Errors.ProviderError> =>
-  Stream.suspend(() => {
-    let failed: Errors.ProviderError | undefined
-    return items.pipe(
-      Stream.takeUntil(isFinal),
-      Stream.filter((item): item is StreamPart => {
-        if (item._tag === "ProviderError") {
-          failed = item
-          return false
+      const add = (items: ReadonlyArray<Item>) => {
+        for (const item of items) {
+          if (ended) return
+          if (item._tag === "ProviderError") {
+            failure = item
+            ended = true
+          } else {
+            parts.push(item)
+            if (item._tag === "Finish") ended = true
+          }
         }
-        return true
-      }),
-      Stream.concat(Stream.suspend(() => (failed !== undefined ? Stream.fail(failed) : Stream.empty)))
-    )
-  })
+      }
+      const parser = Sse.makeParser((event) => {
+        if (ended) return
+        since = clock.currentTimeMillisUnsafe()
+        if (event._tag === "Retry") {
+          failure = errors.reconnect()
+          ended = true
+        } else {
+          add(decoder.event(event))
+        }
+      })
+      const feed = (chunk: string) => {
+        if (parser.feed(chunk) !== undefined && !ended) {
+          // Like Sse.decode: what this read parsed is dropped with the error.
+          parts = []
+          failure = errors.tooLarge()
+          ended = true
+        }
+      }
+
+      const watch: Effect.Effect<void> = Effect.suspend(() => {
+        const left = since === undefined ? idleMs : since + idleMs - clock.currentTimeMillisUnsafe()
+        if (left > 0) return Effect.andThen(Effect.sleep(left), watch)
+        expired = true
+        return abort
+      })
+
+      const step: Effect.Effect<void, Errors.ProviderError> = Pull.matchEffect(read, {
+        onSuccess: (chunks) => {
+          for (const chunk of chunks) feed(text.decode(chunk, { stream: true }))
+          return Effect.void
+        },
+        onFailure: (cause) => {
+          // What the aborted request fails with is the watchdog's doing.
+          if (expired) return Effect.fail(errors.idle())
+          const error = Cause.findErrorOption(cause)
+          return error._tag === "Some" ? Effect.fail(errors.lost(error.value)) : Effect.failCause(cause as Cause.Cause<never>)
+        },
+        onDone: () => {
+          feed(text.decode())
+          add(decoder.end())
+          ended = true
+          return Effect.void
+        }
+      })
+
+      const pull = Effect.suspend(function next(): Pull.Pull<Arr.NonEmptyReadonlyArray<StreamPart>, Errors.ProviderError> {
+        if (Arr.isArrayNonEmpty(parts)) {
+          const out = parts
+          parts = []
+          since = undefined
+          return Effect.succeed(out)
+        }
+        if (failure !== undefined) return Effect.fail(failure)
+        if (ended) return Cause.done()
+        // A new pull starts its wait; a read that brought no part yet goes on waiting.
+        since ??= clock.currentTimeMillisUnsafe()
+        return Effect.flatMap(step, next)
+      })
+      return Effect.as(Effect.forkIn(watch, scope), pull)
+    }))
 
 const requestFor = (dialect: Dialect, call: Call) =>
   HttpClientRequest.post(joinUrl(call.target.baseUrl, dialect.path)).pipe(
@@ -162,7 +266,10 @@ export const attempt = (
   const idleError = () => Errors.make("timeout", who, { cause: `${Math.round(target.idleTimeoutMs / 100) / 10} s` })
   const network = (cause: unknown) => Errors.make("network", who, { cause: Errors.transportCause(cause) })
   return Stream.unwrap(Effect.gen(function*() {
-    const response = yield* client.execute(request).pipe(
+    // The request's own scope, closed with the stream's or by the idle watchdog: either aborts it.
+    const requestScope = yield* Scope.fork(yield* Effect.scope)
+    const response = yield* HttpClient.withScope(client).execute(request).pipe(
+      Scope.provide(requestScope),
       // No spans, and no trace headers sent to a third party.
       Effect.provideService(HttpClient.TracerDisabledWhen, () => true),
       Effect.mapError((error) =>
@@ -196,24 +303,12 @@ export const attempt = (
           : Errors.make("protocol", who, { cause: "a JSON answer instead of an event stream" })
       )
     }
-    const decoder = dialect.decoder(call)
-    const items = response.stream.pipe(
-      Stream.mapError((error) => Errors.make("network", who, { cause: Errors.transportCause(error.reason.cause), lost: true })),
-      Stream.decodeText,
-      Stream.pipeThroughChannel(Sse.decode<Errors.ProviderError, unknown>()),
-      Stream.mapError((error): Errors.ProviderError =>
-        error._tag === "ProviderError"
-          ? error
-          : error._tag === "Retry"
-          ? Errors.make("network", who, { cause: "the server asked to reconnect" })
-          : Errors.make("protocol", who, { cause: "an event larger than the limit" })
-      ),
-      Stream.timeoutOrElse({ duration: idle, orElse: () => Stream.fail(idleError()) }),
-      // The body's normal end (not a failure) lets the decoder finish or report a truncated response.
-      Stream.concat(Stream.succeed(END)),
-      Stream.mapAccum(() => decoder, (d, event: Sse.Event | typeof END) => [d, event === END ? d.end() : d.event(event)] as const)
-    )
-    return failAtError(items)
+    return decodeBody(response.stream, dialect.decoder(call), target.idleTimeoutMs, Scope.close(requestScope, Exit.void), {
+      lost: (error) => Errors.make("network", who, { cause: Errors.transportCause(error.reason.cause), lost: true }),
+      reconnect: () => Errors.make("network", who, { cause: "the server asked to reconnect" }),
+      tooLarge: () => Errors.make("protocol", who, { cause: "an event larger than the limit" }),
+      idle: idleError
+    })
   }))
 }
 

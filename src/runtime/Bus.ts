@@ -81,10 +81,7 @@ class Buffer {
       this.items.push(event)
       this.weight += weightOf(event)
     }
-    if (this.taker !== undefined) {
-      Deferred.doneUnsafe(this.taker, Effect.void)
-      this.taker = undefined
-    }
+    this.wake()
   }
 
   /** Completes once this buffer is back under its bound (or closed). */
@@ -119,14 +116,28 @@ class Buffer {
   close(): void {
     this.closed = true
     this.release()
-    if (this.taker !== undefined) Deferred.doneUnsafe(this.taker, Effect.void)
+    this.wake()
+  }
+
+  /**
+   * Wakes the reader waiting to take. It resumes inside `doneUnsafe`, on this very stack, so the
+   * deferred is let go of first: a reader that takes everything and asks again before
+   * `doneUnsafe` returns would otherwise find the completed deferred still in place and loop on
+   * it until its fiber's op budget ran out (thousands of steps for each event). The same holds
+   * for publishers waiting for room (`release`).
+   */
+  private wake(): void {
+    const taker = this.taker
+    if (taker === undefined) return
+    this.taker = undefined
+    Deferred.doneUnsafe(taker, Effect.void)
   }
 
   private release(): void {
-    if (this.space !== undefined) {
-      Deferred.doneUnsafe(this.space, Effect.void)
-      this.space = undefined
-    }
+    const space = this.space
+    if (space === undefined) return
+    this.space = undefined
+    Deferred.doneUnsafe(space, Effect.void)
   }
 }
 
@@ -175,6 +186,36 @@ const publishTo = (event: SessionEvent, a: Channel | undefined, b: Channel | und
 export const toStream = (subscription: Subscription): Stream.Stream<SessionEvent> =>
   Stream.fromPull(Effect.succeed(Effect.flatMap(subscription.takeAll, (events) =>
     events.length === 0 ? Cause.done() : Effect.succeed(events as Arr.NonEmptyReadonlyArray<SessionEvent>))))
+
+/**
+ * The events of a subscription that `keep` accepts, up to the first one `last` accepts (which
+ * ends the stream, included), or until the channel closes: `toStream` with `Stream.filter` and
+ * `Stream.takeUntil`, in one stream step per take (a turn's presenter takes each delta alone).
+ */
+export const toStreamOf = (
+  subscription: Subscription,
+  keep: (event: SessionEvent) => boolean,
+  last: (event: SessionEvent) => boolean
+): Stream.Stream<SessionEvent> =>
+  Stream.fromPull(Effect.sync(() => {
+    let ended = false
+    const pull: Effect.Effect<Arr.NonEmptyReadonlyArray<SessionEvent>, Cause.Done> = Effect.suspend(() =>
+      ended ? Cause.done() : Effect.flatMap(subscription.takeAll, (events) => {
+        if (events.length === 0) return Cause.done()
+        const kept: Array<SessionEvent> = []
+        for (const event of events) {
+          if (!keep(event)) continue
+          kept.push(event)
+          if (last(event)) {
+            ended = true
+            break
+          }
+        }
+        return kept.length === 0 ? pull : Effect.succeed(kept as unknown as Arr.NonEmptyReadonlyArray<SessionEvent>)
+      })
+    )
+    return pull
+  }))
 
 export class Bus extends Context.Service<Bus, {
   /** Registers a session's channel; closed (its subscribers' streams end) when the scope closes. */

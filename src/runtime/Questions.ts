@@ -68,8 +68,10 @@ export const make = (options: {
     Effect.suspend(() => {
       const left = [...open].filter(([, question]) => question.turn === turn)
       for (const [requestId] of left) open.delete(requestId)
+      // Withdrawn before its asker hears "nobody": the asker's turn goes on from there (on this
+      // very stack, maybe to its end), and what it does next comes after the withdrawal.
       return Effect.forEach(left, ([requestId, question]) =>
-        Effect.andThen(Deferred.succeed(question.reply, Option.none()), withdrawn(turn, requestId)), { discard: true })
+        Effect.andThen(withdrawn(turn, requestId), Deferred.succeed(question.reply, Option.none())), { discard: true })
     })
 
   return { ask, answer, abandon }

@@ -216,7 +216,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
       ).pipe(Effect.flatMap((events) => Effect.forEach(events, deps.bus.publish, { discard: true })))
 
     const emitEphemeral = (turn: number, raw: EphemeralBody): Effect.Effect<void> =>
-      Effect.flatMap(Clock.currentTimeMillis, (ts) => {
+      Effect.clockWith((clock) => {
+        const ts = clock.currentTimeMillisUnsafe()
         const bodies = scrub.ephemeral(raw)
         const publish = (body: EphemeralBody) => deps.bus.publish(stamp(body, ts, turn, seq))
         return bodies.length === 1 ? publish(bodies[0]!) : Effect.forEach(bodies, publish, { discard: true })
@@ -746,10 +747,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
           })
           // However the stream ends, its presenter lets go of the turn (the next one may start).
           yield* Effect.addFinalizer(() => released(turn))
-          return Bus.toStream(sub).pipe(
-            Stream.filter((event) => event.turn === turn),
-            Stream.takeUntil((event) => event.type === "turn_end")
-          )
+          return Bus.toStreamOf(sub, (event) => event.turn === turn, (event) => event.type === "turn_end")
         })),
       send: (command: Command): Effect.Effect<SendResult, SessionError> => {
         switch (command._tag) {

@@ -280,6 +280,11 @@ export const run = (ctx: TurnContext) =>
       }
       const call = ++calls
       const result = yield* modelCall(ctx, call)
+      // The response is complete; what follows (its log, the tools or the turn's end) waits one
+      // turn of the event loop, so that streams still running elsewhere (other sessions, a
+      // parent's other children) are read first: calls that end together then delay
+      // everyone's deltas by one call's end each, not by all of theirs.
+      yield* Effect.yieldNow
       yield* ctx.emit.canonical({
         type: "model_response",
         data: {

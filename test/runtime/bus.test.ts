@@ -2,15 +2,18 @@
  * The Bus's bounded buffers: a reader that falls behind gets adjacent deltas merged (and a
  * tool's running output and usage replaced by the newer one); past the bound the publisher
  * waits until the reader takes; canonical events are never dropped or merged; closing a
- * channel lets readers take what it held and releases waiting publishers.
+ * channel lets readers take what it held and releases waiting publishers. A reader woken by a
+ * publish takes it and waits again at once.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as Scheduler from "effect/Scheduler"
 import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import type { SessionEvent } from "../../src/log/Event.ts"
-import { Bus, MAX_WEIGHT } from "../../src/runtime/Bus.ts"
+import { Bus, MAX_WEIGHT, toStream, toStreamOf } from "../../src/runtime/Bus.ts"
 
 const at = (seq: number, turn = 1) => ({ sessionId: "s", seq, ts: 0, turn })
 const delta = (text: string, turn = 1): SessionEvent => ({ type: "text_delta", data: { text }, ...at(0, turn) }) as SessionEvent
@@ -91,4 +94,51 @@ describe("Bus", () => {
       assert.deepStrictEqual(render(yield* reader.takeAll), ["turn_start#7"])
       assert.deepStrictEqual(yield* reader.takeAll, [])
     }).pipe(Effect.scoped, Effect.provide(Bus.layer)))
+  it.effect("a selection of a subscription: the events kept, up to the last one (included); or until the channel closes", () =>
+    Effect.gen(function*() {
+      const bus = yield* Bus
+      const channelScope = yield* Scope.make()
+      yield* bus.register("s").pipe(Scope.provide(channelScope))
+      const sub = (yield* bus.subscribe("s"))!
+      const other = (yield* bus.subscribe("s"))!
+      const end = (seq: number, turn: number): SessionEvent => ({ type: "turn_end", data: { stopReason: "end_turn" }, ...at(seq, turn) }) as SessionEvent
+      const ofTurn2 = (s: typeof sub) => Stream.runCollect(toStreamOf(s, (e) => e.turn === 2, (e) => e.type === "turn_end"))
+      const reader = yield* Effect.forkChild(ofTurn2(sub), { startImmediately: true })
+      for (const e of [delta("a", 1), delta("b", 2), end(3, 1), canonical(4), delta("c", 2), end(5, 2), delta("d", 2)]) yield* bus.publish(e)
+      assert.deepStrictEqual(render(yield* Fiber.join(reader)), ["text_delta:b", "text_delta:c", "turn_end#5"])
+      // Without its last event, the selection ends with the channel.
+      const cut = yield* Effect.forkChild(Stream.runCollect(toStreamOf(other, (e) => e.turn === 1, (e) => e.type === "turn_end" && e.seq > 100)), { startImmediately: true })
+      yield* Scope.close(channelScope, Exit.void)
+      assert.deepStrictEqual(render(yield* Fiber.join(cut)), ["text_delta:a", "turn_end#3", "turn_start#4"])
+    }).pipe(Effect.scoped, Effect.provide(Bus.layer)))
+
+  it.effect("a reader woken by a publish takes it and waits again, without spinning on the wake-up", () => {
+    // Counts the steps of every fiber (the scheduler is asked once per step whether to yield).
+    let steps = 0
+    const base = new Scheduler.MixedScheduler()
+    const counting: Scheduler.Scheduler = {
+      executionMode: base.executionMode,
+      shouldYield: (fiber) => {
+        steps++
+        return base.shouldYield(fiber)
+      },
+      makeDispatcher: () => base.makeDispatcher()
+    }
+    return Effect.gen(function*() {
+      const bus = yield* Bus
+      yield* bus.register("s")
+      const sub = (yield* bus.subscribe("s"))!
+      const seen: Array<SessionEvent> = []
+      // Reads as a child session's driver does: every take handled at once, no yield in between.
+      yield* Effect.forkChild(Stream.runForEachArray(toStream(sub), (events) => Effect.sync(() => seen.push(...events))), { startImmediately: true })
+      for (const text of ["a", "b", "c"]) {
+        const before = steps
+        // The reader waits: the publish resumes it on this stack, and returns once it waits again.
+        yield* bus.publish(delta(text))
+        assert.deepStrictEqual(render(seen.splice(0)), [`text_delta:${text}`])
+        // A few steps, not the thousands of a fiber's whole budget before it yields.
+        assert.isBelow(steps - before, 100)
+      }
+    }).pipe(Effect.scoped, Effect.provide(Bus.layer), Effect.provideService(Scheduler.Scheduler, counting))
+  })
 })
