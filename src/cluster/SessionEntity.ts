@@ -87,6 +87,24 @@ export const layer = (options?: Options) =>
           )
       )
       yield* Effect.addFinalizer(() => runtime.closeSession(id))
+
+      // The cluster closes an entity that has had no request for a while, and a turn nobody
+      // streams (a Prompt or a Steer given to `send`) is no request: while the session has such
+      // work, the entity is kept alive (effect/cluster's keep-alive), then let go.
+      const context = yield* Effect.context<never>()
+      const scope = yield* Effect.scope
+      let holding = false
+      const busy = (s: Session) => "idleSince" in s && typeof s.idleSince === "function" && s.idleSince() === undefined
+      const holdWhileBusy = (s: Session) =>
+        Effect.suspend(() => {
+          if (holding || !busy(s)) return Effect.void
+          holding = true
+          const keepAlive = (on: boolean) => Effect.provideContext(Entity.keepAlive(on), context as never)
+          const watch = Effect.gen(function*() {
+            while (busy(s)) yield* Effect.sleep("1 second")
+          }).pipe(Effect.ensuring(Effect.andThen(Effect.sync(() => void (holding = false)), keepAlive(false))))
+          return Effect.andThen(keepAlive(true), Effect.forkIn(watch, scope))
+        })
       const withSnapshot = (s: Session) => Effect.map(snapshot(s), (snap) => ({ ...snap, runner: here }))
 
       return SessionEntity.of({
@@ -104,7 +122,9 @@ export const layer = (options?: Options) =>
         GetSession: () => Effect.flatMap(open, withSnapshot),
         CloseSession: () => runtime.closeSession(id),
         Turn: ({ payload }) => Stream.chunks(Stream.unwrap(Effect.map(open, (s) => s.turn(payload.content, payload.options)))),
-        Send: ({ payload }) => Effect.flatMap(open, (s) => s.send(payload.command)),
+        Send: ({ payload }) =>
+          Effect.flatMap(open, (s) =>
+            Effect.tap(s.send(payload.command), () => (payload.command._tag === "Prompt" || payload.command._tag === "Steer" ? holdWhileBusy(s) : Effect.void))),
         Settings: () => Effect.flatMap(open, (s) => s.settings),
         McpServers: () => Effect.flatMap(open, (s) => s.mcpServers),
         Subscribe: ({ payload }) =>

@@ -18,9 +18,9 @@ import * as TempDir from "../support/TempDir.ts"
 
 const script = { turns: [{ calls: [[{ text: "One." }]] }, { calls: [[{ text: "Two." }]] }] }
 
-const cluster = (cwd: string) => {
-  const runtime = Skein.layerLocal({ home: cwd, store: "memory", script })
-  return SessionEntity.layer().pipe(Layer.provideMerge(TestRunner.layer), Layer.provideMerge(runtime))
+const cluster = (cwd: string, options?: { readonly script?: unknown; readonly maxIdleMs?: number }) => {
+  const runtime = Skein.layerLocal({ home: cwd, store: "memory", script: (options?.script ?? script) as typeof script })
+  return SessionEntity.layer({ maxIdleMs: options?.maxIdleMs }).pipe(Layer.provideMerge(TestRunner.layer), Layer.provideMerge(runtime))
 }
 
 describe("the Session entity", () => {
@@ -57,4 +57,21 @@ describe("the Session entity", () => {
       const refused = yield* Effect.flip(front.GetSession({ sessionId: "../x" }) as Effect.Effect<unknown, any>)
       assert.strictEqual(refused.reason, "not_found")
     })))
+
+  it.live("a turn nobody streams (given to send) keeps its session's entity alive past the idle time, then lets it go", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const dir = yield* TempDir.make()
+      const slow = { turns: [{ calls: [[{ text: "slow " }, { sleep_ms: 7_000 }, { text: "done." }]] }] }
+      const context = yield* Layer.build(cluster(dir, { script: slow, maxIdleMs: 1_000 }))
+      const front = yield* Effect.provide(Front.handlers, context)
+      const made = yield* front.NewSession({ cwd: dir })
+      const sent = yield* front.Send({ sessionId: made.info.id, command: { _tag: "Prompt", content: [{ type: "text", text: "go" }] } })
+      assert.strictEqual(sent.turn, 1)
+      // The reaper looks every 5 s at most: the entity would have been closed (and the turn cancelled) by now.
+      yield* Effect.sleep("9 seconds")
+      const runtime = yield* Effect.provide(Effect.service(Runtime), context)
+      const record = yield* runtime.readSession(made.info.id)
+      const end = record.events.find((e) => e.type === "turn_end")
+      assert.strictEqual(end?.type === "turn_end" ? end.data.stopReason : undefined, "end_turn")
+    })), 30_000)
 })
