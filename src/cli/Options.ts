@@ -128,10 +128,14 @@ Exit codes: 0 ok, 1 runtime failure (replay --rerun: a difference), 2 usage (a b
 directory, script, provider or session id), 130 interrupted.
 `
 
-const env = (name: string): string | undefined => {
+/** An environment variable, when set to something. */
+export const env = (name: string): string | undefined => {
   const value = process.env[name]
   return value === undefined || value === "" ? undefined : value
 }
+
+/** Whether `raw` is a PostgreSQL URL (`postgres://…` or `postgresql://…`). */
+export const isPostgresUrl = (raw: string): boolean => /^postgres(ql)?:\/\/[^\s]+$/.test(raw)
 
 export const common = (values: Record<string, string | boolean | undefined>): Common => {
   const str = (key: string) => (typeof values[key] === "string" ? (values[key] as string) : undefined)
@@ -172,7 +176,7 @@ export const common = (values: Record<string, string | boolean | undefined>): Co
 /** `--store`: a PostgreSQL URL; anything else is a usage error (named without its credentials). */
 const storeUrl = (raw: string | undefined): string | undefined => {
   if (raw === undefined || raw === "" || raw === "files") return undefined
-  if (!/^postgres(ql)?:\/\/[^\s]+$/.test(raw)) {
+  if (!isPostgresUrl(raw)) {
     throw new UsageError("--store takes a PostgreSQL URL (postgres://user@host:port/database) or \"files\"")
   }
   return raw

@@ -228,8 +228,8 @@ export const run = (args: ReadonlyArray<string>) =>
       ? undefined
       : yield* Effect.flatMap(Effect.promise(() => import("../log/PgStore.ts")), (PgStore) => PgStore.status(common.store!))
     if (store !== undefined) process.stdout.write(`\nSession store (PostgreSQL)\n${store.lines.map((l) => `  ${l}\n`).join("")}`)
-    const clusterUrl = typeof parsed.values.cluster === "string" ? parsed.values.cluster : process.env["SKEIN_CLUSTER"] || undefined
-    if (clusterUrl !== undefined && !/^postgres(ql)?:\/\/[^\s]+$/.test(clusterUrl)) {
+    const clusterUrl = typeof parsed.values.cluster === "string" ? parsed.values.cluster : Options.env("SKEIN_CLUSTER")
+    if (clusterUrl !== undefined && !Options.isPostgresUrl(clusterUrl)) {
       return yield* Effect.fail(new Options.UsageError("--cluster takes a PostgreSQL URL (postgres://user@host:port/database)"))
     }
     const cluster = clusterUrl === undefined

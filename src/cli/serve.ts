@@ -51,11 +51,6 @@ const seconds = (option: string, raw: string | undefined): number | undefined =>
   return Math.round(value * 1000)
 }
 
-const env = (name: string): string | undefined => {
-  const value = process.env[name]
-  return value === undefined || value.trim() === "" ? undefined : value.trim()
-}
-
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const parsed = yield* Effect.try({
@@ -92,7 +87,7 @@ export const run = (args: ReadonlyArray<string>) =>
     }
     const values: Record<string, string | boolean | undefined> = parsed.values
     const str = (key: string) => (typeof values[key] === "string" ? (values[key] as string) : undefined)
-    const clusterUrl = str("cluster") ?? env("SKEIN_CLUSTER")
+    const clusterUrl = str("cluster") ?? Options.env("SKEIN_CLUSTER")
     const cluster = yield* Effect.try({ try: () => clusterOptions(clusterUrl, str), catch: (e) => e })
     if (cluster !== undefined && token === undefined) {
       return yield* Effect.fail(new Options.UsageError("A cluster runner needs a token, which its runners share: set SKEIN_SERVE_TOKEN or pass --token-file FILE"))
@@ -137,15 +132,15 @@ const clusterOptions = (url: string | undefined, str: (key: string) => string | 
     }
     return undefined
   }
-  if (!/^postgres(ql)?:\/\/[^\s]+$/.test(url)) throw new Options.UsageError("--cluster takes a PostgreSQL URL (postgres://user@host:port/database)")
-  const runner = str("runner") ?? env("SKEIN_RUNNER")
+  if (!Options.isPostgresUrl(url)) throw new Options.UsageError("--cluster takes a PostgreSQL URL (postgres://user@host:port/database)")
+  const runner = str("runner") ?? Options.env("SKEIN_RUNNER")
   if (runner === undefined) throw new Options.UsageError("A cluster runner needs --runner HOST:PORT (where the other runners reach it)")
   const listen = str("runner-listen")
   return {
     url,
     runner: hostPort("--runner", runner),
     listen: listen === undefined ? undefined : hostPort("--runner-listen", listen),
-    lockExpiryMs: seconds("--lock-expiry", str("lock-expiry") ?? env("SKEIN_LOCK_EXPIRY")),
-    drainMs: seconds("--drain", str("drain") ?? env("SKEIN_DRAIN"))
+    lockExpiryMs: seconds("--lock-expiry", str("lock-expiry") ?? Options.env("SKEIN_LOCK_EXPIRY")),
+    drainMs: seconds("--drain", str("drain") ?? Options.env("SKEIN_DRAIN"))
   }
 }
