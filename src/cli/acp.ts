@@ -16,6 +16,7 @@ import * as Stdio from "../server/Stdio.ts"
 import { VERSION } from "../version.ts"
 import * as Checks from "./Checks.ts"
 import { markWarm, snapshotSoon } from "./CodeCache.ts"
+import { capYoungGeneration } from "./Heap.ts"
 import { skeinConfig } from "./Config.ts"
 import * as Options from "./Options.ts"
 import { readToken } from "./serve.ts"
@@ -121,8 +122,14 @@ export const run = (args: ReadonlyArray<string>) =>
             : import("../remote/Remote.ts").then((remote) => remote.layer(connect))
         ).pipe(
           Effect.flatMap(Layer.build),
-          // Start-up ends here: the code cache is taken shortly after.
-          Effect.tap(() => Effect.sync(snapshotSoon)),
+          // Start-up ends here: the code cache is taken shortly after. Sessions run in this
+          // process unless it connects to a server: their streams want short scavenges.
+          Effect.tap(() =>
+            Effect.sync(() => {
+              snapshotSoon()
+              if (connect === undefined) capYoungGeneration()
+            })
+          ),
           Scope.provide(scope),
           Effect.map((context) => Context.get(context, Runtime)),
           Effect.catchCause((cause) => {

@@ -11,6 +11,7 @@ import * as Layer from "effect/Layer"
 import * as Address from "../remote/Address.ts"
 import * as Checks from "./Checks.ts"
 import { skeinConfig } from "./Config.ts"
+import { capYoungGeneration } from "./Heap.ts"
 import * as Options from "./Options.ts"
 
 export const signalExitCode = 0
@@ -99,6 +100,8 @@ export const run = (args: ReadonlyArray<string>) =>
       return yield* Effect.fail(new Options.UsageError("--store and --cluster both name a database: a cluster keeps its sessions in its own (drop --store)"))
     }
     const config = yield* skeinConfig(common)
+    // Many sessions stream through one process here: short scavenges keep each one's updates flowing.
+    capYoungGeneration()
     const served = `${Address.format(address)}${address._tag !== "unix" && !Address.isLoopback(address.host) ? " (not loopback: reachable from other machines)" : ""}`
     if (cluster !== undefined) {
       const Runner = yield* Effect.promise(() => import("../cluster/Runner.ts"))
