@@ -52,8 +52,8 @@
 //      prompt written on that response (target: a child starts in < 5 ms).
 //    - streaming: `--provider openai-chat` at a local SSE server in this process that streams
 //      each session 200 deltas, one every 10 ms (each stream on its own timer, the timers spread
-//      over one period; all start once every stream of the round has asked), each delta the time
-//      it was written; the lag of a delta is its line's arrival minus that time. 64 children at
+//      over one period; all start SUB_FIRST_TOKEN_MS after every stream of the round has asked,
+//      each response's headers sent at once, as providers do), each delta the time it was written; the lag of a delta is its line's arrival minus that time. 64 children at
 //      once against one child alone (target: the worst child's p99 within 5 ms of the lone
 //      child's) and against 64 top-level sessions streaming the same; one child against one
 //      top-level session. Rounds interleaved, each on a new parent session.
@@ -552,6 +552,9 @@ const SUB_CHILDREN = 64
 const SUB_SLEEP_MS = 600_000 // a model call that only a cancel ends
 const SUB_DELTAS = Math.max(10, nonNegative(values["sub-deltas"], 200, "--sub-deltas")) // per streaming session
 const SUB_EVERY_MS = Math.max(1, nonNegative(values["sub-pace"], 10, "--sub-pace")) // between two deltas of one stream
+// The first token of a stream, after the last of the round asked. Real models take hundreds of
+// ms; a server that answered in 0 ms would measure the last child's spawn, not the streaming.
+const SUB_FIRST_TOKEN_MS = 100
 const SUB_SPAWN_WARMUP = 3
 const SUB_STREAM_ROUNDS = SUB_RUNS
 
@@ -744,8 +747,10 @@ const subSpawn = async () => {
 // `bench-parent N` gets N `spawn_agent` calls, then "ok" once it has tool results; a session
 // whose first prompt is `bench-stream …` (a child's task, or a top-level prompt) gets
 // SUB_DELTAS deltas, one every SUB_EVERY_MS, each delta the time it was written
-// (process.hrtime.bigint, ns) and `;`. Streams wait until the number `expect(n)` announced have
-// asked, then start together, each on its own timer, the n timers spread evenly over one period
+// (process.hrtime.bigint, ns) and `;`. A response's headers go out as soon as it is asked (as
+// providers send theirs before the first token), so a response's start is not its first delta.
+// Streams wait until the number `expect(n)` announced have asked, then start together
+// SUB_FIRST_TOKEN_MS later, each on its own timer, the n timers spread evenly over one period
 // (as independent model streams are): what is measured is the children streaming at once, not
 // their spawning, nor bursts of 64 deltas written in the same instant.
 const streamServer = () =>
@@ -782,9 +787,10 @@ const streamServer = () =>
         const asked = typeof user?.content === "string" ? user.content : (user?.content ?? []).map((c) => c.text ?? "").join("")
         res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
         if (asked.includes("bench-stream")) {
+          res.flushHeaders()
           waiting.push(res)
           if (waiting.length < expected) return
-          waiting.forEach((r, i) => stream(r, (i * SUB_EVERY_MS) / waiting.length))
+          waiting.forEach((r, i) => stream(r, SUB_FIRST_TOKEN_MS + (i * SUB_EVERY_MS) / waiting.length))
           waiting = []
           return
         }
@@ -1422,7 +1428,7 @@ const render = (json) => {
     ? [
       `Subagents: each figure with ${sub.children} children shown natively (\`clientCapabilities.subagents\`); memory in a fresh process per run, the parent's turn blocked in a model call with no child, then (the next turn) with the children, after a settle; after a forced GC the added RSS per child is ${fmt(sub.memory.idle.afterGc.addedKBPerChild.median, "KB")} idle and ${fmt(sub.memory.busy.afterGc.addedKBPerChild.median, "KB")} mid-turn.`,
       `Spawning ${sub.children} children in one response (one after another) takes ${fmt(sub.memory.busy.spawnAllMs.median, "ms")} to the last one's first chunk, and cancelling the parent then ends the ${sub.children} in ${fmt(sub.memory.busy.cancelMs.median, "ms")}.`,
-      `Streaming: on \`--provider openai-chat\` at a local server that writes each delta with the time it wrote it, each stream on its own timer (spread over one period), all starting once every stream of the round has asked; without the first and last tenth of each stream, the p99 lag is ${fmt(sub.stream.many.steadyP99.median, "ms")} for ${sub.children} children, ${fmt(sub.stream.manyDirect.steadyP99.median, "ms")} for ${sub.children} top-level sessions and ${fmt(sub.stream.one.steadyP99.median, "ms")} for one child alone.`,
+      `Streaming: on \`--provider openai-chat\` at a local server that writes each delta with the time it wrote it, each stream on its own timer (spread over one period), all starting ${SUB_FIRST_TOKEN_MS} ms after every stream of the round has asked (each response's headers sent at once); without the first and last tenth of each stream, the p99 lag is ${fmt(sub.stream.many.steadyP99.median, "ms")} for ${sub.children} children, ${fmt(sub.stream.manyDirect.steadyP99.median, "ms")} for ${sub.children} top-level sessions and ${fmt(sub.stream.one.steadyP99.median, "ms")} for one child alone.`,
       "References, not measured here: Pixir publishes +6.5 MB per child; claude-agent-acp was measured at +183 MB per session."
     ].join(" ")
     : undefined
@@ -1531,7 +1537,7 @@ const main = async () => {
       deltasPerChild: SUB_DELTAS,
       everyMs: SUB_EVERY_MS,
       settleMs: SETTLE_MS,
-      note: "skein acp with clientCapabilities.subagents and a home config.json {subagents: {maxRunning: 64}}. memory: a fresh process per run and scenario (scripted; custom agents quick and busy in $SKEIN_HOME/agents): a warm-up turn with one child, the baseline turn (the parent blocked in a model call, no child), the measured turn (the parent blocked the same way, 64 children idle after answering or sleeping inside their model call); VmRSS after a settle and after a forced GC (bench/gc-probe.mjs), then session/cancel. spawn: one process (scripted), a parent turn per spawn (spawn_agent, wait_agent), interleaved with session/new + one prompt; times between lines read by the client. streaming: one process on --provider openai-chat at a local SSE server in the bench process; each stream on its own timer, the timers of a round spread over one period and started once all its streams have asked; each delta is its write time (hrtime); after one warm-up round of 64 children, rounds of 64 children, 1 child, 1 top-level session and 64 top-level sessions, interleaved, each on new sessions"
+      note: "skein acp with clientCapabilities.subagents and a home config.json {subagents: {maxRunning: 64}}. memory: a fresh process per run and scenario (scripted; custom agents quick and busy in $SKEIN_HOME/agents): a warm-up turn with one child, the baseline turn (the parent blocked in a model call, no child), the measured turn (the parent blocked the same way, 64 children idle after answering or sleeping inside their model call); VmRSS after a settle and after a forced GC (bench/gc-probe.mjs), then session/cancel. spawn: one process (scripted), a parent turn per spawn (spawn_agent, wait_agent), interleaved with session/new + one prompt; times between lines read by the client. streaming: one process on --provider openai-chat at a local SSE server in the bench process; each response's headers sent at once; each stream on its own timer, the timers of a round spread over one period and started " + SUB_FIRST_TOKEN_MS + " ms after all its streams have asked; each delta is its write time (hrtime); after one warm-up round of 64 children, rounds of 64 children, 1 child, 1 top-level session and 64 top-level sessions, interleaved, each on new sessions"
     }
   }
   const json = {
