@@ -1,6 +1,6 @@
 /**
- * A cap on V8's young generation, for the processes that serve sessions (`skein acp`, `serve`,
- * `run`).
+ * A cap on V8's young generation, for the processes that serve many sessions (`skein acp`
+ * with its sessions in process, and `skein serve`).
  *
  * V8 grows the young generation while much of it survives, up to semi-spaces of 32 MB or
  * more. A scavenge copies what survives, so its pause grows with it: with 64 sessions streaming
