@@ -102,6 +102,13 @@ const startRunner = async (db: string, ws: { root: string; scriptPath: string },
 const through = <A, E>(runner: Runner, f: Effect.Effect<A, E, Runtime | Scope.Scope>): Promise<A> =>
   Effect.runPromise(Effect.scoped(f).pipe(Effect.provide(Skein.remote({ url: runner.url, token: TOKEN })))) as Promise<A>
 
+/** A turn of `sessionId` prompted through `runner`: the runner that holds the session, and every event. */
+const turnThrough = (runner: Runner, sessionId: string, prompt: string) =>
+  through(runner, Effect.gen(function*() {
+    const session = yield* Effect.flatMap(Effect.service(Runtime), (rt) => rt.getSession(sessionId))
+    return { runner: session.runner, events: yield* Stream.runCollect(session.turn([{ type: "text", text: prompt }])) }
+  }))
+
 const text = (events: ReadonlyArray<SessionEvent>) => events.flatMap((e) => (e.type === "text_delta" ? [e.data.text] : [])).join("")
 
 /** A new session (made through `via`) that the cluster placed on `on`. */
@@ -123,11 +130,7 @@ Postgres.describeWithPostgres("e2e: a cluster of runners on PostgreSQL", (server
     const b = await startRunner(db, ws, "b")
     const made = await through(a, Effect.flatMap(Effect.service(Runtime), (rt) => rt.newSession({ cwd: ws.cwd })))
     expect([a.runner, b.runner]).toContain(made.runner)
-    const first = await through(b, Effect.gen(function*() {
-      const rt = yield* Runtime
-      const session = yield* rt.getSession(made.id)
-      return yield* Stream.runCollect(session.turn([{ type: "text", text: "first" }]))
-    }))
+    const { events: first } = await turnThrough(b, made.id, "first")
     expect(text(first)).toBe("One.")
     expect(first.at(-1)?.type).toBe("turn_end")
 
@@ -186,11 +189,7 @@ Postgres.describeWithPostgres("e2e: a cluster of runners on PostgreSQL", (server
     expect(record.events.filter((e) => e.type === "turn_end").map((e) => (e.type === "turn_end" ? e.data.stopReason : ""))).toEqual(["end_turn", "cancelled"])
 
     // The next prompt works, on the runner left.
-    const after = await through(b, Effect.gen(function*() {
-      const rt = yield* Runtime
-      const session = yield* rt.getSession(sessionId)
-      return { runner: session.runner, events: yield* Stream.runCollect(session.turn([{ type: "text", text: "after" }])) }
-    }))
+    const after = await turnThrough(b, sessionId, "after")
     expect(after.runner).toBe(b.runner)
     expect(text(after.events)).toBe("Back.")
   })
@@ -234,11 +233,7 @@ Postgres.describeWithPostgres("e2e: a cluster of runners on PostgreSQL", (server
     expect(text(events)).toBe("draining done.")
     await waitUntil(() => a.child.exitCode !== null, "runner A to exit", 20_000)
     expect(a.child.exitCode).toBe(0)
-    const next = await through(b, Effect.gen(function*() {
-      const rt = yield* Runtime
-      const session = yield* rt.getSession(sessionId)
-      return { runner: session.runner, events: yield* Stream.runCollect(session.turn([{ type: "text", text: "again" }])) }
-    }))
+    const next = await turnThrough(b, sessionId, "again")
     expect(next.runner).toBe(b.runner)
     expect(text(next.events)).toBe("Still here.")
     // The follower saw both turns, across the move, each logged event once and in order.

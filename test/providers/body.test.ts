@@ -15,6 +15,14 @@ type Failure = Extract<StreamPart, { _tag: "Failure" }>
 /** The events of a fixture, each with its blank line. */
 const events = (file: string) => SseServer.fixture(file).split(/\n\n/).filter((e) => e.trim().length > 0).map((e) => `${e}\n\n`)
 
+/** The text before the break ("Hel", "lo"), then a Failure saying `reason`. */
+const assertHelloThenFailure = (parts: ReadonlyArray<unknown>, reason: string) => {
+  assert.deepStrictEqual(parts.slice(0, -1), [D.text("Hel"), D.text("lo")])
+  const failure = parts.at(-1) as Failure
+  assert.strictEqual(failure._tag, "Failure")
+  assert.include(failure.message, reason)
+}
+
 describe.each(D.specs)("$dialect", (spec) => {
   const setup = (over: Parameters<typeof D.provider>[2], ...replies: ReadonlyArray<SseServer.Reply>) =>
     Effect.gen(function*() {
@@ -27,10 +35,7 @@ describe.each(D.specs)("$dialect", (spec) => {
     D.env(Effect.gen(function*() {
       const { server, provider } = yield* setup({}, { file: `${spec.dialect}/partial.sse` }, { file: `${spec.dialect}/text.sse` })
       const parts = yield* D.collect(provider)
-      assert.deepStrictEqual(parts.slice(0, -1), [D.text("Hel"), D.text("lo")])
-      const failure = parts.at(-1) as Failure
-      assert.strictEqual(failure._tag, "Failure")
-      assert.include(failure.message, "the stream ended early")
+      assertHelloThenFailure(parts, "the stream ended early")
       assert.strictEqual(server.requests.length, 1)
     })))
 
@@ -38,10 +43,7 @@ describe.each(D.specs)("$dialect", (spec) => {
     D.env(Effect.gen(function*() {
       const { server, provider } = yield* setup({}, { body: `${events(`${spec.dialect}/partial.sse`).join("")}retry: 1000\n\n`, hang: true })
       const parts = yield* D.collect(provider)
-      assert.deepStrictEqual(parts.slice(0, -1), [D.text("Hel"), D.text("lo")])
-      const failure = parts.at(-1) as Failure
-      assert.strictEqual(failure._tag, "Failure")
-      assert.include(failure.message, "the server asked to reconnect")
+      assertHelloThenFailure(parts, "the server asked to reconnect")
       assert.strictEqual(server.requests.length, 1)
     })))
 
@@ -60,9 +62,6 @@ describe.each(D.specs)("$dialect", (spec) => {
       const comments = Array.from({ length: 8 }, () => ": keep-alive\n\n").join("")
       const { provider } = yield* setup({ idleTimeoutMs: 300 }, { body: `${events(`${spec.dialect}/partial.sse`).join("")}${comments}`, delayMs: 100, hang: true })
       const parts = yield* D.collect(provider)
-      assert.deepStrictEqual(parts.slice(0, -1), [D.text("Hel"), D.text("lo")])
-      const failure = parts.at(-1) as Failure
-      assert.strictEqual(failure._tag, "Failure")
-      assert.include(failure.message, "sent nothing for 0.3 s")
+      assertHelloThenFailure(parts, "sent nothing for 0.3 s")
     })))
 })
