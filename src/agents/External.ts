@@ -31,8 +31,10 @@
  * - **Questions.** The agent's options are offered one per kind, each named by its kind (as
  *   Skein's own are); the agent is answered with its own option id. Nobody to answer, or no
  *   answer in time, is the agent's "reject once" when it offers one. The user who allowed
- *   the agent's call that names a file is not asked again when the agent writes it through
- *   Skein, unless the gate would refuse the write or the file is protected.
+ *   the agent's *edit* of a file is not asked again when the agent writes that file through
+ *   Skein (the gate is told, and still refuses what it would refuse, and asks about a
+ *   protected file): the grant covers the kind and the files the user was shown, never a
+ *   write after a read, nor a file or kind the call reported only later.
  * - **Ids.** An agent names its tool calls as it likes and may name two alike in two turns
  *   (or after a restart); in the log a call of turn T the agent calls X is `ext-T-X`, and a
  *   write the agent makes outside any of its calls is `write-T-N`.
@@ -79,15 +81,13 @@ import type { LogError } from "../log/SessionLog.ts"
 import * as Diagnostics from "../mcp/Diagnostics.ts"
 import * as ProcEnviron from "../secrets/ProcEnviron.ts"
 import * as Secrets from "../secrets/Secrets.ts"
-import * as Permissions from "../tools/Permissions.ts"
 import * as ProcessGroup from "../tools/process/ProcessGroup.ts"
-import * as Protected from "../tools/Protected.ts"
 import * as SafeFs from "../tools/SafeFs.ts"
 import * as Tool from "../tools/Tool.ts"
 import * as Workspace from "../tools/Workspace.ts"
 import { describeError, write } from "../tools/write.ts"
 import { userContent } from "../translate/Translate.ts"
-import { isModeId, type ModeId, type PermissionOption, type PermissionToolCall, promptText } from "../Vocabulary.ts"
+import { type PermissionOption, type PermissionToolCall, promptText } from "../Vocabulary.ts"
 
 // ---------------------------------------------------------------------------
 // The seam
@@ -136,8 +136,16 @@ export interface TurnIO {
    * tool calls of a logged response, by id.
    */
   readonly state: { partial: Array<AssistantPart> | undefined; call: number; readonly requested: Map<string, unknown> }
-  /** The permission gate. */
-  readonly permit: (call: PermitCall, tool: Tool.Tool, args: unknown) => Effect.Effect<Permit, never, Tool.ToolEnv>
+  /**
+   * The permission gate. `granted`: the user allowed this very change already (in the agent's
+   * own question about it); where the gate would ask, it does not ask again.
+   */
+  readonly permit: (
+    call: PermitCall,
+    tool: Tool.Tool,
+    args: unknown,
+    prior?: { readonly granted?: boolean | undefined }
+  ) => Effect.Effect<Permit, never, Tool.ToolEnv>
   /** Asks whoever presents the turn a permission question as it is; `undefined` when nobody can answer. */
   readonly ask: (question: {
     readonly toolCall: PermissionToolCall
@@ -254,8 +262,6 @@ const promptBlock = (block: UserBlock, caps: Initialize.PromptCapabilities | und
 const modelStopOf = (reason: StopReason): ModelStop =>
   reason === "max_tokens" || reason === "refusal" || reason === "cancelled" ? reason : "end_turn"
 
-const modeOf = (history: History): ModeId => (history.mode !== undefined && isModeId(history.mode) ? history.mode : "default")
-
 // ---------------------------------------------------------------------------
 // State
 // ---------------------------------------------------------------------------
@@ -271,8 +277,12 @@ interface Tracked {
   /** Its last content (a tool call update replaces the list). */
   content: ReadonlyArray<ToolCallContent>
   running: boolean
-  /** The user allowed it when the agent asked: its own writes are not asked for again. */
-  granted: boolean
+  /**
+   * What the user allowed when the agent asked about it: the call's kind and files as the
+   * question showed them. Only an `edit` grant lets the agent's writes of those files through
+   * without asking again.
+   */
+  grant: { readonly kind: ToolKind; readonly paths: ReadonlySet<string> } | undefined
 }
 
 /** How a prompt ended, as `run` sees it. */
@@ -387,7 +397,7 @@ export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runn
             ...(call.locations.length > 0 ? { locations: call.locations } : {})
           }
         })
-        return { ...call, content: [], running: false, granted: false }
+        return { ...call, content: [], running: false, grant: undefined }
       })
 
     /** Announces a tool call of the agent, from its first report (or whatever first names it). */
@@ -545,6 +555,8 @@ export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runn
         const byKind = new Map<PermissionOption["kind"], AcpClient.PermissionOption>()
         for (const option of params.options) if (!byKind.has(option.kind)) byKind.set(option.kind, option)
         if (byKind.size === 0) return CANCELLED
+        const reject = byKind.get("reject_once")
+        const refusal = reject !== undefined ? { outcome: { outcome: "selected", optionId: reject.optionId } } : CANCELLED
         const offered = [...byKind.values()].map((o): PermissionOption => ({ optionId: o.kind, name: o.name, kind: o.kind }))
         const diffs = diffsOf(proposed ?? tracked.content).map((d) => ({ type: "diff" as const, ...d }))
         const toolCall: PermissionToolCall = {
@@ -573,13 +585,12 @@ export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runn
           ? "unanswerable" as const
           : "cancelled" as const
         yield* step(p, () => p.io.emit.canonical({ type: "permission", data: { toolCallId: tracked.id, outcome } }))
-        if (outcome === "allow_once" || outcome === "allow_always") tracked.granted = true
+        if (outcome === "allow_once" || outcome === "allow_always") {
+          tracked.grant = { kind: tracked.kind, paths: new Set(tracked.locations.map((l) => NodePath.resolve(p.io.cwd, l.path))) }
+        }
         if (chosen !== undefined) return { outcome: { outcome: "selected", optionId: chosen.optionId } }
         // Nobody answered: a denial, as Skein's own gate makes it, when the agent offers one.
-        const reject = byKind.get("reject_once")
-        return (outcome === "timeout" || outcome === "unanswerable") && reject !== undefined
-          ? { outcome: { outcome: "selected", optionId: reject.optionId } }
-          : CANCELLED
+        return outcome === "timeout" || outcome === "unanswerable" ? refusal : CANCELLED
       })
 
     /** The path an `fs/*` request names, resolved inside the session's roots (its real path). */
@@ -630,19 +641,11 @@ export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runn
       })
 
     /**
-     * The gate for a write of the agent. The user who just allowed the agent's own call that
-     * names this file is not asked again for it (where the gate would only ask): unless the
-     * file is protected, which the gate always asks about in its own words.
+     * The gate for a write of the agent, told whether the user allowed this very edit in the
+     * agent's own question: a grant of another kind (a read) or of other files covers nothing.
      */
     const permitWrite = (io: TurnIO, owner: Tracked | undefined, call: PermitCall, args: { readonly path: string; readonly content: string }) =>
-      Effect.gen(function*() {
-        if (owner?.granted === true) {
-          const verdict = Permissions.decide({ mode: modeOf(io.history), rules: io.history.rules, tool: write, args, cwd: io.cwd })
-          const isProtected = yield* Protected.reason(args.path, yield* SafeFs.realRoots(io.roots))
-          if (verdict._tag === "ask" && isProtected === undefined) return { _tag: "allow" } satisfies Permit
-        }
-        return yield* io.permit(call, write, args)
-      })
+      io.permit(call, write, args, { granted: owner?.grant?.kind === "edit" && owner.grant.paths.has(args.path) })
 
     const writeTextFile = (conn: Connection) => (params: AcpClient.WriteTextFileRequest) =>
       Effect.gen(function*() {

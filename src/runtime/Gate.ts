@@ -49,6 +49,19 @@ export interface Options {
   readonly readOnly?: boolean | undefined
 }
 
+/** What a call's tool is to the gate: the policy's subject, and the change it would make, to show. */
+export type Gated = Permissions.Subject & Pick<Tool, "preview">
+
+/** What is known of a call before the gate decides. */
+export interface Prior {
+  /**
+   * The user allowed this very change already, in a question about it (an external agent's
+   * own question about an edit of this file): where the gate would ask, it does not ask again.
+   * It never lifts a denial, and a protected file is asked about anyway.
+   */
+  readonly granted?: boolean | undefined
+}
+
 const denied = (reason: string): Permit => ({ _tag: "deny", reason })
 
 /** An id as it may be quoted in a warning: short, and JSON-quoted so nothing in it reads as our own words. */
@@ -59,7 +72,7 @@ const quoted = (id: string): string => JSON.stringify(id.length > 64 ? `${id.sli
  * leaves a question open: whether a command only reads inside the roots, and
  * whether an edit's target is protected.
  */
-const facts = Effect.fnUntraced(function*(options: Options, mode: ModeId, call: AnnouncedCall, tool: Tool, command: string | undefined) {
+const facts = Effect.fnUntraced(function*(options: Options, mode: ModeId, call: AnnouncedCall, tool: Gated, command: string | undefined) {
   if (mode === "bypassPermissions" || mode === "plan" || !tool.mutating) return {}
   const roots = options.roots ?? [options.cwd]
   if (command !== undefined) {
@@ -73,7 +86,7 @@ const facts = Effect.fnUntraced(function*(options: Options, mode: ModeId, call: 
   return {}
 })
 
-export const make = (options: Options) => (call: AnnouncedCall, tool: Tool, args: unknown): Effect.Effect<Permit, never, ToolEnv> =>
+export const make = (options: Options) => (call: AnnouncedCall, tool: Gated, args: unknown, prior?: Prior): Effect.Effect<Permit, never, ToolEnv> =>
   Effect.gen(function*() {
     const command = tool.kind === "execute" && typeof (args as { command?: unknown }).command === "string"
       ? (args as { command: string }).command
@@ -86,17 +99,11 @@ export const make = (options: Options) => (call: AnnouncedCall, tool: Tool, args
         ? { _tag: "allow", readOnly: true } as Permit
         : denied(`This agent is read-only: ${call.title} was not run. Report what should change instead.`)
     }
-    const verdict = Permissions.decide({
-      mode,
-      rules: options.history.rules,
-      tool,
-      args,
-      cwd: options.cwd,
-      command,
-      ...(yield* facts(options, mode, call, tool, command))
-    })
+    const known = yield* facts(options, mode, call, tool, command)
+    const verdict = Permissions.decide({ mode, rules: options.history.rules, tool, args, cwd: options.cwd, command, ...known })
     if (verdict._tag === "allow") return { _tag: "allow", ...(verdict.readOnly === true ? { readOnly: true } : {}) } as Permit
     if (verdict._tag === "deny") return denied(verdict.reason)
+    if (prior?.granted === true && known.protectedEdit === undefined) return { _tag: "allow" } as Permit
     const record = (body: CanonicalBody) =>
       options.record(body).pipe(Effect.catchCause((cause) => Effect.logError("could not log a permission answer", cause)))
     const unanswerable = Effect.as(
