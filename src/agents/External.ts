@@ -35,6 +35,11 @@
  *   Skein (the gate is told, and still refuses what it would refuse, and asks about a
  *   protected file): the grant covers the kind and the files the user was shown, never a
  *   write after a read, nor a file or kind the call reported only later.
+ * - **Ceiling.** While the child's ceiling (`tools/Ceiling.ts`) lets nothing change (its parent
+ *   switched to plan, say), a question about anything but looking is answered "reject"
+ *   without asking, an allowance given meanwhile becomes "reject", and an agent that reports
+ *   a change starting is stopped: the turn ends with an error saying why (Skein cannot hold a
+ *   program to read-only otherwise).
  * - **Ids.** An agent names its tool calls as it likes and may name two alike in two turns
  *   (or after a restart); in the log a call of turn T the agent calls X is `ext-T-X`, and a
  *   write the agent makes outside any of its calls is `write-T-N`.
@@ -81,6 +86,7 @@ import type { LogError } from "../log/SessionLog.ts"
 import * as Diagnostics from "../mcp/Diagnostics.ts"
 import * as ProcEnviron from "../secrets/ProcEnviron.ts"
 import * as Secrets from "../secrets/Secrets.ts"
+import * as Ceiling from "../tools/Ceiling.ts"
 import * as ProcessGroup from "../tools/process/ProcessGroup.ts"
 import * as SafeFs from "../tools/SafeFs.ts"
 import * as Tool from "../tools/Tool.ts"
@@ -168,6 +174,8 @@ export interface Options {
   readonly clientInfo: { readonly name: string; readonly version: string }
   /** How long one of the agent's permission questions may wait for an answer (default: until the turn ends). */
   readonly permissionTimeoutMs?: number | undefined
+  /** The child session's ceiling as it is now (default: nothing beyond its own gate). */
+  readonly ceiling?: (() => Pick<Ceiling.Ceiling, "mode" | "readOnly">) | undefined
 }
 
 export interface Outcome {
@@ -294,6 +302,8 @@ type Settled =
   | { readonly _tag: "lost"; readonly message: string }
   /** The session's log refused an event (`Prompt.broken` says why). */
   | { readonly _tag: "broken" }
+  /** The agent reported a change while its session may change nothing: it is stopped. */
+  | { readonly _tag: "confined"; readonly message: string }
 
 /** One running prompt: the fold of its updates into the turn. */
 interface Prompt {
@@ -353,6 +363,12 @@ export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runn
     )
 
     const who = `The external agent ${agent.name}`
+
+    /** Whether the session may change nothing now, and a call of this kind may change something. */
+    const confining = (kind: ToolKind): boolean => {
+      const ceiling = options.ceiling?.()
+      return ceiling !== undefined && !Ceiling.mayChange(ceiling) && !Ceiling.onlyLooks(kind)
+    }
 
     // ---- folding ------------------------------------------------------------------
 
@@ -503,6 +519,20 @@ export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runn
         }
       })
 
+    /** After an update is folded: an agent that reports a change starting while the session may change nothing is stopped. */
+    const confine = (p: Prompt, update: AcpUpdate.SessionUpdate): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (update.sessionUpdate !== "tool_call" && update.sessionUpdate !== "tool_call_update") return Effect.void
+        if (update.status === "completed" || update.status === "failed") return Effect.void
+        const tracked = p.open.get(update.toolCallId)
+        if (!confining(update.kind ?? tracked?.kind ?? "other")) return Effect.void
+        const why = Ceiling.whyReadOnly(options.ceiling!()) ?? "it may change nothing"
+        return Deferred.succeed(p.settled, {
+          _tag: "confined",
+          message: `${who} was stopped: it started ${quoted(tracked?.title ?? update.title ?? "a tool call", 120)}, which may change files, and ${why}.`
+        })
+      })
+
     /** The prompt was answered (or failed): every call still open fails, then the last model call is logged. */
     const conclude = (p: Prompt, stop: ModelStop, error?: string) =>
       step(p, () =>
@@ -557,6 +587,8 @@ export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runn
         if (byKind.size === 0) return CANCELLED
         const reject = byKind.get("reject_once")
         const refusal = reject !== undefined ? { outcome: { outcome: "selected", optionId: reject.optionId } } : CANCELLED
+        // A session that may change nothing does not ask about a change: it refuses it.
+        if (confining(tracked.kind)) return refusal
         const offered = [...byKind.values()].map((o): PermissionOption => ({ optionId: o.kind, name: o.name, kind: o.kind }))
         const diffs = diffsOf(proposed ?? tracked.content).map((d) => ({ type: "diff" as const, ...d }))
         const toolCall: PermissionToolCall = {
@@ -586,6 +618,8 @@ export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runn
           : "cancelled" as const
         yield* step(p, () => p.io.emit.canonical({ type: "permission", data: { toolCallId: tracked.id, outcome } }))
         if (outcome === "allow_once" || outcome === "allow_always") {
+          // The session may have become read-only while the user was asked.
+          if (confining(tracked.kind)) return refusal
           tracked.grant = { kind: tracked.kind, paths: new Set(tracked.locations.map((l) => NodePath.resolve(p.io.cwd, l.path))) }
         }
         if (chosen !== undefined) return { outcome: { outcome: "selected", optionId: chosen.optionId } }
@@ -711,7 +745,7 @@ export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runn
         [ClientMethod.sessionUpdate]: Peer.notification(AcpUpdate.SessionNotification, (n) => {
           const p = promptOf(conn, n.sessionId)
           // Outside a prompt (a `session/load` replay, commands offered): nothing of a turn.
-          return p === undefined ? Effect.void : Effect.asVoid(step(p, () => apply(p, n.update)))
+          return p === undefined ? Effect.void : Effect.asVoid(step(p, () => Effect.andThen(apply(p, n.update), confine(p, n.update))))
         })
       }
     })
@@ -940,6 +974,13 @@ export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runn
             break
           case "broken":
             outcome = { stopReason: "end_turn" }
+            break
+          case "confined":
+            // It is told, then stopped: a program that goes on alone cannot be held to read-only.
+            yield* conclude(p, "error", settled.message)
+            yield* conn.peer.notify(AgentMethod.sessionCancel, { sessionId: conn.sessionId })
+            yield* drop(conn)
+            outcome = { stopReason: "end_turn", error: settled.message }
             break
         }
         if (p.broken === undefined) return outcome

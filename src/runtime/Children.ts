@@ -12,6 +12,10 @@
  * results; `shutdown` (the turn ending in any way, cancel included) cancels the children still
  * working, waits for each to finalize its own turn (a child's children first), and closes
  * them, so that every descendant is logged as stopped before the parent's `turn_end`.
+ *
+ * A child never goes beyond its parent (`tools/Ceiling.ts`): it starts in the parent's mode
+ * with its rules, and its gate reads the parent's ceiling as it is at each decision. A session
+ * that may change nothing starts no external agent (it acts on its own).
  */
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -35,6 +39,7 @@ import type {
   WorkflowReport,
   WorkflowRequest
 } from "../tools/agents.ts"
+import * as Ceiling from "../tools/Ceiling.ts"
 import type { ModeId, StopReason, UserBlock } from "../Vocabulary.ts"
 import * as SessionId from "./SessionId.ts"
 
@@ -48,6 +53,8 @@ export interface OpenRequest {
   readonly cwd: string
   readonly additionalDirectories: ReadonlyArray<string>
   readonly mode: ModeId
+  /** The parent's ceiling as it is now: the child never goes beyond it. */
+  readonly above: () => Ceiling.Ceiling
   /** The parent's "always" rules: a child starts with them. */
   readonly rules: ReadonlyArray<PermissionRule>
   /** The limits of the parent's turn (read with its agents, once a turn). */
@@ -80,7 +87,8 @@ export interface Options {
   /** Whether someone presents the parent's turn (else the children's questions are denied at once). */
   readonly presented: boolean
   readonly client?: Capabilities | undefined
-  readonly mode: () => ModeId
+  /** The parent's ceiling as it is now. */
+  readonly ceiling: () => Ceiling.Ceiling
   readonly rules: () => ReadonlyArray<PermissionRule>
 }
 
@@ -257,6 +265,10 @@ export const make = (options: Options): Effect.Effect<Children> =>
         if (agent === undefined) {
           return yield* Effect.fail(`Unknown agent "${name}". Agents: ${definitions.map((d) => d.name).join(", ")}`)
         }
+        if (agent.acp !== undefined) {
+          const refused = Ceiling.refusesExternal(options.ceiling(), agent.name)
+          if (refused !== undefined) return yield* Effect.fail(refused)
+        }
         const workspace = request.workspace ?? "shared"
         const id = SessionId.make()
         const worktree = workspace === "isolated"
@@ -269,7 +281,8 @@ export const make = (options: Options): Effect.Effect<Children> =>
           agent,
           cwd: worktree?.cwd ?? options.cwd,
           additionalDirectories: worktree !== undefined ? [] : options.additionalDirectories,
-          mode: options.mode(),
+          mode: options.ceiling().mode,
+          above: options.ceiling,
           rules: options.rules(),
           limits
         }, childScope).pipe(
@@ -338,6 +351,9 @@ export const make = (options: Options): Effect.Effect<Children> =>
         if (child.state === "running") return yield* Effect.fail(`${id} is still working; wait for it first (wait_agent)`)
         if (child.state === "closed") return yield* Effect.fail(`${id} is closed`)
         if (closing) return yield* Effect.fail("The turn is ending; children take no more input")
+        // The parent may have become read-only since the child started.
+        const refused = child.agent.acp === undefined ? undefined : Ceiling.refusesExternal(options.ceiling(), child.agent.name)
+        if (refused !== undefined) return yield* Effect.fail(refused)
         const { limits } = yield* factory.catalog(options.cwd)
         if (running().length >= limits.maxRunning) {
           return yield* Effect.fail(`${limits.maxRunning} children are running already (the limit): wait for some first`)

@@ -212,11 +212,15 @@ const deltas = (h: Harness, turn: number) =>
   h.ephemeral.filter((e) => e.turn === turn && e.body.type === "text_delta").map((e) => (e.body as { data: { text: string } }).data.text).join("")
 
 /** Runs `body` with a runner made in a scope of its own, closed (with the agent) at the end. */
-const withRunner = <A, E, R>(h: Harness, body: (runner: External.Runner, scope: Scope.Closeable) => Effect.Effect<A, E, R>) =>
+const withRunner = <A, E, R>(
+  h: Harness,
+  body: (runner: External.Runner, scope: Scope.Closeable) => Effect.Effect<A, E, R>,
+  ceiling?: External.Options["ceiling"]
+) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
     yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
-    const runner = yield* External.make(h.agent, { cwd: h.cwd, clientInfo: { name: "skein-test", version: "0" } }).pipe(Scope.provide(scope))
+    const runner = yield* External.make(h.agent, { cwd: h.cwd, clientInfo: { name: "skein-test", version: "0" }, ceiling }).pipe(Scope.provide(scope))
     return yield* body(runner, scope)
   })
 
@@ -804,6 +808,53 @@ describe("External", () => {
             assert.deepStrictEqual(refused, [1, 2, 3].map(() => ({ error: { code: External.REFUSED, message: "asked again, and refused" } })))
             assertConsistent(h)
           }))
+      }))
+
+    live("while the session may change nothing, the agent's questions about changes are refused without asking", () =>
+      Effect.gen(function*() {
+        const h = yield* fake()
+        const ask = (id: string, kind: string) => ({
+          request: "session/request_permission",
+          params: {
+            toolCall: { toolCallId: id, title: `${kind} it`, kind },
+            options: [{ optionId: "yes", name: "Yes", kind: "allow_once" }, { optionId: "no", name: "No", kind: "reject_once" }]
+          }
+        })
+        yield* withRunner(h, (runner) =>
+          Effect.gen(function*() {
+            yield* turn(h, runner, steps(ask("t1", "edit"), ask("t2", "execute"), ask("t3", "other"), ask("t4", "read")))
+            assert.deepStrictEqual(h.asked.map((q) => q.toolCall.title), ["read it"])
+            const chosen = (optionId: string) => ({ result: { outcome: { outcome: "selected", optionId } } })
+            assert.deepStrictEqual(answers(h, 1), [chosen("no"), chosen("no"), chosen("no"), chosen("yes")])
+            assertConsistent(h)
+          }), () => ({ mode: "plan", readOnly: false }))
+      }))
+
+    live("an agent that starts a change after its session became read-only is stopped, and the turn says why", () =>
+      Effect.gen(function*() {
+        const h = yield* fake()
+        let readOnly = false
+        h.answer = () => {
+          // The parent is switched to plan while the agent is looking.
+          readOnly = true
+          return { outcome: "selected", optionId: "allow_once" }
+        }
+        yield* withRunner(h, (runner) =>
+          Effect.gen(function*() {
+            const outcome = yield* turn(h, runner, steps(
+              { request: "session/request_permission", params: { toolCall: { toolCallId: "t1", title: "Read a.txt", kind: "read" }, options: [{ optionId: "ok", name: "OK", kind: "allow_once" }] } },
+              { update: { sessionUpdate: "tool_call", toolCallId: "t2", title: "Run make", kind: "execute", status: "in_progress" } },
+              text("kept going"),
+              { hang: "forever" }
+            ))
+            assert.strictEqual(outcome.stopReason, "end_turn")
+            assert.include(outcome.error, "was stopped")
+            assert.include(outcome.error, "Run make")
+            assert.include(outcome.error, "read-only")
+            assert.isUndefined(runner.pid())
+            assert.deepStrictEqual(ofType(h, "tool_result").map((e) => [e.data.id, e.data.ok]), [["ext-1-t1", false], ["ext-1-t2", false]])
+            assertConsistent(h)
+          }), () => ({ mode: "default", readOnly }))
       }))
   })
 })
