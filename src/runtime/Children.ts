@@ -14,8 +14,9 @@
  * them, so that every descendant is logged as stopped before the parent's `turn_end`.
  *
  * A child never goes beyond its parent (`tools/Ceiling.ts`): it starts in the parent's mode
- * with its rules, and its gate reads the parent's ceiling as it is at each decision. A session
- * that may change nothing starts no external agent (it acts on its own).
+ * with its rules, and its gate reads the parent's ceiling as it is at each decision. What a
+ * session that may change nothing cannot start: an external agent (it acts on its own), nor an
+ * isolated workspace, whose creation goes through the parent's gate like any change.
  */
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -41,7 +42,9 @@ import type {
 } from "../tools/agents.ts"
 import * as Ceiling from "../tools/Ceiling.ts"
 import type { ModeId, StopReason, UserBlock } from "../Vocabulary.ts"
+import type { Gated } from "./Gate.ts"
 import * as SessionId from "./SessionId.ts"
+import type { AnnouncedCall, Permit } from "./Turn.ts"
 
 export type Limits = Definitions.Limits
 
@@ -90,6 +93,8 @@ export interface Options {
   /** The parent's ceiling as it is now. */
   readonly ceiling: () => Ceiling.Ceiling
   readonly rules: () => ReadonlyArray<PermissionRule>
+  /** The parent's permission gate (an isolated workspace is created only once it allows). */
+  readonly permit: (call: AnnouncedCall, subject: Gated, args: unknown) => Effect.Effect<Permit>
 }
 
 /** The children of a turn: what the agent tools use, and what the turn's supervisor needs. */
@@ -271,8 +276,20 @@ export const make = (options: Options): Effect.Effect<Children> =>
         }
         const workspace = request.workspace ?? "shared"
         const id = SessionId.make()
+        const approve = (plan: Worktree.Plan) =>
+          Effect.flatMap(
+            options.permit({
+              id: request.toolCallId,
+              name: Worktree.change.name,
+              args: plan,
+              title: `Create the git branch ${plan.branch} and its worktree (an isolated workspace for ${agent.name})`,
+              kind: "other",
+              locations: [{ path: plan.repository }]
+            }, Worktree.change, plan),
+            (permit) => (permit._tag === "allow" ? Effect.void : Effect.fail(permit.reason))
+          )
         const worktree = workspace === "isolated"
-          ? yield* Worktree.create({ cwd: options.cwd, id, home: factory.home }).pipe(Effect.mapError((error) => error.message))
+          ? yield* Worktree.create({ cwd: options.cwd, id, home: factory.home, approve }).pipe(Effect.mapError((error) => error.message))
           : undefined
         const childScope = yield* Scope.fork(scope)
         const session = yield* factory.open({

@@ -472,7 +472,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
               presented: q.presented,
               client: q.client,
               ceiling: reach,
-              rules: () => history.rules
+              rules: () => history.rules,
+              permit: (call, subject, args) => Effect.provideContext(permit(call, subject, args), deps.services)
             })
             children = agents
             const steered = { turn: q.turn, items: [] as Array<ReadonlyArray<UserBlock>>, open: true }

@@ -1,12 +1,14 @@
 /**
  * What a child may do is bounded by its parent as the parent is *now*: a read-only session
  * produces no writer (not through a replaced `explorer.md`, not through an external agent), a
- * parent switched to `plan` holds its running child at the child's next call.
+ * parent switched to `plan` holds its running child at the child's next call, and creating an
+ * isolated workspace is a change the parent's gate decides like any other.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
-import { existsSync, mkdirSync, writeFileSync } from "node:fs"
+import { execFileSync } from "node:child_process"
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
 import type { Canonical, SessionEvent } from "../../src/log/Event.ts"
 import { text, withSkein } from "../support/Sessions.ts"
@@ -18,6 +20,15 @@ const toolResults = (events: ReadonlyArray<Canonical | SessionEvent>) =>
 
 const spawned = (events: ReadonlyArray<Canonical | SessionEvent>) =>
   events.filter((e) => e.type === "subagent" && (e.data as { event: string }).event === "spawned").map((e) => (e.data as { id: string }).id)
+
+const gitRepo = (cwd: string) => {
+  const git = (...args: Array<string>) =>
+    execFileSync("git", args, { cwd, encoding: "utf8", env: { ...process.env, GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@t", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@t" } })
+  git("init", "-q")
+  git("add", ".")
+  git("commit", "-qm", "start")
+  return git
+}
 
 /** A question a child or the parent asked, as the parent's presenter sees it. */
 interface Asked {
@@ -110,6 +121,57 @@ describe("child permissions", () => {
         assert.deepStrictEqual(results.map((r) => [r.id, r.ok]), [["a", true], ["b", false], ["c", false]])
         assert.include(results[1]!.content, "Plan mode")
         assert.include(results[2]!.content, "Plan mode")
+      })))
+
+  it.live("an isolated child of a parent in plan creates no branch and no worktree", () =>
+    withSkein({
+      mode: "plan",
+      script: {
+        turns: [{ calls: [[call("spawn_agent", { task: "edit in isolation", workspace: "isolated" }, "s1")], [{ text: "ok" }]] }],
+        agents: { general: { turns: [{ calls: [[{ text: "never" }]] }] } }
+      }
+    }, ({ runtime, cwd, home, readLog }) =>
+      Effect.gen(function*() {
+        const git = gitRepo(cwd)
+        const session = yield* runtime.newSession({ cwd })
+        yield* session.prompt(text("go"))
+        const [result] = toolResults((yield* readLog(session.id)).events as never)
+        assert.isFalse(result!.ok)
+        assert.include(result!.content, "Plan mode")
+        assert.strictEqual(git("branch", "--list", "skein/*"), "")
+        assert.isFalse(existsSync(join(home, "worktrees")) && readdirSync(join(home, "worktrees")).length > 0)
+        assert.deepStrictEqual(spawned((yield* readLog(session.id)).events as never), [])
+      })))
+
+  it.live("in default mode an isolated workspace is asked for; refused, nothing is made", () =>
+    withSkein({
+      script: {
+        turns: [{ calls: [[call("spawn_agent", { task: "edit in isolation", workspace: "isolated" }, "s1")], [{ text: "ok" }]] }],
+        agents: { general: { turns: [{ calls: [[{ text: "never" }]] }] } }
+      }
+    }, ({ runtime, cwd, readLog }) =>
+      Effect.gen(function*() {
+        const git = gitRepo(cwd)
+        const session = yield* runtime.newSession({ cwd })
+        const asked: Array<Asked> = []
+        yield* session.turn(text("go")).pipe(Stream.runForEach((event) =>
+          Effect.gen(function*() {
+            const question = questionOf(event)
+            if (question === undefined) return
+            asked.push(question)
+            yield* session.answer(question.requestId, { outcome: "selected", optionId: "reject_once" })
+          })
+        ))
+        assert.strictEqual(asked.length, 1)
+        assert.strictEqual(asked[0]!.sessionId, session.id)
+        assert.strictEqual(asked[0]!.toolCallId, "s1")
+        assert.match(asked[0]!.title, /branch skein\/.+ and its worktree/)
+        const [result] = toolResults((yield* readLog(session.id)).events as never)
+        assert.isFalse(result!.ok)
+        assert.include(result!.content, "denied")
+        assert.strictEqual(git("branch", "--list", "skein/*"), "")
+        // Nothing of the parent's state was recorded in the repository either.
+        assert.strictEqual(git("worktree", "list").trim().split("\n").length, 1)
       })))
 
   it.live("a parent in plan cannot start an external agent (it acts on its own)", () =>
