@@ -167,6 +167,16 @@ const responseText = (event: SessionEvent): string | undefined =>
     ? event.data.parts.flatMap((part) => (part.type === "text" ? [part.text] : [])).join("")
     : undefined
 
+/** Creating an isolated workspace, as the parent's gate is shown it: on the spawning call, naming the branch. */
+const worktreeCall = (toolCallId: string, agent: string, plan: Worktree.Plan): AnnouncedCall => ({
+  id: toolCallId,
+  name: Worktree.change.name,
+  args: plan,
+  title: `Create the git branch ${plan.branch} and its worktree (an isolated workspace for ${agent})`,
+  kind: "other",
+  locations: [{ path: plan.repository }]
+})
+
 /** Whether a child's prompt ended with what it was asked (for a workflow step). */
 const succeeded = (child: Child) => child.state === "idle" && child.stopReason === "end_turn" && child.error === undefined
 
@@ -277,17 +287,8 @@ export const make = (options: Options): Effect.Effect<Children> =>
         const workspace = request.workspace ?? "shared"
         const id = SessionId.make()
         const approve = (plan: Worktree.Plan) =>
-          Effect.flatMap(
-            options.permit({
-              id: request.toolCallId,
-              name: Worktree.change.name,
-              args: plan,
-              title: `Create the git branch ${plan.branch} and its worktree (an isolated workspace for ${agent.name})`,
-              kind: "other",
-              locations: [{ path: plan.repository }]
-            }, Worktree.change, plan),
-            (permit) => (permit._tag === "allow" ? Effect.void : Effect.fail(permit.reason))
-          )
+          Effect.flatMap(options.permit(worktreeCall(request.toolCallId, agent.name, plan), Worktree.change, plan), (permit) =>
+            permit._tag === "allow" ? Effect.void : Effect.fail(permit.reason))
         const worktree = workspace === "isolated"
           ? yield* Worktree.create({ cwd: options.cwd, id, home: factory.home, approve }).pipe(Effect.mapError((error) => error.message))
           : undefined
