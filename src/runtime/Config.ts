@@ -8,6 +8,7 @@ import type * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import type { ToolEnv } from "../tools/Tool.ts"
+import type { Ceiling } from "../tools/Ceiling.ts"
 import type { TurnContext, TurnOutcome } from "./Turn.ts"
 import type { Catalog } from "../providers/Models.ts"
 import type { Provider } from "../providers/Provider.ts"
@@ -52,7 +53,13 @@ export interface Settings {
 /** Starts an external ACP agent (lazily) in the scope, and gives what runs a turn through it. */
 export type ExternalRunner = (
   agent: { readonly name: string; readonly command: string; readonly args: ReadonlyArray<string>; readonly env: Readonly<Record<string, string>> },
-  options: { readonly cwd: string; readonly clientInfo: { readonly name: string; readonly version: string }; readonly permissionTimeoutMs?: number | undefined }
+  options: {
+    readonly cwd: string
+    readonly clientInfo: { readonly name: string; readonly version: string }
+    readonly permissionTimeoutMs?: number | undefined
+    /** The child session's ceiling as it is now: the agent's questions and reported changes are held to it. */
+    readonly ceiling?: (() => Ceiling) | undefined
+  }
 ) => Effect.Effect<{ readonly run: (ctx: TurnContext) => Effect.Effect<TurnOutcome, never, ToolEnv> }, never, Scope.Scope>
 
 export class Config extends Context.Service<Config, Settings>()("skein/runtime/Config") {

@@ -39,6 +39,7 @@ import * as Prompt from "../providers/Prompt.ts"
 import { AGENT_TOOLS } from "../tools/agents.ts"
 import * as Toolkit from "../tools/Toolkit.ts"
 import * as Bus from "./Bus.ts"
+import * as Ceiling from "../tools/Ceiling.ts"
 import type * as Children from "./Children.ts"
 import { Config, DEFAULT_MAX_LIVE_SESSIONS, EVICT_AFTER_IDLE_MS } from "./Config.ts"
 import { isModeId, type ModeId } from "../Vocabulary.ts"
@@ -182,8 +183,16 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           extensions: extensionsFor(request.cwd, false),
           project: childProject(request.cwd)
         }
+        // The child's ceiling as the gate reads it (an external agent's questions are held to it too).
+        const reach = () =>
+          Ceiling.under({ mode: history.mode !== undefined && isModeId(history.mode) ? history.mode : request.mode, readOnly: agent.readOnly, rules: history.rules }, request.above())
         const runTurn = agent.acp !== undefined && config.external !== undefined
-          ? (yield* config.external({ name: agent.name, ...agent.acp }, { cwd: request.cwd, clientInfo: { name: "skein", version: config.version }, permissionTimeoutMs: config.permissionTimeoutMs }).pipe(Scope.provide(scope))).run
+          ? (yield* config.external({ name: agent.name, ...agent.acp }, {
+            cwd: request.cwd,
+            clientInfo: { name: "skein", version: config.version },
+            permissionTimeoutMs: config.permissionTimeoutMs,
+            ceiling: reach
+          }).pipe(Scope.provide(scope))).run
           : undefined
         const deps: Session.Deps = {
           ...base,
@@ -191,6 +200,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           agent: agent.name,
           instructions: childPrompt(agent),
           readOnly: agent.readOnly,
+          above: request.above,
           model: agent.model !== undefined && config.models?.info(agent.model) !== undefined ? agent.model : config.model,
           children: depth < limits.maxDepth && agent.acp === undefined ? childrenFor(depth, toolkit, () => history) : undefined,
           ...(runTurn !== undefined ? { runTurn } : {})
