@@ -126,6 +126,23 @@ describe("Confine.check: globs", () => {
     }))
 })
 
+describe("Confine.check: words as bash reads them", () => {
+  it.effect("a redirection target is the whole word: a quoted rest glued to it is not a separate operand", () =>
+    Effect.gen(function*() {
+      const { check, ws } = yield* setup
+      const command = "tr -d <.'/../outside/secret.txt' Z"
+      // What bash does with it: reads the file outside.
+      const output = spawnSync("/bin/bash", ["-c", command], { cwd: ws, encoding: "utf8" }).stdout
+      assert.strictEqual(output, "SECRET\n")
+      assert.include(reason(yield* check(command)), "./../outside/secret.txt is outside the workspace")
+      for (const other of ["cat <\"../outside\"/secret.txt", "cat <..\\/outside/secret.txt", "cat <..'/'outside/secret.txt", "wc -l 0<../out\\\nside/secret.txt"]) {
+        assert.include(reason(yield* check(other)), "outside the workspace", other)
+      }
+      assert.isTrue(allowed(yield* check("tr -d <'a'.txt Z")))
+    }))
+
+})
+
 describe("Confine.check: any input", () => {
   it.effect("never fails and never dies, whatever the command", () =>
     Effect.gen(function*() {
