@@ -141,6 +141,20 @@ describe("Confine.check: words as bash reads them", () => {
       assert.isTrue(allowed(yield* check("tr -d <'a'.txt Z")))
     }))
 
+  it.effect("a name that is not valid UTF-8, or `?` and brackets against names that are not ASCII, ask", () =>
+    Effect.gen(function*() {
+      const { check, ws, outside } = yield* setup
+      // Read back as `a\uFFFD`, which is not the name bash passes on: the link behind it would go unchecked.
+      symlinkSync(join(outside, "secret.txt"), Buffer.from([...Buffer.from(join(ws, "a")), 0xff]))
+      assert.include(spawnSync("/bin/bash", ["-c", "cat a*"], { cwd: ws, encoding: "utf8" }).stdout, "SECRET")
+      assert.include(reason(yield* check("cat a*")), "cannot tell what a* expands to")
+      assert.isFalse(allowed(yield* check("cat a?*")))
+      assert.isTrue(allowed(yield* check("cat b*")))
+      writeFileSync(join(ws, "é"), "")
+      assert.include(reason(yield* check("cat ?")), "cannot tell what ? expands to")
+      assert.include(reason(yield* check("cat [[:alpha:]]")), "cannot tell")
+      assert.isTrue(allowed(yield* check("cat *.txt")))
+    }))
 })
 
 describe("Confine.check: any input", () => {

@@ -3,14 +3,15 @@
  * quotes, escapes, line continuations, redirection operators, descriptor numbers, globs, blanks
  * and characters bash treats specially. For every line the lexer accepts, bash must read the
  * same words, the same redirection targets on the same descriptors, and the same pipeline
- * stages.
+ * stages; every word must match the same files bash's filename expansion finds.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as fc from "fast-check"
-import { mkdirSync } from "node:fs"
+import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { isDeepStrictEqual } from "node:util"
+import { expand } from "../../src/tools/commands/Paths.ts"
 import { lex, type Token } from "../../src/tools/commands/Shell.ts"
 import * as TempDir from "../support/TempDir.ts"
 import * as Oracle from "./bash-oracle.ts"
@@ -138,4 +139,38 @@ describe("the shell lexer reads what bash reads", () => {
       assert.isAbove(generated.filter((a) => hasRedirect(a.tokens)).length, LINES / 10, `SKEIN_ORACLE_SEED=${SEED}: with redirections`)
       assert.isAbove(generated.filter((a) => /['"\\]/.test(a.line)).length, LINES / 10, `SKEIN_ORACLE_SEED=${SEED}: with quoting`)
     }))
+
+  const GLOB_PARTS = [
+    ..."ab*?[]!^-",
+    "\\*", "\\?", "\\[", "\\]", "\\\\", "\\-", "\\!", "'*'", "\"?\"", "'['", "']'", "'-'", "'!'", "' '", "'\\'", "\"\\\\\"",
+    "[[:alpha:]]", "[[:upper:]]", "[[:punct:]]", "[a-b]", "[!a]", "[^a]", "[]a]", "[!]]", "[a-]", "[\\]]", "[a'-'b]", "é"
+  ]
+  /** Only ASCII names: for others, `?` and brackets match what the locale says, and `expand` does not answer. */
+  const FILES = ["a", "b", "ab", "ba", "aa", "A", "-", "!", "^", "*", "?", "[", "]", "\\", "a b", "a*", "a?", "[a]", "a]", "-a", "b-", ".hidden", ".a"]
+  const globWord = fc.array(fc.constantFrom(...GLOB_PARTS), { minLength: 1, maxLength: 4 }).map((parts) => parts.join(""))
+
+  it.effect("every word matches the files bash's filename expansion finds (quoted parts literally)", () =>
+    Effect.gen(function*() {
+      const dir = yield* TempDir.make("skein-oracle-")
+      const cwd = join(dir, "files")
+      mkdirSync(cwd)
+      for (const name of FILES) writeFileSync(join(cwd, name), "")
+      const raws = fc.sample(globWord, { numRuns: 300, seed: SEED })
+      const cases = (yield* Effect.forEach(raws, (raw) =>
+        Effect.gen(function*() {
+          const tokens = lex(`Q ${raw}`)
+          const word = tokens?.length === 2 && tokens[1]!._tag === "word" ? tokens[1].word : undefined
+          // Patterns that start with a dot are answered more widely than bash (`.` and `..`), on purpose.
+          if (word === undefined || word.pattern.startsWith(".") || word.pattern.startsWith("\\.")) return []
+          const want = word.glob ? yield* expand(cwd, word.pattern, word.text) : [word.text]
+          return want === undefined ? [] : [{ raw, want: [...want].sort(), glob: word.glob }] // not modelled: Confine asks
+        }))).flat()
+      const results = Oracle.run(dir, cwd, cases.map((c) => `Q ${c.raw}`), true)
+      const wrong = cases.flatMap((c, i) => {
+        const got = results[i]!.map((call) => [...call.argv.slice(1)].sort())
+        return got.length === 1 && isDeepStrictEqual(got[0], c.want) ? [] : [{ raw: c.raw, want: c.want, got }]
+      })
+      assert.deepStrictEqual(wrong.slice(0, 3), [], `SKEIN_ORACLE_SEED=${SEED}: ${wrong.length} words expand differently`)
+      assert.isAbove(cases.filter((c) => c.glob).length, 80, `SKEIN_ORACLE_SEED=${SEED}: glob words`)
+    }).pipe(Effect.provide(TempDir.platform)))
 })
