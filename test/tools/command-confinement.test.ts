@@ -4,7 +4,11 @@
  * from the workspace, and an auto-allowed git must run none of the repository's programs.
  */
 import { assert, describe, it } from "@effect/vitest"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
 import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as Layer from "effect/Layer"
 import * as fc from "fast-check"
 import { execFileSync, spawnSync } from "node:child_process"
 import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs"
@@ -154,6 +158,23 @@ describe("Confine.check: words as bash reads them", () => {
       assert.include(reason(yield* check("cat ?")), "cannot tell what ? expands to")
       assert.include(reason(yield* check("cat [[:alpha:]]")), "cannot tell")
       assert.isTrue(allowed(yield* check("cat *.txt")))
+    }))
+})
+
+describe("Confine.check: the shell", () => {
+  it.effect("without /bin/bash the command would run with /bin/sh, which reads some of it otherwise: asked", () =>
+    Effect.gen(function*() {
+      const { ws } = yield* setup
+      const check = (fs: Layer.Layer<FileSystem.FileSystem>) =>
+        Confine.check("cat a.txt", { cwd: ws, roots: [ws], env: process.env }).pipe(Effect.provide(Layer.mergeAll(fs, NodePath.layer)))
+      // The real file system, with /bin/bash hidden.
+      const withoutBash = Layer.effect(
+        FileSystem.FileSystem,
+        Effect.map(FileSystem.FileSystem, (fs) =>
+          FileSystem.FileSystem.of({ ...fs, exists: (path) => path === "/bin/bash" ? Effect.succeed(false) : fs.exists(path) }))
+      ).pipe(Layer.provide(NodeFileSystem.layer))
+      assert.include(reason(yield* check(withoutBash)), "/bin/bash is missing")
+      assert.isTrue(allowed(yield* check(NodeFileSystem.layer)))
     }))
 })
 

@@ -24,6 +24,9 @@
  * (test/tools/shell-oracle.test.ts): change both together.
  */
 
+/** The shell whose reading this module models: the bash tool runs commands with it when it exists. */
+export const BASH = "/bin/bash"
+
 export interface Word {
   /** The word after quote removal. */
   readonly text: string
