@@ -6,7 +6,8 @@
  * with `PATH` pointing nowhere, so every command is "not found" and bash's
  * `command_not_found_handle` prints what bash read: the argument vector, and which of the
  * descriptors 0–40 point to /dev/null after the command's redirections. Nothing a line names
- * runs.
+ * runs, and without bwrap (no user namespaces) `noclobber` keeps a redirection the lexer
+ * missed from overwriting a file.
  *
  * `transform` turns a line the lexer accepted into one bash can run harmlessly and whose
  * output shows every token: each redirection operator becomes a redirection of the same
@@ -31,6 +32,7 @@ export interface Invocation {
 const HARNESS = String.raw`
 out=$1 cases=$2
 if [[ $3 == glob ]]; then set +f; else set -f; fi
+set -C # should bash see a redirection the lexer did not, it creates at most an empty file
 PATH=/nonexistent-skein-oracle
 for n in {4..40}; do eval "exec $n>&-"; done
 command_not_found_handle() {
