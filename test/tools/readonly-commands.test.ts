@@ -356,6 +356,9 @@ describe("shell words, read as bash reads them", () => {
     expect(read("echo \"\\a\\$\\`\\\"\\\\\"")).toEqual([{ words: ["echo", "\\a$`\"\\"], inputs: [] }])
     expect(read("echo a\vb a\u00a0b")).toEqual([{ words: ["echo", "a\vb", "a\u00a0b"], inputs: [] }])
     expect(read("echo a#b HEAD~1 a=b")).toEqual([{ words: ["echo", "a#b", "HEAD~1", "a=b"], inputs: [] }])
+    // Only space and tab separate words: other white space at either end belongs to the first or last word.
+    expect(read("\u00a0ls -la\v")).toEqual([{ words: ["\u00a0ls", "-la\v"], inputs: [] }])
+    expect(isReadOnlyCommand("\u00a0ls")).toBe(false)
   })
 
   it("what it does not model asks: expansions, ANSI-C and locale quoting, braces, comments, tildes, assignments, reserved words", () => {
