@@ -54,7 +54,7 @@ describe("e2e: skein sessions and replay", () => {
     for (const r of [skein("sessions", "show", id), skein("replay", id)]) {
       expect(r.status).toBe(0)
       expect(r.stdout).not.toContain("(diff of")
-      expect(r.stdout).toMatch(/→ Write notes\.txt[\s\S]*new file notes\.txt\n\s+@@ -0,0 \+1,2 @@\n\s+\+alpha\n\s+\+beta/)
+      expect(r.stdout).toMatch(/→ Write notes\.txt[\s\S]*new file \S*notes\.txt\n\s+@@ -0,0 \+1,2 @@\n\s+\+alpha\n\s+\+beta/)
     }
   })
 
