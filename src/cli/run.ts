@@ -16,6 +16,7 @@ import * as fs from "node:fs"
 import { layerLocal } from "../Local.ts"
 import * as Framing from "../jsonrpc/Framing.ts"
 import type { Runtime as RuntimeService } from "../runtime/Api.ts"
+import type { Session } from "../session/Protocol.ts"
 import { Runtime } from "../runtime/Runtime.ts"
 import { VERSION } from "../version.ts"
 import * as Checks from "./Checks.ts"
@@ -86,6 +87,21 @@ const open = (
     return { session: loaded.session, events: loaded.events }
   })
 
+/** How long a run waits for its MCP servers to connect before its first prompt. */
+const MCP_WAIT_MS = 10_000
+
+/**
+ * Waits until no MCP server of the session is still connecting (at most `MCP_WAIT_MS`), so the
+ * first prompt's model call sees their tools; a server that takes longer goes on connecting.
+ */
+const mcpConnected = (session: Session) =>
+  Effect.gen(function*() {
+    const connecting = Effect.map(Effect.orElseSucceed(session.mcpServers, () => []), (servers) => servers.some((s) => s.state === "connecting"))
+    if (!(yield* connecting)) return
+    Terminal.noteLine("Starting MCP servers…", Terminal.dim)
+    for (let waited = 0; waited < MCP_WAIT_MS && (yield* connecting); waited += 50) yield* Effect.sleep(50)
+  })
+
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const parsed = yield* Effect.try({ try: () => Options.parse(withPicker(args), runOptions), catch: (e) => e })
@@ -140,6 +156,7 @@ export const run = (args: ReadonlyArray<string>) =>
       // Stopped from outside (a signal, stdout closed): still say which session it was.
       const said = Effect.onInterrupt(() => Effect.sync(() => Interactive.goodbye(session)))
       if (events !== undefined && !json) Terminal.note(Interactive.summary(session, events))
+      yield* mcpConnected(session)
       if (interactive) return yield* said(Interactive.loop(session, { runtime, input: input!, view: view!, version: VERSION }))
 
       // NDJSON as Skein writes it everywhere: U+2028/U+2029 escaped, so readline keeps lines whole.
