@@ -75,8 +75,8 @@ export const turn = (session: Session, content: ReadonlyArray<UserBlock>, option
         if (asked.toolCall.content !== undefined && asked.toolCall.content.length > 0) options.view?.diffShown(asked.toolCall.toolCallId)
         const reply = yield* Question.ask(input, asked)
         if (reply === "stop") {
-          const reject = asked.options.find((o) => o.kind === "reject_once")
-          yield* Effect.ignore(target.answer(asked.requestId, reject !== undefined ? { outcome: "selected", optionId: reject.optionId } : { outcome: "cancelled" }))
+          // Cancelling the turn takes its question back (a denial); an answer would reach the
+          // session before the cancel does, and the turn would go on with it.
           yield* stop
         } else {
           // The question may have been withdrawn meanwhile: then the answer is not needed.
