@@ -52,15 +52,19 @@ export const fromJson = (json: unknown): Loaded => {
     }
     if (entry.disabled === true) continue
     const type = entry.type ?? (entry.url !== undefined ? "http" : "stdio")
-    if (type === "http" || type === "sse" || type === "streamable-http") {
+    if (type === "sse") {
+      bad("the legacy HTTP+SSE transport is not supported (use \"type\": \"http\", Streamable HTTP)")
+      continue
+    }
+    if (type === "http" || type === "streamable-http") {
       const headers = pairs(entry.headers)
       if (typeof entry.url !== "string" || !/^https?:\/\//.test(entry.url)) bad("\"url\" must be an http(s) URL")
       else if (headers === undefined) bad("\"headers\" must be an object of strings")
-      else servers.push({ type: type === "sse" ? "sse" : "http", name, url: entry.url, headers })
+      else servers.push({ type: "http", name, url: entry.url, headers })
       continue
     }
     if (type !== "stdio") {
-      bad(`unknown "type" (expected stdio, http or sse)`)
+      bad(`unknown "type" (expected stdio or http)`)
       continue
     }
     const env = pairs(entry.env)

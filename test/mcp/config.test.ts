@@ -33,13 +33,13 @@ describe("McpConfig", () => {
     expect(loaded.servers).toEqual([
       { name: "files", command: "npx", args: ["-y", "server"], env: [{ name: "TOKEN", value: "s3cret" }] },
       { type: "http", name: "docs", url: "https://example.com/mcp", headers: [{ name: "Authorization", value: "Bearer s3cret" }] },
-      { type: "sse", name: "old", url: "http://127.0.0.1:9/sse", headers: [] },
       { type: "http", name: "bare", url: "https://example.com/other", headers: [] }
     ])
     expect(loaded.problems).toEqual([
+      "mcpServers.old: the legacy HTTP+SSE transport is not supported (use \"type\": \"http\", Streamable HTTP)",
       "mcpServers.broken: \"args\" must be a list of strings",
       "mcpServers.nourl: \"url\" must be an http(s) URL",
-      "mcpServers.weird: unknown \"type\" (expected stdio, http or sse)"
+      "mcpServers.weird: unknown \"type\" (expected stdio or http)"
     ])
     expect(McpConfig.fromJson({ providers: {} })).toEqual({ servers: [], problems: [] })
   })
