@@ -21,7 +21,7 @@ import { Config, DEFAULT_MAX_TURN_REQUESTS, DEFAULT_PERMISSION_TIMEOUT_MS } from
 import { layer as RuntimeLayer } from "./runtime/Runtime.ts"
 import * as Toolkit from "./tools/Toolkit.ts"
 import { VERSION } from "./version.ts"
-import { DEFAULT_MODE, type ModeId } from "./Vocabulary.ts"
+import { DEFAULT_MODE, type McpServer, type ModeId } from "./Vocabulary.ts"
 
 export interface SkeinConfig {
   /** Where sessions live (`<home>/sessions`), and where `config.json` is read from. */
@@ -56,6 +56,8 @@ export interface SkeinConfig {
   readonly compactAt?: number | undefined
   /** Where user skills are looked for (`<userHome>/.agents/skills`…; default: the OS's home). */
   readonly userHome?: string | undefined
+  /** MCP servers every session uses, with those a client sends (`mcp/Config.ts`). */
+  readonly mcpServers?: ReadonlyArray<McpServer> | undefined
 }
 
 /** The session store a configuration names; the Postgres one is loaded only when asked for. */
@@ -91,7 +93,8 @@ export const layerLocalWithoutPlatform = (config: SkeinConfig) =>
       version: VERSION,
       maxLiveSessions: config.maxLiveSessions,
       compactAt: config.compactAt,
-      userHome: config.userHome
+      userHome: config.userHome,
+      mcpServers: config.mcpServers
     }))
   )
 

@@ -8,6 +8,7 @@ import * as NodePath from "@effect/platform-node/NodePath"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as fs from "node:fs"
+import * as McpConfig from "../mcp/Config.ts"
 import * as Registry from "../providers/Registry.ts"
 import * as Scripted from "../providers/Scripted.ts"
 import * as Options from "./Options.ts"
@@ -54,6 +55,8 @@ export const skeinConfig = (common: Options.Common) =>
       maxLiveSessions: common.maxLiveSessions,
       mode: common.mode,
       compactAt: compactAtFromEnv(process.env.SKEIN_COMPACT_AT),
+      // The user's MCP servers (config.json `mcpServers`), for every session.
+      mcpServers: McpConfig.load(common.home).servers,
       ...(common.store !== undefined ? { store: { postgres: common.store } } : {})
     }
     if (common.provider === "scripted" || (common.provider === undefined && common.script !== undefined)) {

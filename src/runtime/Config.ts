@@ -13,7 +13,7 @@ import type { TurnContext, TurnOutcome } from "./Turn.ts"
 import type { Catalog } from "../providers/Models.ts"
 import type { Provider } from "../providers/Provider.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
-import type { ModeId } from "../Vocabulary.ts"
+import type { McpServer, ModeId } from "../Vocabulary.ts"
 
 export interface Settings {
   /** `$SKEIN_HOME`: sessions live in `<home>/sessions`. */
@@ -48,6 +48,8 @@ export interface Settings {
   readonly userHome?: string | undefined
   /** The share of the model's context window at which a conversation is compacted before a model call (default 0.8). */
   readonly compactAt?: number | undefined
+  /** MCP servers every session uses (the user's configuration); a client's server of the same name wins. */
+  readonly mcpServers?: ReadonlyArray<McpServer> | undefined
 }
 
 /** Starts an external ACP agent (lazily) in the scope, and gives what runs a turn through it. */

@@ -130,7 +130,7 @@ export const make = (options: Options) => (call: AnnouncedCall, tool: Gated, arg
       denied(`Permission is needed to run ${call.title}, and no one is there to answer. It was not run.`)
     )
     if (!options.canAsk()) return yield* unanswerable
-    const choices = Permissions.options(tool, verdict.scope)
+    const choices = Permissions.options(tool, verdict.scope, command)
     // The change an edit would make, so the user sees it before answering (none if it cannot be worked out).
     const preview = tool.preview === undefined ? [] : yield* tool.preview(args, { cwd: options.cwd, roots: options.roots ?? [options.cwd] })
     const answer = yield* options.ask({

@@ -29,6 +29,7 @@ import type * as Reader from "../log/Reader.ts"
 import { LogError, SessionLog, type Writer } from "../log/SessionLog.ts"
 import * as DynamicToolkit from "../mcp/DynamicToolkit.ts"
 import * as McpSession from "../mcp/McpSession.ts"
+import * as McpConfig from "../mcp/Config.ts"
 import * as McpRecord from "../mcp/Record.ts"
 import * as ProviderConfig from "../providers/ProviderConfig.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
@@ -374,7 +375,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           ...(additionalDirectories.length > 0 ? { additionalDirectories } : {}),
           skein: config.version
         }).pipe(Scope.provide(scope))
-        const servers = options.mcpServers ?? []
+        const servers = McpConfig.merge(config.mcpServers ?? [], options.mcpServers ?? [])
         const mcp = yield* startMcp(servers, servers.length > 0, writer, options.cwd, scope)
         const history = History.make()
         history.mode = mode
@@ -473,9 +474,13 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           if (closing !== undefined) yield* closeChildren(events)
           // The mode it started in, unless its log changed it since.
           if (history.mode === undefined || !isModeId(history.mode)) history.mode = header.mode !== undefined && isModeId(header.mode) ? header.mode : config.defaultMode
-          // The client's servers win; without any, the ones the session used last time.
+          // The client's servers win over the configured ones; without any from the client, the
+          // ones the session used last time, under the configuration as it is now.
           const recorded = yield* McpRecord.load(writer)
-          const servers = McpRecord.choose(options.mcpServers ?? [], recorded)
+          const fromClient = options.mcpServers ?? []
+          const servers = fromClient.length > 0
+            ? McpConfig.merge(config.mcpServers ?? [], fromClient)
+            : McpConfig.merge(recorded, config.mcpServers ?? [])
           const mcp = yield* startMcp(servers, !McpRecord.same(servers, recorded), writer, header.cwd, scope)
           const session = yield* Session.make(
             { id: header.id, cwd: header.cwd, additionalDirectories, created: header.created },

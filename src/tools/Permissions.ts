@@ -126,13 +126,23 @@ export const ruleFor = (tool: Subject, scope: PermissionScope, decision: Rule["d
     ? { decision, kind: "tool", value: tool.name, label: scope.label }
     : { decision, kind: scope.kind, value: scope.value, label: scope.label }
 
-/** The four options of a permission request; the "always" ones name their scope. */
-export const options = (tool: Subject, scope: PermissionScope): ReadonlyArray<Option> => {
-  const label = ruleFor(tool, scope, "allow").label
-  return [
+/**
+ * The options of a permission request; the "always" ones name their scope. They are offered
+ * only when the rule they would make covers this very call (`command`: its full command):
+ * "Always allow `echo`" for `echo hi > a.txt && ls` would make a rule that never matches it,
+ * so such a call is offered once-only answers.
+ */
+export const options = (tool: Subject, scope: PermissionScope, command?: string | undefined): ReadonlyArray<Option> => {
+  const rule = ruleFor(tool, scope, "allow")
+  const once: ReadonlyArray<Option> = [
     { optionId: "allow_once", name: "Allow once", kind: "allow_once" },
-    { optionId: "allow_always", name: `Always allow ${label}`, kind: "allow_always" },
-    { optionId: "reject_once", name: "Reject", kind: "reject_once" },
-    { optionId: "reject_always", name: `Always reject ${label}`, kind: "reject_always" }
+    { optionId: "reject_once", name: "Reject", kind: "reject_once" }
+  ]
+  if (!covers(rule, tool, scope, command)) return once
+  return [
+    once[0]!,
+    { optionId: "allow_always", name: `Always allow ${rule.label}`, kind: "allow_always" },
+    once[1]!,
+    { optionId: "reject_always", name: `Always reject ${rule.label}`, kind: "reject_always" }
   ]
 }
