@@ -119,11 +119,13 @@ describe("skein serve and Skein.remote", () => {
     expect(server.stderr).not.toContain(TOKEN)
   })
 
-  it("tcp and ws refuse to start without a token, or with a short one", async () => {
-    for (const [listen, env] of [[`tcp://127.0.0.1:${freePort()}`, {}], [`ws://127.0.0.1:${freePort()}/x`, { SKEIN_SERVE_TOKEN: "short" }]] as const) {
+  it("tcp and ws refuse to start without a token, or with a short one, in words left whole", async () => {
+    for (const [listen, env, said] of [
+      [`tcp://127.0.0.1:${freePort()}`, {}, "skein: tcp needs a token: set SKEIN_SERVE_TOKEN or pass --token-file FILE\n"],
+      [`ws://127.0.0.1:${freePort()}/x`, { SKEIN_SERVE_TOKEN: "short" }, "skein: The token is too short: use at least 16 characters\n"]
+    ] as const) {
       const failed = await serve(listen, env).then(() => undefined, (error: Error) => error.message)
-      expect(failed).toMatch(/exited 2/)
-      expect(failed).toMatch(/token/)
+      expect(failed).toBe(`skein serve exited 2: ${said}`)
     }
   })
 
