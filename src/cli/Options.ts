@@ -102,6 +102,10 @@ skein acp options:
                            (windows connected to one server share sessions and see each
                            other's turns); --token-file FILE or SKEIN_SERVE_TOKEN for tcp/ws
 
+skein serve options:
+  --max-connections N      tcp and ws: connections open at once (SKEIN_SERVE_MAX_CONNECTIONS,
+                           default 128); each has 5 s and 8 KiB to show the token
+
 skein serve --cluster options:
   --runner HOST:PORT       Where the other runners reach this one (SKEIN_RUNNER)
   --runner-listen HOST:PORT  Where to listen for them (default: --runner)
