@@ -8,6 +8,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
+import { parseArgs } from "node:util"
 import type { Transport } from "../jsonrpc/Peer.ts"
 import { Runtime, RuntimeError } from "../runtime/Api.ts"
 import * as Stderr from "../secrets/Stderr.ts"
@@ -84,15 +85,29 @@ export const warmAfterFirstSession = (transport: Transport, warm: Effect.Effect<
 
 export const signalExitCode = 0
 
+const acpOptions = { ...Options.commonOptions, connect: { type: "string" }, "token-file": { type: "string" } } as const
+
+/** `args` without its one positional argument (the options keep their values). */
+const withoutPositional = (args: ReadonlyArray<string>, options: typeof acpOptions): ReadonlyArray<string> => {
+  const { tokens } = parseArgs({ args: [...args], options, allowPositionals: true, strict: true, tokens: true })
+  const at = tokens.find((token) => token.kind === "positional")?.index
+  return at === undefined ? args : args.filter((_, i) => i !== at)
+}
+
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const parsed = yield* Effect.try({
-      try: () => Options.parse(args, { ...Options.commonOptions, connect: { type: "string" }, "token-file": { type: "string" } }),
+      try: () => Options.parse(args, acpOptions),
       catch: (e) => e
     })
     if (parsed.values.help === true) {
       process.stdout.write(Options.HELP)
       return 0
+    }
+    // A client that appends a terminal auth method's arguments to the agent's runs `skein acp setup`.
+    if (parsed.positionals.length === 1 && parsed.positionals[0] === "setup" && typeof parsed.values.connect !== "string") {
+      const Setup = yield* Effect.promise(() => import("./setup.ts"))
+      return yield* Setup.run(withoutPositional(args, acpOptions))
     }
     if (parsed.positionals.length > 0) return yield* Effect.fail(new Options.UsageError("skein acp takes no arguments"))
     const common = Options.common(parsed.values)
