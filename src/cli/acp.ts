@@ -17,10 +17,11 @@ import * as Stdio from "../server/Stdio.ts"
 import { VERSION } from "../version.ts"
 import * as Checks from "./Checks.ts"
 import { markWarm, snapshotSoon } from "./CodeCache.ts"
-import { skeinConfig } from "./Config.ts"
+import { reloadableConfig } from "./Config.ts"
 import { capYoungGeneration } from "./Heap.ts"
 import * as Options from "./Options.ts"
 import { readToken } from "./serve.ts"
+import * as SignIn from "./SignIn.ts"
 import * as Address from "../remote/Address.ts"
 
 /** stdout belongs to the protocol: anything else that tries to print goes to stderr, redacted. */
@@ -121,7 +122,7 @@ export const run = (args: ReadonlyArray<string>) =>
       const address = Address.parse(connect.url)
       if (address._tag === "invalid") return yield* Effect.fail(new Options.UsageError(address.message))
     }
-    const config = yield* skeinConfig(common)
+    const { config, reloadable } = yield* reloadableConfig(common)
     guardStdout()
     yield* Effect.scoped(Effect.gen(function*() {
       // The runtime (the log, tools, providers and MCP all come with it) is loaded and built
@@ -160,7 +161,7 @@ export const run = (args: ReadonlyArray<string>) =>
       yield* Effect.forkScoped(Effect.andThen(Deferred.await(firstWritten), Effect.ignore(ready)))
       const warming = warmAfterFirstSession(
         warmOnFirstWrite(Stdio.transport(), firstWritten),
-        "provider" in config ? config.provider.warm : undefined,
+        config.provider?.warm,
         scope
       )
       yield* serveWith(warming.transport, {
@@ -169,7 +170,9 @@ export const run = (args: ReadonlyArray<string>) =>
         maxLineBytes: common.maxLineBytes,
         onSessionOpened: warming.opened,
         // Sessions on a server may be shown in other windows too: their turns are shown here.
-        watchOthers: connect !== undefined
+        watchOthers: connect !== undefined,
+        // A server's sessions use its configuration, not the one here: nothing to sign in to.
+        signIn: connect === undefined ? SignIn.make(common.home, reloadable) : undefined
       }, awaiting(ready))
     }))
     return 0
