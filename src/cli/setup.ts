@@ -196,10 +196,20 @@ const askModel = (
     }
   })
 
+/** The text of `config.json` (undefined when there is none); a usage error when it cannot be read. */
+const readText = (path: string): string | undefined => {
+  try {
+    return fs.readFileSync(path, "utf8")
+  } catch (error) {
+    const code = (error as { code?: unknown }).code
+    if (code === "ENOENT") return undefined
+    throw new Options.UsageError(`Cannot read ${path}${typeof code === "string" ? ` (${code})` : ""}; fix it, then run skein setup again`)
+  }
+}
+
 /** `config.json` as an object (`{}` when missing); a usage error when it cannot be changed safely. */
 const readExisting = (path: string): ConfigWrite.Json => {
-  const text = fs.existsSync(path) ? fs.readFileSync(path, "utf8") : undefined
-  const parsed = ConfigWrite.parseObject(text, path)
+  const parsed = ConfigWrite.parseObject(readText(path), path)
   if (parsed instanceof ConfigWrite.ConfigWriteError) throw new Options.UsageError(parsed.message)
   return parsed
 }
@@ -257,7 +267,7 @@ export const run = (args: ReadonlyArray<string>) =>
     Checks.home(common.home, { write: false })
     const path = nodePath.join(common.home, "config.json")
     // A file Skein cannot read back is not changed: say so before asking anything.
-    const status = ProviderConfig.parse(fs.existsSync(path) ? fs.readFileSync(path, "utf8") || "{}" : "{}", path).status
+    const status = ProviderConfig.parse(readText(path) || "{}", path).status
     if (status._tag === "invalid") return yield* Effect.fail(new Options.UsageError(`${status.message}; fix or move it, then run skein setup again`))
     return yield* wizard(common.home).pipe(
       Effect.as(0),

@@ -118,8 +118,24 @@ const target = (home: string): string => {
   }
 }
 
-/** Replaces `path` with `text` at once (mode 0600); whoever reads it sees the old file or the new, never a part. */
-const writeAtomic = (path: string, text: string) => {
+/** What identifies one version of a file: its inode, size and change time (undefined: absent). */
+const version = (path: string): string | undefined => {
+  try {
+    const stat = fs.statSync(path)
+    return `${stat.ino}:${stat.size}:${stat.mtimeMs}:${stat.ctimeMs}`
+  } catch {
+    return undefined
+  }
+}
+
+/** The file changed under a write (another `skein setup`, a `logout`): read it again and redo the change. */
+class Changed {}
+
+/**
+ * Replaces `path` with `text` at once (mode 0600), unless it is no longer the version `seen`;
+ * whoever reads it sees the old file or the new, never a part.
+ */
+const writeAtomic = (path: string, text: string, seen: string | undefined) => {
   const temporary = `${path}.${process.pid}.${Math.random().toString(36).slice(2, 10)}.tmp`
   try {
     const fd = fs.openSync(temporary, "wx", 0o600)
@@ -129,6 +145,7 @@ const writeAtomic = (path: string, text: string) => {
     } finally {
       fs.closeSync(fd)
     }
+    if (version(path) !== seen) throw new Changed()
     fs.renameSync(temporary, path)
   } catch (error) {
     fs.rmSync(temporary, { force: true })
@@ -147,28 +164,40 @@ const writeAtomic = (path: string, text: string) => {
   }
 }
 
+/** How many times a change is made again on a file that keeps changing under it. */
+const ATTEMPTS = 5
+
 /**
  * Applies `change` to `<home>/config.json` (a missing file is `{}`; the home is created, 0700,
  * if need be) and writes the result; a change that returns undefined leaves the file as it is.
- * Fails, writing nothing, when the file is not a JSON object or cannot be read.
+ * Fails, writing nothing, when the file is not a JSON object or cannot be read. When another
+ * process writes the file meanwhile, the change is made again on what it wrote, so neither
+ * change is lost.
  */
 export const update = (home: string, change: (config: Json) => Json | undefined) =>
   Effect.gen(function*() {
     const path = target(home)
-    const text = yield* Effect.try({
-      try: () => (fs.existsSync(path) ? fs.readFileSync(path, "utf8") : undefined),
-      catch: (error) => ioError(`read ${path}`, error)
-    })
-    const parsed = parseObject(text, path)
-    if (parsed instanceof ConfigWriteError) return yield* parsed
-    const changed = change(parsed)
-    if (changed === undefined) return { path, config: parsed, written: false }
-    yield* Effect.try({
-      try: () => {
-        fs.mkdirSync(nodePath.dirname(path), { recursive: true, mode: 0o700 })
-        writeAtomic(path, `${JSON.stringify(changed, null, 2)}\n`)
-      },
-      catch: (error) => ioError(`write ${path}`, error)
-    })
-    return { path, config: changed, written: true }
+    for (let attempt = 1; ; attempt++) {
+      const seen = version(path)
+      const text = yield* Effect.try({
+        try: () => (seen !== undefined ? fs.readFileSync(path, "utf8") : undefined),
+        catch: (error) => ioError(`read ${path}`, error)
+      })
+      const parsed = parseObject(text, path)
+      if (parsed instanceof ConfigWriteError) return yield* parsed
+      const changed = change(parsed)
+      if (changed === undefined) return { path, config: parsed, written: false }
+      const written = yield* Effect.try({
+        try: () => {
+          fs.mkdirSync(nodePath.dirname(path), { recursive: true, mode: 0o700 })
+          writeAtomic(path, `${JSON.stringify(changed, null, 2)}\n`, seen)
+          return true
+        },
+        catch: (error) =>
+          error instanceof Changed
+            ? attempt < ATTEMPTS ? error : new ConfigWriteError({ reason: "io", message: `${path} kept changing while it was written; try again` })
+            : ioError(`write ${path}`, error)
+      }).pipe(Effect.catchIf((error): error is Changed => error instanceof Changed, () => Effect.succeed(false)))
+      if (written) return { path, config: changed, written: true }
+    }
   })

@@ -105,7 +105,7 @@ beforeAll(() => {
   mkdirSync(unpacked)
   run("tar", ["-xzf", tarball, "-C", unpacked, "--strip-components=1"], root)
   manifest = JSON.parse(readFileSync(join(unpacked, "package.json"), "utf8"))
-}, 300_000)
+}, 600_000)
 
 describe("e2e: Skein as a package", () => {
   const agents = useAgents()

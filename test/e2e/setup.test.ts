@@ -213,5 +213,12 @@ describe("e2e: skein setup and run without a terminal", () => {
     expect(t.text()).toContain("is not valid JSON")
     expect(t.text()).not.toContain("Which provider?")
     expect(readFileSync(join(home, "config.json"), "utf8")).toBe("{ not json")
+
+    // One that cannot be read at all (a directory): the same, with the reason.
+    rmSync(join(home, "config.json"))
+    mkdirSync(join(home, "config.json"))
+    const dir = term("setup")
+    expect(await dir.exit).toBe(2)
+    expect(dir.text()).toMatch(/Cannot read .*config\.json \(EISDIR\)/)
   })
 })

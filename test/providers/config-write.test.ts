@@ -121,6 +121,34 @@ describe("ConfigWrite", () => {
       assert.strictEqual((yield* ConfigWrite.forgetKeys(missing)).written, false)
       assert.isFalse(existsSync(join(missing, "config.json")))
     }))
+
+  it.effect("a write that another process made meanwhile is not lost: the change is made again on top of it", () =>
+    Effect.gen(function*() {
+      const home = yield* TempDir.make()
+      const path = join(home, "config.json")
+      writeFileSync(path, JSON.stringify({ providers: { a: { apiKey: KEY } } }))
+      let calls = 0
+      const result = yield* ConfigWrite.update(home, (config) => {
+        // The first time, another writer (a logout in the editor's agent) replaces the file
+        // after it was read and before it is renamed over.
+        if (calls++ === 0) writeFileSync(path, JSON.stringify({ sandbox: "off", providers: { a: { apiKeyEnv: "A_KEY" } } }))
+        return { ...config, provider: "local" }
+      })
+      assert.strictEqual(calls, 2)
+      assert.deepStrictEqual(JSON.parse(readFileSync(path, "utf8")), { sandbox: "off", providers: { a: { apiKeyEnv: "A_KEY" } }, provider: "local" })
+      assert.deepStrictEqual(result.config, { sandbox: "off", providers: { a: { apiKeyEnv: "A_KEY" } }, provider: "local" })
+
+      // One that never stops changing: an error, and the other writer's file stays.
+      let n = 0
+      const error = yield* Effect.flip(ConfigWrite.update(home, (config) => {
+        writeFileSync(path, JSON.stringify({ n: ++n, pad: "x".repeat(n) }))
+        return { ...config, provider: "never" }
+      }))
+      assert.strictEqual(error.reason, "io")
+      assert.include(error.message, "kept changing")
+      assert.notInclude(readFileSync(path, "utf8"), "never")
+      assert.deepStrictEqual(readdirSync(home), ["config.json"])
+    }))
 })
 
 describe("Reloadable", () => {
