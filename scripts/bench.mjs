@@ -178,7 +178,14 @@ const envNoCache = { ...env, SKEIN_NO_CODE_CACHE: "1" }
 
 const NAMES = { skein: "Skein", "skein-nocache": "Skein without its code cache", floor: "plain-Node floor", sdk: "ACP SDK agent", relay: "plain-Node relay" }
 
-/** Starts an agent; Skein gets a fresh home (or `home`) and, when given, a script. */
+/**
+ * A provider for Skein when no script answers: an OpenAI-compatible server on a closed port,
+ * never called (no prompt is sent). A user who opens sessions has one configured; without it,
+ * `session/new` answers `auth_required`.
+ */
+const PROVIDER_ENV = { OPENAI_BASE_URL: "http://127.0.0.1:9/v1", SKEIN_MODEL: "bench" }
+
+/** Starts an agent; Skein gets a fresh home (or `home`) and, when given, a script (else `PROVIDER_ENV`). */
 const start = (id, { script, nodeArgs, args: extra = [], env: more, home, Class = Agent } = {}) => {
   if (id === "skein" || id === "skein-nocache") {
     const args = [SKEIN, "acp", "--home", home ?? freshHome(), ...extra]
@@ -187,7 +194,8 @@ const start = (id, { script, nodeArgs, args: extra = [], env: more, home, Class 
       writeFileSync(file, JSON.stringify(script))
       args.push("--script", file)
     }
-    return new Class(NAMES[id], args, { cwd: workspace, env: { ...(id === "skein" ? env : envNoCache), ...more }, nodeArgs })
+    const provider = script === undefined ? PROVIDER_ENV : {}
+    return new Class(NAMES[id], args, { cwd: workspace, env: { ...(id === "skein" ? env : envNoCache), ...provider, ...more }, nodeArgs })
   }
   return new Agent(NAMES[id], [id === "floor" ? FLOOR : id === "relay" ? RELAY : SDK], { cwd: workspace, env: { ...env, ...more }, nodeArgs })
 }

@@ -38,7 +38,10 @@ export interface SkeinConfig {
   readonly provider?: Provider | undefined
   /** A parsed script for the scripted provider (see `Scripted.parse`). */
   readonly script?: Scripted.Script | undefined
-  /** The model of new sessions: a key of `models` (`provider/id`) when given. */
+  /**
+   * The model of new sessions: a key of `models` (`provider/id`) when given. Read each time a
+   * session starts (it may be a getter over a configuration that changes).
+   */
   readonly model?: string | undefined
   /** The models sessions may switch between (from `Registry.resolve(…).models`). */
   readonly models?: Catalog | undefined
@@ -83,7 +86,10 @@ export const layerLocalWithoutPlatform = (config: SkeinConfig) =>
     Layer.provide(Config.layer({
       home: config.home,
       provider: resolveProvider(config),
-      model: config.model,
+      // Read as each session starts: a configuration read again (sign-in) changes it for new sessions.
+      get model() {
+        return config.model
+      },
       models: config.models,
       maxTurnRequests: config.maxTurnRequests ?? DEFAULT_MAX_TURN_REQUESTS,
       defaultMode: config.mode ?? DEFAULT_MODE,

@@ -50,6 +50,8 @@ export const HELP = `skein — an ACP coding agent on Effect
 
 Usage:
   skein acp [options]            Serve the Agent Client Protocol over stdio (for editors)
+  skein setup [--home DIR]       Choose the model provider, its API key and the model, at a
+                                 terminal; checks them, then saves $SKEIN_HOME/config.json
   skein run [options] [PROMPT]   Work in this terminal: with no PROMPT, prompt after prompt in one
                                  session; with a PROMPT (or one piped on stdin), one turn
   skein sessions [list|show ID|rm ID|fork ID [--turn N]]

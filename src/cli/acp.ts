@@ -8,6 +8,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
+import { parseArgs } from "node:util"
 import type { Transport } from "../jsonrpc/Peer.ts"
 import { Runtime, RuntimeError } from "../runtime/Api.ts"
 import * as Stderr from "../secrets/Stderr.ts"
@@ -16,10 +17,11 @@ import * as Stdio from "../server/Stdio.ts"
 import { VERSION } from "../version.ts"
 import * as Checks from "./Checks.ts"
 import { markWarm, snapshotSoon } from "./CodeCache.ts"
-import { skeinConfig } from "./Config.ts"
+import { reloadableConfig } from "./Config.ts"
 import { capYoungGeneration } from "./Heap.ts"
 import * as Options from "./Options.ts"
 import { MIN_TOKEN_LENGTH, readToken } from "./serve.ts"
+import * as SignIn from "./SignIn.ts"
 import * as Address from "../remote/Address.ts"
 
 /** stdout belongs to the protocol: anything else that tries to print goes to stderr, redacted. */
@@ -84,6 +86,15 @@ export const warmAfterFirstSession = (transport: Transport, warm: Effect.Effect<
 
 export const signalExitCode = 0
 
+const acpOptions = { ...Options.commonOptions, connect: { type: "string" }, "token-file": { type: "string" } } as const
+
+/** `args` without its one positional argument (the options keep their values). */
+const withoutPositional = (args: ReadonlyArray<string>, options: typeof acpOptions): ReadonlyArray<string> => {
+  const { tokens } = parseArgs({ args: [...args], options, allowPositionals: true, strict: true, tokens: true })
+  const at = tokens.find((token) => token.kind === "positional")?.index
+  return at === undefined ? args : args.filter((_, i) => i !== at)
+}
+
 /** What can be told of `--connect` without connecting: the URL, and a token where one is needed. */
 const checkConnect = (connect: { readonly url: string; readonly token: string | undefined }) => {
   const address = Address.parse(connect.url)
@@ -109,12 +120,17 @@ const connectTo = (connect: { readonly url: string; readonly token: string | und
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const parsed = yield* Effect.try({
-      try: () => Options.parse(args, { ...Options.commonOptions, connect: { type: "string" }, "token-file": { type: "string" } }),
+      try: () => Options.parse(args, acpOptions),
       catch: (e) => e
     })
     if (parsed.values.help === true) {
       process.stdout.write(Options.HELP)
       return 0
+    }
+    // A client that appends a terminal auth method's arguments to the agent's runs `skein acp setup`.
+    if (parsed.positionals.length === 1 && parsed.positionals[0] === "setup" && typeof parsed.values.connect !== "string") {
+      const Setup = yield* Effect.promise(() => import("./setup.ts"))
+      return yield* Setup.run(withoutPositional(args, acpOptions))
     }
     if (parsed.positionals.length > 0) return yield* Effect.fail(new Options.UsageError("skein acp takes no arguments"))
     const common = Options.common(parsed.values)
@@ -125,7 +141,7 @@ export const run = (args: ReadonlyArray<string>) =>
       ? { url: parsed.values.connect, token: readToken(typeof parsed.values["token-file"] === "string" ? parsed.values["token-file"] : undefined) }
       : undefined
     if (connect !== undefined) checkConnect(connect)
-    const config = yield* skeinConfig(common)
+    const { config, reloadable } = yield* reloadableConfig(common)
     guardStdout()
     yield* Effect.scoped(Effect.gen(function*() {
       const scope = yield* Effect.scope
@@ -160,7 +176,7 @@ export const run = (args: ReadonlyArray<string>) =>
       yield* Effect.forkScoped(Effect.andThen(Deferred.await(firstWritten), Effect.ignore(ready)))
       const warming = warmAfterFirstSession(
         warmOnFirstWrite(Stdio.transport(), firstWritten),
-        "provider" in config ? config.provider.warm : undefined,
+        config.provider?.warm,
         scope
       )
       yield* serveWith(warming.transport, {
@@ -169,7 +185,9 @@ export const run = (args: ReadonlyArray<string>) =>
         maxLineBytes: common.maxLineBytes,
         onSessionOpened: warming.opened,
         // Sessions on a server may be shown in other windows too: their turns are shown here.
-        watchOthers: connect !== undefined
+        watchOthers: connect !== undefined,
+        // A server's sessions use its configuration, not the one here: nothing to sign in to.
+        signIn: connect === undefined ? SignIn.make(common.home, reloadable) : undefined
       }, awaiting(ready))
     }))
     return 0

@@ -133,9 +133,15 @@ export const run = (args: ReadonlyArray<string>) =>
       : parsed.values.continue === true
       ? { _tag: "continue" }
       : { _tag: "new" }
-    const config = yield* skeinConfig(common)
-    // A run that cannot reach a model fails here, instead of printing advice as an answer.
-    if (config.unconfigured !== undefined) return yield* Effect.fail(new Options.UsageError(config.unconfigured))
+    let config = yield* skeinConfig(common)
+    // A run that cannot reach a model does not start: at a terminal it offers the set-up first.
+    if (config.unconfigured !== undefined) {
+      const Setup = yield* Effect.promise(() => import("./setup.ts"))
+      const left = yield* Setup.offer(common.home, config.unconfigured, keyboard && !json)
+      if (left !== undefined) return left
+      config = yield* skeinConfig(common)
+      if (config.unconfigured !== undefined) return yield* Effect.fail(new Options.UsageError(config.unconfigured))
+    }
 
     Terminal.guardStreams()
     // The answer is rendered as Markdown only for a person: stdout a terminal, not --json.
