@@ -3,8 +3,9 @@
  * call. Prints the home, the config file (and whether it parsed), the
  * environment variables Skein reads (keys as set or not set, never their
  * values), the providers, the models, the agents a session can delegate to (and
- * what is wrong with their definitions, as warnings), the skills and the slash
- * commands of a session started here (with their problems, as warnings), and
+ * what is wrong with their definitions, as warnings), the skills, the slash
+ * commands and the project instructions of a session started here (with their problems, as
+ * warnings: a file that is a link out of its folder is one), and
  * what a prompt would be answered by. Exit code 0 when a prompt would reach a
  * model, 1 otherwise: a bad agent, skill or command file is skipped, not a
  * reason to fail.
@@ -21,6 +22,7 @@ import * as Commands from "../commands/Commands.ts"
 import * as McpSession from "../mcp/McpSession.ts"
 import * as McpRecord from "../mcp/Record.ts"
 import * as Errors from "../providers/Errors.ts"
+import * as Prompt from "../providers/Prompt.ts"
 import type { ModelInfo } from "../providers/Models.ts"
 import * as Registry from "../providers/Registry.ts"
 import * as Skills from "../skills/Skills.ts"
@@ -42,8 +44,10 @@ directory can delegate to (.skein/agents, .claude/agents, $SKEIN_HOME/agents, co
 with a warning for each definition that is skipped, the skills (.agents/skills and
 .claude/skills from the current directory up to the repository root, ~/.agents/skills,
 ~/.claude/skills, $SKEIN_HOME/skills) and the slash commands (built-ins, .skein/commands,
-.claude/commands, $SKEIN_HOME/commands, user-invocable skills), with their problems as
-warnings. Exits 0 when a prompt would reach a model.
+.claude/commands, $SKEIN_HOME/commands, user-invocable skills) and the project instructions
+(AGENTS.md, CLAUDE.md from the repository root down), with their problems as warnings: a file
+that is a link out of its folder (or the repository) is skipped, and said so. Exits 0 when a
+prompt would reach a model.
 
 --store URL (or SKEIN_STORE) also connects to that PostgreSQL session store and reports
 whether it answers, its schema version, its sessions and how many a Skein holds now; an
@@ -110,6 +114,15 @@ export const commandsReport = (found: Commands.Discovered): ReadonlyArray<string
   return out
 }
 
+/** The project instructions section: each file the system prompt takes, each one not read as a warning. */
+export const instructionsReport = (found: { readonly instructions: ReadonlyArray<Prompt.Instructions>; readonly problems: ReadonlyArray<Prompt.Problem> }): ReadonlyArray<string> => {
+  const out = ["Project instructions"]
+  if (found.instructions.length === 0 && found.problems.length === 0) out.push("  (none)")
+  for (const file of found.instructions) out.push(`  ${file.path}`)
+  for (const problem of found.problems) out.push(`  warning: ${problem.file}: ${problem.message}`)
+  return out
+}
+
 /** The report, as text. `env` is only read for which variables are set. */
 export const report = (
   s: Registry.Setup,
@@ -121,6 +134,7 @@ export const report = (
     readonly agents?: Definitions.Loaded | undefined
     readonly skills?: Skills.Discovered | undefined
     readonly commands?: Commands.Discovered | undefined
+    readonly instructions?: Parameters<typeof instructionsReport>[0] | undefined
   }
 ): string => {
   const out: Array<string> = []
@@ -176,6 +190,10 @@ export const report = (
     for (const l of commandsReport(options.commands)) line(l)
     line()
   }
+  if (options.instructions !== undefined) {
+    for (const l of instructionsReport(options.instructions)) line(l)
+    line()
+  }
 
   if (s.errors.length > 0) {
     line("Problems")
@@ -219,10 +237,10 @@ export const run = (args: ReadonlyArray<string>) =>
     if (unknown !== undefined) return yield* Effect.fail(new Options.UsageError(unknown))
     const script = scripted ? common.script ?? "(missing: the scripted provider needs --script FILE)" : undefined
     const mcp = typeof parsed.values.mcp === "string" ? yield* mcpSession(common.home, parsed.values.mcp) : undefined
-    const { agents, skills, commands } = yield* project({ cwd: process.cwd(), home: common.home, userHome: homedir() }).pipe(
+    const { agents, skills, commands, instructions } = yield* project({ cwd: process.cwd(), home: common.home, userHome: homedir() }).pipe(
       Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer))
     )
-    process.stdout.write(report(setup, process.env, { home: common.home, script, codeCache: CodeCache.describe(CodeCache.status()), agents, skills, commands }))
+    process.stdout.write(report(setup, process.env, { home: common.home, script, codeCache: CodeCache.describe(CodeCache.status()), agents, skills, commands, instructions }))
     if (mcp !== undefined) process.stdout.write(yield* mcpReport(mcp))
     const store = common.store === undefined
       ? undefined
@@ -240,13 +258,14 @@ export const run = (args: ReadonlyArray<string>) =>
     return ready && store?.ok !== false && cluster?.ok !== false ? 0 : 1
   })
 
-/** What a session started in `cwd` would find: its agents, skills and commands. `userHome` is the OS user's home. */
+/** What a session started in `cwd` would find: its agents, skills, commands and project instructions. `userHome` is the OS user's home. */
 export const project = (options: { readonly cwd: string; readonly home: string; readonly userHome: string }) =>
   Effect.gen(function*() {
     const agents = yield* Definitions.load({ cwd: options.cwd, home: options.home })
     const skills = yield* Skills.discover(options)
     const commands = yield* Commands.discover({ cwd: options.cwd, home: options.home, skills: skills.skills })
-    return { agents, skills, commands }
+    const instructions = yield* Prompt.instructions(options.cwd)
+    return { agents, skills, commands, instructions }
   })
 
 /** A saved session's log and working directory, for `--mcp`; an unknown id is a usage error. */
