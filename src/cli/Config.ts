@@ -43,6 +43,20 @@ const compactAtFromEnv = (raw: string | undefined): number | undefined => {
   return Number.isFinite(value) && value >= 0.1 && value <= 0.95 ? value : undefined
 }
 
+/**
+ * Whether the scripted provider answers (`--script FILE`, or `--provider scripted`), and the
+ * combinations no command accepts: `skein run`, `skein acp` and `skein doctor` all decide it here.
+ */
+export const scripted = (common: Options.Common): Effect.Effect<boolean, Options.UsageError> => {
+  if (common.provider === "scripted" || (common.provider === undefined && common.script !== undefined)) {
+    return common.script === undefined ? Effect.fail(new Options.UsageError("The scripted provider needs --script FILE")) : Effect.succeed(true)
+  }
+  if (common.script !== undefined) {
+    return Effect.fail(new Options.UsageError(`--script selects the scripted provider; it cannot be combined with --provider ${common.provider}`))
+  }
+  return Effect.succeed(false)
+}
+
 export const skeinConfig = (common: Options.Common) =>
   Effect.gen(function*() {
     // A store URL's password is a secret: never shown to the model, in a log or in a message.
@@ -56,12 +70,8 @@ export const skeinConfig = (common: Options.Common) =>
       compactAt: compactAtFromEnv(process.env.SKEIN_COMPACT_AT),
       ...(common.store !== undefined ? { store: { postgres: common.store } } : {})
     }
-    if (common.provider === "scripted" || (common.provider === undefined && common.script !== undefined)) {
-      if (common.script === undefined) return yield* Effect.fail(new Options.UsageError("The scripted provider needs --script FILE"))
-      return { ...limits, script: yield* loadScript(common.script), model: common.model, unconfigured: undefined }
-    }
-    if (common.script !== undefined) {
-      return yield* Effect.fail(new Options.UsageError(`--script selects the scripted provider; it cannot be combined with --provider ${common.provider}`))
+    if (yield* scripted(common)) {
+      return { ...limits, script: yield* loadScript(common.script!), model: common.model, unconfigured: undefined }
     }
     const resolved = yield* Registry.resolve({ home: common.home, env: process.env, provider: common.provider, model: common.model }).pipe(
       Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)),

@@ -19,6 +19,7 @@ import { markWarm, snapshotSoon } from "./CodeCache.ts"
 import { skeinConfig } from "./Config.ts"
 import { capYoungGeneration } from "./Heap.ts"
 import * as Options from "./Options.ts"
+import * as Usage from "./Usage.ts"
 import { readToken } from "./serve.ts"
 import * as Address from "../remote/Address.ts"
 
@@ -87,7 +88,7 @@ export const signalExitCode = 0
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const parsed = yield* Effect.try({
-      try: () => Options.parse(args, { ...Options.commonOptions, connect: { type: "string" }, "token-file": { type: "string" } }),
+      try: () => Options.parse(args, Usage.OPTIONS),
       catch: (e) => e
     })
     if (parsed.values.help === true) {
@@ -95,6 +96,7 @@ export const run = (args: ReadonlyArray<string>) =>
       return 0
     }
     if (parsed.positionals.length > 0) return yield* Effect.fail(new Options.UsageError("skein acp takes no arguments"))
+    Usage.refuse("acp", parsed, Options.env)
     const common = Options.common(parsed.values)
     // A bad flag, home, script or config file is a usage error (exit 2) before anything is
     // served; once serving, every error is the protocol's.

@@ -28,14 +28,20 @@ import * as Registry from "../providers/Registry.ts"
 import * as Skills from "../skills/Skills.ts"
 import * as Checks from "./Checks.ts"
 import * as CodeCache from "./CodeCache.ts"
-import { loadScriptFile } from "./Config.ts"
+import { loadScriptFile, scripted as isScripted } from "./Config.ts"
 import * as Options from "./Options.ts"
+import * as Usage from "./Usage.ts"
+import { DEFAULT_MAX_LIVE_SESSIONS, DEFAULT_MAX_TURN_REQUESTS, DEFAULT_PERMISSION_TIMEOUT_MS } from "../runtime/Config.ts"
 
 export const signalExitCode = 130
 
 export const HELP = `skein doctor — show which providers and models are configured (no network)
 
 Usage: skein doctor [--home DIR] [--provider NAME] [--model ID] [--script FILE] [--store URL] [--cluster URL] [--mcp SESSION_ID]
+                    [--mode ID] [--max-turn-requests N] [--permission-timeout-ms N] [--max-live-sessions N]
+
+Checks the home and the options as skein run and skein acp do before they start (the same
+checks, with the same messages and exit code 2; nothing is created), then reports.
 
 Reads $SKEIN_HOME/config.json and the environment (OPENAI_API_KEY, OPENAI_BASE_URL,
 ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, SKEIN_PROVIDER, SKEIN_MODEL, …). Keys are shown
@@ -123,6 +129,16 @@ export const instructionsReport = (found: { readonly instructions: ReadonlyArray
   return out
 }
 
+/** The sessions' settings a session started with these options gets (`--mode`, the limits, `--store`). */
+export const sessionsLine = (common: Options.Common): string =>
+  [
+    `mode ${common.mode ?? "default"}`,
+    `${common.maxTurnRequests ?? DEFAULT_MAX_TURN_REQUESTS} model calls a turn`,
+    `unanswered questions denied after ${minutes(common.permissionTimeoutMs ?? DEFAULT_PERMISSION_TIMEOUT_MS)}`,
+    `${common.maxLiveSessions ?? DEFAULT_MAX_LIVE_SESSIONS} live at most`,
+    common.store === undefined ? `kept in ${common.home}/sessions` : "kept in PostgreSQL (--store)"
+  ].join("; ")
+
 /** The report, as text. `env` is only read for which variables are set. */
 export const report = (
   s: Registry.Setup,
@@ -131,6 +147,7 @@ export const report = (
     readonly home: string
     readonly script?: string | undefined
     readonly codeCache?: string | undefined
+    readonly sessions?: string | undefined
     readonly agents?: Definitions.Loaded | undefined
     readonly skills?: Skills.Discovered | undefined
     readonly commands?: Commands.Discovered | undefined
@@ -145,6 +162,7 @@ export const report = (
   const status = s.config.status
   line(`${pad("Config file", 13)}${s.config.path}: ${status._tag === "missing" ? "not found (optional)" : status._tag === "ok" ? "parsed" : `INVALID: ${status.message}`}`)
   if (options.codeCache !== undefined) line(`${pad("Code cache", 13)}${options.codeCache}`)
+  if (options.sessions !== undefined) line(`${pad("Sessions", 13)}${options.sessions}`)
   line()
 
   line("Environment")
@@ -214,17 +232,20 @@ export const report = (
 
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
-    const parsed = yield* Effect.try({ try: () => Options.parse(args, { ...Options.commonOptions, mcp: { type: "string" }, cluster: { type: "string" } }), catch: (e) => e })
+    const parsed = yield* Effect.try({ try: () => Options.parse(args, Usage.OPTIONS), catch: (e) => e })
     if (parsed.values.help === true) {
       process.stdout.write(HELP)
       return 0
     }
     if (parsed.positionals.length > 0) return yield* Effect.fail(new Options.UsageError("skein doctor takes no arguments"))
+    Usage.refuse("doctor", parsed, Options.env)
     const common = Options.common(parsed.values)
-    Checks.home(common.home, { write: false })
-    const scripted = common.provider === "scripted" || (common.provider === undefined && common.script !== undefined)
+    // The checks skein run and skein acp make before they start, with the same code and the
+    // same words, so doctor never calls ready what they refuse; nothing is created here.
+    Checks.home(common.home, { write: true, create: false })
+    const scripted = yield* isScripted(common)
     // What was named on the command line must exist: a script that reads, a provider that is known.
-    if (scripted && common.script !== undefined) yield* loadScriptFile(common.script)
+    if (scripted) yield* loadScriptFile(common.script!)
     const setup = yield* Registry.setup({
       home: common.home,
       env: process.env,
@@ -235,12 +256,21 @@ export const run = (args: ReadonlyArray<string>) =>
       ? undefined
       : setup.errors.find((e) => e.startsWith(`Unknown provider ${JSON.stringify(common.provider)}`))
     if (unknown !== undefined) return yield* Effect.fail(new Options.UsageError(unknown))
-    const script = scripted ? common.script ?? "(missing: the scripted provider needs --script FILE)" : undefined
+    const script = scripted ? common.script : undefined
     const mcp = typeof parsed.values.mcp === "string" ? yield* mcpSession(common.home, parsed.values.mcp) : undefined
     const { agents, skills, commands, instructions } = yield* project({ cwd: process.cwd(), home: common.home, userHome: homedir() }).pipe(
       Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer))
     )
-    process.stdout.write(report(setup, process.env, { home: common.home, script, codeCache: CodeCache.describe(CodeCache.status()), agents, skills, commands, instructions }))
+    process.stdout.write(report(setup, process.env, {
+      home: common.home,
+      script,
+      codeCache: CodeCache.describe(CodeCache.status()),
+      sessions: sessionsLine(common),
+      agents,
+      skills,
+      commands,
+      instructions
+    }))
     if (mcp !== undefined) process.stdout.write(yield* mcpReport(mcp))
     const store = common.store === undefined
       ? undefined
@@ -254,7 +284,7 @@ export const run = (args: ReadonlyArray<string>) =>
       ? undefined
       : yield* Effect.flatMap(Effect.promise(() => import("../log/PgStore.ts")), (PgStore) => PgStore.clusterStatus(clusterUrl))
     if (cluster !== undefined) process.stdout.write(`\nCluster (PostgreSQL)\n${cluster.lines.map((l) => `  ${l}\n`).join("")}`)
-    const ready = scripted ? common.script !== undefined : setup.errors.length === 0 && setup.unconfigured === undefined
+    const ready = scripted || (setup.errors.length === 0 && setup.unconfigured === undefined)
     return ready && store?.ok !== false && cluster?.ok !== false ? 0 : 1
   })
 
