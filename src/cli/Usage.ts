@@ -149,7 +149,13 @@ export const uses = (
         why: each(["cwd", "json", "rerun-home"], "it goes with --rerun")
       }
     case "doctor":
-      return { as: "skein doctor", options: [...RUNTIME, "cluster", "mcp"], why: {} }
+      return given("store") && given("mcp")
+        ? {
+          as: "skein doctor --store",
+          options: [...RUNTIME, "cluster"],
+          why: { mcp: "--mcp starts the servers recorded beside a session's log in the home's files, not in --store" }
+        }
+        : { as: "skein doctor", options: [...RUNTIME, "cluster", "mcp"], why: {} }
     case "serve": {
       const cluster = given("cluster") || env("SKEIN_CLUSTER") !== undefined
       const listen = typeof values["listen"] === "string" ? values["listen"] : undefined

@@ -25,7 +25,10 @@ import { mayExist } from "./FileErrors.ts"
 
 /** The real path of a folder to use as a root; the path itself (absolute) while it does not exist. */
 export const root = (dir: string): Effect.Effect<string> =>
-  Effect.promise(() => NodeFs.promises.realpath(dir).catch(() => NodePath.resolve(dir)))
+  // Most definitions folders do not exist: ruled out synchronously, with no asynchronous call.
+  !mayExist(dir)
+    ? Effect.succeed(NodePath.resolve(dir))
+    : Effect.promise(() => NodeFs.promises.realpath(dir).catch(() => NodePath.resolve(dir)))
 
 export const inside = (root: string, candidate: string): boolean => {
   const rel = NodePath.relative(root, candidate)

@@ -38,6 +38,7 @@ const forms: ReadonlyArray<Form> = [
   { name: "replay --acp", command: "replay", positionals: ["3f2a"], values: { acp: true }, uses: ["home", "store"] },
   { name: "replay --rerun", command: "replay", positionals: ["3f2a"], values: { rerun: true }, uses: ["home", "store", "cwd", "json", "rerun-home"] },
   { name: "doctor", command: "doctor", positionals: [], values: {}, uses: [...RUNTIME, "cluster", "mcp"] },
+  { name: "doctor --store", command: "doctor", positionals: [], values: { store: "postgres://db/skein" }, uses: [...RUNTIME.filter((o) => o !== "store"), "cluster"] },
   { name: "serve", command: "serve", positionals: [], values: {}, uses: [...RUNTIME, "listen", "cluster"] },
   { name: "serve --listen unix:", command: "serve", positionals: [], values: { listen: "unix:/tmp/s.sock" }, uses: [...RUNTIME, "cluster"] },
   {
