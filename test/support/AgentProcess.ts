@@ -50,7 +50,7 @@ export interface StartOptions {
   readonly script: Script
   /** Files to create in the workspace, by path relative to it. */
   readonly files?: Readonly<Record<string, string>>
-  /** Extra arguments after `acp --home H --script S`. */
+  /** Extra arguments after `acp --home H --script S` (after `acp` alone with `--connect`). */
   readonly args?: ReadonlyArray<string>
   /** Extra environment variables. */
   readonly env?: Readonly<Record<string, string>>
@@ -180,7 +180,11 @@ export class AgentProcess {
     const unstable = options.unstable === true || options.clientCapabilities?.subagents === true
     this.checker = makeOutboundChecker({ unstable })
 
-    this.child = spawn(NODE, [SKEIN, "acp", "--home", this.home, "--script", this.scriptPath, ...(options.args ?? [])], {
+    // An agent whose sessions live in a `skein serve` (`--connect`) has no home or model of its
+    // own: it refuses those options.
+    const remote = (options.args ?? []).some((arg) => arg === "--connect" || arg.startsWith("--connect="))
+    const own = remote ? [] : ["--home", this.home, "--script", this.scriptPath]
+    this.child = spawn(NODE, [SKEIN, "acp", ...own, ...(options.args ?? [])], {
       cwd: this.cwd,
       // The flags decide; SKEIN_* variables of the caller's shell must not leak in.
       // A developer's own provider keys must not make the suite call a real model either.
