@@ -63,15 +63,25 @@ const limitsOf = (common: Options.Common) => {
   }
 }
 
+/**
+ * Whether the scripted provider answers (`--script FILE`, or `--provider scripted`), and the
+ * combinations no command accepts: `skein run`, `skein acp` and `skein doctor` all decide it here.
+ */
+export const scripted = (common: Options.Common): Effect.Effect<boolean, Options.UsageError> => {
+  if (common.provider === "scripted" || (common.provider === undefined && common.script !== undefined)) {
+    return common.script === undefined ? Effect.fail(new Options.UsageError("The scripted provider needs --script FILE")) : Effect.succeed(true)
+  }
+  if (common.script !== undefined) {
+    return Effect.fail(new Options.UsageError(`--script selects the scripted provider; it cannot be combined with --provider ${common.provider}`))
+  }
+  return Effect.succeed(false)
+}
+
 /** The script, when the options select the scripted provider; a usage error when they contradict each other. */
 const scriptOf = (common: Options.Common) =>
   Effect.gen(function*() {
-    if (common.provider === "scripted" || (common.provider === undefined && common.script !== undefined)) {
-      if (common.script === undefined) return yield* Effect.fail(new Options.UsageError("The scripted provider needs --script FILE"))
-      return yield* loadScript(common.script)
-    }
-    if (common.script !== undefined) {
-      return yield* Effect.fail(new Options.UsageError(`--script selects the scripted provider; it cannot be combined with --provider ${common.provider}`))
+    if (yield* scripted(common)) {
+      return yield* loadScript(common.script!)
     }
     return undefined
   })

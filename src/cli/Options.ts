@@ -30,22 +30,6 @@ export interface Common {
   readonly store: string | undefined
 }
 
-export const commonOptions = {
-  home: { type: "string" },
-  provider: { type: "string" },
-  model: { type: "string" },
-  script: { type: "string" },
-  mode: { type: "string" },
-  "max-turn-requests": { type: "string" },
-  "permission-timeout-ms": { type: "string" },
-  "max-line-bytes": { type: "string" },
-  "max-live-sessions": { type: "string" },
-  store: { type: "string" },
-  "local-fs": { type: "boolean" },
-  "local-terminal": { type: "boolean" },
-  help: { type: "boolean", short: "h" }
-} as const
-
 export const HELP = `skein — an ACP coding agent on Effect
 
 Usage:
@@ -133,6 +117,8 @@ skein run options:
 Providers read OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL like
 the vendors' SDKs, and $SKEIN_HOME/config.json; SKEIN_IDLE_TIMEOUT_MS (default 120000) fails a
 stream that stalls. Sessions live in $SKEIN_HOME/sessions/<id>.ndjson (one append-only log each).
+
+An option a command does not use is refused (exit 2) rather than ignored.
 
 Exit codes: 0 ok, 1 runtime failure (replay --rerun: a difference), 2 usage (a bad option,
 directory, script, provider or session id), 130 interrupted.

@@ -22,6 +22,7 @@ import { capYoungGeneration } from "./Heap.ts"
 import * as Options from "./Options.ts"
 import { MIN_TOKEN_LENGTH, readToken } from "./serve.ts"
 import * as SignIn from "./SignIn.ts"
+import * as Usage from "./Usage.ts"
 import * as Address from "../remote/Address.ts"
 
 /** stdout belongs to the protocol: anything else that tries to print goes to stderr, redacted. */
@@ -86,10 +87,8 @@ export const warmAfterFirstSession = (transport: Transport, warm: Effect.Effect<
 
 export const signalExitCode = 0
 
-const acpOptions = { ...Options.commonOptions, connect: { type: "string" }, "token-file": { type: "string" } } as const
-
 /** `args` without its one positional argument (the options keep their values). */
-const withoutPositional = (args: ReadonlyArray<string>, options: typeof acpOptions): ReadonlyArray<string> => {
+const withoutPositional = (args: ReadonlyArray<string>, options: typeof Usage.OPTIONS): ReadonlyArray<string> => {
   const { tokens } = parseArgs({ args: [...args], options, allowPositionals: true, strict: true, tokens: true })
   const at = tokens.find((token) => token.kind === "positional")?.index
   return at === undefined ? args : args.filter((_, i) => i !== at)
@@ -120,7 +119,7 @@ const connectTo = (connect: { readonly url: string; readonly token: string | und
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const parsed = yield* Effect.try({
-      try: () => Options.parse(args, acpOptions),
+      try: () => Options.parse(args, Usage.OPTIONS),
       catch: (e) => e
     })
     if (parsed.values.help === true) {
@@ -130,9 +129,10 @@ export const run = (args: ReadonlyArray<string>) =>
     // A client that appends a terminal auth method's arguments to the agent's runs `skein acp setup`.
     if (parsed.positionals.length === 1 && parsed.positionals[0] === "setup" && typeof parsed.values.connect !== "string") {
       const Setup = yield* Effect.promise(() => import("./setup.ts"))
-      return yield* Setup.run(withoutPositional(args, acpOptions))
+      return yield* Setup.run(withoutPositional(args, Usage.OPTIONS))
     }
     if (parsed.positionals.length > 0) return yield* Effect.fail(new Options.UsageError("skein acp takes no arguments"))
+    Usage.refuse("acp", parsed, Options.env)
     const common = Options.common(parsed.values)
     // A bad flag, home, script or config file is a usage error (exit 2) before anything is
     // served; once serving, every error is the protocol's.

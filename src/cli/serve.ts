@@ -13,6 +13,7 @@ import * as Checks from "./Checks.ts"
 import { skeinConfig } from "./Config.ts"
 import { capYoungGeneration } from "./Heap.ts"
 import * as Options from "./Options.ts"
+import * as Usage from "./Usage.ts"
 
 export const signalExitCode = 0
 
@@ -63,17 +64,7 @@ const seconds = (option: string, raw: string | undefined): number | undefined =>
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const parsed = yield* Effect.try({
-      try: () => Options.parse(args, {
-        ...Options.commonOptions,
-        listen: { type: "string" },
-        "token-file": { type: "string" },
-        cluster: { type: "string" },
-        runner: { type: "string" },
-        "runner-listen": { type: "string" },
-        "lock-expiry": { type: "string" },
-        drain: { type: "string" },
-        "max-connections": { type: "string" }
-      }),
+      try: () => Options.parse(args, Usage.OPTIONS),
       catch: (e) => e
     })
     if (parsed.values.help === true) {
@@ -81,6 +72,7 @@ export const run = (args: ReadonlyArray<string>) =>
       return 0
     }
     if (parsed.positionals.length > 0) return yield* Effect.fail(new Options.UsageError("skein serve takes no arguments"))
+    Usage.refuse("serve", parsed, Options.env)
     const common = Options.common(parsed.values)
     Checks.home(common.home, { write: true })
     const listen = typeof parsed.values.listen === "string" ? parsed.values.listen : `unix:${nodePath.join(common.home, "skein.sock")}`

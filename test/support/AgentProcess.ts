@@ -54,7 +54,7 @@ export interface StartOptions {
   readonly script: Script | undefined
   /** Files to create in the workspace, by path relative to it. */
   readonly files?: Readonly<Record<string, string>>
-  /** Extra arguments after `acp --home H --script S`. */
+  /** Extra arguments after `acp --home H --script S` (after `acp` alone with `--connect`). */
   readonly args?: ReadonlyArray<string>
   /**
    * The command that starts the agent, from its home and script file (default: Node 24 running
@@ -195,8 +195,11 @@ export class AgentProcess {
     this.checker = makeOutboundChecker({ unstable })
 
     const script = options.script !== undefined ? this.scriptPath : undefined
-    const [command, ...args] = options.command?.({ home: this.home, script }) ??
-      [NODE, SKEIN, "acp", "--home", this.home, ...(script !== undefined ? ["--script", script] : []), ...(options.args ?? [])]
+    // An agent whose sessions live in a `skein serve` (`--connect`) has no home or model of its
+    // own: it refuses those options.
+    const remote = (options.args ?? []).some((arg) => arg === "--connect" || arg.startsWith("--connect="))
+    const own = remote ? [] : ["--home", this.home, ...(script !== undefined ? ["--script", script] : [])]
+    const [command, ...args] = options.command?.({ home: this.home, script }) ?? [NODE, SKEIN, "acp", ...own, ...(options.args ?? [])]
     this.child = spawn(command!, args, {
       cwd: this.cwd,
       // The flags decide; SKEIN_* variables of the caller's shell must not leak in.
