@@ -10,6 +10,8 @@ import type * as Scope from "effect/Scope"
 import type { ToolEnv } from "../tools/Tool.ts"
 import type { TurnContext, TurnOutcome } from "./Turn.ts"
 import type { Catalog } from "../providers/Models.ts"
+import type { SessionSandbox } from "../sandbox/Sandbox.ts"
+import type { Settings as SandboxSettings } from "../sandbox/Settings.ts"
 import type { Provider } from "../providers/Provider.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
 import type { ModeId } from "../Vocabulary.ts"
@@ -47,12 +49,30 @@ export interface Settings {
   readonly userHome?: string | undefined
   /** The share of the model's context window at which a conversation is compacted before a model call (default 0.8). */
   readonly compactAt?: number | undefined
+  /**
+   * The sandbox commands run in (`src/sandbox`). Without it, none: commands run as Skein
+   * does and are asked for; an MCP server or external agent that asks for the sandbox does not start.
+   */
+  readonly sandbox?: SandboxSettings | undefined
 }
 
 /** Starts an external ACP agent (lazily) in the scope, and gives what runs a turn through it. */
 export type ExternalRunner = (
-  agent: { readonly name: string; readonly command: string; readonly args: ReadonlyArray<string>; readonly env: Readonly<Record<string, string>> },
-  options: { readonly cwd: string; readonly clientInfo: { readonly name: string; readonly version: string }; readonly permissionTimeoutMs?: number | undefined }
+  agent: {
+    readonly name: string
+    readonly command: string
+    readonly args: ReadonlyArray<string>
+    readonly env: Readonly<Record<string, string>>
+    /** Its process runs in the session's sandbox (`"sandbox": true` in its settings). */
+    readonly sandbox?: boolean | undefined
+  },
+  options: {
+    readonly cwd: string
+    readonly clientInfo: { readonly name: string; readonly version: string }
+    readonly permissionTimeoutMs?: number | undefined
+    /** The child session's sandbox, for an agent that runs in it. */
+    readonly sandbox?: SessionSandbox | undefined
+  }
 ) => Effect.Effect<{ readonly run: (ctx: TurnContext) => Effect.Effect<TurnOutcome, never, ToolEnv> }, never, Scope.Scope>
 
 export class Config extends Context.Service<Config, Settings>()("skein/runtime/Config") {

@@ -17,6 +17,7 @@ import type { PermissionToolCall } from "../Vocabulary.ts"
 import * as Protected from "../tools/Protected.ts"
 import type { Tool, ToolEnv } from "../tools/Tool.ts"
 import type { ModeId } from "../Vocabulary.ts"
+import type { Placement, SessionSandbox } from "../sandbox/Sandbox.ts"
 import type { AnnouncedCall, Permit } from "./Turn.ts"
 
 /** What a presenter is asked: the live tool call (with the change it would make) and the four options. */
@@ -47,6 +48,8 @@ export interface Options {
   readonly record: (body: CanonicalBody) => Effect.Effect<void, LogError>
   /** A read-only agent (an explorer): nothing that changes anything runs, whatever the mode; read-only commands run confined. */
   readonly readOnly?: boolean | undefined
+  /** The session's sandbox: where its commands run decides whether they are asked for. */
+  readonly sandbox?: SessionSandbox | undefined
 }
 
 const denied = (reason: string): Permit => ({ _tag: "deny", reason })
@@ -59,8 +62,9 @@ const quoted = (id: string): string => JSON.stringify(id.length > 64 ? `${id.sli
  * leaves a question open: whether a command only reads inside the roots, and
  * whether an edit's target is protected.
  */
-const facts = Effect.fnUntraced(function*(options: Options, mode: ModeId, call: AnnouncedCall, tool: Tool, command: string | undefined) {
-  if (mode === "bypassPermissions" || mode === "plan" || !tool.mutating) return {}
+const facts = Effect.fnUntraced(function*(options: Options, mode: ModeId, call: AnnouncedCall, tool: Tool, command: string | undefined, placement: Placement | undefined) {
+  // Plan mode runs read-only commands only inside the sandbox.
+  if (mode === "bypassPermissions" || (mode === "plan" && placement?._tag !== "inside") || !tool.mutating) return {}
   const roots = options.roots ?? [options.cwd]
   if (command !== undefined) {
     const verdict = yield* Confine.check(command, { cwd: options.cwd, roots, env: process.env })
@@ -73,13 +77,30 @@ const facts = Effect.fnUntraced(function*(options: Options, mode: ModeId, call: 
   return {}
 })
 
+/** Said once per session when `auto` finds no sandbox: commands are asked for, as before. */
+export const fallbackNotice = (reason: string | undefined): string =>
+  `Commands run without a sandbox in this session${reason === undefined ? "" : ` (${reason})`}, so each is asked for as before. ` +
+  "`skein doctor` shows what the sandbox needs; \"sandbox\": \"off\" in Skein's config.json turns this notice off."
+
 export const make = (options: Options) => (call: AnnouncedCall, tool: Tool, args: unknown): Effect.Effect<Permit, never, ToolEnv> =>
   Effect.gen(function*() {
     const command = tool.kind === "execute" && typeof (args as { command?: unknown }).command === "string"
       ? (args as { command: string }).command
       : undefined
     const mode = options.mode()
+    const requested = command !== undefined ? (args as { sandbox?: unknown; reason?: unknown }) : undefined
+    const outsideRequested = requested?.sandbox === false
+    const placement = options.sandbox !== undefined && command !== undefined && tool.mutating
+      ? yield* options.sandbox.placement(outsideRequested)
+      : undefined
+    if (placement?._tag === "outside" && placement.why === "unavailable" && options.sandbox?.firstFallback() === true) {
+      yield* options.record({ type: "notice", data: { text: fallbackNotice(placement.reason), source: "sandbox" } }).pipe(
+        Effect.catchCause((cause) => Effect.logError("could not log the sandbox's notice", cause))
+      )
+    }
     if (options.readOnly === true && tool.mutating) {
+      if (placement?._tag === "refused") return denied(placement.reason)
+      if (outsideRequested) return denied(`This agent is read-only: ${call.title} cannot run outside the sandbox.`)
       const readOnlyCommand = command !== undefined &&
         (yield* Confine.check(command, { cwd: options.cwd, roots: options.roots ?? [options.cwd], env: process.env })).ok
       return readOnlyCommand
@@ -93,7 +114,9 @@ export const make = (options: Options) => (call: AnnouncedCall, tool: Tool, args
       args,
       cwd: options.cwd,
       command,
-      ...(yield* facts(options, mode, call, tool, command))
+      placement,
+      outsideReason: typeof requested?.reason === "string" ? requested.reason : undefined,
+      ...(yield* facts(options, mode, call, tool, command, placement))
     })
     if (verdict._tag === "allow") return { _tag: "allow", ...(verdict.readOnly === true ? { readOnly: true } : {}) } as Permit
     if (verdict._tag === "deny") return denied(verdict.reason)
@@ -104,14 +127,14 @@ export const make = (options: Options) => (call: AnnouncedCall, tool: Tool, args
       denied(`Permission is needed to run ${call.title}, and no one is there to answer. It was not run.`)
     )
     if (!options.canAsk()) return yield* unanswerable
-    const choices = Permissions.options(tool, verdict.scope)
+    const choices = verdict.outside === true ? Permissions.outsideOptions : Permissions.options(tool, verdict.scope)
     // The change an edit would make, so the user sees it before answering (none if it cannot be worked out).
     const preview = tool.preview === undefined ? [] : yield* tool.preview(args, { cwd: options.cwd, roots: options.roots ?? [options.cwd] })
     const answer = yield* options.ask({
       sessionId: options.sessionId,
       toolCall: {
         toolCallId: call.id,
-        title: call.title,
+        title: verdict.outside === true ? Permissions.outsideTitle(call.title, typeof requested?.reason === "string" ? requested.reason : undefined) : call.title,
         kind: call.kind,
         status: "pending",
         rawInput: call.args,

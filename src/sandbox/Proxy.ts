@@ -14,6 +14,7 @@
  * Node's HTTP module is loaded when the first session needs the proxy, never at start-up.
  */
 import type * as NodeHttp from "node:http"
+import type * as NodeDns from "node:dns"
 import type * as NodeNet from "node:net"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
@@ -32,7 +33,7 @@ const FORBIDDEN_HEADERS = new Set(["proxy-authorization", "proxy-connection", "c
 type Decision = { readonly address: string; readonly family: number } | { readonly refused: string }
 
 /** Whether `host` may be reached, and at which address: told to `done`. */
-const decide = (dns: typeof import("node:dns"), allow: ReadonlyArray<string>, host: string, done: (decision: Decision) => void): void => {
+const decide = (dns: typeof NodeDns, allow: ReadonlyArray<string>, host: string, done: (decision: Decision) => void): void => {
   const entry = Hosts.admittedBy(allow, host)
   if (entry === undefined) return done({ refused: "it is not in sandbox.network.allow" })
   dns.lookup(Hosts.normalize(host), { all: false, verbatim: true }, (error, address, family) => {
@@ -56,7 +57,14 @@ interface Running {
   readonly sockets: Set<NodeNet.Socket>
 }
 
-const modules = Effect.promise(() => Promise.all([import("node:http"), import("node:net"), import("node:dns")]))
+// Loaded on first use (not `import()`: the bundle runs from a code cache, without dynamic imports).
+const modules = Effect.sync(() =>
+  [
+    process.getBuiltinModule("node:http") as typeof NodeHttp,
+    process.getBuiltinModule("node:net") as typeof NodeNet,
+    process.getBuiltinModule("node:dns") as typeof NodeDns
+  ] as const
+)
 
 /** Starts the proxy on `socket` (a path in a directory only this user can enter); stops it when the scope closes. */
 export const start = (socket: string, allow: ReadonlyArray<string>): Effect.Effect<Proxy, string, Scope.Scope> =>

@@ -22,6 +22,7 @@ import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Containment from "../tools/process/Containment.ts"
 import * as ProcessGroup from "../tools/process/ProcessGroup.ts"
+import { findTools } from "./Detect.ts"
 import * as Env from "./Env.ts"
 import * as Facts from "./Facts.ts"
 import * as Namespace from "./Namespace.ts"
@@ -88,34 +89,7 @@ export interface Manager {
   readonly session: (where: { readonly cwd: string; readonly roots: ReadonlyArray<string> }) => Effect.Effect<SessionSandbox, never, Scope.Scope>
 }
 
-/** A program on the PATH, as an absolute path. */
-const which = (name: string): string | undefined => {
-  const found = Containment.resolveProgram(name, { PATH: `${process.env["PATH"] ?? ""}:/usr/bin:/bin:/usr/sbin:/sbin` }, "/")
-  return "path" in found ? found.path : undefined
-}
-
-/** The programs the sandbox needs, or what is missing. */
-export const findTools = (): Policy.Tools | { readonly missing: string } => {
-  if (process.platform !== "linux") return { missing: `there is no sandbox for ${process.platform} yet` }
-  const bwrap = which("bwrap")
-  if (bwrap === undefined) return { missing: "bwrap is not installed (the bubblewrap package)" }
-  const nsenter = which("nsenter")
-  if (nsenter === undefined) return { missing: "nsenter is not installed (util-linux)" }
-  return { bwrap, nsenter }
-}
-
-/**
- * A guess without running anything (for `initialize`, which must not wait): Linux, with the
- * programs installed and user namespaces not switched off. The probe has the last word.
- */
-export const likely = (): boolean => {
-  if ("missing" in findTools()) return false
-  try {
-    return Number(NodeFs.readFileSync("/proc/sys/user/max_user_namespaces", "utf8").trim()) > 0
-  } catch {
-    return true
-  }
-}
+export { findTools } from "./Detect.ts"
 
 /** Skein's own directory for sockets, filters and the sessions' /tmp: private to this user and this process. */
 const runtimeDirectory = (): string => {
@@ -125,7 +99,21 @@ const runtimeDirectory = (): string => {
   if (!stat.isDirectory() || (process.getuid !== undefined && stat.uid !== process.getuid()) || (stat.mode & 0o077) !== 0) {
     throw new Error(`${base} is not a private directory of this user`)
   }
+  // What a Skein that was killed left behind (its sessions' /tmp, its proxy's socket).
+  for (const name of NodeFs.readdirSync(base)) {
+    const pid = Number(/^(\d+)-/.exec(name)?.[1])
+    if (Number.isSafeInteger(pid) && pid !== process.pid && !isAlive(pid)) removeQuietly(NodePath.join(base, name))
+  }
   return NodeFs.mkdtempSync(NodePath.join(base, `${process.pid}-`))
+}
+
+const isAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"
+  }
 }
 
 const removeQuietly = (path: string) => {
