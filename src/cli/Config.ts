@@ -8,6 +8,9 @@ import * as NodePath from "@effect/platform-node/NodePath"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as fs from "node:fs"
+import * as os from "node:os"
+import * as nodePath from "node:path"
+import * as SandboxSettings from "../sandbox/Settings.ts"
 import * as Registry from "../providers/Registry.ts"
 import * as Scripted from "../providers/Scripted.ts"
 import * as Options from "./Options.ts"
@@ -43,6 +46,27 @@ const compactAtFromEnv = (raw: string | undefined): number | undefined => {
   return Number.isFinite(value) && value >= 0.1 && value <= 0.95 ? value : undefined
 }
 
+/**
+ * The sandbox's settings: `--sandbox`, else `SKEIN_SANDBOX`, else `<home>/config.json`'s
+ * `sandbox` (whose host and path lists hold either way). A value that is not understood is a
+ * usage error: the sandbox is never weaker than asked. An unreadable config.json is reported
+ * by `skein doctor`; here it counts as saying nothing.
+ */
+export const sandboxSettings = (common: Options.Common): Effect.Effect<SandboxSettings.Settings, Options.UsageError> =>
+  Effect.gen(function*() {
+    let file: unknown
+    try {
+      file = (JSON.parse(fs.readFileSync(nodePath.join(common.home, "config.json"), "utf8")) as Record<string, unknown> | null)?.["sandbox"]
+    } catch {
+      file = undefined
+    }
+    const fromFile = SandboxSettings.fromConfig(file, os.homedir())
+    if ("error" in fromFile) return yield* Effect.fail(new Options.UsageError(`${nodePath.join(common.home, "config.json")}: ${fromFile.error}`))
+    const resolved = SandboxSettings.resolve({ flag: common.sandbox, env: Options.env("SKEIN_SANDBOX"), file: fromFile })
+    if ("error" in resolved) return yield* Effect.fail(new Options.UsageError(resolved.error))
+    return resolved
+  })
+
 export const skeinConfig = (common: Options.Common) =>
   Effect.gen(function*() {
     // A store URL's password is a secret: never shown to the model, in a log or in a message.
@@ -54,6 +78,7 @@ export const skeinConfig = (common: Options.Common) =>
       maxLiveSessions: common.maxLiveSessions,
       mode: common.mode,
       compactAt: compactAtFromEnv(process.env.SKEIN_COMPACT_AT),
+      sandbox: yield* sandboxSettings(common),
       ...(common.store !== undefined ? { store: { postgres: common.store } } : {})
     }
     if (common.provider === "scripted" || (common.provider === undefined && common.script !== undefined)) {

@@ -21,6 +21,8 @@ import { capYoungGeneration } from "./Heap.ts"
 import * as Options from "./Options.ts"
 import { readToken } from "./serve.ts"
 import * as Address from "../remote/Address.ts"
+import * as Detect from "../sandbox/Detect.ts"
+import * as Guarantees from "../sandbox/Guarantees.ts"
 
 /** stdout belongs to the protocol: anything else that tries to print goes to stderr, redacted. */
 const guardStdout = () => {
@@ -154,7 +156,9 @@ export const run = (args: ReadonlyArray<string>) =>
         maxLineBytes: common.maxLineBytes,
         onSessionOpened: warming.opened,
         // Sessions on a server may be shown in other windows too: their turns are shown here.
-        watchOthers: connect !== undefined
+        watchOthers: connect !== undefined,
+        // A server's sandbox is its own: stated only for sessions that live here.
+        sandbox: connect === undefined ? Guarantees.statement(config.sandbox, Detect.unlikely()) : undefined
       }, awaiting(ready))
     }))
     return 0

@@ -27,6 +27,7 @@ import { outcomeOf, type Session, type SessionError } from "../session/Protocol.
 import type { Answer, StopReason } from "../Vocabulary.ts"
 import * as Translate from "../translate/Translate.ts"
 import * as ClientBridge from "./ClientBridge.ts"
+import type * as Guarantees from "../sandbox/Guarantees.ts"
 import * as Stdio from "./Stdio.ts"
 
 export const PROTOCOL_VERSION = 1
@@ -44,6 +45,8 @@ export interface Options {
    * on the same `skein serve`), as they happen: its own prompts show only their own turns.
    */
   readonly watchOthers?: boolean | undefined
+  /** What the sandbox guarantees, stated in `initialize` as `_meta.skein.sandbox` (when known here). */
+  readonly sandbox?: Guarantees.Statement | undefined
 }
 
 /** What Skein can do, exactly: advertised only once it works. */
@@ -481,7 +484,7 @@ export const handlers = (
           authMethods: [],
           agentInfo: { name: options.name ?? "skein", title: "Skein", version: options.version },
           // `_session/steering`: content for a running turn (an extension method).
-          _meta: { steering: { supported: true } }
+          _meta: { steering: { supported: true }, ...(options.sandbox !== undefined ? { skein: { sandbox: options.sandbox } } : {}) }
         }))),
       authenticate: Peer.request(Acp.Initialize.AuthenticateRequest, () => Effect.succeed({})),
       "session/new": Peer.request(Acp.Session.NewSessionRequest, (params, ctx) =>

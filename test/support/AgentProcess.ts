@@ -54,6 +54,8 @@ export interface StartOptions {
   readonly args?: ReadonlyArray<string>
   /** Extra environment variables. */
   readonly env?: Readonly<Record<string, string>>
+  /** A command line Skein runs under (e.g. a bwrap that takes user namespaces away), before `node skein.mjs …`. */
+  readonly wrapper?: ReadonlyArray<string>
   /**
    * How the client answers `session/request_permission` (default: the `allow_once` option).
    * May return a promise that never settles, to leave a request pending.
@@ -180,7 +182,9 @@ export class AgentProcess {
     const unstable = options.unstable === true || options.clientCapabilities?.subagents === true
     this.checker = makeOutboundChecker({ unstable })
 
-    this.child = spawn(NODE, [SKEIN, "acp", "--home", this.home, "--script", this.scriptPath, ...(options.args ?? [])], {
+    const command = [NODE, SKEIN, "acp", "--home", this.home, "--script", this.scriptPath, ...(options.args ?? [])]
+    const wrapped = [...(options.wrapper ?? []), ...command]
+    this.child = spawn(wrapped[0]!, wrapped.slice(1), {
       cwd: this.cwd,
       // The flags decide; SKEIN_* variables of the caller's shell must not leak in.
       // A developer's own provider keys must not make the suite call a real model either.
