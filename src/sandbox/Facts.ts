@@ -8,24 +8,30 @@ import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { type GitLayout, isInside, type Layout, SECRET_PLACES } from "./Policy.ts"
 
-const realOrUndefined = (path: string): string | undefined => {
+// Most places looked at do not exist: asked without exceptions (a thrown error costs far more
+// than the system call).
+
+const kind = (path: string): "dir" | "file" | "other" | undefined => {
+  let stat: NodeFs.Stats | undefined
   try {
-    return NodeFs.realpathSync(path)
+    stat = NodeFs.statSync(path, { throwIfNoEntry: false })
   } catch {
     return undefined
   }
+  return stat === undefined ? undefined : stat.isDirectory() ? "dir" : stat.isFile() ? "file" : "other"
 }
 
-const kind = (path: string): "dir" | "file" | "other" | undefined => {
+const realOrUndefined = (path: string): string | undefined => {
+  if (kind(path) === undefined) return undefined
   try {
-    const stat = NodeFs.statSync(path)
-    return stat.isDirectory() ? "dir" : stat.isFile() ? "file" : "other"
+    return NodeFs.realpathSync.native(path)
   } catch {
     return undefined
   }
 }
 
 const readSmall = (path: string): string | undefined => {
+  if (kind(path) !== "file") return undefined
   try {
     return NodeFs.readFileSync(path, "utf8").slice(0, 4096)
   } catch {
