@@ -113,6 +113,10 @@ const assemble = (insns: ReadonlyArray<Insn>): Uint8Array => {
         op = RET_K
         k = insn.k
         break
+      default: {
+        const never: never = insn
+        throw new Error(`seccomp: unknown instruction ${JSON.stringify(never)}`)
+      }
     }
     view.setUint16(i * 8, op, true)
     view.setUint8(i * 8 + 2, jt)
