@@ -21,7 +21,7 @@
  * - one that runs inside runs without a question in `default` and `acceptEdits` (a reject
  *   rule still refuses it); in `plan`, read-only commands run (sandboxed, roots read-only).
  */
-import type { Placement } from "../sandbox/Sandbox.ts"
+import type { Placement } from "./Sandboxed.ts"
 import type { ModeId } from "../Vocabulary.ts"
 import { matchesCommandPrefix } from "./ReadOnlyCommands.ts"
 import type { PermissionScope, Tool } from "./Tool.ts"

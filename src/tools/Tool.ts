@@ -11,7 +11,7 @@ import * as Schema from "effect/Schema"
 import type { FileSystem } from "effect/FileSystem"
 import type { Path } from "effect/Path"
 import type { Location, ToolDetails, ToolKind } from "../log/Event.ts"
-import type { SessionSandbox } from "../sandbox/Sandbox.ts"
+import type { SessionSandbox } from "./Sandboxed.ts"
 import type { ProposedDiff } from "../Vocabulary.ts"
 import type { Agents } from "./agents.ts"
 

@@ -15,14 +15,13 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as FileSystem from "effect/FileSystem"
 import * as Schema from "effect/Schema"
-import * as Blocked from "../sandbox/Blocked.ts"
-import type * as Sandbox from "../sandbox/Sandbox.ts"
 import * as ProcEnviron from "../secrets/ProcEnviron.ts"
 import * as Secrets from "../secrets/Secrets.ts"
 import * as GitGuard from "./commands/GitGuard.ts"
 import * as OutputBuffer from "./process/OutputBuffer.ts"
 import * as ProcessGroup from "./process/ProcessGroup.ts"
 import { commandPrefix } from "./ReadOnlyCommands.ts"
+import type * as Sandbox from "./Sandboxed.ts"
 import * as Tool from "./Tool.ts"
 
 export const DEFAULT_TIMEOUT_MS = 120_000
@@ -131,9 +130,7 @@ const runLocal = Effect.fn("bash.runLocal")(function*(command: string, timeoutMs
         output.push(redacting.flush())
         const rendered = output.render()
         const details = { output: rendered.text, exitCode, truncated: rendered.truncated }
-        const blocked = "launch" in local && ctx.sandbox !== undefined
-          ? Blocked.hint(rendered.text, { outsideAllowed: ctx.sandbox.setting !== "required", networkAllowed: ctx.sandbox.allow })
-          : undefined
+        const blocked = "launch" in local ? ctx.sandbox?.explain(rendered.text) : undefined
         const content = withStatus(rendered.text, blocked === undefined ? status : `${status}\n${blocked}`)
         return exitCode === 0 ? Tool.ok(content, details) : Tool.error(content, details)
       }),
