@@ -5,6 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Blocked from "../../src/sandbox/Blocked.ts"
 import * as Env from "../../src/sandbox/Env.ts"
+import * as Guarantees from "../../src/sandbox/Guarantees.ts"
 import * as Hosts from "../../src/sandbox/Hosts.ts"
 import * as Policy from "../../src/sandbox/Policy.ts"
 import * as Seccomp from "../../src/sandbox/Seccomp.ts"
@@ -155,5 +156,24 @@ describe("Seccomp", () => {
       assert.strictEqual(view.getUint32((last - 1) * 8 + 4, true), 0x7fff0000)
     }
     assert.isUndefined(Seccomp.program("ia32"))
+  })
+})
+
+describe("Guarantees", () => {
+  it("states what holds in the shape of RFD #1063, honestly for each setting", () => {
+    const none = { fsIsolation: "none", netIsolation: "none", processCaps: false }
+    assert.deepStrictEqual(Guarantees.statement(Settings.ofMode("off"), undefined), { mode: "host", guarantees: none, setting: "off" })
+    assert.deepStrictEqual(Guarantees.statement(Settings.DEFAULT, "bwrap is not installed"), { mode: "host", guarantees: none, setting: "auto", fallback: "ask", reason: "bwrap is not installed" })
+    // Required holds even without a sandbox: nothing then runs.
+    assert.deepStrictEqual(Guarantees.statement(Settings.ofMode("required"), "bwrap is not installed").guarantees, { fsIsolation: "workspace", netIsolation: "denyAll", processCaps: true })
+    const open = Guarantees.statement({ ...Settings.DEFAULT, allow: ["registry.npmjs.org"] }, undefined)
+    assert.deepStrictEqual(open, {
+      mode: "custom",
+      mechanism: "bubblewrap",
+      guarantees: { fsIsolation: "workspace", netIsolation: "restricted", processCaps: true },
+      network: { allow: ["registry.npmjs.org"] },
+      setting: "auto",
+      fallback: "ask"
+    })
   })
 })
