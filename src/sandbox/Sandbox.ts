@@ -58,12 +58,24 @@ const runtimeDirectory = (): string => {
   if (!stat.isDirectory() || (process.getuid !== undefined && stat.uid !== process.getuid()) || (stat.mode & 0o077) !== 0) {
     throw new Error(`${base} is not a private directory of this user`)
   }
-  // What a Skein that was killed left behind (its sessions' /tmp, its proxy's socket).
+  // What a Skein that was killed left behind (its sessions' /tmp, its proxy's socket): only in
+  // this PID namespace, where a pid says whether its owner lives (another may share /tmp).
+  const space = pidNamespace()
   for (const name of NodeFs.readdirSync(base)) {
-    const pid = Number(/^(\d+)-/.exec(name)?.[1])
-    if (Number.isSafeInteger(pid) && pid !== process.pid && !isAlive(pid)) removeQuietly(NodePath.join(base, name))
+    const match = /^(\d+)\.(\d+)-/.exec(name)
+    const pid = Number(match?.[2])
+    if (match !== null && match[1] === space && pid !== process.pid && !isAlive(pid)) removeQuietly(NodePath.join(base, name))
   }
-  return NodeFs.mkdtempSync(NodePath.join(base, `${process.pid}-`))
+  return NodeFs.mkdtempSync(NodePath.join(base, `${space}.${process.pid}-`))
+}
+
+/** This process's PID namespace, as the number of its inode ("0" where it cannot be read). */
+const pidNamespace = (): string => {
+  try {
+    return /\[(\d+)\]/.exec(NodeFs.readlinkSync("/proc/self/ns/pid"))?.[1] ?? "0"
+  } catch {
+    return "0"
+  }
 }
 
 const isAlive = (pid: number): boolean => {

@@ -182,7 +182,7 @@ Bwrap.describeWithBwrap("e2e: nothing sandboxed outlives Skein", () => {
       void agent.prompt(sessionId, "go").catch(() => undefined)
       await waitFor(() => existsSync(path.join(agent.cwd, "started.txt")) && survivors(arg).length === 3, "the command and its daemons")
       const skein = agent.child.pid!
-      const forwarders = () => withEnvironment(`SKEIN_PROXY_SOCKET=`).filter((pid) => readFileSync(`/proc/${pid}/environ`, "latin1").includes(`/${skein}-`))
+      const forwarders = () => withEnvironment(`SKEIN_PROXY_SOCKET=`).filter((pid) => readFileSync(`/proc/${pid}/environ`, "latin1").includes(`.${skein}-`))
       expect(forwarders().length).toBeGreaterThan(0)
       stop(agent)
       await agent.waitExit(10_000)

@@ -161,7 +161,7 @@ describe("Seccomp", () => {
 
 describe("Guarantees", () => {
   it("states what holds in the shape of RFD #1063, honestly for each setting", () => {
-    const none = { fsIsolation: "none", netIsolation: "none", processCaps: false }
+    const none = { fsIsolation: "none", netIsolation: "none", processCaps: false } as const
     assert.deepStrictEqual(Guarantees.statement(Settings.ofMode("off"), undefined), { mode: "host", guarantees: none, setting: "off" })
     assert.deepStrictEqual(Guarantees.statement(Settings.DEFAULT, "bwrap is not installed"), { mode: "host", guarantees: none, setting: "auto", fallback: "ask", reason: "bwrap is not installed" })
     // Required holds even without a sandbox: nothing then runs.
