@@ -22,7 +22,7 @@ import { Config, DEFAULT_MAX_TURN_REQUESTS, DEFAULT_PERMISSION_TIMEOUT_MS } from
 import { layer as RuntimeLayer } from "./runtime/Runtime.ts"
 import * as Toolkit from "./tools/Toolkit.ts"
 import { VERSION } from "./version.ts"
-import { DEFAULT_MODE, type ModeId } from "./Vocabulary.ts"
+import { DEFAULT_MODE, type McpServer, type ModeId } from "./Vocabulary.ts"
 
 export interface SkeinConfig {
   /** Where sessions live (`<home>/sessions`), and where `config.json` is read from. */
@@ -62,6 +62,8 @@ export interface SkeinConfig {
    * `"off"`, or settings with hosts to allow and places to hide or open.
    */
   readonly sandbox?: SandboxSettings.Mode | SandboxSettings.Settings | undefined
+  /** MCP servers every session uses, with those a client sends (`mcp/Config.ts`). */
+  readonly mcpServers?: ReadonlyArray<McpServer> | undefined
 }
 
 /** The session store a configuration names; the Postgres one is loaded only when asked for. */
@@ -98,7 +100,8 @@ export const layerLocalWithoutPlatform = (config: SkeinConfig) =>
       maxLiveSessions: config.maxLiveSessions,
       compactAt: config.compactAt,
       userHome: config.userHome,
-      sandbox: typeof config.sandbox === "object" ? config.sandbox : SandboxSettings.ofMode(config.sandbox ?? "auto")
+      sandbox: typeof config.sandbox === "object" ? config.sandbox : SandboxSettings.ofMode(config.sandbox ?? "auto"),
+      mcpServers: config.mcpServers
     }))
   )
 

@@ -11,8 +11,10 @@
  * 5. the built-ins, `general` and `explorer`.
  *
  * So a project's file shadows the user's of the same name, and any file may replace a built-in.
- * A replaced built-in keeps its `readOnly`: a model (or a user) that asks for `explorer` is
- * promised an agent that cannot change the workspace, whoever wrote its file.
+ * A replaced read-only built-in keeps its `readOnly` and its tools: a model (or a user) that
+ * asks for `explorer` is promised an agent that cannot change the workspace, whoever wrote its
+ * file, so the file's `tools` can only narrow the built-in's (absent: the built-in's), never
+ * add one (a `spawn_agent` or an MCP tool). Read-only holds below it too (`tools/Ceiling.ts`).
  *
  * A Markdown agent is front matter between `---` lines, then the instructions:
  *
@@ -173,10 +175,14 @@ export const parseMarkdown = (content: string, source: string): AgentDefinition 
     const model = FrontMatter.text(values, "model")
     const instructions = body.trim()
     const builtin = builtins.find((agent) => agent.name === name)
+    const listed = toolNames(values.get("tools"))
+    // A read-only built-in's tools bound the file's.
+    const bound = builtin?.readOnly === true ? builtin.tools : undefined
+    const tools = bound === undefined ? listed : listed === undefined ? bound : listed.filter((tool) => bound.includes(tool))
     return {
       name,
       description,
-      tools: toolNames(values.get("tools")),
+      tools,
       model: model === undefined || CLAUDE_MODELS.has(model) ? undefined : model,
       instructions: instructions === "" ? undefined : instructions,
       readOnly: builtin?.readOnly ?? false,

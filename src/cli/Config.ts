@@ -11,6 +11,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import * as SandboxSettings from "../sandbox/Settings.ts"
+import * as McpConfig from "../mcp/Config.ts"
 import * as Registry from "../providers/Registry.ts"
 import * as Scripted from "../providers/Scripted.ts"
 import * as Options from "./Options.ts"
@@ -79,6 +80,8 @@ export const skeinConfig = (common: Options.Common) =>
       mode: common.mode,
       compactAt: compactAtFromEnv(process.env.SKEIN_COMPACT_AT),
       sandbox: yield* sandboxSettings(common),
+      // The user's MCP servers (config.json `mcpServers`), for every session.
+      mcpServers: McpConfig.load(common.home).servers,
       ...(common.store !== undefined ? { store: { postgres: common.store } } : {})
     }
     if (common.provider === "scripted" || (common.provider === undefined && common.script !== undefined)) {

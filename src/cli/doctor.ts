@@ -15,9 +15,12 @@ import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
 import * as Path from "effect/Path"
+import { existsSync } from "node:fs"
 import { homedir } from "node:os"
+import * as nodePath from "node:path"
 import * as Definitions from "../agents/Definitions.ts"
 import * as Commands from "../commands/Commands.ts"
+import * as McpConfig from "../mcp/Config.ts"
 import * as McpSession from "../mcp/McpSession.ts"
 import * as McpRecord from "../mcp/Record.ts"
 import * as Errors from "../providers/Errors.ts"
@@ -228,6 +231,7 @@ export const run = (args: ReadonlyArray<string>) =>
     )
     process.stdout.write(report(setup, process.env, { home: common.home, script, codeCache: CodeCache.describe(CodeCache.status()), agents, skills, commands }))
     process.stdout.write(yield* sandboxReport(common))
+    process.stdout.write(configuredMcp(common.home, process.cwd()))
     if (mcp !== undefined) process.stdout.write(yield* mcpReport(mcp))
     const store = common.store === undefined
       ? undefined
@@ -265,6 +269,27 @@ export const project = (options: { readonly cwd: string; readonly home: string; 
     const commands = yield* Commands.discover({ cwd: options.cwd, home: options.home, skills: skills.skills })
     return { agents, skills, commands }
   })
+
+/**
+ * The MCP servers of config.json that every session starts (not started here: no network),
+ * with the names of their variables and headers but never their values.
+ */
+export const configuredMcp = (home: string, cwd: string): string => {
+  const loaded = McpConfig.load(home)
+  const lines = loaded.servers.map((server) => {
+    if ("url" in server) {
+      const headers = server.headers.map((h) => h.name)
+      return `${server.name}: ${server.type} ${server.url}${headers.length > 0 ? ` (headers: ${headers.join(", ")})` : ""}`
+    }
+    const env = server.env.map((e) => e.name)
+    return `${server.name}: stdio ${[server.command, ...server.args].join(" ")}${env.length > 0 ? ` (env: ${env.join(", ")})` : ""}`
+  })
+  for (const problem of loaded.problems) lines.push(`skipped: ${problem}`)
+  if (lines.length === 0) lines.push("none (add \"mcpServers\" to config.json)")
+  const project = [".mcp.json", ".skein/config.json"].filter((f) => existsSync(nodePath.join(cwd, f)))
+  if (project.length > 0) lines.push(`not started: ${project.join(", ")} in this project (a project's MCP servers wait for workspace trust)`)
+  return `\nMCP servers (${nodePath.join(home, "config.json")}, for every session; a client's server of the same name wins)\n${lines.map((l) => `  ${l}\n`).join("")}`
+}
 
 /** A saved session's log and working directory, for `--mcp`; an unknown id is a usage error. */
 const mcpSession = (home: string, sessionId: string) =>

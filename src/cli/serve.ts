@@ -17,7 +17,7 @@ import * as Options from "./Options.ts"
 export const signalExitCode = 0
 
 /** A token shorter than this is refused: it could be guessed. */
-const MIN_TOKEN_LENGTH = 16
+export const MIN_TOKEN_LENGTH = 16
 
 /** The server's token: from `--token-file`, else `SKEIN_SERVE_TOKEN`; undefined when neither. */
 export const readToken = (file: string | undefined): string | undefined => {
@@ -44,6 +44,14 @@ const hostPort = (option: string, raw: string): { readonly host: string; readonl
   return { host: match[1] ?? match[2]!, port }
 }
 
+/** A whole number above 0, or a usage error naming the option. */
+const positiveInt = (option: string, raw: string | undefined): number | undefined => {
+  if (raw === undefined) return undefined
+  const value = Number(raw)
+  if (!Number.isInteger(value) || value < 1) throw new Options.UsageError(`${option} takes a whole number above 0, not "${raw}"`)
+  return value
+}
+
 /** A number of seconds > 0 as milliseconds, or a usage error naming the option. */
 const seconds = (option: string, raw: string | undefined): number | undefined => {
   if (raw === undefined) return undefined
@@ -63,7 +71,8 @@ export const run = (args: ReadonlyArray<string>) =>
         runner: { type: "string" },
         "runner-listen": { type: "string" },
         "lock-expiry": { type: "string" },
-        drain: { type: "string" }
+        drain: { type: "string" },
+        "max-connections": { type: "string" }
       }),
       catch: (e) => e
     })
@@ -88,6 +97,8 @@ export const run = (args: ReadonlyArray<string>) =>
     }
     const values: Record<string, string | boolean | undefined> = parsed.values
     const str = (key: string) => (typeof values[key] === "string" ? (values[key] as string) : undefined)
+    const maxConnections = yield* Effect.try({ try: () => positiveInt("--max-connections", str("max-connections") ?? Options.env("SKEIN_SERVE_MAX_CONNECTIONS")), catch: (e) => e })
+    const limits = maxConnections === undefined ? {} : { maxConnections }
     const clusterUrl = str("cluster") ?? Options.env("SKEIN_CLUSTER")
     const cluster = yield* Effect.try({ try: () => clusterOptions(clusterUrl, str), catch: (e) => e })
     if (cluster !== undefined && token === undefined) {
@@ -106,7 +117,7 @@ export const run = (args: ReadonlyArray<string>) =>
     if (cluster !== undefined) {
       const Runner = yield* Effect.promise(() => import("../cluster/Runner.ts"))
       return yield* Effect.scoped(Effect.gen(function*() {
-        yield* Layer.build(Runner.layer(cluster, { address, token: token! }, config))
+        yield* Layer.build(Runner.layer(cluster, { address, token: token!, limits }, config))
         const listen = cluster.listen ?? cluster.runner
         process.stderr.write(
           `skein serve: runner ${cluster.runner.host}:${cluster.runner.port} of the cluster in ${redactUrl(cluster.url)}` +
@@ -118,7 +129,7 @@ export const run = (args: ReadonlyArray<string>) =>
     const { layerLocal } = yield* Effect.promise(() => import("../Local.ts"))
     const Serve = yield* Effect.promise(() => import("../remote/Serve.ts"))
     return yield* Effect.scoped(Effect.gen(function*() {
-      yield* Layer.build(Serve.layer(address, token).pipe(Layer.provide(layerLocal(config))))
+      yield* Layer.build(Serve.layer(address, token, { limits }).pipe(Layer.provide(layerLocal(config))))
       process.stderr.write(`skein serve: listening on ${served}\n`)
       return yield* Effect.never
     }))

@@ -8,13 +8,14 @@ import type * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import type { ToolEnv } from "../tools/Tool.ts"
+import type { Ceiling } from "../tools/Ceiling.ts"
 import type { TurnContext, TurnOutcome } from "./Turn.ts"
 import type { Catalog } from "../providers/Models.ts"
 import type { SessionSandbox } from "../sandbox/Sandbox.ts"
 import type { Settings as SandboxSettings } from "../sandbox/Settings.ts"
 import type { Provider } from "../providers/Provider.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
-import type { ModeId } from "../Vocabulary.ts"
+import type { McpServer, ModeId } from "../Vocabulary.ts"
 
 export interface Settings {
   /** `$SKEIN_HOME`: sessions live in `<home>/sessions`. */
@@ -54,6 +55,8 @@ export interface Settings {
    * does and are asked for; an MCP server or external agent that asks for the sandbox does not start.
    */
   readonly sandbox?: SandboxSettings | undefined
+  /** MCP servers every session uses (the user's configuration); a client's server of the same name wins. */
+  readonly mcpServers?: ReadonlyArray<McpServer> | undefined
 }
 
 /** Starts an external ACP agent (lazily) in the scope, and gives what runs a turn through it. */
@@ -72,6 +75,8 @@ export type ExternalRunner = (
     readonly permissionTimeoutMs?: number | undefined
     /** The child session's sandbox, for an agent that runs in it. */
     readonly sandbox?: SessionSandbox | undefined
+    /** The child session's ceiling as it is now: the agent's questions and reported changes are held to it. */
+    readonly ceiling?: (() => Ceiling) | undefined
   }
 ) => Effect.Effect<{ readonly run: (ctx: TurnContext) => Effect.Effect<TurnOutcome, never, ToolEnv> }, never, Scope.Scope>
 

@@ -18,6 +18,7 @@ import * as Schema from "effect/Schema"
 import * as ProcEnviron from "../secrets/ProcEnviron.ts"
 import * as Secrets from "../secrets/Secrets.ts"
 import * as GitGuard from "./commands/GitGuard.ts"
+import { BASH } from "./commands/Shell.ts"
 import * as OutputBuffer from "./process/OutputBuffer.ts"
 import * as ProcessGroup from "./process/ProcessGroup.ts"
 import { commandPrefix } from "./ReadOnlyCommands.ts"
@@ -151,7 +152,7 @@ const run = Effect.fn("bash.run")(function*(args: Params, timeoutMs: number, ctx
   )
   const terminal = ctx.client?.terminal
   if (!isDirectory && terminal === undefined) return Tool.error(`The working directory does not exist: ${ctx.cwd}`)
-  const shell = (yield* fs.exists("/bin/bash").pipe(Effect.orElseSucceed(() => false))) ? "/bin/bash" : "/bin/sh"
+  const shell = (yield* fs.exists(BASH).pipe(Effect.orElseSucceed(() => false))) ? BASH : "/bin/sh"
   const env = { ...Secrets.childEnv(), ...confined(ctx) }
   const outside = (): Effect.Effect<Tool.ToolOutput, string, Tool.ToolEnv> =>
     terminal !== undefined
