@@ -255,6 +255,8 @@ describe("e2e: what runs without asking stays read-only", () => {
     const agent = await agents.ready({
       script: bashTurn("tr -d <.'/../outside/secret.txt' Z", "cat a.txt >/dev/null\"x\"", "tr -d <'a'.txt Z"),
       files: { "a.txt": "one\n" },
+      // Without the sandbox: which commands are asked for (sandboxed, none is).
+      args: ["--sandbox", "off"],
       permission: select("reject_once")
     })
     mkdirSync(path.join(agent.root, "outside"))
