@@ -116,7 +116,7 @@ describe("e2e: compaction", () => {
     expect(turn2).toEqual([
       { sessionUpdate: "compaction_update", compactionId: id, status: "in_progress" },
       { sessionUpdate: "compaction_update", compactionId: id, status: "completed", summary: [{ type: "text", text: SUMMARY }] },
-      { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Second answer." } }
+      { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Second answer." }, messageId: "m2.1" }
     ])
     expect(turn2.some((u) => u.sessionUpdate === "tool_call")).toBe(false)
 
@@ -125,10 +125,12 @@ describe("e2e: compaction", () => {
       "user_message_chunk: first",
       "agent_message_chunk: First answer.",
       "user_message_chunk: second",
+      // As the client saw it live: started, then done with the summary.
+      `compaction_update: ${id} in_progress`,
       `compaction_update: ${id} completed`,
       "agent_message_chunk: Second answer."
     ])
-    expect(replayed[3]).toEqual({ sessionUpdate: "compaction_update", compactionId: id, status: "completed", summary: [{ type: "text", text: SUMMARY }] })
+    expect(replayed[4]).toEqual({ sessionUpdate: "compaction_update", compactionId: id, status: "completed", summary: [{ type: "text", text: SUMMARY }] })
   })
 
   it("any other client sees a think tool call titled \"Compacted the conversation\" with the summary, live and on load", async () => {
@@ -141,20 +143,23 @@ describe("e2e: compaction", () => {
       sessionUpdate: "tool_call_update",
       toolCallId,
       title: "Compacted the conversation",
+      kind: "think",
       status: "completed",
       content: [{ type: "content", content: { type: "text", text: SUMMARY } }]
     })
-    expect(turn2[2]).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Second answer." } })
+    expect(turn2[2]).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Second answer." }, messageId: "m2.1" })
 
     const replayed = await loadInNewProcess(agent, sessionId, false)
     expect(replayed.map(brief)).toEqual([
       "user_message_chunk: first",
       "agent_message_chunk: First answer.",
       "user_message_chunk: second",
-      `tool_call: ${toolCallId} think completed Compacted the conversation`,
+      // The card as the client saw it live: started, then done with the summary (never an empty finished card).
+      `tool_call: ${toolCallId} think in_progress Compacting the conversation`,
+      `tool_call_update: ${toolCallId} think completed Compacted the conversation`,
       "agent_message_chunk: Second answer."
     ])
-    expect(replayed[3]).toMatchObject({ content: [{ type: "content", content: { type: "text", text: SUMMARY } }] })
+    expect(replayed[4]).toMatchObject({ content: [{ type: "content", content: { type: "text", text: SUMMARY } }] })
   })
 })
 
