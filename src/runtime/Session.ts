@@ -20,6 +20,7 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
+import * as References from "effect/References"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
@@ -155,7 +156,8 @@ const closedError = new SessionError({ reason: "closed", message: "The session i
  * Starts a session actor in `scope`. `history` is the already-folded history (empty for a new
  * session, its mode the session's starting mode); the session keeps folding into it.
  * `lastSeq` is the `seq` of the last logged event (0 for a new session): numbering goes on
- * from there, as turn numbers go on from `history.turns`.
+ * from there, as turn numbers go on from `history.turns`. What it logs is annotated with its
+ * id (`session`).
  */
 export const make = (info: SessionInfo, history: History.History, deps: Deps, scope: Scope.Closeable, lastSeq = 0) =>
   Effect.gen(function*() {
@@ -795,4 +797,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
       idleSince: () => (resting() ? idle : undefined)
     }
     return session
-  })
+  }).pipe(
+    // What the session logs names the session, not the request that opened it (its fibers,
+    // forked from here, would carry that request's annotations for their whole life).
+    Effect.provideService(References.CurrentLogAnnotations, { session: info.id })
+  )

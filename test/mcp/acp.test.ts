@@ -201,6 +201,10 @@ describe("e2e: MCP servers from session/new", () => {
       message("MCP server \"ghost\" is unavailable: Cannot start `skein-no-such-mcp-server` (ENOENT). Its tools are withdrawn for the rest of this session.\n\n", "e3"),
       message("hello", "m1.1")
     ])
+    // What the session's servers log names the session, not the request that opened it.
+    const failed = agent.stderr.split("\n").find((line) => line.includes('MCP server "ghost" failed'))
+    expect(failed).toContain(`session: '${sessionId}'`)
+    expect(failed).not.toContain("session/new")
     agent.closeStdin()
     expect((await agent.waitExit(5_000)).code).toBe(0)
     expect(alive(child)).toBe(false)
