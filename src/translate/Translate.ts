@@ -272,11 +272,16 @@ export const live = (event: SessionEvent, options: Options = noOptions): Readonl
 /** Updates that rebuild a logged event for `session/load`. */
 export const replay = (event: Canonical, options: Options = noOptions): ReadonlyArray<AcpUpdate> => {
   switch (event.type) {
-    case "turn_start":
-      // A command's turn shows what the user typed, not the text it expanded to.
-      return event.data.command !== undefined
-        ? [{ sessionUpdate: "user_message_chunk", content: text(typed(event.data.command)) }]
-        : event.data.content.map((block) => ({ sessionUpdate: "user_message_chunk", content: userContent(block) }))
+    case "turn_start": {
+      // A command's turn shows what the user typed, not the text it expanded to (a command the
+      // model never sees logs the prompt as typed).
+      const command = event.data.command
+      const at = command === undefined || command.local === true ? -1 : command.block ?? 0
+      return event.data.content.map((block, i) => ({
+        sessionUpdate: "user_message_chunk",
+        content: i === at ? text(typed(command!)) : userContent(block)
+      }))
+    }
     case "turn_input":
       return event.data.content.map((block) => ({ sessionUpdate: "user_message_chunk", content: userContent(block) }))
     case "compaction":

@@ -204,6 +204,61 @@ describe("e2e: slash commands", () => {
   })
 })
 
+describe("e2e: a command after other text (a client that sends a stopped prompt again in front of the next one)", () => {
+  const blocks = (...texts: Array<string>) => texts.map((text) => ({ type: "text" as const, text }))
+
+  it("the last block naming a command runs it: /compact says what it left aside, /hello keeps the text before it; a load shows the blocks as sent", async () => {
+    const script = scriptOf({
+      turns: [
+        { calls: [[{ text: "One." }]] },
+        { calls: [[{ text: "Two." }]] },
+        { calls: [] },
+        { calls: [[{ text: "Hello to you." }]] }
+      ],
+      compaction: [[{ text: SUMMARY }]]
+    })
+    const files = { ".skein/commands/hello.md": "Say hello to $ARGUMENTS, politely.\n" }
+    const first = await agents.ready({ script, files })
+    const sessionId = await first.newSession()
+    await first.prompt(sessionId, "one")
+    await first.prompt(sessionId, "two")
+    const send = async (...texts: Array<string>) => {
+      const response = await first.sdk.request("session/prompt", { sessionId, prompt: blocks(...texts) }) as { stopReason: string }
+      await first.settled(sessionId)
+      return response.stopReason
+    }
+    expect(await send("What is in the notes?", "/compact")).toBe("end_turn")
+    const log = () => first.readLog(sessionId)
+    const starts = () => log().filter((e: any) => e.type === "turn_start")
+    expect(starts()[2].data).toMatchObject({ command: { name: "compact", arguments: "", local: true, block: 1 }, content: blocks("What is in the notes?", "/compact") })
+    expect(log().some((e: any) => e.type === "compaction" && e.turn === 3)).toBe(true)
+    const leftAside = "/compact ran on its own: the rest of this prompt (1 more block) was not sent to the model. Send it again if you meant it."
+    expect(log().find((e: any) => e.type === "notice" && e.turn === 3)?.data).toEqual({ text: leftAside, source: "command" })
+    expect(agentText(first, sessionId)).toContain(leftAside)
+
+    expect(await send("What is in the notes?", "/hello world")).toBe("end_turn")
+    expect(starts()[3].data).toMatchObject({
+      command: { name: "hello", arguments: "world", block: 1 },
+      content: blocks("What is in the notes?", "Say hello to world, politely.")
+    })
+    expectClean(first)
+    first.closeStdin()
+    expect((await first.waitExit()).code).toBe(0)
+
+    const second = await agents.ready({ script, args: ["--home", first.home] })
+    await second.sdk.request("session/load", { sessionId, cwd: first.cwd, mcpServers: [] })
+    await second.settled(sessionId)
+    const users = second.updates(sessionId).filter((u) => u.sessionUpdate === "user_message_chunk").map((u: any) => [u.messageId, u.content.text])
+    expect(users.slice(2)).toEqual([
+      ["u3", "What is in the notes?"],
+      ["u3", "/compact"],
+      ["u4", "What is in the notes?"],
+      ["u4", "/hello world"]
+    ])
+    expectClean(second)
+  })
+})
+
 describe("e2e: slash commands change", () => {
   it("a prompt file a turn adds is announced once that turn has ended; an unchanged set is not sent again", async () => {
     const agent = await agents.ready({
