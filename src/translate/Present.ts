@@ -70,6 +70,8 @@ export const make = (sessionId: string, options: Options): Presenter => {
   }
 
   const live = (event: SessionEvent): ReadonlyArray<Action> => {
+    // The hot path: a delta is one update of the session's own.
+    if (event.type === "text_delta" || event.type === "thinking_delta") return [{ _tag: "update", sessionId, update: own.delta(event) }]
     if (isQuestion(event)) return checked([{ _tag: "ask", sessionId, answerTo: sessionId, question: event }])
     switch (event.type) {
       case "question_withdrawn":

@@ -28,6 +28,8 @@ type ToolKind = NonNullable<Extract<Update, { readonly sessionUpdate: "tool_call
 export interface View {
   /** Updates for an event while its turn is live. */
   readonly live: (event: SessionEvent) => ReadonlyArray<Update>
+  /** The update of a text or thinking delta (the hot path of `live`). */
+  readonly delta: (event: SessionEvent & { readonly type: "text_delta" | "thinking_delta" }) => Update
   /** Updates that rebuild a logged event (`session/load`). */
   readonly replay: (event: Canonical) => ReadonlyArray<Update>
   /** An update made elsewhere (a child's card on its parent), completed as this view's own are. */
@@ -110,12 +112,18 @@ export const make = (options: Translate.Options = {}): View => {
 
   const own = (event: SessionEvent) => () => `e${event.seq}`
 
+  const delta = (event: SessionEvent & { readonly type: "text_delta" | "thinking_delta" }): Update => {
+    enter(event.turn)
+    const kind = event.type === "text_delta" ? "agent_message_chunk" : "agent_thought_chunk"
+    return { sessionUpdate: kind, content: { type: "text", text: event.data.text }, messageId: runId(kind) }
+  }
+
   const live = (event: SessionEvent): ReadonlyArray<Update> => {
     enter(event.turn)
     switch (event.type) {
       case "text_delta":
       case "thinking_delta":
-        return stamped(Translate.live(event, options), (chunk) => runId(chunk.sessionUpdate))
+        return [delta(event)]
       case "model_response": {
         open = undefined
         return stamped(Translate.live(event, options), own(event))
@@ -149,5 +157,5 @@ export const make = (options: Translate.Options = {}): View => {
     }
   }
 
-  return { live, replay, card, announce }
+  return { live, delta, replay, card, announce }
 }
