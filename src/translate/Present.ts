@@ -41,7 +41,8 @@ export const make = (sessionId: string, options: Options): Presenter => {
   const views = new Map<string, View.View>()
   const viewOf = (id: string): View.View => {
     let view = views.get(id)
-    if (view === undefined) views.set(id, view = View.make(id === sessionId ? options.shown : undefined))
+    // What the client can show holds for every session it is shown (a child's, in the native form).
+    if (view === undefined) views.set(id, view = View.make(options.shown))
     return view
   }
   const own = viewOf(sessionId)
