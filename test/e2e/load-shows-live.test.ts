@@ -1,7 +1,8 @@
 /**
  * `session/load` shows what the live session showed. A scripted session with every kind of
  * update a turn sends (text, thinking, tool calls with diffs, a command, a plan, a child that
- * edits a file after asking, a compaction, the title, steering, a failed turn) runs live in one
+ * edits a file after asking and delegates in turn, a compaction, the title, steering, a failed
+ * turn) runs live in one
  * process; a second process loads it. Folded the way a client folds them (chunks joined by
  * message id, each card's fields as its last update left them, the last plan, the title), the
  * replayed updates equal the live ones, session by session (a child's own, when the client
@@ -44,7 +45,20 @@ const script = {
     { calls: [[{ text: "Partial " }, { fail: "the model is down" }]] }
   ],
   compaction: [[{ text: SUMMARY }]],
-  agents: { general: { turns: [{ calls: [[{ text: "Child writes." }, call("write", { path: "b.txt", content: "child\n" }, "cw")], [{ text: "Wrote b.txt." }]] }] } }
+  agents: {
+    // The child writes after asking, then has a grandchild check its work.
+    general: {
+      turns: [{
+        calls: [
+          [{ text: "Child writes." }, call("write", { path: "b.txt", content: "child\n" }, "cw")],
+          [call("spawn_agent", { task: "Check b.txt", agent: "explorer" }, "gs")],
+          [call("wait_agent", {}, "gw")],
+          [{ text: "Wrote b.txt." }]
+        ]
+      }]
+    },
+    explorer: { turns: [{ calls: [[call("read", { path: "b.txt" }, "gr")], [{ text: "b.txt says child." }]] }] }
+  }
 } as unknown as Script
 
 const PROMPTS = ["Fix the notes", "Go on", "And now?"]
@@ -97,7 +111,8 @@ const fold = (updates: ReadonlyArray<any>) => {
         throw new Error(`an update this test does not know: ${u.sessionUpdate}`)
     }
   }
-  const own = (id: string) => !id.includes("/")
+  // A child's cards on its parent: its own calls (`<child>/<call>`) and a grandchild's card.
+  const own = (id: string) => !id.includes("/") && !id.startsWith("subagent-")
   return {
     messages: [...messages].map(([id, m]) => [id, m.kind, m.text]),
     cards: Object.fromEntries(cards),
@@ -126,10 +141,15 @@ const runLive = async (native: boolean) => {
   // The session did what this test is about.
   for (const type of ["compaction", "turn_input", "plan", "subagent"]) expect(log.some((e: any) => e.type === type), type).toBe(true)
   expect(log.filter((e: any) => e.type === "turn_end").at(-1).data.error).toContain("the model is down")
-  const childIds = log.filter((e: any) => e.type === "subagent" && e.data.event === "spawned").map((e: any) => e.data.id as string)
+  // Its children, then theirs.
+  const spawned = (id: string): Array<string> =>
+    first.readLog(id).filter((e: any) => e.type === "subagent" && e.data.event === "spawned").map((e: any) => e.data.id as string)
+  const childIds = spawned(sessionId)
+  const grandchildIds = childIds.flatMap(spawned)
+  expect(grandchildIds).toHaveLength(1)
   first.closeStdin()
   expect((await first.waitExit()).code).toBe(0)
-  return { first, sessionId, childIds }
+  return { first, sessionId, childIds, grandchildIds }
 }
 
 const loadInNewProcess = async (first: AgentProcess, sessionId: string, native: boolean) => {
@@ -144,9 +164,9 @@ const loadInNewProcess = async (first: AgentProcess, sessionId: string, native: 
 describe("e2e: session/load shows what the live session showed", () => {
   for (const native of [false, true]) {
     it(native ? "a client that shows children as sessions" : "any other client (each child one card of its parent)", async () => {
-      const { first, sessionId, childIds } = await runLive(native)
+      const { first, sessionId, childIds, grandchildIds } = await runLive(native)
       const second = await loadInNewProcess(first, sessionId, native)
-      const sessions = [sessionId, ...(native ? childIds : [])]
+      const sessions = [sessionId, ...(native ? [...childIds, ...grandchildIds] : [])]
       for (const id of sessions) {
         const live = fold(first.allUpdates(id))
         const replayed = fold(second.allUpdates(id))
@@ -171,6 +191,19 @@ describe("e2e: session/load shows what the live session showed", () => {
       const child = childIds[0]!
       const edit = native ? fold(first.allUpdates(child)).cards["cw"] : live.cards[`${child}/cw`]
       expect(edit).toMatchObject({ status: "completed", kind: "edit", content: [{ type: "diff", newText: "child\n" }, expect.anything()] })
+      // The grandchild: a session of its own announced on its parent's, or a card named after both.
+      const grandchild = grandchildIds[0]!
+      if (native) {
+        expect(fold(first.allUpdates(child)).children[grandchild]).toMatchObject({ title: "explorer — Check b.txt", state: { state: "idle" } })
+        expect(fold(first.allUpdates(grandchild)).messages).toContainEqual(["m1.1", "agent_message_chunk", "b.txt says child."])
+      } else {
+        expect(live.cards[`subagent-${grandchild}`]).toMatchObject({
+          title: "general › explorer — Check b.txt",
+          status: "completed",
+          content: [{ type: "content", content: { type: "text", text: "✓ Read b.txt\n\nb.txt says child." } }]
+        })
+        expect(live.cards["s1"]).toMatchObject({ title: "general — Write b.txt", status: "completed" })
+      }
       if (!native) {
         // `skein replay --acp` prints the bytes the load sent (its command list aside).
         const printed = spawnSync(NODE, [SKEIN, "replay", sessionId, "--acp", "--home", first.home], { encoding: "utf8" })
