@@ -401,24 +401,23 @@ export const handlers = (
    */
   const watchOthers = (s: Session) =>
     Effect.gen(function*() {
-      const encodeFor = encoders(s.id)
-      /** Each turn watched, presented as its own presenter shows it (but for the questions). */
-      const others = new Map<number, Present.Presenter>()
+      /** Each turn watched, presented as its own presenter shows it (but for the questions), until it ends. */
+      const others = new Map<number, { readonly presenter: Present.Presenter; readonly encodeFor: (sessionId: string) => (u: Translate.Update) => string }>()
       yield* s.events.pipe(Stream.runForEachArray((events) => {
         const lines: Array<string> = []
-        const show = (actions: ReadonlyArray<Present.Action>) => {
-          for (const action of actions) if (action._tag === "update") lines.push(encodeFor(action.sessionId)(action.update as Translate.Update))
+        const show = (watched: { readonly encodeFor: (sessionId: string) => (u: Translate.Update) => string }, actions: ReadonlyArray<Present.Action>) => {
+          for (const action of actions) if (action._tag === "update") lines.push(watched.encodeFor(action.sessionId)(action.update as Translate.Update))
         }
         for (const event of events) {
           if (event.type === "turn_start" && event.turn !== null && event.data.by !== connection) {
-            const presenter = Present.make(s.id, { native: nativeChildren, shown })
-            others.set(event.turn, presenter)
-            show(presenter.replay(event))
+            const watched = { presenter: Present.make(s.id, { native: nativeChildren, shown }), encodeFor: encoders(s.id) }
+            others.set(event.turn, watched)
+            show(watched, watched.presenter.replay(event))
             continue
           }
-          const presenter = event.turn === null ? undefined : others.get(event.turn)
-          if (presenter === undefined) continue
-          show(presenter.live(event))
+          const watched = event.turn === null ? undefined : others.get(event.turn)
+          if (watched === undefined) continue
+          show(watched, watched.presenter.live(event))
           if (event.type === "turn_end") others.delete(event.turn!)
         }
         return lines.length === 0 ? Effect.void : peer.sendEncoded(lines.join(""))
