@@ -51,7 +51,7 @@ const proposed = (call: PermissionToolCall) =>
 export const make = (options: Translate.Options = {}): View => {
   /** Title and kind of each call announced through this view. */
   const cards = new Map<string, { title: string; kind: ToolKind }>()
-  let turn: number | null | undefined
+  let turn: number | undefined
   /** Runs of the turn so far, the kind of the open one, and its id. */
   let runs = 0
   let open: Chunk["sessionUpdate"] | undefined
@@ -59,8 +59,9 @@ export const make = (options: Translate.Options = {}): View => {
   /** Replay: the call whose checkpoints (`model_partial`) are being shown. */
   let call: number | undefined
 
+  /** A turn's event: a new turn starts its runs anew (a session-level event, between or during turns, changes nothing). */
   const enter = (t: number | null) => {
-    if (t === turn) return
+    if (t === null || t === turn) return
     turn = t
     runs = 0
     open = undefined

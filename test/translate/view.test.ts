@@ -12,10 +12,13 @@ import * as View from "../../src/translate/View.ts"
 type Update = Translate.Update
 
 /** Stamps bodies as a session does: canonical events take the next seq, ephemeral ones the last. */
-const stamp = (turns: ReadonlyArray<ReadonlyArray<{ readonly body: EventBody; readonly canonical: boolean }>>): Array<SessionEvent> => {
+type Entry = { readonly body: EventBody; readonly canonical: boolean; readonly session?: boolean }
+const stamp = (turns: ReadonlyArray<ReadonlyArray<Entry>>): Array<SessionEvent> => {
   let seq = 0
   return turns.flatMap((bodies, t) =>
-    bodies.map(({ body, canonical }) => ({ ...body, sessionId: "s", seq: canonical ? ++seq : seq, ts: 0, turn: t + 1 }) as SessionEvent)
+    bodies.map(({ body, canonical, session }) =>
+      ({ ...body, sessionId: "s", seq: canonical ? ++seq : seq, ts: 0, turn: session === true ? null : t + 1 }) as SessionEvent
+    )
   )
 }
 
@@ -34,7 +37,7 @@ const part: fc.Arbitrary<AssistantPart> = fc.oneof(
 const modelCall = fc.record({
   parts: fc.array(part, { maxLength: 5 }),
   cuts: fc.array(fc.nat(8), { maxLength: 3 }),
-  after: fc.constantFrom("nothing", "notice", "steering")
+  after: fc.constantFrom("nothing", "notice", "steering", "mode")
 })
 const turn = fc.record({ calls: fc.array(modelCall, { minLength: 1, maxLength: 4 }), failed: fc.boolean() })
 
@@ -44,11 +47,11 @@ interface Turn {
   readonly failed: boolean
 }
 const shapes = (t: Turn) => {
-  const live: Array<{ body: EventBody; canonical: boolean }> = []
-  const logged: Array<{ body: EventBody; canonical: boolean }> = []
-  const both = (body: CanonicalBody) => {
-    live.push({ body, canonical: true })
-    logged.push({ body, canonical: true })
+  const live: Array<Entry> = []
+  const logged: Array<Entry> = []
+  const both = (body: CanonicalBody, session = false) => {
+    live.push({ body, canonical: true, session })
+    logged.push({ body, canonical: true, session })
   }
   both({ type: "turn_start", data: { content: [{ type: "text", text: "go" }] } })
   t.calls.forEach((c, i) => {
@@ -59,6 +62,8 @@ const shapes = (t: Turn) => {
     }
     both({ type: "model_response", data: { call: i + 1, parts: c.parts, stop: "end_turn" } })
     if (c.after === "notice") both({ type: "notice", data: { text: "note" } })
+    // A session-level event logged while the turn runs (a mode change) ends no message.
+    if (c.after === "mode") both({ type: "mode_changed", data: { mode: "plan" } }, true)
     if (c.after === "steering") both({ type: "turn_input", data: { content: [{ type: "text", text: "more" }] } })
   })
   both({ type: "turn_end", data: t.failed ? { stopReason: "end_turn", error: "it failed" } : { stopReason: "end_turn" } })
