@@ -160,7 +160,13 @@ export const run = (args: ReadonlyArray<string>) =>
       }
       const events = yield* asLoaded(contents)
       if (parsed.values.acp === true) {
-        yield* writeOut(AcpReplay.notificationLines(contents.header.id, events).join(""))
+        // Its children as a load shows them (the fallback form: a card each), from their logs.
+        const children = yield* childLogs(events)
+        const childLog = (id: string) => {
+          const child = children.get(id)
+          return child === undefined ? undefined : Replay.withRecovery(child.events)
+        }
+        yield* writeOut(AcpReplay.notificationLines(contents.header.id, events, { childLog }).join(""))
       } else {
         yield* writeOut(Replay.transcript(contents.header, events))
       }

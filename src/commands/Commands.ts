@@ -1,5 +1,6 @@
 /**
- * Slash commands: a prompt that starts with `/name` of a known command runs it.
+ * Slash commands: a prompt with a text block that starts with `/name` of a known command runs
+ * it (`locate`: the last such block).
  *
  * Three kinds, in precedence order:
  *
@@ -119,6 +120,38 @@ export const parse = (text: string): { readonly name: string; readonly arguments
   const match = INVOCATION.exec(text.trimStart())
   return match === null ? undefined : { name: match[1]!, arguments: (match[2] ?? "").trim() }
 }
+
+/** A block of a prompt, as far as finding a command in it goes. */
+export type Block = { readonly type: "text"; readonly text: string } | { readonly type: string }
+
+/** A command a prompt runs: the command, the index of the block that names it, and its arguments. */
+export interface Located {
+  readonly command: Command
+  readonly block: number
+  readonly arguments: string
+}
+
+/**
+ * The command a prompt runs: the **last** of its text blocks that starts with `/name` of a
+ * known command. The last, because that is what was typed last: a client may send earlier text
+ * again in front of it (CodeCompanion resends a stopped prompt before the next one), and a
+ * prompt may hold text that was pasted before a command (`see /etc/hosts` does not start with
+ * a command, and `/review` after it still runs). Pure.
+ */
+export const locate = (content: ReadonlyArray<Block>, commands: ReadonlyArray<Command>): Located | undefined => {
+  for (let block = content.length - 1; block >= 0; block--) {
+    const item = content[block]!
+    if (item.type !== "text" || !("text" in item)) continue
+    const parsed = parse(item.text)
+    const command = parsed === undefined ? undefined : find(commands, parsed.name)
+    if (parsed !== undefined && command !== undefined) return { command, block, arguments: parsed.arguments }
+  }
+  return undefined
+}
+
+/** Whether a prompt may name a command (one of its text blocks starts with `/`): worth a fresh look at the commands. */
+export const mayName = (content: ReadonlyArray<Block>): boolean =>
+  content.some((item) => item.type === "text" && "text" in item && item.text.trimStart().startsWith("/"))
 
 /**
  * A prompt file's template with its arguments: `$ARGUMENTS` is all of them, `$1`…`$9` the

@@ -42,13 +42,15 @@ const event = <T extends string, F extends Schema.Struct.Fields>(type: T, data: 
 
 /**
  * A command a prompt ran (`/name arguments`): the content of its `turn_start` is the text the
- * model saw (a prompt file or skill expanded), or, for a command the model never sees
- * (`local`: `/compact`, `/undo`), the prompt as the user typed it.
+ * model saw (a prompt file or skill expanded in place of the block that named it), or, for a
+ * command the model never sees (`local`: `/compact`, `/undo`), the prompt as the user typed it.
+ * `block`: the index of the prompt's block that named it, when not the first.
  */
 export const CommandRun = Schema.Struct({
   name: Schema.String,
   arguments: Schema.String,
-  local: Schema.optionalKey(Schema.Boolean)
+  local: Schema.optionalKey(Schema.Boolean),
+  block: Schema.optionalKey(Schema.Number)
 })
 export type CommandRun = typeof CommandRun.Type
 

@@ -17,6 +17,7 @@ import * as Exit from "effect/Exit"
 import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
 import * as Path from "effect/Path"
+import * as References from "effect/References"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
@@ -75,6 +76,12 @@ interface Mcp {
   /** The `mcp_servers` event to log at start, when the session's servers changed. */
   readonly record: ReadonlyArray<CanonicalBody>
 }
+
+/**
+ * What a session starts (its actor, its MCP servers, an external agent) logs under the session's
+ * id, not under the request that opened it: those fibers outlive that request.
+ */
+const asSession = (id: string) => Effect.provideService(References.CurrentLogAnnotations, { session: id })
 
 /** The Runtime, over the services it needs. */
 export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | FileSystem.FileSystem | Path.Path> = Layer.effect(
@@ -223,7 +230,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         live.set(id, { session, scope, used: created, child: true })
         yield* Scope.addFinalizer(scope, Effect.sync(() => live.delete(id)))
         return session
-      })
+      }).pipe(asSession(request.id))
 
     /**
      * What a child reads once its parent has: the skills of the parent's turn (a child runs
@@ -391,6 +398,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         history.mode = mode
         return yield* Session.make({ id, cwd: options.cwd, additionalDirectories, created }, history, withChildren(depsFor(id, options.cwd, writer, mcp, sandbox), history), scope)
       }).pipe(
+        asSession(id),
         Effect.mapError(fromLogError),
         Effect.onError(() => Scope.close(scope, Exit.void))
       )
@@ -501,7 +509,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
             lastSeq
           )
           return { session, events } satisfies LoadedSession
-        }).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
+        }).pipe(asSession(options.sessionId), Effect.onError(() => Scope.close(scope, Exit.void)))
         yield* register(loaded.session, scope)
         return loaded
       })

@@ -20,6 +20,7 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
+import * as References from "effect/References"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
@@ -125,16 +126,22 @@ export interface Extensions {
   readonly commands: ReadonlyArray<Commands.Command>
 }
 
-/** What a prompt comes to once a leading `/name` of a known command is resolved. */
+/** What a prompt comes to once the `/name` of a known command in it is resolved (`Commands.locate`). */
 interface Resolved {
   /** What the model sees (and `turn_start` logs). */
   readonly content: ReadonlyArray<UserBlock>
   readonly command?: CommandRun | undefined
   /** The skill the command loaded, to log as activated. */
   readonly activation?: { readonly name: string; readonly path: string; readonly sha256: string; readonly body: string } | undefined
-  /** Why the command could not run as such (it went to the model as typed). */
-  readonly problem?: string | undefined
+  /** What the user is told about the command: why it could not run as such (it went to the model as typed), or what of the prompt it left aside. */
+  readonly notice?: string | undefined
 }
+
+/** A command the model never sees ran: the rest of its prompt went nowhere, and the user is told. */
+const leftAside = (name: string, content: ReadonlyArray<UserBlock>) =>
+  content.length > 1
+    ? `/${name} ran on its own: the rest of this prompt (${content.length - 1} more block${content.length > 2 ? "s" : ""}) was not sent to the model. Send it again if you meant it.`
+    : undefined
 
 type Message =
   | {
@@ -158,7 +165,8 @@ const closedError = new SessionError({ reason: "closed", message: "The session i
  * Starts a session actor in `scope`. `history` is the already-folded history (empty for a new
  * session, its mode the session's starting mode); the session keeps folding into it.
  * `lastSeq` is the `seq` of the last logged event (0 for a new session): numbering goes on
- * from there, as turn numbers go on from `history.turns`.
+ * from there, as turn numbers go on from `history.turns`. What it logs is annotated with its
+ * id (`session`).
  */
 export const make = (info: SessionInfo, history: History.History, deps: Deps, scope: Scope.Closeable, lastSeq = 0) =>
   Effect.gen(function*() {
@@ -339,38 +347,36 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
     })
     const extensionsFor = (content: ReadonlyArray<UserBlock>): Effect.Effect<Extensions> =>
       Effect.suspend(() => {
-        const first = content[0]
-        const command = first?.type === "text" && first.text.trimStart().startsWith("/")
-        if (known === undefined || command) return read
+        if (known === undefined || Commands.mayName(content)) return read
         const last = known
         return Effect.as(refresh, last)
       })
     if (deps.extensions !== undefined) yield* refresh
 
-    /** A prompt whose first text starts with `/name` of a known command becomes what that command runs. */
+    /**
+     * A prompt with a text block that starts with `/name` of a known command (the last one)
+     * becomes what that command runs; its other blocks stay where they are.
+     */
     const resolve = (content: ReadonlyArray<UserBlock>, extensions: Extensions): Effect.Effect<Resolved> =>
       Effect.gen(function*() {
-        const first = content[0]
-        if (first === undefined || first.type !== "text") return { content }
-        const parsed = Commands.parse(first.text)
-        const found = parsed === undefined ? undefined : Commands.find(extensions.commands, parsed.name)
-        if (parsed === undefined || found === undefined) return { content }
-        const command: CommandRun = { name: parsed.name, arguments: parsed.arguments }
-        const rest = content.slice(1)
-        const withText = (text: string): ReadonlyArray<UserBlock> => [{ type: "text", text }, ...rest]
+        const located = Commands.locate(content, extensions.commands)
+        if (located === undefined) return { content }
+        const found = located.command
+        const command: CommandRun = { name: found.name, arguments: located.arguments, ...(located.block > 0 ? { block: located.block } : {}) }
+        const withText = (text: string): ReadonlyArray<UserBlock> => content.map((block, i) => (i === located.block ? { type: "text", text } : block))
         switch (found.kind) {
           case "builtin":
-            if (found.name === "compact" || found.name === "undo") return { content, command: { ...command, local: true } }
-            return { content: withText(Commands.expand(found.name === "init" ? Commands.INIT_PROMPT : Commands.REVIEW_PROMPT, parsed.arguments)), command }
+            if (found.name === "compact" || found.name === "undo") return { content, command: { ...command, local: true }, notice: leftAside(found.name, content) }
+            return { content: withText(Commands.expand(found.name === "init" ? Commands.INIT_PROMPT : Commands.REVIEW_PROMPT, located.arguments)), command }
           case "prompt":
-            return { content: withText(Commands.expand(found.template ?? "", parsed.arguments)), command }
+            return { content: withText(Commands.expand(found.template ?? "", located.arguments)), command }
           case "skill": {
             if (found.skill === undefined) return { content }
             const skill = found.skill
             const loaded = yield* Effect.result(Skills.activate(skill).pipe(Effect.provideContext(deps.services)))
-            if (loaded._tag === "Failure") return { content, problem: loaded.failure.message }
+            if (loaded._tag === "Failure") return { content, notice: loaded.failure.message }
             return {
-              content: withText(Commands.forSkill(skill, loaded.success.body, parsed.arguments)),
+              content: withText(Commands.forSkill(skill, loaded.success.body, located.arguments)),
               command,
               activation: { name: skill.name, path: skill.path, sha256: loaded.success.sha256, body: loaded.success.body }
             }
@@ -455,7 +461,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
             }).pipe(
               Effect.andThen(resolved.activation === undefined ? Effect.void : emitCanonical(q.turn, { type: "skill_activation", data: resolved.activation })),
               Effect.andThen(
-                resolved.problem === undefined ? Effect.void : emitCanonical(q.turn, { type: "notice", data: { text: resolved.problem, source: "command" } })
+                resolved.notice === undefined ? Effect.void : emitCanonical(q.turn, { type: "notice", data: { text: resolved.notice, source: "command" } })
               )
             )
           )
@@ -811,4 +817,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
       idleSince: () => (resting() ? idle : undefined)
     }
     return session
-  })
+  }).pipe(
+    // What the session logs names the session, not the request that opened it (its fibers,
+    // forked from here, would carry that request's annotations for their whole life).
+    Effect.provideService(References.CurrentLogAnnotations, { session: info.id })
+  )

@@ -20,7 +20,7 @@ import * as Acp from "../acp/index.ts"
 import * as Peer from "../jsonrpc/Peer.ts"
 import * as Protocol from "../jsonrpc/Protocol.ts"
 import type { Canonical, SessionEvent, UserBlock } from "../log/Event.ts"
-import * as Children from "../translate/Children.ts"
+import * as Present from "../translate/Present.ts"
 import * as Replay from "../translate/Replay.ts"
 import { Runtime, RuntimeError } from "../runtime/Api.ts"
 import { outcomeOf, type Session, type SessionError } from "../session/Protocol.ts"
@@ -224,8 +224,7 @@ export const handlers = (
         })
       )
       const encodeFor = encoders(s.id)
-      const encode = encodeFor(s.id)
-      const children = Children.presenter(s.id, nativeChildren)
+      const presenter = Present.make(s.id, { native: nativeChildren, shown })
       // The turn's open questions (its children's too), by session and request id; withdrawing one interrupts its request.
       const questions = yield* FiberMap.make<string>()
       /** Asks one question in its place: everything before it is written first; nothing after it overtakes it. */
@@ -236,8 +235,8 @@ export const handlers = (
           yield* FiberMap.run(questions, key, ClientBridge.askOn(peer, sessionId, answer, question, sent), { startImmediately: true })
           yield* Deferred.await(sent)
         })
-      const answerChild = (childId: string, requestId: string) => (answer: Answer) =>
-        Effect.flatMap(runtime.getSession(childId), (child) => child.answer(requestId, answer))
+      const answerTo = (id: string, requestId: string) => (answer: Answer) =>
+        id === s.id ? s.answer(requestId, answer) : Effect.flatMap(runtime.getSession(id), (child) => child.answer(requestId, answer))
       let lines: Array<string> = []
       const flush = Effect.suspend(() => {
         if (lines.length === 0) return Effect.void
@@ -249,35 +248,22 @@ export const handlers = (
       const present = (events: ReadonlyArray<SessionEvent>) =>
         Effect.gen(function*() {
           for (const event of events) {
-            if (ClientBridge.isQuestion(event)) {
-              yield* ask(`${s.id}:${event.data.requestId}`, s.id, (answer) => s.answer(event.data.requestId, answer), event)
-              continue
-            }
-            if (event.type === "question_withdrawn") {
-              yield* FiberMap.remove(questions, `${s.id}:${event.data.requestId}`)
-              continue
-            }
             if (ran !== undefined && (event.type === "tool_call" || event.type === "subagent")) ran.tools = true
-            if (event.type === "child_event" || event.type === "subagent") {
-              for (const action of children.present(event)) {
-                switch (action._tag) {
-                  case "update":
-                    lines.push(encodeFor(action.sessionId)(action.update as Translate.Update))
-                    break
-                  case "ask": {
-                    const requestId = action.question.data.requestId
-                    yield* ask(`${action.answerTo}:${requestId}`, action.sessionId, answerChild(action.answerTo, requestId), action.question)
-                    break
-                  }
-                  case "withdraw":
-                    yield* FiberMap.remove(questions, `${action.answerTo}:${action.requestId}`)
-                    break
+            for (const action of presenter.live(event)) {
+              switch (action._tag) {
+                case "update":
+                  lines.push(encodeFor(action.sessionId)(action.update as Translate.Update))
+                  break
+                case "ask": {
+                  const requestId = action.question.data.requestId
+                  yield* ask(`${action.answerTo}:${requestId}`, action.sessionId, answerTo(action.answerTo, requestId), action.question)
+                  break
                 }
+                case "withdraw":
+                  yield* FiberMap.remove(questions, `${action.answerTo}:${action.requestId}`)
+                  break
               }
-              continue
             }
-            for (const u of Translate.titleUpdate(event)) lines.push(encode(u))
-            for (const u of Translate.live(event, shown)) lines.push(encode(u))
             const outcome = outcomeOf(event)
             if (outcome !== undefined) {
               yield* flush
@@ -357,23 +343,17 @@ export const handlers = (
       // Every replayed update is enqueued before the response, and the peer writes in order.
       if (replay) {
         const encodeFor = encoders(params.sessionId)
-        const encode = encodeFor(params.sessionId)
         // Its children's logs, read first (a parent that never delegated reads none).
         const childLogs = yield* readChildren(loaded.events)
         let lines: Array<string> = []
         const chunks: Array<string> = []
-        Replay.forEach(loaded.events, (event, updates) => {
-          for (const u of updates) lines.push(encode(u))
-          if (event.type === "subagent") {
-            for (const action of Children.replay(params.sessionId, nativeChildren, event, (id) => childLogs.get(id))) {
-              if (action._tag === "update") lines.push(encodeFor(action.sessionId)(action.update as Translate.Update))
-            }
-          }
+        Replay.forEach(params.sessionId, loaded.events, (shown) => {
+          lines.push(encodeFor(shown.sessionId)(shown.update as Translate.Update))
           if (lines.length >= 1024) {
             chunks.push(lines.join(""))
             lines = []
           }
-        }, shown)
+        }, { native: nativeChildren, shown, childLog: (id) => childLogs.get(id) })
         if (lines.length > 0) chunks.push(lines.join(""))
         for (const chunk of chunks) yield* peer.sendEncoded(chunk)
       }
@@ -439,19 +419,24 @@ export const handlers = (
    */
   const watchOthers = (s: Session) =>
     Effect.gen(function*() {
-      const encode = Translate.encoder(s.id)
-      const others = new Set<number>()
+      /** Each turn watched, presented as its own presenter shows it (but for the questions), until it ends. */
+      const others = new Map<number, { readonly presenter: Present.Presenter; readonly encodeFor: (sessionId: string) => (u: Translate.Update) => string }>()
       yield* s.events.pipe(Stream.runForEachArray((events) => {
         const lines: Array<string> = []
+        const show = (watched: { readonly encodeFor: (sessionId: string) => (u: Translate.Update) => string }, actions: ReadonlyArray<Present.Action>) => {
+          for (const action of actions) if (action._tag === "update") lines.push(watched.encodeFor(action.sessionId)(action.update as Translate.Update))
+        }
         for (const event of events) {
           if (event.type === "turn_start" && event.turn !== null && event.data.by !== connection) {
-            others.add(event.turn)
-            for (const u of Translate.replay(event, shown)) lines.push(encode(u))
+            const watched = { presenter: Present.make(s.id, { native: nativeChildren, shown }), encodeFor: encoders(s.id) }
+            others.set(event.turn, watched)
+            show(watched, watched.presenter.replay(event))
             continue
           }
-          if (event.turn === null || !others.has(event.turn) || ClientBridge.isQuestion(event)) continue
-          for (const u of Translate.live(event, shown)) lines.push(encode(u))
-          if (event.type === "turn_end") others.delete(event.turn)
+          const watched = event.turn === null ? undefined : others.get(event.turn)
+          if (watched === undefined) continue
+          show(watched, watched.presenter.live(event))
+          if (event.type === "turn_end") others.delete(event.turn!)
         }
         return lines.length === 0 ? Effect.void : peer.sendEncoded(lines.join(""))
       }))

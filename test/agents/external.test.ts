@@ -248,8 +248,8 @@ describe("External", () => {
           assert.deepStrictEqual(ofType(h, "model_response")[0]!.data, { call: 1, parts: [{ type: "text", text: "Hello from inside" }], stop: "end_turn" })
           assertConsistent(h)
           assert.deepStrictEqual(conversation(h.events), [
-            { sessionUpdate: "user_message_chunk", content: { type: "text", text: "say hello" } },
-            { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Hello from inside" } }
+            { sessionUpdate: "user_message_chunk", content: { type: "text", text: "say hello" }, messageId: "u1" },
+            { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Hello from inside" }, messageId: "m1.1" }
           ])
         }))
     }))
@@ -289,8 +289,8 @@ describe("External", () => {
           assert.isTrue(h.ephemeral.some((e) => e.body.type === "tool_running" && e.body.data.id === id))
           assertConsistent(h)
           assert.deepStrictEqual(conversation(h.events), [
-            { sessionUpdate: "user_message_chunk", content: { type: "text", text: "read notes.txt" } },
-            { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Let me look." } },
+            { sessionUpdate: "user_message_chunk", content: { type: "text", text: "read notes.txt" }, messageId: "u1" },
+            { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Let me look." }, messageId: "m1.1" },
             {
               sessionUpdate: "tool_call",
               toolCallId: id,
@@ -304,11 +304,12 @@ describe("External", () => {
               sessionUpdate: "tool_call_update",
               toolCallId: id,
               title: "Read notes.txt",
+              kind: "read",
               status: "completed",
               content: [{ type: "content", content: { type: "text", text: result.content } }],
               rawOutput: { ok: true, content: result.content }
             },
-            { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "It says hi." } }
+            { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "It says hi." }, messageId: "m1.2" }
           ])
         }))
     }))

@@ -22,7 +22,7 @@ describe("e2e: cancellation", () => {
     await agent.waitForUpdate(sessionId, isChunk("a"))
     await agent.cancel(sessionId)
     expect(await prompt).toEqual({ stopReason: "cancelled" })
-    expect(agent.updates(sessionId)).toEqual([message("a")])
+    expect(agent.updates(sessionId)).toEqual([message("a", "m1.1")])
     // Nothing about the turn follows its response.
     const lines = agent.lines.length
     await new Promise((resolve) => setTimeout(resolve, 200))
@@ -42,8 +42,8 @@ describe("e2e: cancellation", () => {
     await agent.cancel(one!)
     expect(await first).toEqual({ stopReason: "cancelled" })
     expect(await second).toEqual({ stopReason: "end_turn" })
-    expect(agent.updates(one!)).toEqual([message("a")])
-    expect(agent.updates(two!)).toEqual([message("a"), message("b")])
+    expect(agent.updates(one!)).toEqual([message("a", "m1.1")])
+    expect(agent.updates(two!)).toEqual([message("a", "m1.1"), message("b", "m1.1")])
     expectClean(agent)
   })
 
@@ -75,7 +75,7 @@ describe("e2e: cancellation", () => {
     await agent.cancel(sessionId)
     await agent.cancel(sessionId)
     expect(await agent.prompt(sessionId, "x")).toEqual({ stopReason: "end_turn" })
-    expect(agent.updates(sessionId)).toEqual([message("turn one")])
+    expect(agent.updates(sessionId)).toEqual([message("turn one", "m1.1")])
     expectClean(agent)
   })
 
@@ -87,7 +87,7 @@ describe("e2e: cancellation", () => {
     await agent.cancel(sessionId)
     expect(await first).toEqual({ stopReason: "cancelled" })
     expect(await agent.prompt(sessionId, "next")).toEqual({ stopReason: "end_turn" })
-    expect(agent.updates(sessionId)).toEqual([message("a"), message("turn two")])
+    expect(agent.updates(sessionId)).toEqual([message("a", "m1.1"), message("turn two", "m2.1")])
     expectClean(agent)
   })
 
@@ -105,7 +105,7 @@ describe("e2e: cancellation", () => {
     await agent.waitForUpdate(sessionId, isChunk("first"))
     const two = agent.prompt(sessionId, "two")
     expect(await Promise.all([one, two])).toEqual([{ stopReason: "end_turn" }, { stopReason: "end_turn" }])
-    expect(agent.updates(sessionId)).toEqual([message("first"), message(" done"), message("second")])
+    expect(agent.updates(sessionId)).toEqual([message("first", "m1.1"), message(" done", "m1.1"), message("second", "m2.1")])
     // On the wire: the first prompt is answered before anything of the second turn is written.
     const wire = agent.lines.map((line) => JSON.parse(line))
     const answers = wire.flatMap((m, i) => (m.result?.stopReason !== undefined ? [i] : []))
@@ -127,10 +127,10 @@ describe("e2e: cancellation", () => {
     const queued = agent.prompt(sessionId, "two")
     await agent.cancel(sessionId)
     expect(await Promise.all([running, queued])).toEqual([{ stopReason: "cancelled" }, { stopReason: "cancelled" }])
-    expect(agent.updates(sessionId)).toEqual([message("a")])
+    expect(agent.updates(sessionId)).toEqual([message("a", "m1.1")])
     // The session still serves: the cancelled queued prompt took turn 2, so this is turn 3.
     expect(await agent.prompt(sessionId, "three")).toEqual({ stopReason: "end_turn" })
-    expect(agent.updates(sessionId)).toEqual([message("a"), message("third")])
+    expect(agent.updates(sessionId)).toEqual([message("a", "m1.1"), message("third", "m3.1")])
     expectClean(agent)
   })
 
@@ -142,7 +142,7 @@ describe("e2e: cancellation", () => {
     agent.sendRaw(JSON.stringify({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: id } }))
     const response = await agent.rawResponse(id)
     expect(response).toEqual({ jsonrpc: "2.0", id, result: { stopReason: "cancelled" } })
-    expect(agent.written.map((n) => n.update).filter((u) => u.sessionUpdate !== "available_commands_update" && u.sessionUpdate !== "session_info_update")).toEqual([message("a")])
+    expect(agent.written.map((n) => n.update).filter((u) => u.sessionUpdate !== "available_commands_update" && u.sessionUpdate !== "session_info_update")).toEqual([message("a", "m1.1")])
     expect(agent.unanswered()).toEqual([])
     expectClean(agent)
   })
@@ -155,7 +155,7 @@ describe("e2e: cancellation", () => {
     await agent.waitForUpdate(sessionId, isChunk("a"))
     abort.abort()
     expect(await prompt).toEqual({ stopReason: "cancelled" })
-    expect(agent.updates(sessionId)).toEqual([message("a")])
+    expect(agent.updates(sessionId)).toEqual([message("a", "m1.1")])
     expectClean(agent)
   })
 })

@@ -171,7 +171,7 @@ describe("e2e: Skein as a package", () => {
     expect(init.agentInfo).toMatchObject({ name: "skein", version: manifest.version })
     const sessionId = await agent.newSession()
     expect((await agent.prompt(sessionId, "hello")).stopReason).toBe("end_turn")
-    expect(agent.updates(sessionId)).toEqual([message("Installed and answering.")])
+    expect(agent.updates(sessionId)).toEqual([message("Installed and answering.", "m1.1")])
     expectClean(agent)
 
     // run: one turn at the command line.
@@ -221,7 +221,7 @@ describe("e2e: Skein as a package", () => {
     expect(init.agentInfo).toMatchObject({ name: "skein", version: manifest.version })
     const sessionId = await agent.newSession()
     expect((await agent.prompt(sessionId, "hello")).stopReason).toBe("end_turn")
-    expect(agent.updates(sessionId)).toEqual([message("Started by npm exec.")])
+    expect(agent.updates(sessionId)).toEqual([message("Started by npm exec.", "m1.1")])
     expectClean(agent)
     // stdin's end stops the agent, and npm with it: nothing is left running.
     agent.child.stdin.end()

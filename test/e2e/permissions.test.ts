@@ -57,7 +57,7 @@ describe("e2e: permissions in default mode", () => {
     const last = toolUpdates(agent.updates(sessionId), "w1").at(-1) as any
     expect(last.status).toBe("failed")
     expect(JSON.stringify(last.content)).toContain("denied")
-    expect(agent.updates(sessionId).at(-1)).toEqual(message("done"))
+    expect(agent.updates(sessionId).at(-1)).toEqual(message("done", "m1.1"))
     expectClean(agent)
   })
 

@@ -54,7 +54,7 @@ describe("e2e: CPU-bound tool work runs off the protocol thread", () => {
       ["agent_message_chunk", undefined],
       ["agent_message_chunk", undefined]
     ])
-    expect(bUpdates.slice(3)).toEqual([message("b1"), message("b2"), message("b3")])
+    expect(bUpdates.slice(3)).toEqual([message("b1", "m1.1"), message("b2", "m1.1"), message("b3", "m1.1")])
     // A's grep has not ended: nothing of A came after its tool call started.
     expect(agent.updates(a).map((u) => u.sessionUpdate)).toEqual(["tool_call", "tool_call_update"])
 

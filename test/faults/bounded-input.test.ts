@@ -25,7 +25,7 @@ const expectServing = async (agent: RawAgent) => {
   const sessionId = await agent.newSession()
   const response = await agent.prompt(sessionId, "still there?")
   expect(response.result).toEqual({ stopReason: "end_turn" })
-  expect(agent.updates(sessionId).at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "answer 1" } })
+  expect(agent.updates(sessionId).at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "answer 1" }, messageId: "m1.1" })
 }
 
 /** Writes a line of `megabytes` MiB (a request whose one string is that long) in 1 MiB pieces. */
@@ -182,7 +182,7 @@ describe("faults: bounded input", () => {
     expect((await prompt).result).toEqual({ stopReason: "end_turn" })
     const last = agent.updates(sessionId).filter((u) => u.toolCallId === "b1").at(-1)
     expect(last.status).toBe("failed")
-    expect(agent.updates(sessionId).at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "done" } })
+    expect(agent.updates(sessionId).at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "done" }, messageId: "m1.1" })
     expect(agent.problems).toEqual([])
   })
 })

@@ -121,7 +121,7 @@ describe("faults: kill -9 and session/load", () => {
     expect(loaded).toBe(true)
     // And the session goes on.
     expect(await agent.prompt(sessionId, `quick ${2 * CYCLES + 1}`)).toEqual({ stopReason: "end_turn" })
-    expect(agent.updates(sessionId).at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: `done ${2 * CYCLES + 1}` } })
+    expect(agent.updates(sessionId).at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: `done ${2 * CYCLES + 1}` }, messageId: `m${2 * CYCLES + 1}.1` })
     expectClean(agent)
   })
 
@@ -154,12 +154,13 @@ describe("faults: kill -9 and session/load", () => {
         status: "failed",
         content: [{ type: "content", content: { type: "text", text: INTERRUPTED_TOOL } }]
       })
-      expect(updates.at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: INTERRUPTED_TURN } })
+      // The text of the turn_end that loading logged (turn_start, model_response, tool_call, tool_result, turn_end).
+      expect(updates.at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: INTERRUPTED_TURN }, messageId: "e5" })
       const after = readFileSync(file, "utf8")
       expect(after.startsWith(before)).toBe(true)
       expect(after.slice(before.length).trimEnd().split("\n").map((l) => JSON.parse(l).type)).toEqual(["tool_result", "turn_end"])
       expect(await second.prompt(sessionId, "again")).toEqual({ stopReason: "end_turn" })
-      expect(second.updates(sessionId).at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Recovered." } })
+      expect(second.updates(sessionId).at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Recovered." }, messageId: "m2.1" })
       expectClean(second)
     } finally {
       killGroup(pgid)

@@ -37,7 +37,7 @@ describe("faults: a permission request that is never answered", () => {
     const last = toolUpdates(agent.updates(sessionId), "b1").at(-1)
     expect(last.status).toBe("failed")
     expect(contentText(last)).toMatch(/No answer to the permission request .* in time; it was not run/)
-    expect(agent.updates(sessionId).at(-1)).toEqual(message("done"))
+    expect(agent.updates(sessionId).at(-1)).toEqual(message("done", "m1.1"))
 
     // The question is withdrawn: $/cancel_request names the agent's request.
     const asked = agent.messages().find((m) => m.method === "session/request_permission")!
@@ -95,7 +95,7 @@ describe("faults: a command that prints without end", () => {
     expect(shown).toMatch(/… \d+ bytes omitted …/)
     expect(last.rawOutput).toMatchObject({ ok: false, exitCode: null, truncated: true })
     expect(last.rawOutput.content).toContain("[killed by SIGTERM after timeout of 2000 ms]")
-    expect(agent.updates(sessionId).at(-1)).toEqual(message("done"))
+    expect(agent.updates(sessionId).at(-1)).toEqual(message("done", "m1.1"))
     // The whole of stdout and the log stay small (progress is pushed at most every 150 ms).
     const stdoutBytes = agent.lines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0)
     expect(stdoutBytes).toBeLessThan(4 * MB)

@@ -106,7 +106,7 @@ describe.concurrent("McpSession with a real stdio server", () => {
       assert.deepStrictEqual([echo.kind, echo.mutating], ["read", false])
       assert.deepStrictEqual(Tool.jsonSchema(echo), { type: "object", properties: { text: { type: "string" } }, required: ["text"] })
       assert.strictEqual(echo.description, "Echoes its text back.")
-      assert.strictEqual(echo.title({ text: "x" }), "fix: echo")
+      assert.strictEqual(echo.title({ text: "x" }), "fix — echo")
       const write = mcp.get("fix__write_note")!
       assert.deepStrictEqual([write.kind, write.mutating, write.scope], ["other", true, undefined])
       assert.deepStrictEqual(mcp.takeNotices(), [])

@@ -284,7 +284,9 @@ describe("skein replay (CLI)", () => {
     assert.strictEqual(acp.status, 0, acp.stderr)
     const lines = acp.stdout.trimEnd().split("\n").map((l) => JSON.parse(l))
     assert.isTrue(lines.every((l) => l.jsonrpc === "2.0" && l.method === "session/update" && l.params.sessionId === "golden-match"))
-    assert.deepStrictEqual(lines[0].params.update, { sessionUpdate: "user_message_chunk", content: { type: "text", text: "What do the notes say?" } })
+    // The session's title first, as a load shows it; then the first prompt.
+    assert.deepStrictEqual(lines[0].params.update, { sessionUpdate: "session_info_update", title: "What do the notes say?" })
+    assert.deepStrictEqual(lines[1].params.update, { sessionUpdate: "user_message_chunk", content: { type: "text", text: "What do the notes say?" }, messageId: "u1" })
     assert.strictEqual(skein(["replay"]).status, 2)
     assert.strictEqual(skein(["replay", "x", "--acp", "--rerun"]).status, 2)
     const missing = skein(["replay", "no-such-session"])

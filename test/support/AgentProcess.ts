@@ -18,6 +18,8 @@
  *   each response is validated against its method's `…Response` def;
  * - a turn's updates (chunks, tool calls, plans) that arrive while no `session/prompt` of their
  *   session is open are problems too (nothing about a turn after its response);
+ * - so are a permission request about a tool call its session was never told of, a tool call
+ *   update without its title and kind, and a message chunk without a `messageId`;
  * - responses to raw requests (string ids `raw-N`) and `id: null` errors are kept for the test
  *   (`rawResponse`, `nullIdErrors`) instead of being handed to the SDK, which knows nothing of
  *   them.
@@ -172,6 +174,8 @@ export class AgentProcess {
   private readonly promptsInFlight = new Map<string, string>()
   /** Child session → the session it was announced on (`subagent_update`). */
   private readonly parents = new Map<string, string>()
+  /** The tool calls announced (`tool_call`) on each session so far. */
+  private readonly cards = new Map<string, Set<string>>()
   private readonly checker: OutboundChecker
   private readonly exited: Promise<Exit>
   private exitValue: Exit | undefined
@@ -329,6 +333,7 @@ export class AgentProcess {
       return // reported by the checker
     }
     if (typeof message !== "object" || message === null) return
+    for (const problem of this.presentationProblems(message)) this.problems.push(`line ${this.lines.length}: ${problem}`)
     if (message.method === "session/update" && message.params !== undefined) {
       const { sessionId, update } = message.params
       this.written.push({ sessionId, update })
@@ -355,6 +360,38 @@ export class AgentProcess {
       this.sdkInput?.enqueue(new TextEncoder().encode(line + "\n"))
     } catch {
       // the SDK side is closed
+    }
+  }
+
+  /**
+   * What every client needs to show a session right, beyond the schema: a permission request is
+   * about a tool call already announced on its session; every update of a tool call repeats its
+   * title and kind; every message chunk says which message it belongs to (`messageId`).
+   */
+  private presentationProblems(message: JsonRpcMessage): Array<string> {
+    const sessionId = message.params?.sessionId
+    if (typeof sessionId !== "string") return []
+    let cards = this.cards.get(sessionId)
+    if (cards === undefined) this.cards.set(sessionId, cards = new Set())
+    if (message.method === "session/request_permission") {
+      const id = message.params.toolCall?.toolCallId
+      return cards.has(id) ? [] : [`session/request_permission about tool call ${JSON.stringify(id)}, never announced on session ${sessionId}`]
+    }
+    if (message.method !== "session/update") return []
+    const update = message.params.update
+    switch (update?.sessionUpdate) {
+      case "tool_call":
+        cards.add(update.toolCallId)
+        return []
+      case "tool_call_update":
+        if (!cards.has(update.toolCallId)) return [`tool_call_update of ${JSON.stringify(update.toolCallId)}, never announced on session ${sessionId}`]
+        return typeof update.title === "string" && typeof update.kind === "string" ? [] : [`tool_call_update of ${JSON.stringify(update.toolCallId)} without its title and kind`]
+      case "agent_message_chunk":
+      case "agent_thought_chunk":
+      case "user_message_chunk":
+        return typeof update.messageId === "string" && update.messageId.length > 0 ? [] : [`${update.sessionUpdate} without a messageId`]
+      default:
+        return []
     }
   }
 
@@ -576,6 +613,10 @@ export const expectClean = (agent: AgentProcess): void => {
   expect(agent.unanswered()).toEqual([])
 }
 
-/** A text content chunk update, as the agent writes it. */
-export const message = (text: string) => ({ sessionUpdate: "agent_message_chunk", content: { type: "text", text } })
-export const thought = (text: string) => ({ sessionUpdate: "agent_thought_chunk", content: { type: "text", text } })
+/**
+ * A text content chunk update, as the agent writes it: `messageId` names the message it belongs
+ * to (`m<turn>.<n>`: the n-th run of text or thinking of a turn; `e<seq>`: the text of one
+ * logged event; `u<turn>`: a replayed prompt).
+ */
+export const message = (text: string, messageId: string) => ({ sessionUpdate: "agent_message_chunk", content: { type: "text", text }, messageId })
+export const thought = (text: string, messageId: string) => ({ sessionUpdate: "agent_thought_chunk", content: { type: "text", text }, messageId })
