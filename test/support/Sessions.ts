@@ -85,10 +85,16 @@ export const piecesLayer = (options: {
   readonly toolkit: Toolkit
   readonly maxTurnRequests?: number
   readonly sessions?: MemoryStore.Sessions | undefined
+  /** Makes the memory store's writes fail on demand (a full disk, a lost lease). */
+  readonly faults?: MemoryStore.Faults | undefined
 }) =>
   RuntimeLayer.pipe(
     Layer.provideMerge(Bus.layer),
-    Layer.provide(options.sessions !== undefined ? SessionLog.layerMemory({ sessions: options.sessions }) : SessionLog.layer({ home: options.home })),
+    Layer.provide(
+      options.sessions !== undefined
+        ? SessionLog.layerMemory({ sessions: options.sessions, faults: options.faults })
+        : SessionLog.layer({ home: options.home })
+    ),
     Layer.provide(Config.layer({
       home: options.home,
       provider: options.provider,
