@@ -433,7 +433,7 @@ export const handlers = (
           }
           if (event.turn === null || !others.has(event.turn) || ClientBridge.isQuestion(event)) continue
           for (const u of Translate.live(event, shown)) lines.push(encode(u))
-          if (event.type === "turn_end") others.delete(event.turn)
+          if (event.type === "turn_end" || event.type === "turn_aborted") others.delete(event.turn)
         }
         return lines.length === 0 ? Effect.void : peer.sendEncoded(lines.join(""))
       }))

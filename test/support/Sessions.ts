@@ -177,7 +177,9 @@ export const submit = (session: { readonly id: string; readonly send: Protocol.S
         const events = sub === undefined ? [] : yield* sub.takeAll
         if (events.length === 0) return yield* Deferred.succeed(outcome, { stopReason: "cancelled" })
         for (const event of events) {
-          const ended = event.turn === turn ? Protocol.outcomeOf(event) : undefined
+          if (event.turn !== turn) continue
+          // A turn whose end its log refused ends here for its presenter (`turn_aborted`).
+          const ended = event.type === "turn_aborted" ? { stopReason: event.data.stopReason, error: event.data.error } : Protocol.outcomeOf(event)
           if (ended !== undefined) return yield* Deferred.succeed(outcome, ended)
         }
       }

@@ -1,0 +1,225 @@
+/**
+ * A session's journal: the one way its events reach the log and the bus. A canonical event is
+ * stamped (its `seq`), scrubbed of secrets, appended, folded into the history and then
+ * published, as one uninterruptible step; an ephemeral one is stamped and published.
+ *
+ * When the store refuses a write, nothing of it is stamped for good, folded or published:
+ *
+ * - `io` (a full disk, an I/O error, a database that does not answer): the write fails, and
+ *   so does whatever asked for it. A turn's end that was refused (`end`) is kept, and written
+ *   first by the next write the store takes (`repair`, or any later event): the log never
+ *   misses a turn's end once the store works again, and nothing later is published before it.
+ *   A log whose sync failed is synced first the same way; a turn end that waited for that sync
+ *   is published only then.
+ * - `locked` (another Skein took the session over: its write lease is gone): the journal
+ *   writes nothing more; every later write fails with that error (`lost`), and its session is
+ *   closed by its owner.
+ *
+ * Bounded: what waits to be written is one turn's end per turn that ended while the store
+ * refused it, and a session that still misses one accepts no new prompt (see `Session.ts`).
+ */
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Semaphore from "effect/Semaphore"
+import type { Canonical, CanonicalBody, EphemeralBody, SessionEvent } from "../log/Event.ts"
+import * as History from "../log/History.ts"
+import type { LogError } from "../log/LogError.ts"
+import type { Writer } from "../log/Store.ts"
+import * as EventScrub from "../secrets/EventScrub.ts"
+import type * as Bus from "./Bus.ts"
+import { errorOf } from "./TurnEnd.ts"
+
+/** An event waiting to be logged, with its turn (`null`: session-level). */
+interface Pending {
+  readonly turn: number | null
+  readonly body: CanonicalBody
+}
+
+/** How a turn's end went: logged (and published), refused by the store (kept for later), or not written because the session was taken over. */
+export type Ending =
+  | { readonly _tag: "Logged" }
+  | { readonly _tag: "Refused"; readonly error: LogError }
+  | { readonly _tag: "Lost"; readonly error: LogError }
+
+export interface Journal {
+  /** Logs, folds and publishes a canonical event (after what the log misses); `committed` runs once it is logged. */
+  readonly canonical: (turn: number | null, body: CanonicalBody, committed?: () => void) => Effect.Effect<void, LogError>
+  /** Publishes an ephemeral event, numbered after the last logged one. */
+  readonly ephemeral: (turn: number, body: EphemeralBody) => Effect.Effect<void>
+  /**
+   * Ends a turn: logs `bodies` (the last one its `turn_end`) in one write, after `start` when
+   * the turn's `turn_start` was never logged, syncs, then publishes them. Never fails: a
+   * refusal is kept for later (`Refused`), or ends the journal (`Lost`).
+   */
+  readonly end: (turn: number, bodies: ReadonlyArray<CanonicalBody>, start?: CanonicalBody) => Effect.Effect<Ending>
+  /** Session-level events to log now, or first thing once the store takes writes again. */
+  readonly soon: (bodies: ReadonlyArray<CanonicalBody>) => Effect.Effect<void>
+  /** Writes and syncs what the log misses (then publishes it); fails while the store still refuses. */
+  readonly repair: Effect.Effect<void, LogError>
+  /** Syncs the log now; a failed sync is left for the next write to try first (the journal is `behind`). */
+  readonly sync: Effect.Effect<void>
+  /** Whether the log misses something: a turn's end, or a sync. */
+  readonly behind: () => boolean
+  /** Why nothing more may be written (another Skein took the session over), if so. */
+  readonly lost: () => LogError | undefined
+}
+
+export interface Options {
+  readonly sessionId: string
+  readonly writer: Writer
+  readonly bus: Bus.Bus["Service"]
+  /** Folded with every event logged. */
+  readonly history: History.History
+  /** The `seq` of the last event the log holds. */
+  readonly lastSeq: number
+}
+
+export const make = (options: Options): Effect.Effect<Journal> =>
+  Effect.gen(function*() {
+    const { bus, history, sessionId, writer } = options
+    const lock = yield* Semaphore.make(1)
+    const scrub = EventScrub.make()
+    let seq = options.lastSeq
+    /** Refused, to be written before anything else (already scrubbed). */
+    let missing: Array<Pending> = []
+    /** Written since a sync that failed. */
+    let unsynced = false
+    /** Written, and published once the sync that failed succeeds. */
+    let held: Array<SessionEvent> = []
+    let lostWith: LogError | undefined
+
+    const stamp = <B extends CanonicalBody | EphemeralBody>(body: B, at: number, turn: number | null, n: number) =>
+      ({ ...body, sessionId, seq: n, ts: at, turn }) as SessionEvent<B>
+
+    /** Notes what a refusal means: `locked` ends the journal. */
+    const refused = (error: LogError) =>
+      Effect.sync(() => {
+        if (error.reason !== "locked") return
+        lostWith = error
+        missing = []
+        held = []
+        unsynced = false
+      })
+
+    /** Appends events in one write, then folds them (under the lock). */
+    const append = (entries: ReadonlyArray<Pending>, at: number): Effect.Effect<Array<SessionEvent>, LogError> => {
+      const events = entries.map((entry, i) => stamp(entry.body, at, entry.turn, seq + 1 + i))
+      return writer.append(events as ReadonlyArray<Canonical>).pipe(
+        Effect.map(() => {
+          seq += events.length
+          for (const event of events) History.apply(history, event as Canonical, event.seq)
+          return events
+        }),
+        Effect.tapError(refused)
+      )
+    }
+
+    /**
+     * Brings the log up to date (under the lock): writes what it misses, and syncs what a failed
+     * sync left; gives the events to publish now, in order.
+     */
+    const catchUp = (at: number): Effect.Effect<ReadonlyArray<SessionEvent>, LogError> =>
+      Effect.gen(function*() {
+        if (lostWith !== undefined) return yield* lostWith
+        if (missing.length > 0) {
+          held.push(...yield* append(missing, at))
+          missing = []
+          unsynced = true
+        }
+        if (!unsynced) return []
+        yield* Effect.tapError(writer.sync, refused)
+        unsynced = false
+        const released = held
+        held = []
+        return released
+      })
+
+    const publish = (events: ReadonlyArray<SessionEvent>) =>
+      events.length === 0 ? Effect.void : Effect.forEach(events, bus.publish, { discard: true })
+
+    const canonical = (turn: number | null, raw: CanonicalBody, committed?: () => void): Effect.Effect<void, LogError> =>
+      lock.withPermits(1)(Effect.uninterruptible(Effect.gen(function*() {
+        const at = yield* Clock.currentTimeMillis
+        // Secrets never reach the log, the model's history or a presenter; held-back deltas go first.
+        const flushed = scrub.flush().map((body) => stamp(body, at, turn, seq))
+        const body = scrub.canonical(raw)
+        const written = yield* Effect.exit(Effect.flatMap(catchUp(at), (released) =>
+          Effect.map(append([{ turn, body }], at), (events) => [...released, ...flushed, ...events])))
+        if (Exit.isFailure(written)) return { publish: flushed, failure: errorOf(written) }
+        committed?.()
+        return { publish: written.value, failure: undefined }
+      }))).pipe(
+        // Deltas are ephemeral: shown even when the event after them could not be logged.
+        Effect.flatMap(({ failure, publish: events }) => failure === undefined ? publish(events) : Effect.andThen(publish(events), Effect.fail(failure)))
+      )
+
+    const ephemeral = (turn: number, raw: EphemeralBody): Effect.Effect<void> =>
+      Effect.clockWith((clock) => {
+        const ts = clock.currentTimeMillisUnsafe()
+        const bodies = scrub.ephemeral(raw)
+        const one = (body: EphemeralBody) => bus.publish(stamp(body, ts, turn, seq))
+        return bodies.length === 1 ? one(bodies[0]!) : Effect.forEach(bodies, one, { discard: true })
+      })
+
+    const end = (turn: number, bodies: ReadonlyArray<CanonicalBody>, start?: CanonicalBody): Effect.Effect<Ending> =>
+      lock.withPermits(1)(Effect.uninterruptible(Effect.gen(function*() {
+        if (lostWith !== undefined) return { ending: { _tag: "Lost", error: lostWith } as Ending, publish: [] }
+        const at = yield* Clock.currentTimeMillis
+        const flushed = scrub.flush().map((body) => stamp(body, at, turn, seq))
+        const entries = [...(start === undefined ? [] : [start]), ...bodies].map((body): Pending => ({ turn, body: scrub.canonical(body) }))
+        const failed = (error: LogError) => ({
+          ending: (lostWith !== undefined ? { _tag: "Lost", error } : { _tag: "Refused", error }) as Ending,
+          publish: flushed
+        })
+        const released = yield* Effect.exit(catchUp(at))
+        if (Exit.isFailure(released)) {
+          if (lostWith === undefined) missing.push(...entries)
+          return failed(errorOf(released))
+        }
+        const written = yield* Effect.exit(append(entries, at))
+        if (Exit.isFailure(written)) {
+          if (lostWith === undefined) missing.push(...entries)
+          return failed(errorOf(written))
+        }
+        const events = written.value
+        // The turn's end is published once it is durable: a failed sync holds it back.
+        const synced = yield* Effect.exit(Effect.tapError(writer.sync, refused))
+        if (Exit.isFailure(synced)) {
+          if (lostWith === undefined) {
+            unsynced = true
+            held.push(events[events.length - 1]!)
+          }
+          return { ...failed(errorOf(synced)), publish: [...released.value, ...flushed, ...events.slice(0, -1)] }
+        }
+        return { ending: { _tag: "Logged" } as Ending, publish: [...released.value, ...flushed, ...events] }
+      }))).pipe(Effect.flatMap(({ ending, publish: events }) => Effect.as(publish(events), ending)))
+
+    const repair: Effect.Effect<void, LogError> = lock.withPermits(1)(Effect.uninterruptible(
+      Effect.flatMap(Clock.currentTimeMillis, (at) => Effect.exit(catchUp(at)))
+    )).pipe(Effect.flatMap((exit) => Exit.isSuccess(exit) ? publish(exit.value) : exit))
+
+    const soon = (bodies: ReadonlyArray<CanonicalBody>): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (bodies.length === 0 || lostWith !== undefined) return Effect.void
+        missing.push(...bodies.map((body): Pending => ({ turn: null, body: scrub.canonical(body) })))
+        return Effect.ignore(repair)
+      })
+
+    const sync: Effect.Effect<void> = lock.withPermits(1)(Effect.uninterruptible(Effect.suspend(() =>
+      lostWith !== undefined || unsynced ? Effect.void : writer.sync.pipe(
+        Effect.catch((error) => Effect.andThen(refused(error), Effect.sync(() => void (unsynced = lostWith === undefined))))
+      )
+    )))
+
+    return {
+      canonical,
+      sync,
+      ephemeral,
+      end,
+      soon,
+      repair,
+      behind: () => missing.length > 0 || unsynced,
+      lost: () => lostWith
+    } satisfies Journal
+  })
