@@ -6,19 +6,26 @@
  * takes writes again — or, taken over, is closed and says why.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { PgClient } from "@effect/sql-pg"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Logger from "effect/Logger"
 import type * as Scope from "effect/Scope"
+import * as Redacted from "effect/Redacted"
+import { SqlClient } from "effect/sql/SqlClient"
 import * as Stream from "effect/Stream"
 import { type Canonical, isEphemeral, type SessionEvent } from "../../src/log/Event.ts"
 import * as History from "../../src/log/History.ts"
 import { LogError } from "../../src/log/LogError.ts"
 import * as MemoryStore from "../../src/log/MemoryStore.ts"
+import * as PgStore from "../../src/log/PgStore.ts"
+import type { Provider, StreamPart } from "../../src/providers/Provider.ts"
 import { Runtime } from "../../src/runtime/Api.ts"
 import type { Bus } from "../../src/runtime/Bus.ts"
 import * as Toolkit from "../../src/tools/Toolkit.ts"
+import * as Postgres from "../support/Postgres.ts"
 import { byPrompt, historyOf, makeDirs, piecesLayer, record, text } from "../support/Sessions.ts"
 
 const FULL = "Cannot append to session log memory:sessions/x.ndjson: the disk is full (ENOSPC)"
@@ -228,4 +235,56 @@ describe("a session whose log refuses writes", () => {
         yield* runtime.deleteSession(session.id)
         assert.deepStrictEqual((yield* runtime.listSessions({})).sessions, [])
       })))
+})
+
+Postgres.describeWithPostgres("a session in PostgreSQL whose lease another Skein takes over", (server) => {
+  it.live("mid-turn: the turn is answered with why, nothing more is written, the session is closed and says so; it loads again once let go", () =>
+    Effect.gen(function*() {
+      const db = yield* Effect.promise(() => server().createDatabase())
+      const { home, cwd } = yield* makeDirs
+      // The model answers once the test has let another Skein take the session over.
+      const gate = yield* Deferred.make<void>()
+      const provider: Provider = {
+        name: "gated",
+        stream: (request) =>
+          request.call === 1
+            ? Stream.concat(
+              Stream.make<ReadonlyArray<StreamPart>>({ _tag: "TextDelta", text: "Reading." }),
+              Stream.concat(
+                Stream.drain(Stream.fromEffect(Deferred.await(gate))),
+                Stream.make<ReadonlyArray<StreamPart>>({ _tag: "ToolCall", id: "r1", name: "read", args: { path: "notes.txt" } }, { _tag: "Finish", stop: "end_turn" })
+              )
+            )
+            : Stream.make<ReadonlyArray<StreamPart>>({ _tag: "TextDelta", text: "Done." }, { _tag: "Finish", stop: "end_turn" })
+      }
+      const store = PgStore.layer(db.url)
+      const other = PgClient.layer({ url: Redacted.make(db.url) })
+      const sql = (query: (sql: SqlClient) => Effect.Effect<unknown, unknown>) =>
+        Effect.provide(Effect.flatMap(Effect.service(SqlClient), query), other)
+      const events = Effect.map(sql((q) => q`SELECT count(*)::int AS n FROM skein_events`), (rows) => (rows as Array<{ n: number }>)[0]!.n)
+      yield* Effect.gen(function*() {
+        const runtime = yield* Runtime
+        const session = yield* runtime.newSession({ cwd })
+        const seen = yield* record(session)
+        const turn = yield* Effect.forkChild(Stream.runDrain(session.turn(text("go"))))
+        yield* seen.until((e) => e.type === "text_delta")
+        // Another Skein takes the session over (as after this one's lease ran out in a partition).
+        yield* sql((q) => q`UPDATE skein_leases SET owner = 'another', expires_at = now() + interval '1 minute'`)
+        const written = yield* events
+        yield* Deferred.succeed(gate, undefined)
+        const exit = yield* Fiber.await(turn)
+        const refused = Exit.isFailure(exit) ? exit.cause.reasons.find((r) => r._tag === "Fail")?.error : undefined
+        assert.strictEqual(refused?.reason, "log")
+        assert.include(refused?.message, "taken over by another Skein")
+        assert.include(refused?.message, "load it again")
+        const closed = yield* closedReason(runtime, session.id)
+        assert.include(closed.message, "taken over by another Skein")
+        // Nothing more was written: the model's answer, the tool call and the turn's end were all fenced.
+        assert.strictEqual(yield* events, written)
+        // The other Skein lets go: the session loads again here, its open turn closed as after a crash.
+        yield* sql((q) => q`DELETE FROM skein_leases`)
+        const loaded = yield* runtime.loadSession({ sessionId: session.id })
+        assert.deepStrictEqual(loaded.events.filter((e) => e.type === "turn_end").map((e) => (e.type === "turn_end" ? e.data.stopReason : "")), ["cancelled"])
+      }).pipe(Effect.provide(piecesLayer({ home, provider, toolkit: Toolkit.builtin(), store })))
+    }).pipe(Effect.scoped, Effect.provide(Logger.layer([]))))
 })

@@ -20,7 +20,7 @@ import { Skein, type SkeinConfig } from "../../src/index.ts"
 import { promptText, type SessionEvent, type UserBlock } from "../../src/log/Event.ts"
 import type * as History from "../../src/log/History.ts"
 import * as MemoryStore from "../../src/log/MemoryStore.ts"
-import { encodeEvent, SessionLog } from "../../src/log/SessionLog.ts"
+import { encodeEvent, type LogError, SessionLog } from "../../src/log/SessionLog.ts"
 import type { ModelRequest, Provider } from "../../src/providers/Provider.ts"
 import * as Scripted from "../../src/providers/Scripted.ts"
 import { Bus } from "../../src/runtime/Bus.ts"
@@ -87,11 +87,15 @@ export const piecesLayer = (options: {
   readonly sessions?: MemoryStore.Sessions | undefined
   /** Makes the memory store's writes fail on demand (a full disk, a lost lease). */
   readonly faults?: MemoryStore.Faults | undefined
+  /** Another store (the Postgres one), in place of the memory or file store. */
+  readonly store?: Layer.Layer<SessionLog, LogError> | undefined
 }) =>
   RuntimeLayer.pipe(
     Layer.provideMerge(Bus.layer),
     Layer.provide(
-      options.sessions !== undefined
+      options.store !== undefined
+        ? options.store
+        : options.sessions !== undefined
         ? SessionLog.layerMemory({ sessions: options.sessions, faults: options.faults })
         : SessionLog.layer({ home: options.home })
     ),
