@@ -115,12 +115,13 @@ export const make = (options: Options): Effect.Effect<Journal> =>
       )
     }
 
+    const upToDate: Effect.Effect<ReadonlyArray<SessionEvent>> = Effect.succeed([])
     /**
      * Brings the log up to date (under the lock): writes what it misses, and syncs what a failed
      * sync left; gives the events to publish now, in order.
      */
     const catchUp = (at: number): Effect.Effect<ReadonlyArray<SessionEvent>, LogError> =>
-      Effect.gen(function*() {
+      lostWith === undefined && missing.length === 0 && !unsynced ? upToDate : Effect.gen(function*() {
         if (lostWith !== undefined) return yield* lostWith
         if (missing.length > 0) {
           held.push(...yield* append(missing, at))
@@ -199,12 +200,17 @@ export const make = (options: Options): Effect.Effect<Journal> =>
       Effect.flatMap(Clock.currentTimeMillis, (at) => Effect.exit(catchUp(at)))
     )).pipe(Effect.flatMap((exit) => Exit.isSuccess(exit) ? publish(exit.value) : exit))
 
+    // Not synced: the next turn's end (or the session's close) syncs them, and nothing waits for the disk.
     const soon = (bodies: ReadonlyArray<CanonicalBody>): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        if (bodies.length === 0 || lostWith !== undefined) return Effect.void
-        missing.push(...bodies.map((body): Pending => ({ turn: null, body: scrub.canonical(body) })))
-        return Effect.ignore(repair)
-      })
+      bodies.length === 0 ? Effect.void : lock.withPermits(1)(Effect.uninterruptible(Effect.gen(function*() {
+        if (lostWith !== undefined) return []
+        const entries = bodies.map((body): Pending => ({ turn: null, body: scrub.canonical(body) }))
+        const at = yield* Clock.currentTimeMillis
+        const written = missing.length === 0 && !unsynced ? yield* Effect.exit(append(entries, at)) : undefined
+        if (written !== undefined && Exit.isSuccess(written)) return written.value
+        if (lostWith === undefined) missing.push(...entries)
+        return []
+      }))).pipe(Effect.flatMap(publish))
 
     const sync: Effect.Effect<void> = lock.withPermits(1)(Effect.uninterruptible(Effect.suspend(() =>
       lostWith !== undefined || unsynced ? Effect.void : writer.sync.pipe(
