@@ -3,45 +3,18 @@
  * on `<home>/sessions`) that fills up in the middle of a turn. The prompt is answered (a JSON-RPC
  * error that says the disk is full), a prompt while it is still full is refused at once, and
  * once space is freed the session goes on with its log whole: the refused turn's end written
- * first, every line readable, the history replayed by `session/load`. Skipped only where this
- * process may not mount a tmpfs (not root, or no privilege).
+ * first, every line readable, the history replayed by `session/load`. At a terminal
+ * (`skein run`), the loop says so and goes on. Skipped only where this process may not mount a
+ * tmpfs (not root, or no privilege).
  */
 import * as acp from "@agentclientprotocol/sdk"
-import { execFileSync } from "node:child_process"
-import { mkdirSync, mkdtempSync, rmdirSync, rmSync, statfsSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { describe, expect, it } from "vitest"
-import { expectClean, message, useAgents } from "../support/AgentProcess.ts"
-
-const mount = (dir: string, size: string) => execFileSync("mount", ["-t", "tmpfs", "-o", `size=${size},mode=0700`, "tmpfs", dir], { stdio: "ignore" })
-const unmount = (dir: string) => execFileSync("umount", ["-l", dir], { stdio: "ignore" })
-
-/** Whether this process can mount a tmpfs (root with the privilege to). */
-const canMount = (() => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "skein-mount-probe-"))
-  try {
-    mount(dir, "64k")
-    unmount(dir)
-    return true
-  } catch {
-    return false
-  } finally {
-    rmdirSync(dir)
-  }
-})()
-
-/** Fills a file system with one file until it refuses more (whatever page slack its files keep). */
-const fill = (dir: string): string => {
-  const filler = path.join(dir, "filler")
-  const { bavail, bsize } = statfsSync(dir)
-  try {
-    writeFileSync(filler, Buffer.alloc(Number(bavail) * Number(bsize)))
-  } catch {
-    // ENOSPC: it holds what fit
-  }
-  return filler
-}
+import { afterEach, describe, expect, it } from "vitest"
+import { expectClean, message, NODE, SKEIN, useAgents } from "../support/AgentProcess.ts"
+import { ptyAvailable, type Pty, spawnPty } from "../support/Pty.ts"
+import { canMount, fill, mount, unmount } from "../support/Tmpfs.ts"
 
 /** The JSON-RPC error a request was answered with (the test fails if it succeeded). */
 const refusal = (request: Promise<unknown>): Promise<acp.RequestError> =>
@@ -102,5 +75,44 @@ describe.skipIf(!canMount)("e2e: a full disk under the session logs", () => {
     } finally {
       unmount(sessions)
     }
+  })
+})
+
+describe.skipIf(!canMount || !ptyAvailable)("e2e: a full disk under skein run at a terminal", () => {
+  const mounted: Array<string> = []
+  const terms: Array<Pty> = []
+  const roots: Array<string> = []
+  afterEach(() => {
+    for (const dir of mounted.splice(0)) unmount(dir)
+    for (const term of terms.splice(0)) term.child.kill("SIGKILL")
+    for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true })
+  })
+
+  it("the turn the full disk stopped is reported in the loop, which goes on; once space is freed the next prompt runs", async () => {
+    const root = realpathSync(mkdtempSync(path.join(os.tmpdir(), "skein-full-tty-")))
+    roots.push(root)
+    const home = path.join(root, "home")
+    const sessions = path.join(home, "sessions")
+    const cwd = path.join(root, "ws")
+    mkdirSync(sessions, { recursive: true, mode: 0o700 })
+    mkdirSync(cwd)
+    mount(sessions, "256k")
+    mounted.push(sessions)
+    const script = path.join(root, "script.json")
+    writeFileSync(script, JSON.stringify({ turns: [{ calls: [[{ text: long }]] }, { calls: [[{ text: "Back." }]] }] }))
+    const env: Record<string, string> = { PATH: process.env["PATH"] ?? "", HOME: root, NO_COLOR: "1", SKEIN_NO_CODE_CACHE: "1" }
+    const term = spawnPty([NODE, SKEIN, "run", "--home", home, "--script", script], { cwd, env })
+    terms.push(term)
+    await term.waitFor(/(^|\n)> $/)
+    const filler = fill(sessions)
+    term.type("go\r")
+    await term.waitFor("the disk is full (ENOSPC)")
+    await term.waitFor(/(^|\n)> $/)
+    rmSync(filler)
+    term.type("after\r")
+    await term.waitFor("Back.")
+    await term.waitFor(/(^|\n)> $/)
+    term.type("\x04")
+    expect(await term.exit).toBe(0)
   })
 })

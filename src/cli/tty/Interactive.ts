@@ -71,7 +71,16 @@ export const loop = (
         return 0
       }
       if (line._tag === "Interrupt" || line.text.trim() === "") continue
-      const presented = yield* Present.turn(session, [{ type: "text", text: line.text }], { show: view.event, view, input, child: options.child })
+      const presented = yield* Present.turn(session, [{ type: "text", text: line.text }], { show: view.event, view, input, child: options.child }).pipe(
+        // The session's log could not be written (a full disk): say so, and let the user go on once it can.
+        Effect.catchIf((error) => error.reason === "log", (error) =>
+          Effect.sync(() => {
+            view.pause()
+            Terminal.noteLine(Terminal.clean(error.message), Terminal.red)
+            return undefined
+          }))
+      )
+      if (presented === undefined) continue
       footer(presented.outcome, view)
       if (!warm) {
         warm = true
