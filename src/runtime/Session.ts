@@ -8,7 +8,10 @@
  * A prompt becomes a turn supervised by a fiber in the session's scope. The supervisor logs
  * `turn_start`, runs the loop as an interruptible child, and — whatever happens to the loop
  * (end, failure, defect, cancel, shutdown) — finalizes open tool calls, logs `turn_end` and
- * syncs the log. A defect in a turn is a failed turn for this session only.
+ * syncs the log. A defect in a turn is a failed turn for this session only. Events reach the
+ * log and the bus through the session's journal (`Journal.ts`): a turn's end the log refused is
+ * written before anything else once it can be, and until then the session takes no new prompt;
+ * its presenter is told at once (`turn_aborted`). A session another Skein took over is closed.
  */
 import * as os from "node:os"
 import * as Cause from "effect/Cause"
