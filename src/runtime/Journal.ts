@@ -115,19 +115,56 @@ export const make = (options: Options): Effect.Effect<Journal> =>
       )
     }
 
+    /** An event the store calls invalid can never be written: it is left out, and said so. */
+    const leftOut = (error: LogError) => Effect.logWarning(`session ${sessionId}: left out of its log: ${error.message}`)
+
+    /**
+     * Writes what the log misses (under the lock), in one write; when the store calls one of
+     * them invalid, one by one, leaving that one out. What is written waits for the sync
+     * (`held`); what the store refused stays missing.
+     */
+    const writeMissing = (at: number): Effect.Effect<void, LogError> =>
+      Effect.gen(function*() {
+        const whole = yield* Effect.exit(append(missing, at))
+        if (Exit.isSuccess(whole)) {
+          missing = []
+          held.push(...whole.value)
+          unsynced = true
+          return
+        }
+        const error = errorOf(whole)
+        if (error.reason !== "invalid") return yield* error
+        while (missing.length > 0) {
+          const next = missing[0]!
+          const one = yield* Effect.exit(append([next], at))
+          if (Exit.isFailure(one) && errorOf(one).reason !== "invalid") return yield* errorOf(one)
+          missing = missing.slice(1)
+          if (Exit.isSuccess(one)) {
+            held.push(...one.value)
+            unsynced = true
+            continue
+          }
+          yield* leftOut(errorOf(one))
+          // A response left out opens no tool call: the calls it asked for get no result either.
+          if (next.body.type === "model_response") {
+            const ids = new Set(next.body.data.parts.flatMap((part) => (part.type === "tool_call" ? [part.id] : [])))
+            missing = missing.filter((entry) =>
+              !(entry.turn === next.turn && (entry.body.type === "tool_call" || entry.body.type === "tool_result") && ids.has(entry.body.data.id))
+            )
+          }
+        }
+      })
+
     const upToDate: Effect.Effect<ReadonlyArray<SessionEvent>> = Effect.succeed([])
     /**
-     * Brings the log up to date (under the lock): writes what it misses, and syncs what a failed
-     * sync left; gives the events to publish now, in order.
+     * Brings the log up to date (under the lock): writes what it misses, and syncs what was
+     * written since the last sync that failed (or since that write); gives the events to
+     * publish now, in order.
      */
     const catchUp = (at: number): Effect.Effect<ReadonlyArray<SessionEvent>, LogError> =>
       lostWith === undefined && missing.length === 0 && !unsynced ? upToDate : Effect.gen(function*() {
         if (lostWith !== undefined) return yield* lostWith
-        if (missing.length > 0) {
-          held.push(...yield* append(missing, at))
-          missing = []
-          unsynced = true
-        }
+        if (missing.length > 0) yield* writeMissing(at)
         if (!unsynced) return []
         yield* Effect.tapError(writer.sync, refused)
         unsynced = false
@@ -168,32 +205,13 @@ export const make = (options: Options): Effect.Effect<Journal> =>
         if (lostWith !== undefined) return { ending: { _tag: "Lost", error: lostWith } as Ending, publish: [] }
         const at = yield* Clock.currentTimeMillis
         const flushed = scrub.flush().map((body) => stamp(body, at, turn, seq))
-        const entries = [...(start === undefined ? [] : [start]), ...bodies].map((body): Pending => ({ turn, body: scrub.canonical(body) }))
-        const failed = (error: LogError) => ({
-          ending: (lostWith !== undefined ? { _tag: "Lost", error } : { _tag: "Refused", error }) as Ending,
-          publish: flushed
-        })
+        // Written after what the log misses, whole, and synced before any of it is published.
+        for (const body of start === undefined ? bodies : [start, ...bodies]) missing.push({ turn, body: scrub.canonical(body) })
+        unsynced = true
         const released = yield* Effect.exit(catchUp(at))
-        if (Exit.isFailure(released)) {
-          if (lostWith === undefined) missing.push(...entries)
-          return failed(errorOf(released))
-        }
-        const written = yield* Effect.exit(append(entries, at))
-        if (Exit.isFailure(written)) {
-          if (lostWith === undefined) missing.push(...entries)
-          return failed(errorOf(written))
-        }
-        const events = written.value
-        // The turn's end is published once it is durable: a failed sync holds it back.
-        const synced = yield* Effect.exit(Effect.tapError(writer.sync, refused))
-        if (Exit.isFailure(synced)) {
-          if (lostWith === undefined) {
-            unsynced = true
-            held.push(events[events.length - 1]!)
-          }
-          return { ...failed(errorOf(synced)), publish: [...released.value, ...flushed, ...events.slice(0, -1)] }
-        }
-        return { ending: { _tag: "Logged" } as Ending, publish: [...released.value, ...flushed, ...events] }
+        if (Exit.isSuccess(released)) return { ending: { _tag: "Logged" } as Ending, publish: [...flushed, ...released.value] }
+        const error = errorOf(released)
+        return { ending: (lostWith !== undefined ? { _tag: "Lost", error } : { _tag: "Refused", error }) as Ending, publish: flushed }
       }))).pipe(Effect.flatMap(({ ending, publish: events }) => Effect.as(publish(events), ending)))
 
     const repair: Effect.Effect<void, LogError> = lock.withPermits(1)(Effect.uninterruptible(
@@ -205,10 +223,15 @@ export const make = (options: Options): Effect.Effect<Journal> =>
       bodies.length === 0 ? Effect.void : lock.withPermits(1)(Effect.uninterruptible(Effect.gen(function*() {
         if (lostWith !== undefined) return []
         const entries = bodies.map((body): Pending => ({ turn: null, body: scrub.canonical(body) }))
+        if (missing.length > 0 || unsynced) {
+          missing.push(...entries)
+          return []
+        }
         const at = yield* Clock.currentTimeMillis
-        const written = missing.length === 0 && !unsynced ? yield* Effect.exit(append(entries, at)) : undefined
-        if (written !== undefined && Exit.isSuccess(written)) return written.value
-        if (lostWith === undefined) missing.push(...entries)
+        const written = yield* Effect.exit(append(entries, at))
+        if (Exit.isSuccess(written)) return written.value
+        if (errorOf(written).reason === "invalid") yield* leftOut(errorOf(written))
+        else if (lostWith === undefined) missing.push(...entries)
         return []
       }))).pipe(Effect.flatMap(publish))
 
