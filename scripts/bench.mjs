@@ -67,7 +67,7 @@
 //   --sub-runs N    subagents: memory runs and streaming rounds per scenario (3)
 //   --spawns N      subagents: spawn timings (20)
 //   --sub-deltas N  subagents: deltas per stream (200)     --sub-pace MS  between two deltas of a stream (10)
-//   --only LIST     comma-separated sections: cold,chunk,prompt,throughput,memory,sessions,log,remote,subagents,compaction,cluster
+//   --only LIST     comma-separated sections: cold,chunk,prompt,throughput,memory,sessions,log,remote,subagents,compaction,cluster,stops
 //   --merge         with --only: put the sections run into the recorded results (bench/results.*),
 //                   keeping the other sections' figures as they were recorded
 //   --no-readme     do not touch README.md
@@ -124,7 +124,7 @@ const MEM_RUNS = Math.max(1, nonNegative(values["mem-runs"], 3, "--mem-runs"))
 const SESSIONS_RUNS = Math.max(1, nonNegative(values["sessions-runs"], 5, "--sessions-runs"))
 const SUB_RUNS = Math.max(1, nonNegative(values["sub-runs"], 3, "--sub-runs"))
 const SPAWNS = Math.max(1, nonNegative(values.spawns, 20, "--spawns"))
-const SECTIONS = ["cold", "chunk", "prompt", "throughput", "memory", "sessions", "log", "remote", "subagents", "compaction", "cluster"]
+const SECTIONS = ["cold", "chunk", "prompt", "throughput", "memory", "sessions", "log", "remote", "subagents", "compaction", "cluster", "stops"]
 const only = values.only === undefined ? SECTIONS : values.only.split(",").map((s) => s.trim())
 for (const s of only) {
   if (!SECTIONS.includes(s)) {
@@ -144,7 +144,9 @@ const TARGETS = {
   listMs: 50, // session/list page over 1,000 sessions, under
   childKB: 512, // added RSS per child session, under
   childStartMs: 5, // spawn_agent → the child's first output, under
-  childLagMs: 5 // the worst child's p99 update lag, 64 streaming at once, over a lone child's, at most
+  childLagMs: 5, // the worst child's p99 update lag, 64 streaming at once, over a lone child's, at most
+  cancelMs: 1000, // session/cancel mid-model-call → the prompt's answer, under ("about a second")
+  shutdownMs: 2000 // SIGTERM mid-command → exited, under ("about 2 s")
 }
 
 const tmp = realpathSync(mkdtempSync(join(os.tmpdir(), "skein-bench-")))
@@ -178,7 +180,14 @@ const envNoCache = { ...env, SKEIN_NO_CODE_CACHE: "1" }
 
 const NAMES = { skein: "Skein", "skein-nocache": "Skein without its code cache", floor: "plain-Node floor", sdk: "ACP SDK agent", relay: "plain-Node relay" }
 
-/** Starts an agent; Skein gets a fresh home (or `home`) and, when given, a script. */
+/**
+ * A provider for Skein when no script answers: an OpenAI-compatible server on a closed port,
+ * never called (no prompt is sent). A user who opens sessions has one configured; without it,
+ * `session/new` answers `auth_required`.
+ */
+const PROVIDER_ENV = { OPENAI_BASE_URL: "http://127.0.0.1:9/v1", SKEIN_MODEL: "bench" }
+
+/** Starts an agent; Skein gets a fresh home (or `home`) and, when given, a script (else `PROVIDER_ENV`). */
 const start = (id, { script, nodeArgs, args: extra = [], env: more, home, Class = Agent } = {}) => {
   if (id === "skein" || id === "skein-nocache") {
     const args = [SKEIN, "acp", "--home", home ?? freshHome(), ...extra]
@@ -187,7 +196,8 @@ const start = (id, { script, nodeArgs, args: extra = [], env: more, home, Class 
       writeFileSync(file, JSON.stringify(script))
       args.push("--script", file)
     }
-    return new Class(NAMES[id], args, { cwd: workspace, env: { ...(id === "skein" ? env : envNoCache), ...more }, nodeArgs })
+    const provider = script === undefined ? PROVIDER_ENV : {}
+    return new Class(NAMES[id], args, { cwd: workspace, env: { ...(id === "skein" ? env : envNoCache), ...provider, ...more }, nodeArgs })
   }
   return new Agent(NAMES[id], [id === "floor" ? FLOOR : id === "relay" ? RELAY : SDK], { cwd: workspace, env: { ...env, ...more }, nodeArgs })
 }
@@ -1173,6 +1183,11 @@ const compactionBench = async () => {
   return runScript("bench-compaction.mjs", ["--runs", "3"])
 }
 
+const stopsBench = async () => {
+  section("stops: scripts/bench-stops.mjs (session/cancel mid-model-call, SIGTERM mid-command; a fresh skein acp each)")
+  return runScript("bench-stops.mjs", ["--runs", "5"])
+}
+
 const clusterBench = async () => {
   section("cluster: scripts/bench-cluster.mjs (two runners of skein serve --cluster on a throwaway PostgreSQL server)")
   return runScript("bench-cluster.mjs", ["--runs", "5"])
@@ -1221,6 +1236,39 @@ const clusterFigures = (r) => {
     subject: "Skein",
     ...summarize(v.failover.samples),
     baseline: { name: "the shard-lock expiry it waits for", median: v.failover.lockExpiryMs, p90: null }
+  })
+}
+
+const stopsFigures = (r) => {
+  const v = r.value
+  const cancelTarget = { kind: "<", value: TARGETS.cancelMs, text: `< ${TARGETS.cancelMs} ms` }
+  const shutdownTarget = { kind: "<", value: TARGETS.shutdownMs, text: `< ${TARGETS.shutdownMs} ms` }
+  if (!v) {
+    const note = r.error ?? "scripts/bench-stops.mjs is missing"
+    missing("stops", "stops.cancel", "`session/cancel` mid-model-call → the prompt answers `cancelled`", "ms", cancelTarget, note)
+    return missing("stops", "stops.shutdown", "SIGTERM mid-command → exited 0", "ms", shutdownTarget, note)
+  }
+  addFigure({
+    group: "stops",
+    id: "stops.cancel",
+    label: "`session/cancel` mid-model-call → the prompt answers `cancelled`",
+    unit: "ms",
+    subject: "Skein",
+    ...summarize(v.samples.cancelMs),
+    baseline: { name: "a prompt of a turn that answers at once", ...summarize(v.samples.promptMs) },
+    target: cancelTarget,
+    note: "the model call it cuts short would last ten minutes (the tests assert that it stops, this how soon)"
+  })
+  addFigure({
+    group: "stops",
+    id: "stops.shutdown",
+    label: "SIGTERM mid-command → exited 0 (the command's group killed, the log synced)",
+    unit: "ms",
+    subject: "Skein",
+    ...summarize(v.samples.shutdownMs),
+    baseline: { name: "SIGTERM to an idle `skein acp`", ...summarize(v.samples.idleShutdownMs) },
+    target: shutdownTarget,
+    note: "the command (and one it left in the background) would run ten minutes"
   })
 }
 
@@ -1399,7 +1447,7 @@ const updateReadme = (block) => {
 }
 
 /** The figure groups of each section, and where each section's raw results are kept. */
-const GROUPS = { cold: ["cold start"], chunk: ["first chunk"], prompt: ["first prompt"], throughput: ["throughput"], memory: ["memory"], sessions: ["sessions"], log: ["log append"], remote: ["remote"], subagents: ["subagents"], compaction: ["compaction"], cluster: ["cluster"] }
+const GROUPS = { cold: ["cold start"], chunk: ["first chunk"], prompt: ["first prompt"], throughput: ["throughput"], memory: ["memory"], sessions: ["sessions"], log: ["log append"], remote: ["remote"], subagents: ["subagents"], compaction: ["compaction"], cluster: ["cluster"], stops: ["stops"] }
 const RAW_KEYS = { memory: ["memory", "memoryRuns"] }
 const sectionOf = (group) => SECTIONS.find((s) => GROUPS[s].includes(group)) ?? ""
 
@@ -1499,12 +1547,14 @@ const main = async () => {
   if (only.includes("subagents")) results.subagents = await subagentsBench()
   if (only.includes("compaction")) results.compaction = await compactionBench()
   if (only.includes("cluster")) results.cluster = await clusterBench()
+  if (only.includes("stops")) results.stops = await stopsBench()
   if (process.stdout.isTTY) process.stdout.write("\r\x1b[K")
   buildFigures(results)
   if (results.remote) remoteFigures(results.remote)
   if (results.subagents) subagentsFigures(results.subagents)
   if (results.compaction) compactionFigures(results.compaction)
   if (results.cluster) clusterFigures(results.cluster)
+  if (results.stops) stopsFigures(results.stops)
 
   const cpus = os.cpus()
   const date = new Date().toISOString()
@@ -1527,6 +1577,7 @@ const main = async () => {
     log: { script: "scripts/bench-log.mjs", note: "in-process; default durability: no fsync per event, one at the turn's end" },
     compaction: { script: "scripts/bench-compaction.mjs", note: "in-process (dist/index.mjs, file store, scripted provider): a log of 100,000 events written afresh for each run; load = runtime.loadSession of it (the baseline), compact = the prompt `/compact` to its outcome; model input sizes are the logged compaction's estimates (4 characters a token)" },
     cluster: { script: "scripts/bench-cluster.mjs", note: "two runners (skein serve --cluster, scripted provider) on a PostgreSQL server started by the script; Effect programs through Skein.remote on tcp; lock expiry 10 s; creation: 200 sessions by 8 programs, 3 rounds; failover: 3 fresh clusters" },
+    stops: { script: "scripts/bench-stops.mjs", note: "a fresh skein acp per run (dist/skein.mjs, scripted provider, a temporary home); times from writing the cancel (or sending SIGTERM) to reading the answer (or the exit)" },
     remote: { script: "scripts/bench-remote.mjs", note: "Effect programs (dist/index.mjs) against Skein.layer and against skein serve on a unix socket; the stall is skein acp with a client that pauses its reads" },
     subagents: {
       children: SUB_CHILDREN,
@@ -1566,7 +1617,8 @@ const main = async () => {
       remote: results.remote,
       subagents: results.subagents,
       compaction: results.compaction,
-      cluster: results.cluster
+      cluster: results.cluster,
+      stops: results.stops
     },
     durationSeconds: round((Date.now() - started) / 1000, 1)
   }

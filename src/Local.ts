@@ -21,7 +21,7 @@ import { Config, DEFAULT_MAX_TURN_REQUESTS, DEFAULT_PERMISSION_TIMEOUT_MS } from
 import { layer as RuntimeLayer } from "./runtime/Runtime.ts"
 import * as Toolkit from "./tools/Toolkit.ts"
 import { VERSION } from "./version.ts"
-import { DEFAULT_MODE, type ModeId } from "./Vocabulary.ts"
+import { DEFAULT_MODE, type McpServer, type ModeId } from "./Vocabulary.ts"
 
 export interface SkeinConfig {
   /** Where sessions live (`<home>/sessions`), and where `config.json` is read from. */
@@ -38,7 +38,10 @@ export interface SkeinConfig {
   readonly provider?: Provider | undefined
   /** A parsed script for the scripted provider (see `Scripted.parse`). */
   readonly script?: Scripted.Script | undefined
-  /** The model of new sessions: a key of `models` (`provider/id`) when given. */
+  /**
+   * The model of new sessions: a key of `models` (`provider/id`) when given. Read each time a
+   * session starts (it may be a getter over a configuration that changes).
+   */
   readonly model?: string | undefined
   /** The models sessions may switch between (from `Registry.resolve(…).models`). */
   readonly models?: Catalog | undefined
@@ -56,6 +59,8 @@ export interface SkeinConfig {
   readonly compactAt?: number | undefined
   /** Where user skills are looked for (`<userHome>/.agents/skills`…; default: the OS's home). */
   readonly userHome?: string | undefined
+  /** MCP servers every session uses, with those a client sends (`mcp/Config.ts`). */
+  readonly mcpServers?: ReadonlyArray<McpServer> | undefined
 }
 
 /** The session store a configuration names; the Postgres one is loaded only when asked for. */
@@ -81,7 +86,10 @@ export const layerLocalWithoutPlatform = (config: SkeinConfig) =>
     Layer.provide(Config.layer({
       home: config.home,
       provider: resolveProvider(config),
-      model: config.model,
+      // Read as each session starts: a configuration read again (sign-in) changes it for new sessions.
+      get model() {
+        return config.model
+      },
       models: config.models,
       maxTurnRequests: config.maxTurnRequests ?? DEFAULT_MAX_TURN_REQUESTS,
       defaultMode: config.mode ?? DEFAULT_MODE,
@@ -91,7 +99,8 @@ export const layerLocalWithoutPlatform = (config: SkeinConfig) =>
       version: VERSION,
       maxLiveSessions: config.maxLiveSessions,
       compactAt: config.compactAt,
-      userHome: config.userHome
+      userHome: config.userHome,
+      mcpServers: config.mcpServers
     }))
   )
 

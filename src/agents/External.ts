@@ -31,8 +31,15 @@
  * - **Questions.** The agent's options are offered one per kind, each named by its kind (as
  *   Skein's own are); the agent is answered with its own option id. Nobody to answer, or no
  *   answer in time, is the agent's "reject once" when it offers one. The user who allowed
- *   the agent's call that names a file is not asked again when the agent writes it through
- *   Skein, unless the gate would refuse the write or the file is protected.
+ *   the agent's *edit* of a file is not asked again when the agent writes that file through
+ *   Skein (the gate is told, and still refuses what it would refuse, and asks about a
+ *   protected file): the grant covers the kind and the files the user was shown, never a
+ *   write after a read, nor a file or kind the call reported only later.
+ * - **Ceiling.** While the child's ceiling (`tools/Ceiling.ts`) lets nothing change (its parent
+ *   switched to plan, say), a question about anything but looking is answered "reject"
+ *   without asking, an allowance given meanwhile becomes "reject", and an agent that reports
+ *   a change starting is stopped: the turn ends with an error saying why (Skein cannot hold a
+ *   program to read-only otherwise).
  * - **Ids.** An agent names its tool calls as it likes and may name two alike in two turns
  *   (or after a restart); in the log a call of turn T the agent calls X is `ext-T-X`, and a
  *   write the agent makes outside any of its calls is `write-T-N`.
@@ -79,15 +86,14 @@ import type { LogError } from "../log/SessionLog.ts"
 import * as Diagnostics from "../mcp/Diagnostics.ts"
 import * as ProcEnviron from "../secrets/ProcEnviron.ts"
 import * as Secrets from "../secrets/Secrets.ts"
-import * as Permissions from "../tools/Permissions.ts"
+import * as Ceiling from "../tools/Ceiling.ts"
 import * as ProcessGroup from "../tools/process/ProcessGroup.ts"
-import * as Protected from "../tools/Protected.ts"
 import * as SafeFs from "../tools/SafeFs.ts"
 import * as Tool from "../tools/Tool.ts"
 import * as Workspace from "../tools/Workspace.ts"
 import { describeError, write } from "../tools/write.ts"
 import { userContent } from "../translate/Translate.ts"
-import { isModeId, type ModeId, type PermissionOption, type PermissionToolCall, promptText } from "../Vocabulary.ts"
+import { type PermissionOption, type PermissionToolCall, promptText } from "../Vocabulary.ts"
 
 // ---------------------------------------------------------------------------
 // The seam
@@ -136,8 +142,16 @@ export interface TurnIO {
    * tool calls of a logged response, by id.
    */
   readonly state: { partial: Array<AssistantPart> | undefined; call: number; readonly requested: Map<string, unknown> }
-  /** The permission gate. */
-  readonly permit: (call: PermitCall, tool: Tool.Tool, args: unknown) => Effect.Effect<Permit, never, Tool.ToolEnv>
+  /**
+   * The permission gate. `granted`: the user allowed this very change already (in the agent's
+   * own question about it); where the gate would ask, it does not ask again.
+   */
+  readonly permit: (
+    call: PermitCall,
+    tool: Tool.Tool,
+    args: unknown,
+    prior?: { readonly granted?: boolean | undefined }
+  ) => Effect.Effect<Permit, never, Tool.ToolEnv>
   /** Asks whoever presents the turn a permission question as it is; `undefined` when nobody can answer. */
   readonly ask: (question: {
     readonly toolCall: PermissionToolCall
@@ -160,6 +174,8 @@ export interface Options {
   readonly clientInfo: { readonly name: string; readonly version: string }
   /** How long one of the agent's permission questions may wait for an answer (default: until the turn ends). */
   readonly permissionTimeoutMs?: number | undefined
+  /** The child session's ceiling as it is now (default: nothing beyond its own gate). */
+  readonly ceiling?: (() => Pick<Ceiling.Ceiling, "mode" | "readOnly">) | undefined
 }
 
 export interface Outcome {
@@ -254,8 +270,6 @@ const promptBlock = (block: UserBlock, caps: Initialize.PromptCapabilities | und
 const modelStopOf = (reason: StopReason): ModelStop =>
   reason === "max_tokens" || reason === "refusal" || reason === "cancelled" ? reason : "end_turn"
 
-const modeOf = (history: History): ModeId => (history.mode !== undefined && isModeId(history.mode) ? history.mode : "default")
-
 // ---------------------------------------------------------------------------
 // State
 // ---------------------------------------------------------------------------
@@ -271,8 +285,12 @@ interface Tracked {
   /** Its last content (a tool call update replaces the list). */
   content: ReadonlyArray<ToolCallContent>
   running: boolean
-  /** The user allowed it when the agent asked: its own writes are not asked for again. */
-  granted: boolean
+  /**
+   * What the user allowed when the agent asked about it: the call's kind and files as the
+   * question showed them. Only an `edit` grant lets the agent's writes of those files through
+   * without asking again.
+   */
+  grant: { readonly kind: ToolKind; readonly paths: ReadonlySet<string> } | undefined
 }
 
 /** How a prompt ended, as `run` sees it. */
@@ -284,6 +302,8 @@ type Settled =
   | { readonly _tag: "lost"; readonly message: string }
   /** The session's log refused an event (`Prompt.broken` says why). */
   | { readonly _tag: "broken" }
+  /** The agent reported a change while its session may change nothing: it is stopped. */
+  | { readonly _tag: "confined"; readonly message: string }
 
 /** One running prompt: the fold of its updates into the turn. */
 interface Prompt {
@@ -344,6 +364,12 @@ export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runn
 
     const who = `The external agent ${agent.name}`
 
+    /** Whether the session may change nothing now, and a call of this kind may change something. */
+    const confining = (kind: ToolKind): boolean => {
+      const ceiling = options.ceiling?.()
+      return ceiling !== undefined && !Ceiling.mayChange(ceiling) && !Ceiling.onlyLooks(kind)
+    }
+
     // ---- folding ------------------------------------------------------------------
 
     /** Runs a fold step of `p` while it is attached; a log failure ends the prompt. */
@@ -387,7 +413,7 @@ export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runn
             ...(call.locations.length > 0 ? { locations: call.locations } : {})
           }
         })
-        return { ...call, content: [], running: false, granted: false }
+        return { ...call, content: [], running: false, grant: undefined }
       })
 
     /** Announces a tool call of the agent, from its first report (or whatever first names it). */
@@ -493,6 +519,20 @@ export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runn
         }
       })
 
+    /** After an update is folded: an agent that reports a change starting while the session may change nothing is stopped. */
+    const confine = (p: Prompt, update: AcpUpdate.SessionUpdate): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (update.sessionUpdate !== "tool_call" && update.sessionUpdate !== "tool_call_update") return Effect.void
+        if (update.status === "completed" || update.status === "failed") return Effect.void
+        const tracked = p.open.get(update.toolCallId)
+        if (!confining(update.kind ?? tracked?.kind ?? "other")) return Effect.void
+        const why = Ceiling.whyReadOnly(options.ceiling!()) ?? "it may change nothing"
+        return Deferred.succeed(p.settled, {
+          _tag: "confined",
+          message: `${who} was stopped: it started ${quoted(tracked?.title ?? update.title ?? "a tool call", 120)}, which may change files, and ${why}.`
+        })
+      })
+
     /** The prompt was answered (or failed): every call still open fails, then the last model call is logged. */
     const conclude = (p: Prompt, stop: ModelStop, error?: string) =>
       step(p, () =>
@@ -545,6 +585,10 @@ export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runn
         const byKind = new Map<PermissionOption["kind"], AcpClient.PermissionOption>()
         for (const option of params.options) if (!byKind.has(option.kind)) byKind.set(option.kind, option)
         if (byKind.size === 0) return CANCELLED
+        const reject = byKind.get("reject_once")
+        const refusal = reject !== undefined ? { outcome: { outcome: "selected", optionId: reject.optionId } } : CANCELLED
+        // A session that may change nothing does not ask about a change: it refuses it.
+        if (confining(tracked.kind)) return refusal
         const offered = [...byKind.values()].map((o): PermissionOption => ({ optionId: o.kind, name: o.name, kind: o.kind }))
         const diffs = diffsOf(proposed ?? tracked.content).map((d) => ({ type: "diff" as const, ...d }))
         const toolCall: PermissionToolCall = {
@@ -573,13 +617,14 @@ export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runn
           ? "unanswerable" as const
           : "cancelled" as const
         yield* step(p, () => p.io.emit.canonical({ type: "permission", data: { toolCallId: tracked.id, outcome } }))
-        if (outcome === "allow_once" || outcome === "allow_always") tracked.granted = true
+        if (outcome === "allow_once" || outcome === "allow_always") {
+          // The session may have become read-only while the user was asked.
+          if (confining(tracked.kind)) return refusal
+          tracked.grant = { kind: tracked.kind, paths: new Set(tracked.locations.map((l) => NodePath.resolve(p.io.cwd, l.path))) }
+        }
         if (chosen !== undefined) return { outcome: { outcome: "selected", optionId: chosen.optionId } }
         // Nobody answered: a denial, as Skein's own gate makes it, when the agent offers one.
-        const reject = byKind.get("reject_once")
-        return (outcome === "timeout" || outcome === "unanswerable") && reject !== undefined
-          ? { outcome: { outcome: "selected", optionId: reject.optionId } }
-          : CANCELLED
+        return outcome === "timeout" || outcome === "unanswerable" ? refusal : CANCELLED
       })
 
     /** The path an `fs/*` request names, resolved inside the session's roots (its real path). */
@@ -630,19 +675,11 @@ export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runn
       })
 
     /**
-     * The gate for a write of the agent. The user who just allowed the agent's own call that
-     * names this file is not asked again for it (where the gate would only ask): unless the
-     * file is protected, which the gate always asks about in its own words.
+     * The gate for a write of the agent, told whether the user allowed this very edit in the
+     * agent's own question: a grant of another kind (a read) or of other files covers nothing.
      */
     const permitWrite = (io: TurnIO, owner: Tracked | undefined, call: PermitCall, args: { readonly path: string; readonly content: string }) =>
-      Effect.gen(function*() {
-        if (owner?.granted === true) {
-          const verdict = Permissions.decide({ mode: modeOf(io.history), rules: io.history.rules, tool: write, args, cwd: io.cwd })
-          const isProtected = yield* Protected.reason(args.path, yield* SafeFs.realRoots(io.roots))
-          if (verdict._tag === "ask" && isProtected === undefined) return { _tag: "allow" } satisfies Permit
-        }
-        return yield* io.permit(call, write, args)
-      })
+      io.permit(call, write, args, { granted: owner?.grant?.kind === "edit" && owner.grant.paths.has(args.path) })
 
     const writeTextFile = (conn: Connection) => (params: AcpClient.WriteTextFileRequest) =>
       Effect.gen(function*() {
@@ -708,7 +745,7 @@ export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runn
         [ClientMethod.sessionUpdate]: Peer.notification(AcpUpdate.SessionNotification, (n) => {
           const p = promptOf(conn, n.sessionId)
           // Outside a prompt (a `session/load` replay, commands offered): nothing of a turn.
-          return p === undefined ? Effect.void : Effect.asVoid(step(p, () => apply(p, n.update)))
+          return p === undefined ? Effect.void : Effect.asVoid(step(p, () => Effect.andThen(apply(p, n.update), confine(p, n.update))))
         })
       }
     })
@@ -937,6 +974,13 @@ export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runn
             break
           case "broken":
             outcome = { stopReason: "end_turn" }
+            break
+          case "confined":
+            // It is told, then stopped: a program that goes on alone cannot be held to read-only.
+            yield* conclude(p, "error", settled.message)
+            yield* conn.peer.notify(AgentMethod.sessionCancel, { sessionId: conn.sessionId })
+            yield* drop(conn)
+            outcome = { stopReason: "end_turn", error: settled.message }
             break
         }
         if (p.broken === undefined) return outcome

@@ -20,6 +20,10 @@
  * refused, as GitGuard refuses it for read-only commands; the user's global configuration is
  * the user's and trusted.
  *
+ * Creating one is a change like any other: after the checks that need no change, and before
+ * anything is written (objects, the branch, the worktree), `approve` is asked with what would be
+ * made, as the permission gate asks about an edit (`change` is what the gate is shown).
+ *
  * Every failure is a `WorktreeError` whose message the model reads.
  */
 import * as NodeFs from "node:fs"
@@ -28,6 +32,7 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as Secrets from "../secrets/Secrets.ts"
 import * as GitGuard from "../tools/commands/GitGuard.ts"
+import type * as Permissions from "../tools/Permissions.ts"
 import * as ProcessGroup from "../tools/process/ProcessGroup.ts"
 
 export class WorktreeError extends Schema.TaggedError<WorktreeError>()("WorktreeError", {
@@ -67,6 +72,21 @@ export interface Summary {
 }
 
 const fail = (message: string) => new WorktreeError({ message })
+
+/** What creating a worktree would make, as the permission question shows it. */
+export interface Plan {
+  readonly repository: string
+  readonly branch: string
+  readonly path: string
+}
+
+/** Creating an isolated workspace, to the permission gate: it changes the repository (a branch, objects). */
+export const change: Permissions.Subject<Plan> = {
+  name: "isolated_workspace",
+  kind: "other",
+  mutating: true,
+  scope: () => ({ kind: "tool", value: "isolated_workspace", label: "isolated workspaces (a git branch and worktree each)" })
+}
 
 // ---------------------------------------------------------------------------
 // Running git
@@ -210,6 +230,8 @@ export interface CreateOptions {
   readonly id: string
   /** Skein's home; worktrees live under `<home>/worktrees`. */
   readonly home: string
+  /** Asked before anything is written; its failure (why not) refuses the worktree. */
+  readonly approve?: ((plan: Plan) => Effect.Effect<void, string>) | undefined
 }
 
 export const create = Effect.fn("Worktree.create")(function*(options: CreateOptions): Effect.gen.Return<Worktree, WorktreeError> {
@@ -232,6 +254,7 @@ export const create = Effect.fn("Worktree.create")(function*(options: CreateOpti
   const root = NodePath.join(options.home, "worktrees")
   const path = NodePath.join(root, options.id)
   const branch = `skein/${options.id}`
+  if (options.approve !== undefined) yield* options.approve({ repository: top, branch, path }).pipe(Effect.mapError(fail))
   yield* fsCall(`Creating ${root}`, () => NodeFs.promises.mkdir(root, { recursive: true }))
   if (NodeFs.existsSync(path)) return yield* fail(`${path} already exists; a worktree for ${options.id} was made before`)
   const tree = yield* workingTree(top, NodePath.join(root, `.${options.id}.index`))

@@ -24,6 +24,7 @@ import { SessionLog } from "../log/SessionLog.ts"
 import * as Rerun from "../runtime/Rerun.ts"
 import * as Checks from "./Checks.ts"
 import * as Options from "./Options.ts"
+import * as Usage from "./Usage.ts"
 import { asLoaded, logLayer, readRef, reportErrors, writeOut } from "./sessions.ts"
 
 export const signalExitCode = 130
@@ -134,14 +135,7 @@ export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const parsed = yield* Effect.try({
       try: () =>
-        Options.parse(args, {
-          ...Options.commonOptions,
-          acp: { type: "boolean" },
-          rerun: { type: "boolean" },
-          cwd: { type: "string" },
-          json: { type: "boolean" },
-          "rerun-home": { type: "string" }
-        }),
+        Options.parse(args, Usage.OPTIONS),
       catch: (e) => e
     })
     if (parsed.values.help === true) {
@@ -150,12 +144,7 @@ export const run = (args: ReadonlyArray<string>) =>
     }
     const [ref, ...extra] = parsed.positionals
     if (ref === undefined || extra.length > 0) return yield* Effect.fail(new Options.UsageError("skein replay takes one session ID or log FILE"))
-    if (parsed.values.acp === true && parsed.values.rerun === true) {
-      return yield* Effect.fail(new Options.UsageError("--acp and --rerun do not go together"))
-    }
-    if (parsed.values.rerun !== true && (parsed.values.cwd !== undefined || parsed.values["rerun-home"] !== undefined)) {
-      return yield* Effect.fail(new Options.UsageError("--cwd and --rerun-home go with --rerun"))
-    }
+    Usage.refuse("replay", parsed, Options.env)
     const common = Options.common(parsed.values)
     Checks.home(common.home, { write: false })
     if (parsed.values["rerun-home"] !== undefined) Checks.home(nodePath.resolve(parsed.values["rerun-home"]), { write: true, what: "the re-run's home (--rerun-home)" })

@@ -36,6 +36,7 @@ import { Socket } from "effect/socket/Socket"
 import * as SocketServer from "effect/socket/SocketServer"
 import { layerLocal, type SkeinConfig } from "../Local.ts"
 import type { Address } from "../remote/Address.ts"
+import type * as Gate from "../remote/Gate.ts"
 import * as Serve from "../remote/Serve.ts"
 import * as Front from "./Front.ts"
 import * as RunnerAuth from "./RunnerAuth.ts"
@@ -119,7 +120,11 @@ export const sharding = (options: Options, token: string) => {
  * A runner: its sessions (as entities) and its `serve` endpoint at `address`, on a runtime
  * configured by `config` whose sessions live in the cluster's database.
  */
-export const layer = (options: Options, serve: { readonly address: Address; readonly token: string }, config: SkeinConfig) => {
+export const layer = (
+  options: Options,
+  serve: { readonly address: Address; readonly token: string; readonly limits?: Partial<Gate.Limits> | undefined },
+  config: SkeinConfig
+) => {
   const lockExpiryMs = options.lockExpiryMs ?? DEFAULT_LOCK_EXPIRY_MS
   // The cluster decides which sessions stay open (an idle one closes after a while, and runners
   // share the load): the runtime's own cap is only a backstop, at the cluster's default.
@@ -128,7 +133,7 @@ export const layer = (options: Options, serve: { readonly address: Address; read
   const sql = PgClient.layer({ url: Redacted.make(options.url), applicationName: `skein-runner ${options.runner.host}:${options.runner.port}` })
   return Layer.mergeAll(
     SessionEntity.layer(),
-    Serve.layer(serve.address, serve.token, Front.layer)
+    Serve.layer(serve.address, serve.token, { procedures: Front.layer, limits: serve.limits })
   ).pipe(
     Layer.provide(sharding(options, serve.token)),
     Layer.provide(sql),

@@ -31,6 +31,8 @@ export interface Entry {
   readonly version: number
   /** A child session's parent (its id). */
   readonly parent?: string | undefined
+  /** The session a fork was made from (its id). */
+  readonly forkedFrom?: string | undefined
 }
 
 export interface Page {
@@ -89,6 +91,7 @@ export interface Head {
   readonly version: number
   readonly title: string | undefined
   readonly parent?: string | undefined
+  readonly forkedFrom?: string | undefined
 }
 
 const parse = (text: string): unknown => {
@@ -104,6 +107,9 @@ export const parentOf = (header: { readonly parent?: unknown }): string | undefi
   const parent = header.parent as { sessionId?: unknown } | undefined
   return typeof parent === "object" && parent !== null && typeof parent.sessionId === "string" ? parent.sessionId : undefined
 }
+
+/** The session a fork was made from, from its header. */
+const forkOf = (header: { readonly forkedFrom?: unknown }): string | undefined => parentOf({ parent: header.forkedFrom })
 
 /** Header and title from the complete lines of a log's first bytes; undefined when the header is unusable. */
 const headOf = (text: string, complete: boolean): { readonly head: Head | undefined; readonly done: boolean } => {
@@ -132,7 +138,8 @@ const headOf = (text: string, complete: boolean): { readonly head: Head | undefi
       created: typeof header.created === "number" ? header.created : 0,
       version: typeof header.v === "number" ? header.v : 0,
       title: found,
-      ...(parentOf(header) !== undefined ? { parent: parentOf(header) } : {})
+      ...(parentOf(header) !== undefined ? { parent: parentOf(header) } : {}),
+      ...(forkOf(header) !== undefined ? { forkedFrom: forkOf(header) } : {})
     },
     done
   }

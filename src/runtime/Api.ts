@@ -89,7 +89,9 @@ export const SessionSummary = Schema.Struct({
   updatedAt: Schema.Number,
   version: Schema.Number,
   /** A child session's parent. */
-  parent: Schema.optionalKey(Schema.String)
+  parent: Schema.optionalKey(Schema.String),
+  /** The session this one was forked from. */
+  forkedFrom: Schema.optionalKey(Schema.String)
 })
 export type SessionSummary = typeof SessionSummary.Type
 

@@ -12,6 +12,11 @@
  * results; `shutdown` (the turn ending in any way, cancel included) cancels the children still
  * working, waits for each to finalize its own turn (a child's children first), and closes
  * them, so that every descendant is logged as stopped before the parent's `turn_end`.
+ *
+ * A child never goes beyond its parent (`tools/Ceiling.ts`): it starts in the parent's mode
+ * with its rules, and its gate reads the parent's ceiling as it is at each decision. What a
+ * session that may change nothing cannot start: an external agent (it acts on its own), nor an
+ * isolated workspace, whose creation goes through the parent's gate like any change.
  */
 import type * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
@@ -36,8 +41,11 @@ import type {
   WorkflowReport,
   WorkflowRequest
 } from "../tools/agents.ts"
+import * as Ceiling from "../tools/Ceiling.ts"
 import type { ModeId, StopReason, UserBlock } from "../Vocabulary.ts"
+import type { Gated } from "./Gate.ts"
 import * as SessionId from "./SessionId.ts"
+import type { AnnouncedCall, Permit } from "./Turn.ts"
 
 export type Limits = Definitions.Limits
 
@@ -49,6 +57,8 @@ export interface OpenRequest {
   readonly cwd: string
   readonly additionalDirectories: ReadonlyArray<string>
   readonly mode: ModeId
+  /** The parent's ceiling as it is now: the child never goes beyond it. */
+  readonly above: () => Ceiling.Ceiling
   /** The parent's "always" rules: a child starts with them. */
   readonly rules: ReadonlyArray<PermissionRule>
   /** The limits of the parent's turn (read with its agents, once a turn). */
@@ -81,8 +91,11 @@ export interface Options {
   /** Whether someone presents the parent's turn (else the children's questions are denied at once). */
   readonly presented: boolean
   readonly client?: Capabilities | undefined
-  readonly mode: () => ModeId
+  /** The parent's ceiling as it is now. */
+  readonly ceiling: () => Ceiling.Ceiling
   readonly rules: () => ReadonlyArray<PermissionRule>
+  /** The parent's permission gate (an isolated workspace is created only once it allows). */
+  readonly permit: (call: AnnouncedCall, subject: Gated, args: unknown) => Effect.Effect<Permit>
 }
 
 /** The children of a turn: what the agent tools use, and what the turn's supervisor needs. */
@@ -154,6 +167,16 @@ const responseText = (event: SessionEvent): string | undefined =>
   event.type === "model_response"
     ? event.data.parts.flatMap((part) => (part.type === "text" ? [part.text] : [])).join("")
     : undefined
+
+/** Creating an isolated workspace, as the parent's gate is shown it: on the spawning call, naming the branch. */
+const worktreeCall = (toolCallId: string, agent: string, plan: Worktree.Plan): AnnouncedCall => ({
+  id: toolCallId,
+  name: Worktree.change.name,
+  args: plan,
+  title: `Create the git branch ${plan.branch} and its worktree (an isolated workspace for ${agent})`,
+  kind: "other",
+  locations: [{ path: plan.repository }]
+})
 
 /** Whether a child's prompt ended with what it was asked (for a workflow step). */
 /** Why a child's turn stream failed: its session's own error (its log refused its turn's end), or that it closed. */
@@ -270,10 +293,17 @@ export const make = (options: Options): Effect.Effect<Children> =>
         if (agent === undefined) {
           return yield* Effect.fail(`Unknown agent "${name}". Agents: ${definitions.map((d) => d.name).join(", ")}`)
         }
+        if (agent.acp !== undefined) {
+          const refused = Ceiling.refusesExternal(options.ceiling(), agent.name)
+          if (refused !== undefined) return yield* Effect.fail(refused)
+        }
         const workspace = request.workspace ?? "shared"
         const id = SessionId.make()
+        const approve = (plan: Worktree.Plan) =>
+          Effect.flatMap(options.permit(worktreeCall(request.toolCallId, agent.name, plan), Worktree.change, plan), (permit) =>
+            permit._tag === "allow" ? Effect.void : Effect.fail(permit.reason))
         const worktree = workspace === "isolated"
-          ? yield* Worktree.create({ cwd: options.cwd, id, home: factory.home }).pipe(Effect.mapError((error) => error.message))
+          ? yield* Worktree.create({ cwd: options.cwd, id, home: factory.home, approve }).pipe(Effect.mapError((error) => error.message))
           : undefined
         const childScope = yield* Scope.fork(scope)
         const session = yield* factory.open({
@@ -282,7 +312,8 @@ export const make = (options: Options): Effect.Effect<Children> =>
           agent,
           cwd: worktree?.cwd ?? options.cwd,
           additionalDirectories: worktree !== undefined ? [] : options.additionalDirectories,
-          mode: options.mode(),
+          mode: options.ceiling().mode,
+          above: options.ceiling,
           rules: options.rules(),
           limits
         }, childScope).pipe(
@@ -351,6 +382,9 @@ export const make = (options: Options): Effect.Effect<Children> =>
         if (child.state === "running") return yield* Effect.fail(`${id} is still working; wait for it first (wait_agent)`)
         if (child.state === "closed") return yield* Effect.fail(`${id} is closed`)
         if (closing) return yield* Effect.fail("The turn is ending; children take no more input")
+        // The parent may have become read-only since the child started.
+        const refused = child.agent.acp === undefined ? undefined : Ceiling.refusesExternal(options.ceiling(), child.agent.name)
+        if (refused !== undefined) return yield* Effect.fail(refused)
         const { limits } = yield* factory.catalog(options.cwd)
         if (running().length >= limits.maxRunning) {
           return yield* Effect.fail(`${limits.maxRunning} children are running already (the limit): wait for some first`)

@@ -8,11 +8,12 @@ import type * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import type { ToolEnv } from "../tools/Tool.ts"
+import type { Ceiling } from "../tools/Ceiling.ts"
 import type { TurnContext, TurnOutcome } from "./Turn.ts"
 import type { Catalog } from "../providers/Models.ts"
 import type { Provider } from "../providers/Provider.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
-import type { ModeId } from "../Vocabulary.ts"
+import type { McpServer, ModeId } from "../Vocabulary.ts"
 
 export interface Settings {
   /** `$SKEIN_HOME`: sessions live in `<home>/sessions`. */
@@ -47,12 +48,20 @@ export interface Settings {
   readonly userHome?: string | undefined
   /** The share of the model's context window at which a conversation is compacted before a model call (default 0.8). */
   readonly compactAt?: number | undefined
+  /** MCP servers every session uses (the user's configuration); a client's server of the same name wins. */
+  readonly mcpServers?: ReadonlyArray<McpServer> | undefined
 }
 
 /** Starts an external ACP agent (lazily) in the scope, and gives what runs a turn through it. */
 export type ExternalRunner = (
   agent: { readonly name: string; readonly command: string; readonly args: ReadonlyArray<string>; readonly env: Readonly<Record<string, string>> },
-  options: { readonly cwd: string; readonly clientInfo: { readonly name: string; readonly version: string }; readonly permissionTimeoutMs?: number | undefined }
+  options: {
+    readonly cwd: string
+    readonly clientInfo: { readonly name: string; readonly version: string }
+    readonly permissionTimeoutMs?: number | undefined
+    /** The child session's ceiling as it is now: the agent's questions and reported changes are held to it. */
+    readonly ceiling?: (() => Ceiling) | undefined
+  }
 ) => Effect.Effect<{ readonly run: (ctx: TurnContext) => Effect.Effect<TurnOutcome, never, ToolEnv> }, never, Scope.Scope>
 
 export class Config extends Context.Service<Config, Settings>()("skein/runtime/Config") {

@@ -1,7 +1,13 @@
 /**
  * The permission gate of a session: applies the pure policy of
- * `tools/Permissions.ts`, asks the presenter when the policy says so, records
- * the answer in the log and remembers "always" answers as rules.
+ * `tools/Permissions.ts` under the session's ceiling (`tools/Ceiling.ts`), asks the
+ * presenter when the policy says so, records the answer in the log and remembers
+ * "always" answers as rules.
+ *
+ * The ceiling is read at every decision, so a parent narrowed while its child works
+ * (switched to `plan`, say) holds the child from its next call on; a question that was
+ * open meanwhile is decided again once answered, so an allowance the ceiling no longer
+ * admits is a denial.
  *
  * A cancelled, malformed, failed or timed-out answer is a denial. Interrupting
  * the turn interrupts the question (the ACP presenter withdraws it with
@@ -11,6 +17,7 @@ import * as Effect from "effect/Effect"
 import type { CanonicalBody } from "../log/Event.ts"
 import type { History } from "../log/History.ts"
 import type { LogError } from "../log/SessionLog.ts"
+import * as Ceiling from "../tools/Ceiling.ts"
 import * as Confine from "../tools/commands/Confine.ts"
 import * as Permissions from "../tools/Permissions.ts"
 import type { PermissionToolCall } from "../Vocabulary.ts"
@@ -47,6 +54,21 @@ export interface Options {
   readonly record: (body: CanonicalBody) => Effect.Effect<void, LogError>
   /** A read-only agent (an explorer): nothing that changes anything runs, whatever the mode; read-only commands run confined. */
   readonly readOnly?: boolean | undefined
+  /** The parent's ceiling as it is now (a child session): the session never goes beyond it. */
+  readonly above?: (() => Ceiling.Ceiling) | undefined
+}
+
+/** What a call's tool is to the gate: the policy's subject, and the change it would make, to show. */
+export type Gated = Permissions.Subject & Pick<Tool, "preview">
+
+/** What is known of a call before the gate decides. */
+export interface Prior {
+  /**
+   * The user allowed this very change already, in a question about it (an external agent's
+   * own question about an edit of this file): where the gate would ask, it does not ask again.
+   * It never lifts a denial, and a protected file is asked about anyway.
+   */
+  readonly granted?: boolean | undefined
 }
 
 const denied = (reason: string): Permit => ({ _tag: "deny", reason })
@@ -59,7 +81,7 @@ const quoted = (id: string): string => JSON.stringify(id.length > 64 ? `${id.sli
  * leaves a question open: whether a command only reads inside the roots, and
  * whether an edit's target is protected.
  */
-const facts = Effect.fnUntraced(function*(options: Options, mode: ModeId, call: AnnouncedCall, tool: Tool, command: string | undefined) {
+const facts = Effect.fnUntraced(function*(options: Options, mode: ModeId, call: AnnouncedCall, tool: Gated, command: string | undefined) {
   if (mode === "bypassPermissions" || mode === "plan" || !tool.mutating) return {}
   const roots = options.roots ?? [options.cwd]
   if (command !== undefined) {
@@ -73,30 +95,34 @@ const facts = Effect.fnUntraced(function*(options: Options, mode: ModeId, call: 
   return {}
 })
 
-export const make = (options: Options) => (call: AnnouncedCall, tool: Tool, args: unknown): Effect.Effect<Permit, never, ToolEnv> =>
+/** The session's ceiling now, and the rules that hold for it (its own, and its ancestors' rejections). */
+const current = (options: Options) => {
+  const above = options.above?.()
+  const ceiling = Ceiling.under({ mode: options.mode(), readOnly: options.readOnly, rules: options.history.rules }, above)
+  const rules = above === undefined || above.rejects.length === 0 ? options.history.rules : [...options.history.rules, ...above.rejects]
+  return { ceiling, rules }
+}
+
+export const make = (options: Options) => (call: AnnouncedCall, tool: Gated, args: unknown, prior?: Prior): Effect.Effect<Permit, never, ToolEnv> =>
   Effect.gen(function*() {
     const command = tool.kind === "execute" && typeof (args as { command?: unknown }).command === "string"
       ? (args as { command: string }).command
       : undefined
-    const mode = options.mode()
-    if (options.readOnly === true && tool.mutating) {
+    const { ceiling, rules } = current(options)
+    if (ceiling.readOnly && tool.mutating) {
       const readOnlyCommand = command !== undefined &&
         (yield* Confine.check(command, { cwd: options.cwd, roots: options.roots ?? [options.cwd], env: process.env })).ok
       return readOnlyCommand
         ? { _tag: "allow", readOnly: true } as Permit
-        : denied(`This agent is read-only: ${call.title} was not run. Report what should change instead.`)
+        : denied(`This session is read-only (a read-only agent, or one started below it): ${call.title} was not run. Report what should change instead.`)
     }
-    const verdict = Permissions.decide({
-      mode,
-      rules: options.history.rules,
-      tool,
-      args,
-      cwd: options.cwd,
-      command,
-      ...(yield* facts(options, mode, call, tool, command))
-    })
+    const known = yield* facts(options, ceiling.mode, call, tool, command)
+    const decide = (mode: ModeId, rules: ReadonlyArray<Permissions.Rule>) =>
+      Permissions.decide({ mode, rules, tool, args, cwd: options.cwd, command, ...known })
+    const verdict = decide(ceiling.mode, rules)
     if (verdict._tag === "allow") return { _tag: "allow", ...(verdict.readOnly === true ? { readOnly: true } : {}) } as Permit
     if (verdict._tag === "deny") return denied(verdict.reason)
+    if (prior?.granted === true && known.protectedEdit === undefined) return { _tag: "allow" } as Permit
     /** Logs a decision; whether the log took it. */
     const record = (body: CanonicalBody) =>
       options.record(body).pipe(Effect.as(true), Effect.catchCause((cause) => Effect.as(Effect.logError("could not log a permission answer", cause), false)))
@@ -105,7 +131,7 @@ export const make = (options: Options) => (call: AnnouncedCall, tool: Tool, args
       denied(`Permission is needed to run ${call.title}, and no one is there to answer. It was not run.`)
     )
     if (!options.canAsk()) return yield* unanswerable
-    const choices = Permissions.options(tool, verdict.scope)
+    const choices = Permissions.options(tool, verdict.scope, command)
     // The change an edit would make, so the user sees it before answering (none if it cannot be worked out).
     const preview = tool.preview === undefined ? [] : yield* tool.preview(args, { cwd: options.cwd, roots: options.roots ?? [options.cwd] })
     const answer = yield* options.ask({
@@ -142,8 +168,15 @@ export const make = (options: Options) => (call: AnnouncedCall, tool: Tool, args
     if (!logged) return denied(`The answer for ${call.title} could not be written to the session's log, so it was not run.`)
     switch (outcome) {
       case "allow_once":
-      case "allow_always":
-        return { _tag: "allow" } as Permit
+      case "allow_always": {
+        // The ceiling may have narrowed while the user was asked (a parent switched to plan).
+        const now = current(options)
+        if (now.ceiling.readOnly) {
+          return denied(`This session became read-only while you were asked: ${call.title} was not run. Report what should change instead.`)
+        }
+        const again = decide(now.ceiling.mode, now.rules)
+        return again._tag === "deny" ? denied(again.reason) : { _tag: "allow" } as Permit
+      }
       case "reject_once":
       case "reject_always":
         return denied(`The user denied permission for ${call.title}. It was not run.`)

@@ -29,6 +29,7 @@ import type * as Reader from "../log/Reader.ts"
 import { LogError, SessionLog, type Writer } from "../log/SessionLog.ts"
 import * as DynamicToolkit from "../mcp/DynamicToolkit.ts"
 import * as McpSession from "../mcp/McpSession.ts"
+import * as McpConfig from "../mcp/Config.ts"
 import * as McpRecord from "../mcp/Record.ts"
 import * as ProviderConfig from "../providers/ProviderConfig.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
@@ -39,6 +40,7 @@ import * as Prompt from "../providers/Prompt.ts"
 import { AGENT_TOOLS } from "../tools/agents.ts"
 import * as Toolkit from "../tools/Toolkit.ts"
 import * as Bus from "./Bus.ts"
+import * as Ceiling from "../tools/Ceiling.ts"
 import type * as Children from "./Children.ts"
 import { Config, DEFAULT_MAX_LIVE_SESSIONS, EVICT_AFTER_IDLE_MS } from "./Config.ts"
 import { isModeId, type ModeId } from "../Vocabulary.ts"
@@ -188,8 +190,16 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           extensions: extensionsFor(request.cwd, false),
           project: childProject(request.cwd)
         }
+        // The child's ceiling as the gate reads it (an external agent's questions are held to it too).
+        const reach = () =>
+          Ceiling.under({ mode: history.mode !== undefined && isModeId(history.mode) ? history.mode : request.mode, readOnly: agent.readOnly, rules: history.rules }, request.above())
         const runTurn = agent.acp !== undefined && config.external !== undefined
-          ? (yield* config.external({ name: agent.name, ...agent.acp }, { cwd: request.cwd, clientInfo: { name: "skein", version: config.version }, permissionTimeoutMs: config.permissionTimeoutMs }).pipe(Scope.provide(scope))).run
+          ? (yield* config.external({ name: agent.name, ...agent.acp }, {
+            cwd: request.cwd,
+            clientInfo: { name: "skein", version: config.version },
+            permissionTimeoutMs: config.permissionTimeoutMs,
+            ceiling: reach
+          }).pipe(Scope.provide(scope))).run
           : undefined
         const deps: Session.Deps = {
           ...base,
@@ -197,6 +207,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           agent: agent.name,
           instructions: childPrompt(agent),
           readOnly: agent.readOnly,
+          above: request.above,
           model: agent.model !== undefined && config.models?.info(agent.model) !== undefined ? agent.model : config.model,
           children: depth < limits.maxDepth && agent.acp === undefined ? childrenFor(depth, toolkit, () => history) : undefined,
           ...(runTurn !== undefined ? { runTurn } : {})
@@ -370,7 +381,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           ...(additionalDirectories.length > 0 ? { additionalDirectories } : {}),
           skein: config.version
         }).pipe(Scope.provide(scope))
-        const servers = options.mcpServers ?? []
+        const servers = McpConfig.merge(config.mcpServers ?? [], options.mcpServers ?? [])
         const mcp = yield* startMcp(servers, servers.length > 0, writer, options.cwd, scope)
         const history = History.make()
         history.mode = mode
@@ -469,9 +480,13 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           if (closing !== undefined) yield* closeChildren(events)
           // The mode it started in, unless its log changed it since.
           if (history.mode === undefined || !isModeId(history.mode)) history.mode = header.mode !== undefined && isModeId(header.mode) ? header.mode : config.defaultMode
-          // The client's servers win; without any, the ones the session used last time.
+          // The client's servers win over the configured ones; without any from the client, the
+          // ones the session used last time, under the configuration as it is now.
           const recorded = yield* McpRecord.load(writer)
-          const servers = McpRecord.choose(options.mcpServers ?? [], recorded)
+          const fromClient = options.mcpServers ?? []
+          const servers = fromClient.length > 0
+            ? McpConfig.merge(config.mcpServers ?? [], fromClient)
+            : McpConfig.merge(recorded, config.mcpServers ?? [])
           const mcp = yield* startMcp(servers, !McpRecord.same(servers, recorded), writer, header.cwd, scope)
           const session = yield* Session.make(
             { id: header.id, cwd: header.cwd, additionalDirectories, created: header.created },

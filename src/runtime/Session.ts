@@ -44,6 +44,7 @@ import {
 import type { ToolEnv } from "../tools/Tool.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
 import { isModeId, type McpServerStatus, type ModeId, type Usage, type UserBlock } from "../Vocabulary.ts"
+import * as Ceiling from "../tools/Ceiling.ts"
 import * as Bus from "./Bus.ts"
 import * as Children from "./Children.ts"
 import * as Gate from "./Gate.ts"
@@ -104,6 +105,8 @@ export interface Deps {
   readonly instructions?: string | undefined
   /** Nothing that changes anything runs, whatever the mode (an explorer). */
   readonly readOnly?: boolean | undefined
+  /** The parent's ceiling as it is now (a child session): the session never goes beyond it, nor do its children. */
+  readonly above?: (() => Ceiling.Ceiling) | undefined
   /**
    * The session's skills and slash commands, read again at each turn's start (a new file
    * counts from the next prompt); without it, it has neither.
@@ -150,9 +153,6 @@ type Message =
 
 export { CANCELLED_TOOL, NOT_RUN_TOOL } from "./TurnEnd.ts"
 
-/** How much each mode allows without asking, to tell a narrowing from a broadening. */
-const MODE_REACH: Record<ModeId, number> = { plan: 0, default: 1, acceptEdits: 2, bypassPermissions: 3 }
-
 const defaultClosed = new SessionError({ reason: "closed", message: "The session is closed" })
 
 /**
@@ -175,6 +175,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
     const mode = (): ModeId => (history.mode !== undefined && isModeId(history.mode) ? history.mode : "default")
     /** A child session's mode can only be narrowed from the one it started with (its parent's). */
     const ceiling: ModeId | undefined = info.parent !== undefined ? mode() : undefined
+    /** The most the session may do now: its mode and agent under its parent's ceiling (`tools/Ceiling.ts`). */
+    const reach = () => Ceiling.under({ mode: mode(), readOnly: deps.readOnly, rules: history.rules }, deps.above?.())
     // The model and effort the session chose (remembered in its log as `config_changed`).
     const currentModel = () => history.config.get("model") ?? deps.model
     const currentEffort = () => history.config.get("thought_level")
@@ -263,7 +265,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
         ask: askFor(turn),
         timeoutMs: deps.permissionTimeoutMs,
         record: (body) => emitCanonical(turn, body),
-        readOnly: deps.readOnly
+        readOnly: deps.readOnly,
+        above: deps.above
       })
 
     /** The client's files and terminals for a turn, when its presenter's client offers them. */
@@ -376,6 +379,12 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
     const undo = (turn: number): Effect.Effect<TurnOutcome, LogError | SessionError, ToolEnv> =>
       Effect.gen(function*() {
         const notice = (text: string) => emitCanonical(turn, { type: "notice", data: { text, source: "undo" } })
+        // Undoing changes files: a read-only session (plan mode) does not, whoever asks.
+        const readOnly = Ceiling.whyReadOnly(reach())
+        if (readOnly !== undefined) {
+          yield* notice(`Nothing was undone: ${readOnly}, and /undo changes files. Switch to another mode to undo.`)
+          return { stopReason: "end_turn" }
+        }
         const events = yield* deps.readLog
         const target = Undo.lastChangingTurn(events)
         if (target === undefined) {
@@ -439,6 +448,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
           } else if (cancelled || closed) {
             exit = Exit.interrupt()
           } else {
+            const permit = permitFor(q.turn)
             const agents = deps.children === undefined ? undefined : yield* Children.make({
               parentId: info.id,
               cwd: info.cwd,
@@ -448,8 +458,9 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
               forward: (event) => emitEphemeral(q.turn, { type: "child_event", data: { event } }),
               presented: q.presented,
               client: q.client,
-              mode,
-              rules: () => history.rules
+              ceiling: reach,
+              rules: () => history.rules,
+              permit: (call, subject, args) => Effect.provideContext(permit(call, subject, args), deps.services)
             })
             children = agents
             const steered = { turn: q.turn, items: [] as Array<ReadonlyArray<UserBlock>>, open: true }
@@ -458,7 +469,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
             const listed = Skills.catalog(extensions.skills, Skills.budget(window)).text
             // Without a skill the model may load, the `skill` tool is not offered.
             const toolkit = extensions.skills.some((s) => s.modelInvocable) ? deps.toolkit : Toolkits.only(deps.toolkit, (name) => name !== "skill")
-            const system = withInstructions(Prompt.render(yield* project, { mode: mode(), tools: toolkit.specs() }))
+            const system = withInstructions(Prompt.render(yield* project, { mode: reach().mode, tools: toolkit.specs() }))
             const ctx: Turn.TurnContext = {
               sessionId: info.id,
               turn: q.turn,
@@ -476,7 +487,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
               state,
               client: clientFor(q),
               notices: deps.notices,
-              permit: permitFor(q.turn),
+              permit,
               ask: askFor(q.turn),
               agent: deps.agent,
               agents,
@@ -671,7 +682,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
     const setMode = (id: string): Effect.Effect<void, SessionError> =>
       Effect.suspend(() => {
         if (!isModeId(id)) return Effect.fail(new SessionError({ reason: "invalid_mode", message: `Unknown mode "${id}"` }))
-        if (ceiling !== undefined && MODE_REACH[id] > MODE_REACH[ceiling]) {
+        if (ceiling !== undefined && Ceiling.broader(id, ceiling)) {
           return Effect.fail(new SessionError({
             reason: "invalid_mode",
             message: `A child session may only be narrowed: it started in "${ceiling}", and "${id}" allows more`
@@ -766,7 +777,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
       setConfig,
       answer: questions.answer,
       settings: Effect.sync(() => ({
-        mode: mode(),
+        mode: reach().mode,
         ...(currentModel() !== undefined ? { model: currentModel()! } : {}),
         ...(currentEffort() !== undefined ? { effort: currentEffort()! } : {})
       })),

@@ -25,7 +25,7 @@ import type { LogError } from "../log/SessionLog.ts"
 import type { Provider, StreamPart } from "../providers/Provider.ts"
 import * as Tool from "../tools/Tool.ts"
 import type { PermissionOption, PermissionToolCall } from "../Vocabulary.ts"
-import type { PermissionAnswer } from "./Gate.ts"
+import type { Gated, PermissionAnswer, Prior } from "./Gate.ts"
 import type { Children } from "./Children.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
 import * as Checkpoint from "./Checkpoint.ts"
@@ -75,7 +75,7 @@ export interface TurnContext {
   /** The client's file and terminal access, when it offers them. */
   readonly client?: Tool.ClientAccess | undefined
   /** The permission gate: may this announced call run? A denial's reason goes to the model. */
-  readonly permit: (call: AnnouncedCall, tool: Tool.Tool, args: unknown) => Effect.Effect<Permit, never, Tool.ToolEnv>
+  readonly permit: (call: AnnouncedCall, tool: Gated, args: unknown, prior?: Prior) => Effect.Effect<Permit, never, Tool.ToolEnv>
   /**
    * Asks whoever presents the turn a permission question as it is (for a turn run elsewhere:
    * an external agent's own questions). `undefined` when nobody can answer; never fails.

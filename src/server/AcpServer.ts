@@ -26,6 +26,7 @@ import { Runtime, RuntimeError } from "../runtime/Api.ts"
 import { outcomeOf, type Session, type SessionError } from "../session/Protocol.ts"
 import type { Answer, StopReason } from "../Vocabulary.ts"
 import * as Translate from "../translate/Translate.ts"
+import * as Auth from "./Auth.ts"
 import * as ClientBridge from "./ClientBridge.ts"
 import * as Stdio from "./Stdio.ts"
 
@@ -44,6 +45,12 @@ export interface Options {
    * on the same `skein serve`), as they happen: its own prompts show only their own turns.
    */
   readonly watchOthers?: boolean | undefined
+  /**
+   * Sign-in (`Auth.ts`): with it, `initialize` offers auth methods and `logout`, and a session
+   * cannot be opened while no provider is configured (`auth_required`). Without it (sessions
+   * in a `skein serve`, whose configuration is its own), no method is offered.
+   */
+  readonly signIn?: Auth.SignIn | undefined
 }
 
 /** What Skein can do, exactly: advertised only once it works. */
@@ -138,6 +145,12 @@ export const handlers = (
   let nativeChildren = false
   /** What the client shows beyond the stable protocol (`clientCapabilities.session.compaction`, unstable). */
   let shown: Translate.Options = {}
+  const signIn = options.signIn
+  /** The auth methods offered to this client (in `initialize`, and with `auth_required`). */
+  let authMethods = signIn === undefined ? [] : Auth.methods({ terminal: false, legacy: false }, signIn)
+  /** Opening a session needs a configured provider: `auth_required` until there is one. */
+  const signedIn = signIn === undefined ? Effect.void : Effect.flatMap(signIn.required, (reason) =>
+    reason === undefined ? Effect.void : Effect.fail(Auth.authRequired(reason, authMethods)))
   /** Prompts of this connection in progress, by session: steering goes to their turn. */
   const presenting = new Map<string, number>()
   /** Encoders of `session/update` lines by session id (a turn shows its children's sessions too). */
@@ -328,6 +341,7 @@ export const handlers = (
   /** `session/load` and `session/resume`: the session live again; `load` replays its history first. */
   const reopen = (params: Acp.Session.LoadSessionRequest, replay: boolean, ctx: Peer.RequestContext) =>
     Effect.gen(function*() {
+      yield* signedIn
       const loaded = yield* Effect.mapError(
         runtime.loadSession({
           sessionId: params.sessionId,
@@ -374,6 +388,7 @@ export const handlers = (
       if (params.systemPrompt !== undefined) {
         return yield* Protocol.invalidParams("systemPrompt is not supported (see sessionCapabilities)")
       }
+      yield* signedIn
       const record = yield* Effect.mapError(
         runtime.forkSession({ sessionId: params.sessionId, cwd: params.cwd, additionalDirectories: params.additionalDirectories }),
         runtimeError
@@ -474,18 +489,32 @@ export const handlers = (
           }
           nativeChildren = params.clientCapabilities.subagents != null
           shown = { compaction: params.clientCapabilities.session?.compaction != null }
-        }).pipe(Effect.as({
+          if (signIn !== undefined) authMethods = Auth.methods(Auth.clientOffers(params.clientCapabilities), signIn)
+        }).pipe(Effect.map(() => ({
           // Skein speaks v1 only: the requested version if it is 1, else the latest it supports (also 1).
           protocolVersion: params.protocolVersion === PROTOCOL_VERSION ? params.protocolVersion : PROTOCOL_VERSION,
-          agentCapabilities,
-          authMethods: [],
+          agentCapabilities: signIn === undefined ? agentCapabilities : { ...agentCapabilities, auth: { logout: {} } },
+          authMethods,
           agentInfo: { name: options.name ?? "skein", title: "Skein", version: options.version },
           // `_session/steering`: content for a running turn (an extension method).
           _meta: { steering: { supported: true } }
-        }))),
-      authenticate: Peer.request(Acp.Initialize.AuthenticateRequest, () => Effect.succeed({})),
+        })))),
+      authenticate: Peer.request(Acp.Initialize.AuthenticateRequest, (params) =>
+        signIn === undefined ? Effect.succeed({}) : Effect.gen(function*() {
+          if (params.methodId !== Auth.SETUP_METHOD && params.methodId !== Auth.CONFIG_METHOD) {
+            return yield* Protocol.invalidParams(`Unknown auth method (the methods are ${Auth.SETUP_METHOD} and ${Auth.CONFIG_METHOD})`)
+          }
+          const reason = yield* signIn.reload
+          if (reason !== undefined) return yield* Auth.authRequired(reason, authMethods)
+          return {}
+        })),
+      ...(signIn === undefined ? {} : {
+        logout: Peer.request(Acp.Initialize.LogoutRequest, () =>
+          Effect.as(Effect.mapError(signIn.logout, (message) => new Protocol.RpcError({ code: Protocol.ErrorCode.InternalError, message })), {}))
+      }),
       "session/new": Peer.request(Acp.Session.NewSessionRequest, (params, ctx) =>
         Effect.gen(function*() {
+          yield* signedIn
           const s = yield* Effect.mapError(
             runtime.newSession({
               cwd: params.cwd,

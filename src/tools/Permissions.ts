@@ -18,11 +18,17 @@ import type { ModeId } from "../Vocabulary.ts"
 import { matchesCommandPrefix } from "./ReadOnlyCommands.ts"
 import type { PermissionScope, Tool } from "./Tool.ts"
 
+/**
+ * What the policy needs of a call's tool: a tool, or a change that is not one (creating an
+ * isolated workspace) but is decided and remembered the same way.
+ */
+export type Subject<A = any> = Pick<Tool<A>, "name" | "kind" | "mutating" | "scope">
+
 export type OptionKind = "allow_once" | "allow_always" | "reject_once" | "reject_always"
 
 export interface Rule {
   readonly decision: "allow" | "reject"
-  readonly kind: PermissionScope["kind"] | "tool"
+  readonly kind: PermissionScope["kind"]
   /** Directory, command prefix, or tool name. */
   readonly value: string
   readonly label: string
@@ -44,10 +50,10 @@ const isInside = (dir: string, path: string): boolean =>
   path === dir || path.startsWith(dir.endsWith("/") ? dir : `${dir}/`)
 
 /** Tools without a narrower scope are remembered as a whole. */
-const toolScope = (tool: Tool): PermissionScope => ({ kind: "command", value: `tool:${tool.name}`, label: `${tool.name} calls` })
+const toolScope = (tool: Subject): PermissionScope => ({ kind: "tool", value: tool.name, label: `${tool.name} calls` })
 
 /** Whether a remembered rule covers a call with this scope (and full command, for commands). */
-export const covers = (rule: Rule, tool: Tool, scope: PermissionScope, command: string | undefined): boolean => {
+export const covers = (rule: Rule, tool: Subject, scope: PermissionScope, command: string | undefined): boolean => {
   if (rule.kind === "tool") return rule.value === tool.name
   if (scope.kind !== rule.kind) return false
   if (rule.kind === "path") return tool.kind === "edit" && isInside(rule.value, scope.value)
@@ -59,7 +65,7 @@ export const covers = (rule: Rule, tool: Tool, scope: PermissionScope, command: 
 export interface Input<A> {
   readonly mode: ModeId
   readonly rules: ReadonlyArray<Rule>
-  readonly tool: Tool<A>
+  readonly tool: Subject<A>
   readonly args: A
   readonly cwd: string
   /** The full command of an `execute` call, when there is one. */
@@ -111,19 +117,32 @@ export const decide = <A>(input: Input<A>): Verdict => {
   return { _tag: "ask", scope }
 }
 
-/** The rule an "always" answer makes for a scope. */
-export const ruleFor = (tool: Tool, scope: PermissionScope, decision: Rule["decision"]): Rule =>
-  scope.value.startsWith("tool:")
-    ? { decision, kind: "tool", value: tool.name, label: `${tool.name} calls` }
+/**
+ * The rule an "always" answer makes for a scope: of the scope's own kind, so that a grant for
+ * one command prefix or one directory never covers a whole tool, whatever the prefix reads.
+ */
+export const ruleFor = (tool: Subject, scope: PermissionScope, decision: Rule["decision"]): Rule =>
+  scope.kind === "tool"
+    ? { decision, kind: "tool", value: tool.name, label: scope.label }
     : { decision, kind: scope.kind, value: scope.value, label: scope.label }
 
-/** The four options of a permission request; the "always" ones name their scope. */
-export const options = (tool: Tool, scope: PermissionScope): ReadonlyArray<Option> => {
-  const label = ruleFor(tool, scope, "allow").label
-  return [
+/**
+ * The options of a permission request; the "always" ones name their scope. They are offered
+ * only when the rule they would make covers this very call (`command`: its full command):
+ * "Always allow `echo`" for `echo hi > a.txt && ls` would make a rule that never matches it,
+ * so such a call is offered once-only answers.
+ */
+export const options = (tool: Subject, scope: PermissionScope, command?: string | undefined): ReadonlyArray<Option> => {
+  const rule = ruleFor(tool, scope, "allow")
+  const once: ReadonlyArray<Option> = [
     { optionId: "allow_once", name: "Allow once", kind: "allow_once" },
-    { optionId: "allow_always", name: `Always allow ${label}`, kind: "allow_always" },
-    { optionId: "reject_once", name: "Reject", kind: "reject_once" },
-    { optionId: "reject_always", name: `Always reject ${label}`, kind: "reject_always" }
+    { optionId: "reject_once", name: "Reject", kind: "reject_once" }
+  ]
+  if (!covers(rule, tool, scope, command)) return once
+  return [
+    once[0]!,
+    { optionId: "allow_always", name: `Always allow ${rule.label}`, kind: "allow_always" },
+    once[1]!,
+    { optionId: "reject_always", name: `Always reject ${rule.label}`, kind: "reject_always" }
   ]
 }

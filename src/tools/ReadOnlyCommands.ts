@@ -47,8 +47,9 @@ export const analyze = (command: string): ReadonlyArray<Stage> | undefined => {
 /**
  * True for a command that the allowlist calls read-only: a single command or
  * a pipeline of them, with options that neither write nor run other programs,
- * and no redirection except to /dev/null. Whether its paths stay inside the
- * workspace is checked separately (`Confine.check`).
+ * and no redirection but `< file`, output to /dev/null and duplicating or
+ * closing descriptors. Whether its paths stay inside the workspace is checked
+ * separately (`Confine.check`).
  */
 export const isReadOnlyCommand = (command: string): boolean => analyze(command) !== undefined
 

@@ -130,8 +130,8 @@ export interface Tool<A = any> {
 
 /** The reach of a remembered permission, shown to the user in the option's name. */
 export interface PermissionScope {
-  readonly kind: "path" | "command"
-  /** An absolute directory (`path`) or a command prefix (`command`). */
+  readonly kind: "path" | "command" | "tool"
+  /** An absolute directory (`path`), a command prefix (`command`), or the tool's name (`tool`: every call of it). */
   readonly value: string
   /** How the user reads it, e.g. "edits in src/" or "`npm test`". */
   readonly label: string

@@ -18,6 +18,7 @@ import * as Schema from "effect/Schema"
 import * as ProcEnviron from "../secrets/ProcEnviron.ts"
 import * as Secrets from "../secrets/Secrets.ts"
 import * as GitGuard from "./commands/GitGuard.ts"
+import { BASH } from "./commands/Shell.ts"
 import * as OutputBuffer from "./process/OutputBuffer.ts"
 import * as ProcessGroup from "./process/ProcessGroup.ts"
 import { commandPrefix } from "./ReadOnlyCommands.ts"
@@ -90,7 +91,7 @@ const runLocal = Effect.fn("bash.runLocal")(function*(command: string, timeoutMs
     Effect.orElseSucceed(() => false)
   )
   if (!isDirectory) return Tool.error(`The working directory does not exist: ${ctx.cwd}`)
-  const shell = (yield* fs.exists("/bin/bash").pipe(Effect.orElseSucceed(() => false))) ? "/bin/bash" : "/bin/sh"
+  const shell = (yield* fs.exists(BASH).pipe(Effect.orElseSucceed(() => false))) ? BASH : "/bin/sh"
   const output = OutputBuffer.make(HEAD_BYTES, TAIL_BYTES)
   const redacting = Secrets.registry().byteStream()
   const onOutput = (chunk: Uint8Array) => output.push(redacting.push(chunk))

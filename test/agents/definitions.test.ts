@@ -62,6 +62,14 @@ describe("parseMarkdown", () => {
     assert.isFalse(parsed(md("name: general\ndescription: Mine")).readOnly)
   })
 
+  it("a file replacing a read-only built-in narrows its tools, never adds one", () => {
+    // Without a tools line: the built-in's, not the parent's (no spawn_agent, no write, no MCP tool).
+    assert.deepStrictEqual(parsed(md("name: explorer\ndescription: Mine")).tools, ["read", "grep", "glob", "bash"])
+    assert.deepStrictEqual(parsed(md("name: explorer\ndescription: Mine\ntools: Read, Write, spawn_agent, mcp__gh__issues, grep")).tools, ["read", "grep"])
+    // A built-in that is not read-only lends nothing.
+    assert.deepStrictEqual(parsed(md("name: general\ndescription: Mine\ntools: read, write")).tools, ["read", "write"])
+  })
+
   it("refuses what is missing or outside the subset, naming the line", () => {
     assert.match(problem("name: a\ndescription: b\n"), /no front matter/)
     assert.match(problem("---\nname: a\ndescription: b\n"), /does not end/)

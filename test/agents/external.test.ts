@@ -50,13 +50,14 @@ interface Harness {
   readonly events: Array<Canonical>
   readonly ephemeral: Array<{ readonly turn: number; readonly body: EphemeralBody }>
   readonly asked: Array<Question>
-  readonly permits: Array<{ readonly call: External.PermitCall; readonly tool: string; readonly args: unknown }>
+  /** What the gate was asked; `granted` when told the user allowed this very edit in the agent's question. */
+  readonly permits: Array<{ readonly call: External.PermitCall; readonly tool: string; readonly args: unknown; readonly granted?: true }>
   /** How the user answers the agent's questions. */
   answer: (question: Question) => External.PermissionAnswer | undefined
   /** Overrides `answer` with an effect (one that never ends: a question nobody answers yet). */
   askWith: ((question: Question) => Effect.Effect<External.PermissionAnswer | undefined>) | undefined
-  /** What the permission gate says. */
-  permit: (call: External.PermitCall) => External.Permit
+  /** What the permission gate says (`granted`: it was told the user allowed this very edit). */
+  permit: (call: External.PermitCall, granted: boolean) => External.Permit
 }
 
 /** Whether a process can still run (a zombie counts as dead). */
@@ -136,10 +137,10 @@ const ioFor = (h: Harness, turn: number, state: Turn.TurnState): External.TurnIO
     ephemeral: (body) => Effect.sync(() => void h.ephemeral.push({ turn, body }))
   },
   state,
-  permit: (call, tool, args) =>
+  permit: (call, tool, args, prior) =>
     Effect.sync(() => {
-      h.permits.push({ call, tool: tool.name, args })
-      return h.permit(call)
+      h.permits.push({ call, tool: tool.name, args, ...(prior?.granted === true ? { granted: true as const } : {}) })
+      return h.permit(call, prior?.granted === true)
     }),
   ask: (question) =>
     Effect.suspend(() => {
@@ -211,11 +212,15 @@ const deltas = (h: Harness, turn: number) =>
   h.ephemeral.filter((e) => e.turn === turn && e.body.type === "text_delta").map((e) => (e.body as { data: { text: string } }).data.text).join("")
 
 /** Runs `body` with a runner made in a scope of its own, closed (with the agent) at the end. */
-const withRunner = <A, E, R>(h: Harness, body: (runner: External.Runner, scope: Scope.Closeable) => Effect.Effect<A, E, R>) =>
+const withRunner = <A, E, R>(
+  h: Harness,
+  body: (runner: External.Runner, scope: Scope.Closeable) => Effect.Effect<A, E, R>,
+  ceiling?: External.Options["ceiling"]
+) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
     yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
-    const runner = yield* External.make(h.agent, { cwd: h.cwd, clientInfo: { name: "skein-test", version: "0" } }).pipe(Scope.provide(scope))
+    const runner = yield* External.make(h.agent, { cwd: h.cwd, clientInfo: { name: "skein-test", version: "0" }, ceiling }).pipe(Scope.provide(scope))
     return yield* body(runner, scope)
   })
 
@@ -350,8 +355,8 @@ describe("External", () => {
             assert.strictEqual(question.toolCall.title, "Write out.txt")
             assert.deepStrictEqual(question.toolCall.locations, [{ path: join(h.cwd, "out.txt") }])
             assert.deepStrictEqual(question.options.map((o) => o.kind), ["allow_once", "allow_always", "reject_once", "reject_always"])
-            // The user said yes to the agent: its write through Skein is not asked for again.
-            assert.deepStrictEqual(h.permits, [])
+            // The user said yes to the agent: the gate is told so, and does not ask again.
+            assert.deepStrictEqual(h.permits.map((p) => [p.call.id, p.granted]), [[id, true]])
             assert.strictEqual(readFileSync(join(h.cwd, "out.txt"), "utf8"), "written\n")
             assert.deepStrictEqual(ofType(h, "permission").map((e) => e.data), [{ toolCallId: id, outcome: "allow_once" }])
             const result = ofType(h, "tool_result")[0]!.data
@@ -451,22 +456,18 @@ describe("External", () => {
       })
       yield* withRunner(h, (runner) =>
         Effect.gen(function*() {
-          let took = 0
           const outcome = yield* turn(h, runner, "take long", (fiber, n) =>
             Effect.gen(function*() {
               yield* waitUntil(() => deltas(h, n) === "Starting", "the first text")
-              const start = performance.now()
               yield* Fiber.interrupt(fiber)
-              took = performance.now() - start
             }))
           assert.deepStrictEqual(outcome, { stopReason: "cancelled" })
-          // The agent answered the cancel (no waiting out the bound, no kill).
-          assert.isBelow(took, External.CANCEL_WAIT_MS)
           assert.deepStrictEqual(ofType(h, "model_response").map((e) => e.data), [{ call: 1, parts: [{ type: "text", text: "Starting" }], stop: "cancelled" }])
           const pid = runner.pid()
           assert.isDefined(pid)
           const next = yield* turn(h, runner, "again")
           assert.deepStrictEqual(next, { stopReason: "end_turn" })
+          // The agent answered the cancel: it was not killed after the bound (that one would be gone).
           assert.strictEqual(runner.pid(), pid)
           assert.strictEqual(deltas(h, 2), "Second turn")
           assertConsistent(h)
@@ -754,8 +755,8 @@ describe("External", () => {
                 took = performance.now() - start
               }))
             assert.deepStrictEqual(outcome, { stopReason: "cancelled" })
+            // It was given the bound (how soon after it is stopped is the bench's to measure), then stopped.
             assert.isAtLeast(took, External.CANCEL_WAIT_MS - 100)
-            assert.isBelow(took, External.CANCEL_WAIT_MS + 3_000)
             assert.isFalse(alive(pid))
             assert.isUndefined(runner.pid())
             assert.deepStrictEqual(yield* turn(h, runner, steps(text("Fresh"))), { stopReason: "end_turn" })
@@ -764,5 +765,92 @@ describe("External", () => {
             assertConsistent(h)
           }))
       }), 30_000)
+    live("a grant covers the kind and the files the user was shown: a read, a file named later, a kind changed later are asked for again", () =>
+      Effect.gen(function*() {
+        const h = yield* fake()
+        // The gate as it is for these writes: it would ask, and nobody answers; only a grant spares the question.
+        h.permit = (_call, granted) => (granted ? { _tag: "allow" } : { _tag: "deny", reason: "asked again, and refused" })
+        const at = (name: string) => join(h.cwd, name)
+        const ask = (id: string, title: string, kind: string, file: string) => ({
+          request: "session/request_permission",
+          params: {
+            toolCall: { toolCallId: id, title, kind, locations: [{ path: at(file) }] },
+            options: [{ optionId: "yes", name: "Yes", kind: "allow_once" }, { optionId: "no", name: "No", kind: "reject_once" }]
+          }
+        })
+        const write = (file: string) => ({ request: "fs/write_text_file", params: { path: at(file), content: file } })
+        yield* withRunner(h, (runner) =>
+          Effect.gen(function*() {
+            yield* turn(h, runner, steps(
+              ask("t1", "Read a.txt", "read", "a.txt"),
+              write("a.txt"),
+              ask("t2", "Edit b.txt", "edit", "b.txt"),
+              write("b.txt"),
+              { update: { sessionUpdate: "tool_call_update", toolCallId: "t2", locations: [{ path: at("c.txt") }] } },
+              write("c.txt"),
+              ask("t3", "Look at d.txt", "read", "d.txt"),
+              { update: { sessionUpdate: "tool_call_update", toolCallId: "t3", kind: "edit" } },
+              write("d.txt")
+            ))
+            assert.deepStrictEqual(h.asked.map((q) => q.toolCall.title), ["Read a.txt", "Edit b.txt", "Look at d.txt"])
+            assert.deepStrictEqual(h.permits.map((p) => [(p.args as { path: string }).path, p.granted]), [
+              [at("a.txt"), undefined],
+              [at("b.txt"), true],
+              [at("c.txt"), undefined],
+              [at("d.txt"), undefined]
+            ])
+            assert.deepStrictEqual(["a.txt", "b.txt", "c.txt", "d.txt"].map((f) => existsSync(at(f))), [false, true, false, false])
+            const refused = answers(h, 1).filter((a) => (a as { error?: unknown }).error !== undefined)
+            assert.deepStrictEqual(refused, [1, 2, 3].map(() => ({ error: { code: External.REFUSED, message: "asked again, and refused" } })))
+            assertConsistent(h)
+          }))
+      }))
+
+    live("while the session may change nothing, the agent's questions about changes are refused without asking", () =>
+      Effect.gen(function*() {
+        const h = yield* fake()
+        const ask = (id: string, kind: string) => ({
+          request: "session/request_permission",
+          params: {
+            toolCall: { toolCallId: id, title: `${kind} it`, kind },
+            options: [{ optionId: "yes", name: "Yes", kind: "allow_once" }, { optionId: "no", name: "No", kind: "reject_once" }]
+          }
+        })
+        yield* withRunner(h, (runner) =>
+          Effect.gen(function*() {
+            yield* turn(h, runner, steps(ask("t1", "edit"), ask("t2", "execute"), ask("t3", "other"), ask("t4", "read")))
+            assert.deepStrictEqual(h.asked.map((q) => q.toolCall.title), ["read it"])
+            const chosen = (optionId: string) => ({ result: { outcome: { outcome: "selected", optionId } } })
+            assert.deepStrictEqual(answers(h, 1), [chosen("no"), chosen("no"), chosen("no"), chosen("yes")])
+            assertConsistent(h)
+          }), () => ({ mode: "plan", readOnly: false }))
+      }))
+
+    live("an agent that starts a change after its session became read-only is stopped, and the turn says why", () =>
+      Effect.gen(function*() {
+        const h = yield* fake()
+        let readOnly = false
+        h.answer = () => {
+          // The parent is switched to plan while the agent is looking.
+          readOnly = true
+          return { outcome: "selected", optionId: "allow_once" }
+        }
+        yield* withRunner(h, (runner) =>
+          Effect.gen(function*() {
+            const outcome = yield* turn(h, runner, steps(
+              { request: "session/request_permission", params: { toolCall: { toolCallId: "t1", title: "Read a.txt", kind: "read" }, options: [{ optionId: "ok", name: "OK", kind: "allow_once" }] } },
+              { update: { sessionUpdate: "tool_call", toolCallId: "t2", title: "Run make", kind: "execute", status: "in_progress" } },
+              text("kept going"),
+              { hang: "forever" }
+            ))
+            assert.strictEqual(outcome.stopReason, "end_turn")
+            assert.include(outcome.error, "was stopped")
+            assert.include(outcome.error, "Run make")
+            assert.include(outcome.error, "read-only")
+            assert.isUndefined(runner.pid())
+            assert.deepStrictEqual(ofType(h, "tool_result").map((e) => [e.data.id, e.data.ok]), [["ext-1-t1", false], ["ext-1-t2", false]])
+            assertConsistent(h)
+          }), () => ({ mode: "default", readOnly }))
+      }))
   })
 })

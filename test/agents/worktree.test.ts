@@ -219,4 +219,27 @@ describe("Worktree", () => {
       assert.isFalse(existsSync(marker))
       assert.isFalse(existsSync(join(home, "worktrees", "h2")))
     }))
+
+  it.effect("creating one is approved first: refused, nothing is written (no branch, no objects, no directory)", () =>
+    Effect.gen(function*() {
+      const { repo, home } = yield* repository
+      put(join(repo, "a.txt"), "changed\n")
+      const objects = () => git(repo, "count-objects", "-v")
+      const before = objects()
+      const asked: Array<Worktree.Plan> = []
+      const refused = yield* failure(Worktree.create({
+        cwd: repo,
+        id: "w1",
+        home,
+        approve: (plan) => Effect.sync(() => void asked.push(plan)).pipe(Effect.andThen(Effect.fail("The user denied permission")))
+      }))
+      assert.strictEqual(refused.message, "The user denied permission")
+      assert.deepStrictEqual(asked, [{ repository: repo, branch: "skein/w1", path: join(home, "worktrees", "w1") }])
+      assert.deepStrictEqual(branches(repo), ["main"])
+      assert.strictEqual(objects(), before)
+      assert.isFalse(existsSync(join(home, "worktrees")))
+      // Approved, it is made.
+      const made = yield* Worktree.create({ cwd: repo, id: "w2", home, approve: () => Effect.void })
+      assert.strictEqual(readFileSync(join(made.cwd, "a.txt"), "utf8"), "changed\n")
+    }))
 })

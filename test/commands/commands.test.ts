@@ -22,6 +22,7 @@ const skill = (name: string, extra: Partial<Skills.Skill> = {}): Skills.Skill =>
   dir: `/s/${name}`,
   path: `/s/${name}/SKILL.md`,
   scope: "project",
+  root: "/s",
   userInvocable: true,
   modelInvocable: true,
   ...extra

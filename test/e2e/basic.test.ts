@@ -9,11 +9,13 @@ import { expectClean, message, thought, useAgents } from "../support/AgentProces
 const agents = useAgents()
 
 describe("e2e: basics", () => {
-  it("initialize answers protocol v1, no auth methods, agentInfo skein, loadSession true", async () => {
+  it("initialize answers protocol v1, the sign-in method and logout, agentInfo skein, loadSession true", async () => {
     const agent = agents.start({ script: { turns: [] } })
     const result = await agent.initialize()
     expect(result.protocolVersion).toBe(1)
-    expect(result.authMethods).toEqual([])
+    // Sign-in (test/e2e/sign-in.test.ts): the agent method; the terminal one only for a client that runs those.
+    expect(result.authMethods?.map((m) => m.id)).toEqual(["skein-config"])
+    expect(result.agentCapabilities?.auth).toEqual({ logout: {} })
     expect(result.agentInfo?.name).toBe("skein")
     expect(result.agentCapabilities?.loadSession).toBe(true)
     expect(agent.unanswered()).toEqual([])

@@ -172,12 +172,11 @@ Postgres.describeWithPostgres("e2e: a cluster of runners on PostgreSQL", (server
         Stream.runCollect
       )
     }))
-    const failoverMs = Date.now() - killedAt.t
+    // How long the failover takes is measured by `npm run bench` (cluster), not asserted here.
     expect(killedAt.t).toBeGreaterThan(0)
     const end = events.at(-1)
     expect(end?.type).toBe("turn_end")
     expect(end?.type === "turn_end" ? end.data.stopReason : undefined).toBe("cancelled")
-    expect(failoverMs).toBeLessThan(30_000)
     // Nothing shown twice: the logged part of the turn, sent again from the new runner, was dropped.
     const shown = events.filter((e) => !isEphemeral(e)).map((e) => e.seq)
     expect(shown).toEqual([...new Set(shown)].sort((x, y) => x - y))

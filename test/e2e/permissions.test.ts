@@ -3,7 +3,7 @@
  * agent's behaviour follows each answer, each mode and each remembered rule.
  */
 import { execFileSync } from "node:child_process"
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
@@ -245,6 +245,22 @@ describe("e2e: what runs without asking stays read-only", () => {
     expect(agent.permissionRequests.map((r) => r.toolCall.toolCallId)).toEqual(["b1", "b2", "b3", "b4"])
     expect(existsSync(marker)).toBe(false)
     expect(existsSync(path.join(agent.cwd, "out.txt"))).toBe(false)
+    expectClean(agent)
+  })
+
+  it("a redirection target is read whole, quotes and all: a read outside and a write beside /dev/null ask", async () => {
+    const agent = await agents.ready({
+      script: bashTurn("tr -d <.'/../outside/secret.txt' Z", "cat a.txt >/dev/null\"x\"", "tr -d <'a'.txt Z"),
+      files: { "a.txt": "one\n" },
+      permission: select("reject_once")
+    })
+    mkdirSync(path.join(agent.root, "outside"))
+    writeFileSync(path.join(agent.root, "outside", "secret.txt"), "SECRET\n")
+    const sessionId = await agent.newSession()
+    await agent.prompt(sessionId, "go")
+    expect(agent.permissionRequests.map((r) => r.toolCall.toolCallId)).toEqual(["b1", "b2"])
+    expect(JSON.stringify(agent.updates(sessionId))).not.toContain("SECRET")
+    expect((toolUpdates(agent.updates(sessionId), "b3").at(-1) as any).status).toBe("completed")
     expectClean(agent)
   })
 

@@ -284,6 +284,36 @@ describe("e2e: subagents in the log", () => {
     expect(changed.stdout).toContain("2 subagents differ")
   })
 
+  it("an isolated workspace is asked for on the parent, on the spawn call the client was shown; allowed, the child works in it", async () => {
+    const script: Script = {
+      turns: [{ calls: [[call("spawn_agent", { task: "Edit apart", workspace: "isolated" }, "s1")], [call("wait_agent", {}, "w1")], [{ text: "done" }]] }],
+      agents: { general: { turns: [{ calls: [[{ text: "nothing to change" }]] }] } }
+    }
+    const agent = await agents.ready({ script, files: { "notes.txt": "hi\n" } })
+    const git = (...args: Array<string>) =>
+      spawnSync("git", args, { cwd: agent.cwd, encoding: "utf8", env: { ...process.env, GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@t", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@t" } })
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "start")
+    const sessionId = await agent.newSession()
+    expect((await agent.prompt(sessionId, "delegate")).stopReason).toBe("end_turn")
+    expect(agent.permissionRequests).toHaveLength(1)
+    const request = agent.permissionRequests[0]!
+    expect(request.sessionId).toBe(sessionId)
+    expect(request.toolCall.toolCallId).toBe("s1")
+    expect(request.toolCall.title).toMatch(/^Create the git branch skein\/\S+ and its worktree/)
+    expect(request.options.map((o) => o.name)).toContain("Always allow isolated workspaces (a git branch and worktree each)")
+    // The client was told of that call before the question.
+    const messages = agent.messages()
+    const asked = messages.findIndex((m) => m.method === "session/request_permission")
+    const shown = messages.findIndex((m) => m.method === "session/update" && m.params.update.toolCallId === "s1")
+    expect(shown).toBeGreaterThanOrEqual(0)
+    expect(shown).toBeLessThan(asked)
+    const [childId] = spawnedIds(agent.readLog(sessionId))
+    expect(agent.readLog(childId!)[0].cwd).toContain(path.join(agent.home, "worktrees", childId!))
+    expectClean(agent)
+  })
+
   it("a kill -9 mid-workflow leaves every log loadable and the interrupted children closed as after a crash", async () => {
     const script: Script = {
       turns: [

@@ -8,7 +8,6 @@ import { mkdtempSync, realpathSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
-import * as Options from "../../src/cli/Options.ts"
 import { Scripted, Skein } from "../../src/index.ts"
 import { serve } from "../../src/server/AcpServer.ts"
 import * as MemoryTransport from "../support/MemoryTransport.ts"
@@ -104,10 +103,7 @@ describe("faults: bounded input", () => {
     }
   })
 
-  // TODO(cli): `--max-line-bytes N` / `SKEIN_MAX_LINE_BYTES` is to be wired in src/cli/Options.ts
-  // and src/cli/acp.ts (passed to AcpServer's `maxLineBytes`); until then this is skipped.
-  const wired = Object.hasOwn(Options.commonOptions, "max-line-bytes")
-  it.skipIf(!wired)("the limit is configurable: SKEIN_MAX_LINE_BYTES and --max-line-bytes", async () => {
+  it("the limit is configurable: SKEIN_MAX_LINE_BYTES and --max-line-bytes", async () => {
     for (const how of [{ env: { SKEIN_MAX_LINE_BYTES: "4096" } }, { args: ["--max-line-bytes", "4096"] }]) {
       const agent = agents.start({ script: quickTurns(1), ...how })
       await agent.initialize()

@@ -171,7 +171,8 @@ describe("faults: kill -9 and session/load", () => {
   // watchdog (src/tools/process/Watchdog.ts) sees its pipe from the agent close and kills the
   // group. (test/faults/escape.test.ts covers processes that leave the group.)
   it("mid-tool: after kill -9 and a reload, no process of the command is left", async () => {
-    const toolScript = { turns: [{ calls: [[{ tool: "bash", args: { command: "echo $$ > pid; sleep 30" }, id: "b1" }]] }] }
+    // The command would run for ten minutes on its own: that it is gone is the watchdog's doing.
+    const toolScript = { turns: [{ calls: [[{ tool: "bash", args: { command: "echo $$ > pid; sleep 600" }, id: "b1" }]] }] }
     const first = await agents.ready({ script: toolScript, args: ["--mode", "bypassPermissions"] })
     const sessionId = await first.newSession()
     void first.prompt(sessionId, "wait").catch(() => undefined)
@@ -182,7 +183,7 @@ describe("faults: kill -9 and session/load", () => {
       await crash(first)
       const second = await agents.ready({ script: toolScript, args: ["--home", first.home] })
       await second.sdk.request("session/load", { sessionId, cwd: first.cwd, mcpServers: [] })
-      await new Promise((resolve) => setTimeout(resolve, 500))
+      await until(() => groupMembers(pgid).length === 0, "the crashed agent's command to be killed", 20_000)
       expect(groupMembers(pgid)).toEqual([])
     } finally {
       killGroup(pgid)

@@ -46,12 +46,23 @@ export interface Script {
 }
 
 export interface StartOptions {
-  /** The scripted provider's script (written to a temporary JSON file). */
-  readonly script: Script
+  /**
+   * The scripted provider's script (written to a temporary JSON file). Without one the agent
+   * starts without `--script`: with the providers its home and environment configure (none,
+   * unless the test writes a `config.json` or sets `env`).
+   */
+  readonly script: Script | undefined
   /** Files to create in the workspace, by path relative to it. */
   readonly files?: Readonly<Record<string, string>>
-  /** Extra arguments after `acp --home H --script S`. */
+  /** Extra arguments after `acp --home H --script S` (after `acp` alone with `--connect`). */
   readonly args?: ReadonlyArray<string>
+  /**
+   * The command that starts the agent, from its home and script file (default: Node 24 running
+   * the built `dist/skein.mjs acp --home H [--script S]`, then `args`): an installed `skein`.
+   */
+  readonly command?: ((paths: { readonly home: string; readonly script: string | undefined }) => ReadonlyArray<string>) | undefined
+  /** Called with the home before the agent starts (to write a `config.json` there). */
+  readonly prepareHome?: ((home: string) => void) | undefined
   /** Extra environment variables. */
   readonly env?: Readonly<Record<string, string>>
   /**
@@ -69,6 +80,8 @@ export interface StartOptions {
     readonly writeTextFile?: boolean
     readonly terminal?: boolean
     readonly subagents?: boolean
+    /** `auth.terminal`: the client runs terminal sign-in methods. */
+    readonly authTerminal?: boolean
   } | undefined
   /** The client's answers to the agent's `fs/*` and `terminal/*` requests, by method. */
   readonly clientMethods?: Readonly<Record<string, (params: any) => unknown>> | undefined
@@ -164,7 +177,7 @@ export class AgentProcess {
   private disposed = false
 
   private constructor(options: StartOptions) {
-    if (!existsSync(SKEIN)) throw new Error(`${SKEIN} is missing: run \`node scripts/build.mjs\` first`)
+    if (options.command === undefined && !existsSync(SKEIN)) throw new Error(`${SKEIN} is missing: run \`node scripts/build.mjs\` first`)
     this.root = realpathSync(mkdtempSync(path.join(os.tmpdir(), "skein-e2e-")))
     this.home = path.join(this.root, "home")
     this.cwd = path.join(this.root, "workspace")
@@ -176,11 +189,18 @@ export class AgentProcess {
       mkdirSync(path.dirname(target), { recursive: true })
       writeFileSync(target, content)
     }
-    writeFileSync(this.scriptPath, JSON.stringify(options.script))
+    if (options.script !== undefined) writeFileSync(this.scriptPath, JSON.stringify(options.script))
+    options.prepareHome?.(this.home)
     const unstable = options.unstable === true || options.clientCapabilities?.subagents === true
     this.checker = makeOutboundChecker({ unstable })
 
-    this.child = spawn(NODE, [SKEIN, "acp", "--home", this.home, "--script", this.scriptPath, ...(options.args ?? [])], {
+    const script = options.script !== undefined ? this.scriptPath : undefined
+    // An agent whose sessions live in a `skein serve` (`--connect`) has no home or model of its
+    // own: it refuses those options.
+    const remote = (options.args ?? []).some((arg) => arg === "--connect" || arg.startsWith("--connect="))
+    const own = remote ? [] : ["--home", this.home, ...(script !== undefined ? ["--script", script] : [])]
+    const [command, ...args] = options.command?.({ home: this.home, script }) ?? [NODE, SKEIN, "acp", ...own, ...(options.args ?? [])]
+    this.child = spawn(command!, args, {
       cwd: this.cwd,
       // The flags decide; SKEIN_* variables of the caller's shell must not leak in.
       // A developer's own provider keys must not make the suite call a real model either.
@@ -375,6 +395,7 @@ export class AgentProcess {
       clientCapabilities: {
         fs: { readTextFile: this.offered.readTextFile === true, writeTextFile: this.offered.writeTextFile === true },
         terminal: this.offered.terminal === true,
+        ...(this.offered.authTerminal === true ? { auth: { terminal: true } } : {}),
         ...(this.offered.subagents === true ? { subagents: {} } : {})
       } as acp.ClientCapabilities,
       clientInfo: { name: "skein-e2e", version: "0.0.0" }

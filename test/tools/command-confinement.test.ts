@@ -4,7 +4,11 @@
  * from the workspace, and an auto-allowed git must run none of the repository's programs.
  */
 import { assert, describe, it } from "@effect/vitest"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
 import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as Layer from "effect/Layer"
 import * as fc from "fast-check"
 import { execFileSync, spawnSync } from "node:child_process"
 import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs"
@@ -123,6 +127,54 @@ describe("Confine.check: globs", () => {
       writeFileSync(join(ws, "--version"), "")
       const output = execFileSync("/bin/bash", ["-c", "cat *"], { cwd: ws, encoding: "utf8" })
       assert.include(output, "GNU coreutils")
+    }))
+})
+
+describe("Confine.check: words as bash reads them", () => {
+  it.effect("a redirection target is the whole word: a quoted rest glued to it is not a separate operand", () =>
+    Effect.gen(function*() {
+      const { check, ws } = yield* setup
+      const command = "tr -d <.'/../outside/secret.txt' Z"
+      // What bash does with it: reads the file outside.
+      const output = spawnSync("/bin/bash", ["-c", command], { cwd: ws, encoding: "utf8" }).stdout
+      assert.strictEqual(output, "SECRET\n")
+      assert.include(reason(yield* check(command)), "./../outside/secret.txt is outside the workspace")
+      for (const other of ["cat <\"../outside\"/secret.txt", "cat <..\\/outside/secret.txt", "cat <..'/'outside/secret.txt", "wc -l 0<../out\\\nside/secret.txt"]) {
+        assert.include(reason(yield* check(other)), "outside the workspace", other)
+      }
+      assert.isTrue(allowed(yield* check("tr -d <'a'.txt Z")))
+    }))
+
+  it.effect("a name that is not valid UTF-8, or `?` and brackets against names that are not ASCII, ask", () =>
+    Effect.gen(function*() {
+      const { check, ws, outside } = yield* setup
+      // Read back as `a\uFFFD`, which is not the name bash passes on: the link behind it would go unchecked.
+      symlinkSync(join(outside, "secret.txt"), Buffer.from([...Buffer.from(join(ws, "a")), 0xff]))
+      assert.include(spawnSync("/bin/bash", ["-c", "cat a*"], { cwd: ws, encoding: "utf8" }).stdout, "SECRET")
+      assert.include(reason(yield* check("cat a*")), "cannot tell what a* expands to")
+      assert.isFalse(allowed(yield* check("cat a?*")))
+      assert.isTrue(allowed(yield* check("cat b*")))
+      writeFileSync(join(ws, "é"), "")
+      assert.include(reason(yield* check("cat ?")), "cannot tell what ? expands to")
+      assert.include(reason(yield* check("cat [[:alpha:]]")), "cannot tell")
+      assert.isTrue(allowed(yield* check("cat *.txt")))
+    }))
+})
+
+describe("Confine.check: the shell", () => {
+  it.effect("without /bin/bash the command would run with /bin/sh, which reads some of it otherwise: asked", () =>
+    Effect.gen(function*() {
+      const { ws } = yield* setup
+      const check = (fs: Layer.Layer<FileSystem.FileSystem>) =>
+        Confine.check("cat a.txt", { cwd: ws, roots: [ws], env: process.env }).pipe(Effect.provide(Layer.mergeAll(fs, NodePath.layer)))
+      // The real file system, with /bin/bash hidden.
+      const withoutBash = Layer.effect(
+        FileSystem.FileSystem,
+        Effect.map(FileSystem.FileSystem, (fs) =>
+          FileSystem.FileSystem.of({ ...fs, exists: (path) => path === "/bin/bash" ? Effect.succeed(false) : fs.exists(path) }))
+      ).pipe(Layer.provide(NodeFileSystem.layer))
+      assert.include(reason(yield* check(withoutBash)), "/bin/bash is missing")
+      assert.isTrue(allowed(yield* check(NodeFileSystem.layer)))
     }))
 })
 

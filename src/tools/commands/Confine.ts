@@ -3,7 +3,8 @@
  * a read-only command opens (operands, option values, `< file`, `git -C`
  * directories, each match of a glob) must resolve inside the session's roots
  * the way the kernel resolves it; the program PATH finds must not come from
- * the workspace; and a git command must pass the repository guard.
+ * the workspace; a git command must pass the repository guard; and bash
+ * must be there to run it (the words were read as bash reads them).
  *
  * A handful of file system calls per command, and two short git processes
  * for a git command.
@@ -15,6 +16,7 @@ import { analyze } from "../ReadOnlyCommands.ts"
 import { BUILTINS } from "./Allowlist.ts"
 import * as GitGuard from "./GitGuard.ts"
 import { expand, inside, locate, resolvePhysical } from "./Paths.ts"
+import { BASH } from "./Shell.ts"
 
 export interface Context {
   /** The shell's working directory. */
@@ -36,6 +38,8 @@ export const check = Effect.fnUntraced(function*(command: string, context: Conte
   const path = yield* Path.Path
   const stages = analyze(command)
   if (stages === undefined) return refuse("not on the list of read-only commands")
+  // The command is read as bash reads it; another shell reads some of it otherwise (`&>`, `[^…]`).
+  if (!(yield* fs.exists(BASH).pipe(Effect.orElseSucceed(() => false)))) return refuse(`${BASH} is missing: another shell would run it`)
   const real = (p: string) => fs.realPath(p).pipe(Effect.orElseSucceed(() => p))
   const roots = yield* Effect.forEach(context.roots, real)
   const cwd = yield* real(context.cwd)

@@ -15,7 +15,7 @@
  * glued to its option (`--include=*.ts`). Values that are paths are returned
  * for the confinement check, with operands the command reads as paths.
  */
-import type { Word } from "./Shell.ts"
+import { tail, type Word } from "./Shell.ts"
 
 export interface Spec {
   /** getopt option string: a letter alone takes nothing; `:` after it a text value, `@` a path, `?` an optional glued value. */
@@ -73,7 +73,8 @@ const kindsOf = (spec: Spec) => {
   return kinds
 }
 
-const sub = (word: Word, text: string): Word => ({ text, glob: word.glob, pattern: text })
+/** A value glued to its option: the rest of the word, with its own quoting. */
+const sub = (word: Word, text: string): Word => tail(word, text.length)
 
 export interface Result {
   readonly parsed: Parsed

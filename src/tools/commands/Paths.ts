@@ -63,66 +63,101 @@ export const resolvePhysical = Effect.fnUntraced(function*(base: string, input: 
 // Filename expansion (bash, no dotglob, no extglob, globasciiranges)
 // ---------------------------------------------------------------------------
 
+/**
+ * Character classes over ASCII. For names with other characters the classes,
+ * `?` and brackets depend on the locale (a byte or a character), so `expand`
+ * does not answer for them.
+ */
 const CLASSES: Record<string, string> = {
   alpha: "A-Za-z", digit: "0-9", alnum: "A-Za-z0-9", upper: "A-Z", lower: "a-z", space: " \\t\\n\\r\\f\\v",
   xdigit: "0-9A-Fa-f", punct: "!-\\/:-@\\[-`{-~", blank: " \\t", word: "A-Za-z0-9_"
 }
-const escapeRegex = (c: string) => c.replace(/[\\^$.*+?()[\]{}|/-]/g, (x) => `\\${x}`)
+/** Escapes for a `u` regular expression, outside and inside `[…]`. */
+const escapeOutside = (c: string) => /[\\^$.*+?()[\]{}|/]/.test(c) ? `\\${c}` : c
+const escapeInside = (c: string) => /[\\\]\[^-]/.test(c) ? `\\${c}` : c
+const isAscii = (c: string) => c.length === 1 && c.charCodeAt(0) < 128
+
+/**
+ * One element of a bracket expression at `k` (a character, an escaped
+ * character or a class): [regex source, a single character or undefined for a
+ * class, next index]; undefined for syntax not modelled.
+ */
+const element = (chars: ReadonlyArray<string>, k: number): [string, string | undefined, number] | undefined => {
+  const d = chars[k]!
+  if (d === "\\") {
+    const n = chars[k + 1]
+    return n === undefined ? undefined : [escapeInside(n), n, k + 2]
+  }
+  if (d === "[" && (chars[k + 1] === ":" || chars[k + 1] === "=" || chars[k + 1] === ".")) {
+    if (chars[k + 1] !== ":") return undefined // equivalence classes, collating symbols
+    for (let end = k + 2; end + 1 < chars.length; end++) {
+      if (chars[end] === ":" && chars[end + 1] === "]") {
+        const cls = CLASSES[chars.slice(k + 2, end).join("")]
+        return cls === undefined ? undefined : [cls, undefined, end + 2]
+      }
+    }
+    return undefined
+  }
+  return [escapeInside(d), d, k + 1]
+}
+
+/** `[…]` starting at `i`: [regex source, next index], "literal" when it does not close (bash then reads `[` as itself). */
+const bracket = (chars: ReadonlyArray<string>, i: number): [string, number] | "literal" | undefined => {
+  let k = i + 1
+  const negate = chars[k] === "!" || chars[k] === "^"
+  if (negate) k++
+  let body = ""
+  for (let first = true; k < chars.length; first = false) {
+    if (chars[k] === "]" && !first) return [`[${negate ? "^" : ""}${body}]`, k + 1]
+    const start = element(chars, k)
+    if (start === undefined) return undefined
+    k = start[2]
+    if (chars[k] === "-" && k + 1 < chars.length && chars[k + 1] !== "]") {
+      const end = element(chars, k + 1)
+      if (end === undefined) return undefined
+      const [from, to] = [start[1], end[1]]
+      // A range between ASCII characters, in order; classes, other characters and reversed ranges are not modelled.
+      if (from === undefined || to === undefined || !isAscii(from) || !isAscii(to) || from > to) return undefined
+      body += `${start[0]}-${end[0]}`
+      k = end[2]
+    } else body += start[0]
+  }
+  return "literal"
+}
 
 /** A bash pattern as a regular expression, or undefined for syntax this does not model. */
 export const patternRegex = (pattern: string): RegExp | undefined => {
+  const chars = Array.from(pattern)
   let out = ""
-  for (let i = 0; i < pattern.length; i++) {
-    const c = pattern[i]!
+  for (let i = 0; i < chars.length;) {
+    const c = chars[i]!
     if (c === "\\") {
-      const n = pattern[++i]
+      const n = chars[i + 1]
       if (n === undefined) return undefined
-      out += escapeRegex(n)
-    } else if (c === "*") out += ".*"
-    else if (c === "?") out += "."
-    else if (c === "[") {
-      let k = i + 1
-      let negate = false
-      if (pattern[k] === "!" || pattern[k] === "^") {
-        negate = true
-        k++
+      out += escapeOutside(n)
+      i += 2
+    } else if (c === "*") {
+      out += ".*"
+      i++
+    } else if (c === "?") {
+      out += "."
+      i++
+    } else if (c === "[") {
+      const read = bracket(chars, i)
+      if (read === undefined) return undefined
+      if (read === "literal") {
+        out += "\\["
+        i++
+      } else {
+        out += read[0]
+        i = read[1]
       }
-      let body = ""
-      let first = true
-      let closed = false
-      for (; k < pattern.length; k++) {
-        const d = pattern[k]!
-        if (d === "]" && !first) {
-          closed = true
-          break
-        }
-        first = false
-        if (d === "[" && (pattern[k + 1] === ":" || pattern[k + 1] === "=" || pattern[k + 1] === ".")) {
-          if (pattern[k + 1] !== ":") return undefined
-          const end = pattern.indexOf(":]", k + 2)
-          const cls = end < 0 ? undefined : CLASSES[pattern.slice(k + 2, end)]
-          if (cls === undefined) return undefined
-          body += cls
-          k = end + 1
-        } else if (d === "\\") {
-          const n = pattern[++k]
-          if (n === undefined) return undefined
-          body += escapeRegex(n)
-        } else if (d === "-" && body !== "" && pattern[k + 1] !== "]") body += "-"
-        else body += escapeRegex(d)
-      }
-      if (!closed) out += "\\["
-      else {
-        out += `[${negate ? "^" : ""}${body}]`
-        i = k
-      }
-    } else out += escapeRegex(c)
+    } else {
+      out += escapeOutside(c)
+      i++
+    }
   }
-  try {
-    return new RegExp(`^${out}$`, "s")
-  } catch {
-    return undefined // a range out of order, say: bash matches nothing, we cannot say what
-  }
+  return new RegExp(`^${out}$`, "su")
 }
 
 const MAX_MATCHES = 1000
@@ -151,8 +186,11 @@ export const expand = Effect.fnUntraced(function*(base: string, pattern: string,
   // A leading dot must be matched by a literal dot; older bash also lists `.` and `..` then.
   const dot = last.startsWith(".") || last.startsWith("\\.")
   const candidates = dot ? [".", "..", ...names.value] : names.value
+  // `?` and brackets match a byte or a character as the locale says: for other names than ASCII, ask.
+  if (/(?<!\\)(?:\\\\)*[?[]/.test(last) && candidates.some((name) => !/^[\x00-\x7f]*$/.test(name))) return undefined
   const matches = candidates.filter((name) => (dot || !name.startsWith(".")) && regex.test(name)).sort()
-  if (matches.length > MAX_MATCHES) return undefined
+  // A name that is not valid UTF-8 was read with U+FFFD in it: it is not the name bash passes on.
+  if (matches.length > MAX_MATCHES || matches.some((name) => name.includes("\uFFFD"))) return undefined
   return matches.length === 0 ? [text] : matches.map((name) => dirText + name)
 })
 
