@@ -15,6 +15,7 @@ import * as External from "./agents/External.ts"
 import type { Catalog } from "./providers/Models.ts"
 import type { Provider } from "./providers/Provider.ts"
 import * as Scripted from "./providers/Scripted.ts"
+import * as SandboxSettings from "./sandbox/Settings.ts"
 import * as Unconfigured from "./providers/Unconfigured.ts"
 import { Bus } from "./runtime/Bus.ts"
 import { Config, DEFAULT_MAX_TURN_REQUESTS, DEFAULT_PERMISSION_TIMEOUT_MS } from "./runtime/Config.ts"
@@ -59,6 +60,11 @@ export interface SkeinConfig {
   readonly compactAt?: number | undefined
   /** Where user skills are looked for (`<userHome>/.agents/skills`…; default: the OS's home). */
   readonly userHome?: string | undefined
+  /**
+   * The sandbox commands run in (see README, "Sandbox"): `"auto"` (default), `"required"`,
+   * `"off"`, or settings with hosts to allow and places to hide or open.
+   */
+  readonly sandbox?: SandboxSettings.Mode | SandboxSettings.Settings | undefined
   /** MCP servers every session uses, with those a client sends (`mcp/Config.ts`). */
   readonly mcpServers?: ReadonlyArray<McpServer> | undefined
 }
@@ -100,6 +106,7 @@ export const layerLocalWithoutPlatform = (config: SkeinConfig) =>
       maxLiveSessions: config.maxLiveSessions,
       compactAt: config.compactAt,
       userHome: config.userHome,
+      sandbox: SandboxSettings.normalize(config.sandbox),
       mcpServers: config.mcpServers
     }))
   )

@@ -70,6 +70,8 @@ export interface AgentDefinition {
     readonly command: string
     readonly args: ReadonlyArray<string>
     readonly env: Readonly<Record<string, string>>
+    /** Its process runs in the session's sandbox (and does not start where that cannot be done). */
+    readonly sandbox?: boolean | undefined
   } | undefined
 }
 
@@ -204,7 +206,7 @@ interface FromConfig {
 }
 
 const ENTRY_KEYS = new Set(["acp", "description"])
-const ACP_KEYS = new Set(["command", "args", "env"])
+const ACP_KEYS = new Set(["command", "args", "env", "sandbox"])
 
 /** One `"agents"` entry, or why not; unknown keys are reported and ignored. */
 const externalAgent = (name: string, entry: unknown, report: (message: string) => void): AgentDefinition | undefined => {
@@ -229,6 +231,8 @@ const externalAgent = (name: string, entry: unknown, report: (message: string) =
   if (!isRecord(env) || !Object.values(env).every((v) => typeof v === "string")) {
     return skip(`${at}.acp: "env" must be an object of strings`)
   }
+  const sandbox = acp["sandbox"]
+  if (sandbox !== undefined && typeof sandbox !== "boolean") return skip(`${at}.acp: "sandbox" must be true or false`)
   const description = entry["description"]
   if (description !== undefined && (typeof description !== "string" || description.trim() === "")) {
     return skip(`${at}: "description" must be a non-empty string`)
@@ -238,7 +242,7 @@ const externalAgent = (name: string, entry: unknown, report: (message: string) =
     description: typeof description === "string" ? description.trim() : `An external agent (${command}) that Skein talks to over ACP.`,
     readOnly: false,
     source: "config.json",
-    acp: { command, args: args as ReadonlyArray<string>, env: env as Readonly<Record<string, string>> }
+    acp: { command, args: args as ReadonlyArray<string>, env: env as Readonly<Record<string, string>>, ...(sandbox === true ? { sandbox } : {}) }
   }
 }
 

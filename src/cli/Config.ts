@@ -9,6 +9,9 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as fs from "node:fs"
 import type { SkeinConfig } from "../Local.ts"
+import * as os from "node:os"
+import * as nodePath from "node:path"
+import * as SandboxSettings from "../sandbox/Settings.ts"
 import * as McpConfig from "../mcp/Config.ts"
 import * as Reloadable from "../providers/Reloadable.ts"
 import * as Registry from "../providers/Registry.ts"
@@ -46,22 +49,45 @@ const compactAtFromEnv = (raw: string | undefined): number | undefined => {
   return Number.isFinite(value) && value >= 0.1 && value <= 0.95 ? value : undefined
 }
 
-/** What sessions are limited by, and where they live, from the options. */
-const limitsOf = (common: Options.Common) => {
-  // A store URL's password is a secret: never shown to the model, in a log or in a message.
-  if (common.store !== undefined && Secrets.hasCredentialUrl(common.store)) Secrets.registry().addValue(common.store)
-  return {
-    home: common.home,
-    maxTurnRequests: common.maxTurnRequests,
-    permissionTimeoutMs: common.permissionTimeoutMs,
-    maxLiveSessions: common.maxLiveSessions,
-    mode: common.mode,
-    compactAt: compactAtFromEnv(process.env.SKEIN_COMPACT_AT),
-    // The user's MCP servers (config.json `mcpServers`), for every session.
-    mcpServers: McpConfig.load(common.home).servers,
-    ...(common.store !== undefined ? { store: { postgres: common.store } } : {})
-  }
-}
+/**
+ * The sandbox's settings: `--sandbox`, else `SKEIN_SANDBOX`, else `<home>/config.json`'s
+ * `sandbox` (whose host and path lists hold either way). A value that is not understood is a
+ * usage error: the sandbox is never weaker than asked. An unreadable config.json is reported
+ * by `skein doctor`; here it counts as saying nothing.
+ */
+export const sandboxSettings = (common: Options.Common): Effect.Effect<SandboxSettings.Settings, Options.UsageError> =>
+  Effect.gen(function*() {
+    let file: unknown
+    try {
+      file = (JSON.parse(fs.readFileSync(nodePath.join(common.home, "config.json"), "utf8")) as Record<string, unknown> | null)?.["sandbox"]
+    } catch {
+      file = undefined
+    }
+    const fromFile = SandboxSettings.fromConfig(file, os.homedir())
+    if ("error" in fromFile) return yield* Effect.fail(new Options.UsageError(`${nodePath.join(common.home, "config.json")}: ${fromFile.error}`))
+    const resolved = SandboxSettings.resolve({ flag: common.sandbox, env: Options.env("SKEIN_SANDBOX"), file: fromFile })
+    if ("error" in resolved) return yield* Effect.fail(new Options.UsageError(resolved.error))
+    return resolved
+  })
+
+/** What sessions are limited by, where they live and how their commands are sandboxed, from the options. */
+const limitsOf = (common: Options.Common) =>
+  Effect.gen(function*() {
+    // A store URL's password is a secret: never shown to the model, in a log or in a message.
+    if (common.store !== undefined && Secrets.hasCredentialUrl(common.store)) Secrets.registry().addValue(common.store)
+    return {
+      home: common.home,
+      maxTurnRequests: common.maxTurnRequests,
+      permissionTimeoutMs: common.permissionTimeoutMs,
+      maxLiveSessions: common.maxLiveSessions,
+      mode: common.mode,
+      compactAt: compactAtFromEnv(process.env.SKEIN_COMPACT_AT),
+      // The user's MCP servers (config.json `mcpServers`), for every session.
+      mcpServers: McpConfig.load(common.home).servers,
+      sandbox: yield* sandboxSettings(common),
+      ...(common.store !== undefined ? { store: { postgres: common.store } } : {})
+    }
+  })
 
 /**
  * Whether the scripted provider answers (`--script FILE`, or `--provider scripted`), and the
@@ -104,7 +130,7 @@ const resolveProviders = (common: Options.Common) =>
 
 export const skeinConfig = (common: Options.Common) =>
   Effect.gen(function*() {
-    const limits = limitsOf(common)
+    const limits = yield* limitsOf(common)
     const script = yield* scriptOf(common)
     if (script !== undefined) return { ...limits, script, model: common.model, unconfigured: undefined }
     const resolved = yield* resolveProviders(common)
@@ -120,7 +146,7 @@ export const skeinConfig = (common: Options.Common) =>
  */
 export const reloadableConfig = (common: Options.Common) =>
   Effect.gen(function*() {
-    const limits = limitsOf(common)
+    const limits = yield* limitsOf(common)
     const script = yield* scriptOf(common)
     if (script !== undefined) {
       const config: SkeinConfig = { ...limits, script, model: common.model }

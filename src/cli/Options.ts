@@ -28,6 +28,8 @@ export interface Common {
   readonly maxLiveSessions: number | undefined
   /** Keep sessions in this PostgreSQL database (`postgres://…`) instead of files under the home. */
   readonly store: string | undefined
+  /** `--sandbox` (auto, required, off), else `SKEIN_SANDBOX`: checked with config.json's by `Config.skeinConfig`. */
+  readonly sandbox: string | undefined
 }
 
 export const HELP = `skein — an ACP coding agent on Effect
@@ -70,6 +72,9 @@ Options (each also an environment variable):
   --max-turn-requests N    Model calls allowed in one turn (default 50)
   --permission-timeout-ms N  Unanswered permission requests are denied after N ms
                            (SKEIN_PERMISSION_TIMEOUT_MS, default 1800000)
+  --sandbox MODE           Where commands run: auto (in the sandbox where it works, else asked
+                           for), required (only in the sandbox), off (SKEIN_SANDBOX; config.json
+                           "sandbox"; default auto). See skein doctor
 
 skein acp options:
   --local-fs               Read and write files locally even when the client offers fs/*
@@ -165,7 +170,8 @@ export const common = (values: Record<string, string | boolean | undefined>): Co
     localTerminal: flag("local-terminal", "SKEIN_LOCAL_TERMINAL"),
     maxLineBytes: positiveInt("max-line-bytes", "SKEIN_MAX_LINE_BYTES"),
     maxLiveSessions: positiveInt("max-live-sessions", "SKEIN_MAX_LIVE_SESSIONS"),
-    store: storeUrl(str("store") ?? env("SKEIN_STORE"))
+    store: storeUrl(str("store") ?? env("SKEIN_STORE")),
+    sandbox: str("sandbox")
   }
 }
 

@@ -23,6 +23,7 @@ export const OPTIONS = {
   "permission-timeout-ms": { type: "string" },
   "max-live-sessions": { type: "string" },
   store: { type: "string" },
+  sandbox: { type: "string" },
   // acp
   "local-fs": { type: "boolean" },
   "local-terminal": { type: "boolean" },
@@ -78,9 +79,10 @@ const RUNTIME: ReadonlyArray<Option> = [
   "max-turn-requests",
   "permission-timeout-ms",
   "max-live-sessions",
-  "store"
+  "store",
+  "sandbox"
 ]
-const SESSION_SETTINGS: ReadonlyArray<Option> = ["provider", "model", "script", "mode", "max-turn-requests", "permission-timeout-ms", "max-live-sessions"]
+const SESSION_SETTINGS: ReadonlyArray<Option> = ["provider", "model", "script", "mode", "max-turn-requests", "permission-timeout-ms", "max-live-sessions", "sandbox"]
 
 const each = (options: ReadonlyArray<Option>, why: string): Partial<Record<Option, string>> => Object.fromEntries(options.map((o) => [o, why]))
 
@@ -139,7 +141,7 @@ export const uses = (
       if (given("rerun")) {
         return {
           as: "skein replay --rerun",
-          options: ["home", "store", "rerun", "cwd", "json", "rerun-home"],
+          options: ["home", "store", "rerun", "cwd", "json", "rerun-home", "sandbox"],
           why: {
             ...each(SESSION_SETTINGS, "a re-run answers every model call from the log and replays its modes and permission answers"),
             acp: "--acp prints the log's updates and --rerun runs it again: choose one"

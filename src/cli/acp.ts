@@ -24,6 +24,9 @@ import { MIN_TOKEN_LENGTH, readToken } from "./serve.ts"
 import * as SignIn from "./SignIn.ts"
 import * as Usage from "./Usage.ts"
 import * as Address from "../remote/Address.ts"
+import * as Detect from "../sandbox/Detect.ts"
+import * as Guarantees from "../sandbox/Guarantees.ts"
+import * as SandboxSettings from "../sandbox/Settings.ts"
 
 /** stdout belongs to the protocol: anything else that tries to print goes to stderr, redacted. */
 const guardStdout = () => {
@@ -187,7 +190,9 @@ export const run = (args: ReadonlyArray<string>) =>
         // Sessions on a server may be shown in other windows too: their turns are shown here.
         watchOthers: connect !== undefined,
         // A server's sessions use its configuration, not the one here: nothing to sign in to.
-        signIn: connect === undefined ? SignIn.make(common.home, reloadable) : undefined
+        signIn: connect === undefined ? SignIn.make(common.home, reloadable) : undefined,
+        // A server's sandbox is its own: stated only for sessions that live here.
+        sandbox: connect === undefined ? Guarantees.statement(SandboxSettings.normalize(config.sandbox), Detect.unlikely()) : undefined
       }, awaiting(ready))
     }))
     return 0

@@ -28,10 +28,12 @@ import * as Errors from "../providers/Errors.ts"
 import * as Prompt from "../providers/Prompt.ts"
 import type { ModelInfo } from "../providers/Models.ts"
 import * as Registry from "../providers/Registry.ts"
+import * as Guarantees from "../sandbox/Guarantees.ts"
+import * as Sandbox from "../sandbox/Sandbox.ts"
 import * as Skills from "../skills/Skills.ts"
 import * as Checks from "./Checks.ts"
 import * as CodeCache from "./CodeCache.ts"
-import { loadScriptFile, scripted as isScripted } from "./Config.ts"
+import { loadScriptFile, sandboxSettings, scripted as isScripted } from "./Config.ts"
 import * as Options from "./Options.ts"
 import * as Usage from "./Usage.ts"
 import { DEFAULT_MAX_LIVE_SESSIONS, DEFAULT_MAX_TURN_REQUESTS, DEFAULT_PERMISSION_TIMEOUT_MS } from "../runtime/Config.ts"
@@ -55,8 +57,9 @@ with a warning for each definition that is skipped, the skills (.agents/skills a
 ~/.claude/skills, $SKEIN_HOME/skills) and the slash commands (built-ins, .skein/commands,
 .claude/commands, $SKEIN_HOME/commands, user-invocable skills) and the project instructions
 (AGENTS.md, CLAUDE.md from the repository root down), with their problems as warnings: a file
-that is a link out of its folder (or the repository) is skipped, and said so. Exits 0 when a
-prompt would reach a model.
+that is a link out of its folder (or the repository) is skipped, and said so. Then the sandbox:
+its setting (--sandbox, SKEIN_SANDBOX, config.json "sandbox"), and whether it works here (it runs
+a sandboxed \`true\` to find out) and what it enforces. Exits 0 when a prompt would reach a model.
 
 --store URL (or SKEIN_STORE) also connects to that PostgreSQL session store and reports
 whether it answers, its schema version, its sessions and how many a Skein holds now; an
@@ -274,6 +277,7 @@ export const run = (args: ReadonlyArray<string>) =>
       commands,
       instructions
     }))
+    process.stdout.write(yield* sandboxReport(common))
     process.stdout.write(configuredMcp(common.home, process.cwd()))
     if (mcp !== undefined) process.stdout.write(yield* mcpReport(mcp))
     const store = common.store === undefined
@@ -290,6 +294,18 @@ export const run = (args: ReadonlyArray<string>) =>
     if (cluster !== undefined) process.stdout.write(`\nCluster (PostgreSQL)\n${cluster.lines.map((l) => `  ${l}\n`).join("")}`)
     const ready = scripted || (setup.errors.length === 0 && setup.unconfigured === undefined)
     return ready && store?.ok !== false && cluster?.ok !== false ? 0 : 1
+  })
+
+/** The sandbox section: the setting, and what a probe (a sandboxed `true`, run now) finds. */
+const sandboxReport = (common: Options.Common) =>
+  Effect.gen(function*() {
+    const settings = yield* Effect.result(sandboxSettings(common))
+    if (settings._tag === "Failure") return `\nSandbox\n  INVALID setting: ${settings.failure.message}\n`
+    const availability = yield* Effect.scoped(Effect.flatMap(Sandbox.make(settings.success, { skeinHome: common.home }), (manager) => manager.availability))
+    const probe = availability._tag === "available"
+      ? { available: true as const, seccomp: availability.seccomp }
+      : { available: false as const, reason: availability.reason }
+    return `\n${Guarantees.report(settings.success, probe).join("\n")}\n`
   })
 
 /** What a session started in `cwd` would find: its agents, skills, commands and project instructions. `userHome` is the OS user's home. */

@@ -22,6 +22,7 @@ import * as AcpReplay from "../translate/Replay.ts"
 import * as McpRecord from "../mcp/Record.ts"
 import { SessionLog } from "../log/SessionLog.ts"
 import * as Rerun from "../runtime/Rerun.ts"
+import { sandboxSettings } from "./Config.ts"
 import * as Checks from "./Checks.ts"
 import * as Options from "./Options.ts"
 import * as Usage from "./Usage.ts"
@@ -108,6 +109,8 @@ const rerun = (contents: { readonly header: Rerun.Options["header"]; readonly ev
   readonly cwd: string | undefined
   readonly home: string | undefined
   readonly json: boolean
+  /** Its commands run in the sandbox as a session's would (--sandbox, SKEIN_SANDBOX, config.json). */
+  readonly sandbox: Rerun.Options["sandbox"]
 }) =>
   Effect.scoped(Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
@@ -126,7 +129,7 @@ const rerun = (contents: { readonly header: Rerun.Options["header"]; readonly ev
     // The MCP servers the session used, as recorded beside its log (none for a log elsewhere without them).
     const mcpServers = yield* McpRecord.loadFile(fs, McpRecord.settingsPath(contents.file))
     const children = yield* childLogs(contents.events)
-    const report = yield* Rerun.run({ header: contents.header, events: contents.events, cwd, home, mcpServers, children })
+    const report = yield* Rerun.run({ header: contents.header, events: contents.events, cwd, home, mcpServers, children, sandbox: options.sandbox })
     yield* writeOut(options.json ? JSON.stringify(report, null, 2) + "\n" : formatReport(report, cwd))
     return report.diverged ? 1 : 0
   }))
@@ -153,7 +156,7 @@ export const run = (args: ReadonlyArray<string>) =>
       if (parsed.values.rerun === true) {
         const cwd = parsed.values.cwd !== undefined ? nodePath.resolve(parsed.values.cwd) : undefined
         const home = parsed.values["rerun-home"] !== undefined ? nodePath.resolve(parsed.values["rerun-home"]) : undefined
-        return yield* rerun(contents, { cwd, home, json: parsed.values.json === true })
+        return yield* rerun(contents, { cwd, home, json: parsed.values.json === true, sandbox: yield* sandboxSettings(common) })
       }
       const events = yield* asLoaded(contents)
       if (parsed.values.acp === true) {

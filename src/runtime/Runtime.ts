@@ -32,6 +32,7 @@ import * as McpSession from "../mcp/McpSession.ts"
 import * as McpConfig from "../mcp/Config.ts"
 import * as McpRecord from "../mcp/Record.ts"
 import * as ProviderConfig from "../providers/ProviderConfig.ts"
+import * as Sandbox from "../sandbox/Sandbox.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
 import * as Definitions from "../agents/Definitions.ts"
 import * as Commands from "../commands/Commands.ts"
@@ -86,6 +87,11 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
     const path = yield* Path.Path
     const services = Context.make(FileSystem.FileSystem, fs).pipe(Context.add(Path.Path, path)) as Context.Context<ToolEnv>
     const parent = yield* Effect.scope
+    // Nothing is probed or made until a session runs a command.
+    const sandboxes = config.sandbox === undefined ? undefined : yield* Sandbox.make(config.sandbox, { skeinHome: config.home, userHome: config.userHome })
+    /** A session's sandbox, in its scope. */
+    const sandboxFor = (cwd: string, additionalDirectories: ReadonlyArray<string>, scope: Scope.Scope) =>
+      sandboxes === undefined ? Effect.succeed(undefined) : sandboxes.session({ cwd, roots: [cwd, ...additionalDirectories] }).pipe(Scope.provide(scope))
     // The keys of config.json are secrets whichever provider answers (the scripted one too). Read
     // in the background: session/new need not wait for it, and no tool output can come before a
     // prompt, a round trip of the client's later.
@@ -185,8 +191,9 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         history.rules.push(...request.rules)
         const depth = request.parent.depth
         const toolkit = toolsOf(agent, parentTools, depth, limits.maxDepth)
+        const sandbox = yield* sandboxFor(request.cwd, request.additionalDirectories, scope)
         const base = {
-          ...depsFor(id, request.cwd, writer, { session: undefined, record: [] }),
+          ...depsFor(id, request.cwd, writer, { session: undefined, record: [] }, sandbox),
           extensions: extensionsFor(request.cwd, false),
           project: childProject(request.cwd)
         }
@@ -198,7 +205,8 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
             cwd: request.cwd,
             clientInfo: { name: "skein", version: config.version },
             permissionTimeoutMs: config.permissionTimeoutMs,
-            ceiling: reach
+            ceiling: reach,
+            sandbox
           }).pipe(Scope.provide(scope))).run
           : undefined
         const deps: Session.Deps = {
@@ -263,7 +271,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         )
       })
 
-    const depsFor = (id: string, cwd: string, writer: Writer, mcp: Mcp): Session.Deps => {
+    const depsFor = (id: string, cwd: string, writer: Writer, mcp: Mcp, sandbox: Sandbox.SessionSandbox | undefined): Session.Deps => {
       const servers = mcp.session
       return {
         bus,
@@ -286,7 +294,8 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         startEvents: mcp.record,
         extensions: extensionsFor(cwd, true),
         compactAt: config.compactAt,
-        userHome: config.userHome
+        userHome: config.userHome,
+        sandbox
       }
     }
 
@@ -302,12 +311,12 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
      * session answers), and records them when they changed: their settings
      * beside the log, what identifies them in it.
      */
-    const startMcp = (servers: ReadonlyArray<McpServer>, changed: boolean, writer: Writer, cwd: string, scope: Scope.Scope) =>
+    const startMcp = (servers: ReadonlyArray<McpServer>, changed: boolean, writer: Writer, cwd: string, scope: Scope.Scope, sandbox: Sandbox.SessionSandbox | undefined) =>
       Effect.gen(function*() {
         if (changed) yield* McpRecord.save(writer, servers)
         const record: ReadonlyArray<CanonicalBody> = changed ? [{ type: "mcp_servers", data: { servers: McpRecord.summary(servers) } }] : []
         if (servers.length === 0) return { session: undefined, record } satisfies Mcp
-        const session = yield* McpSession.start({ servers, cwd, clientInfo: { name: "skein", version: config.version } }).pipe(
+        const session = yield* McpSession.start({ servers, cwd, clientInfo: { name: "skein", version: config.version }, sandbox }).pipe(
           Scope.provide(scope)
         )
         return { session, record } satisfies Mcp
@@ -382,10 +391,11 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           skein: config.version
         }).pipe(Scope.provide(scope))
         const servers = McpConfig.merge(config.mcpServers ?? [], options.mcpServers ?? [])
-        const mcp = yield* startMcp(servers, servers.length > 0, writer, options.cwd, scope)
+        const sandbox = yield* sandboxFor(options.cwd, additionalDirectories, scope)
+        const mcp = yield* startMcp(servers, servers.length > 0, writer, options.cwd, scope, sandbox)
         const history = History.make()
         history.mode = mode
-        return yield* Session.make({ id, cwd: options.cwd, additionalDirectories, created }, history, withChildren(depsFor(id, options.cwd, writer, mcp), history), scope)
+        return yield* Session.make({ id, cwd: options.cwd, additionalDirectories, created }, history, withChildren(depsFor(id, options.cwd, writer, mcp, sandbox), history), scope)
       }).pipe(
         Effect.mapError(fromLogError),
         Effect.onError(() => Scope.close(scope, Exit.void))
@@ -487,11 +497,12 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           const servers = fromClient.length > 0
             ? McpConfig.merge(config.mcpServers ?? [], fromClient)
             : McpConfig.merge(recorded, config.mcpServers ?? [])
-          const mcp = yield* startMcp(servers, !McpRecord.same(servers, recorded), writer, header.cwd, scope)
+          const sandbox = yield* sandboxFor(header.cwd, additionalDirectories, scope)
+          const mcp = yield* startMcp(servers, !McpRecord.same(servers, recorded), writer, header.cwd, scope, sandbox)
           const session = yield* Session.make(
             { id: header.id, cwd: header.cwd, additionalDirectories, created: header.created },
             history,
-            withChildren(depsFor(header.id, header.cwd, writer, mcp), history),
+            withChildren(depsFor(header.id, header.cwd, writer, mcp, sandbox), history),
             scope,
             lastSeq
           )

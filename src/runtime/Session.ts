@@ -31,6 +31,7 @@ import type { LogError, Writer } from "../log/SessionLog.ts"
 import * as Models from "../providers/Models.ts"
 import * as Prompt from "../providers/Prompt.ts"
 import type { Provider } from "../providers/Provider.ts"
+import type { SessionSandbox } from "../sandbox/Sandbox.ts"
 import * as ClientCalls from "../session/ClientCalls.ts"
 import {
   type Command,
@@ -118,6 +119,8 @@ export interface Deps {
   readonly userHome?: string | undefined
   /** What the system prompt says of the project, when the host has read it already (a child: its parent's); read once otherwise. */
   readonly project?: Effect.Effect<Prompt.Project> | undefined
+  /** The session's sandbox: its commands run in it, and are asked for accordingly. */
+  readonly sandbox?: SessionSandbox | undefined
   /** Runs a turn's work in place of the model/tool loop (an external ACP agent). */
   readonly runTurn?: ((ctx: Turn.TurnContext) => Effect.Effect<Turn.TurnOutcome, never, ToolEnv>) | undefined
 }
@@ -266,7 +269,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
         timeoutMs: deps.permissionTimeoutMs,
         record: (body) => emitCanonical(turn, body),
         readOnly: deps.readOnly,
-        above: deps.above
+        above: deps.above,
+        sandbox: deps.sandbox
       })
 
     /** The client's files and terminals for a turn, when its presenter's client offers them. */
@@ -493,6 +497,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
               agents,
               skills: skillsFor(q.turn, extensions),
               readRoots: Skills.readableFolders(extensions.skills, deps.userHome ?? os.homedir()),
+              sandbox: deps.sandbox,
               window,
               compactAt: deps.compactAt,
               steering: (final) => {

@@ -28,6 +28,7 @@ import type { Answer, StopReason } from "../Vocabulary.ts"
 import * as Translate from "../translate/Translate.ts"
 import * as Auth from "./Auth.ts"
 import * as ClientBridge from "./ClientBridge.ts"
+import type * as Guarantees from "../sandbox/Guarantees.ts"
 import * as Stdio from "./Stdio.ts"
 
 export const PROTOCOL_VERSION = 1
@@ -51,6 +52,8 @@ export interface Options {
    * in a `skein serve`, whose configuration is its own), no method is offered.
    */
   readonly signIn?: Auth.SignIn | undefined
+  /** What the sandbox guarantees, stated in `initialize` as `_meta.skein.sandbox` (when known here). */
+  readonly sandbox?: Guarantees.Statement | undefined
 }
 
 /** What Skein can do, exactly: advertised only once it works. */
@@ -497,7 +500,7 @@ export const handlers = (
           authMethods,
           agentInfo: { name: options.name ?? "skein", title: "Skein", version: options.version },
           // `_session/steering`: content for a running turn (an extension method).
-          _meta: { steering: { supported: true } }
+          _meta: { steering: { supported: true }, ...(options.sandbox !== undefined ? { skein: { sandbox: options.sandbox } } : {}) }
         })))),
       authenticate: Peer.request(Acp.Initialize.AuthenticateRequest, (params) =>
         signIn === undefined ? Effect.succeed({}) : Effect.gen(function*() {

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest"
 import * as Usage from "../../src/cli/Usage.ts"
 
-const RUNTIME = ["home", "provider", "model", "script", "mode", "max-turn-requests", "permission-timeout-ms", "max-live-sessions", "store"]
+const RUNTIME = ["home", "provider", "model", "script", "mode", "max-turn-requests", "permission-timeout-ms", "max-live-sessions", "store", "sandbox"]
 
 interface Form {
   readonly name: string
@@ -36,7 +36,7 @@ const forms: ReadonlyArray<Form> = [
   { name: "sessions fork", command: "sessions", positionals: ["fork", "3f2a"], values: {}, uses: ["home", "store", "turn"] },
   { name: "replay", command: "replay", positionals: ["3f2a"], values: {}, uses: ["home", "store", "acp", "rerun"] },
   { name: "replay --acp", command: "replay", positionals: ["3f2a"], values: { acp: true }, uses: ["home", "store"] },
-  { name: "replay --rerun", command: "replay", positionals: ["3f2a"], values: { rerun: true }, uses: ["home", "store", "cwd", "json", "rerun-home"] },
+  { name: "replay --rerun", command: "replay", positionals: ["3f2a"], values: { rerun: true }, uses: ["home", "store", "cwd", "json", "rerun-home", "sandbox"] },
   { name: "doctor", command: "doctor", positionals: [], values: {}, uses: [...RUNTIME, "cluster", "mcp"] },
   { name: "doctor --store", command: "doctor", positionals: [], values: { store: "postgres://db/skein" }, uses: [...RUNTIME.filter((o) => o !== "store"), "cluster"] },
   { name: "serve", command: "serve", positionals: [], values: {}, uses: [...RUNTIME, "listen", "cluster"] },

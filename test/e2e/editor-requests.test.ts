@@ -54,7 +54,8 @@ describe("e2e: requests to the client come after the updates that lead to them",
       release = resolve
     })
     const agent = await agents.ready({
-      args: ["--mode", "bypassPermissions"],
+      // The sandbox off: sandboxed commands run in Skein's sandbox, not in a client's terminal.
+      args: ["--mode", "bypassPermissions", "--sandbox", "off"],
       files: { "notes.txt": "disk\n" },
       clientCapabilities: { readTextFile: true, writeTextFile: false, terminal: true },
       clientMethods: {

@@ -168,6 +168,8 @@ describe("faults: bounded input", () => {
   it("a permission answer nested 100,000 deep is an unreadable answer: a denial, and the turn goes on", async () => {
     const agent = agents.start({
       script: { turns: [{ calls: [[{ tool: "bash", args: { command: "touch made-it" }, id: "b1" }], [{ text: "done" }]] }] },
+      // The sandbox off: the command is asked for.
+      args: ["--sandbox", "off"],
       onRequest: () => "never"
     })
     await agent.initialize()

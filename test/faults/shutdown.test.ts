@@ -59,7 +59,9 @@ const cases: Array<{ readonly name: string; readonly stop: (agent: AgentProcess)
 describe("faults: shutdown mid-turn with a running bash tool", () => {
   for (const { name, stop } of cases) {
     it(`${name}: exit 0 without waiting for the command, no process of it left, log ends turn_end cancelled`, async () => {
-      const agent = await agents.ready({ script, args: ["--mode", "bypassPermissions"] })
+      // The sandbox off: the command's pid is the machine's (a sandboxed one has a PID namespace of
+      // its own; the sandbox's clean-up is tested in test/e2e/sandbox.test.ts).
+      const agent = await agents.ready({ script, args: ["--mode", "bypassPermissions", "--sandbox", "off"] })
       const sessionId = await agent.newSession()
       const { prompt, pgid } = await startTurn(agent, sessionId)
       try {

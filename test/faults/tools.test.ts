@@ -21,7 +21,8 @@ describe("faults: a permission request that is never answered", () => {
   it("is denied after --permission-timeout-ms, withdrawn with $/cancel_request, and the turn ends end_turn", async () => {
     const agent = await agents.ready({
       script: { turns: [{ calls: [[{ tool: "bash", args: { command: "touch made-it" }, id: "b1" }], [{ text: "done" }]] }] },
-      args: ["--permission-timeout-ms", "500"],
+      // The sandbox off: the command is asked for.
+      args: ["--permission-timeout-ms", "500", "--sandbox", "off"],
       // The client shows the question and never answers it.
       permission: () => new Promise(() => {})
     })

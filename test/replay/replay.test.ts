@@ -242,7 +242,8 @@ describe("skein replay (CLI)", () => {
     const cwd = temp()
     try {
       cpSync(join(GOLDEN, "workspace"), cwd, { recursive: true })
-      const result = skein(["replay", join(GOLDEN, "match.ndjson"), "--rerun", "--cwd", cwd])
+      // Recorded without the sandbox (its commands were asked for): re-run the same way.
+      const result = skein(["replay", join(GOLDEN, "match.ndjson"), "--rerun", "--cwd", cwd, "--sandbox", "off"])
       assert.strictEqual(result.status, 0, result.stderr + result.stdout)
       assert.include(result.stdout, `Re-ran session golden-match in ${cwd}`)
       assert.include(result.stdout, `turn 1  "What do the notes say?"  ✓ same (1 tool result)`)
@@ -257,14 +258,14 @@ describe("skein replay (CLI)", () => {
     const cwd = temp()
     try {
       cpSync(join(GOLDEN, "workspace"), cwd, { recursive: true })
-      const result = skein(["replay", join(GOLDEN, "diverge.ndjson"), "--rerun", "--cwd", cwd])
+      const result = skein(["replay", join(GOLDEN, "diverge.ndjson"), "--rerun", "--cwd", cwd, "--sandbox", "off"])
       assert.strictEqual(result.status, 1, result.stderr + result.stdout)
       assert.include(result.stdout, `turn 1  "What do the notes say?"  ✗ differs`)
       assert.include(result.stdout, "Read notes.txt (call_1_1_1): content differs")
       assert.include(result.stdout, "logged  line 1: 1\tOld notes")
       assert.include(result.stdout, "now     line 1: 1\tHello notes")
       assert.include(result.stdout, "1 of 4 turns differ from the log.")
-      const json = skein(["replay", join(GOLDEN, "diverge.ndjson"), "--rerun", "--cwd", cwd, "--json"])
+      const json = skein(["replay", join(GOLDEN, "diverge.ndjson"), "--rerun", "--cwd", cwd, "--json", "--sandbox", "off"])
       assert.strictEqual(json.status, 1)
       assert.isTrue(JSON.parse(json.stdout).diverged)
     } finally {

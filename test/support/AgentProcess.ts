@@ -65,6 +65,8 @@ export interface StartOptions {
   readonly prepareHome?: ((home: string) => void) | undefined
   /** Extra environment variables. */
   readonly env?: Readonly<Record<string, string>>
+  /** A command line Skein runs under (e.g. a bwrap that takes user namespaces away), before `node skein.mjs …`. */
+  readonly wrapper?: ReadonlyArray<string>
   /**
    * How the client answers `session/request_permission` (default: the `allow_once` option).
    * May return a promise that never settles, to leave a request pending.
@@ -199,8 +201,9 @@ export class AgentProcess {
     // own: it refuses those options.
     const remote = (options.args ?? []).some((arg) => arg === "--connect" || arg.startsWith("--connect="))
     const own = remote ? [] : ["--home", this.home, ...(script !== undefined ? ["--script", script] : [])]
-    const [command, ...args] = options.command?.({ home: this.home, script }) ?? [NODE, SKEIN, "acp", ...own, ...(options.args ?? [])]
-    this.child = spawn(command!, args, {
+    const command = options.command?.({ home: this.home, script }) ?? [NODE, SKEIN, "acp", ...own, ...(options.args ?? [])]
+    const wrapped = [...(options.wrapper ?? []), ...command]
+    this.child = spawn(wrapped[0]!, wrapped.slice(1), {
       cwd: this.cwd,
       // The flags decide; SKEIN_* variables of the caller's shell must not leak in.
       // A developer's own provider keys must not make the suite call a real model either.

@@ -71,7 +71,8 @@ export const withSkein = <A, E>(
 ) =>
   Effect.gen(function*() {
     const { home, cwd } = yield* makeDirs
-    return yield* run(home, cwd, body).pipe(Effect.provide(Skein.layerLocal({ home, store: "memory", ...config })))
+    // Without the sandbox unless a test asks for it: these tests are about the runtime.
+    return yield* run(home, cwd, body).pipe(Effect.provide(Skein.layerLocal({ home, store: "memory", sandbox: "off", ...config })))
   })
 
 /**
