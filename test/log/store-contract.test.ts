@@ -222,7 +222,7 @@ Postgres.describeWithPostgres("on PostgreSQL", (server) => {
       assert.strictEqual((yield* Effect.flip(other.remove("d2"))).reason, "locked")
       // Its process dies: PostgreSQL ends its connections (here: the one that shows it is alive).
       yield* outside(db.url, (sql) => sql`
-        SELECT pg_terminate_backend(l.pid) FROM pg_locks l JOIN skein_leases s ON l.objid = s.presence::oid
+        SELECT pg_terminate_backend(l.pid, 10000) FROM pg_locks l JOIN skein_leases s ON l.objid = s.presence::oid
         WHERE l.locktype = 'advisory' AND l.classid = ${PgLease.PRESENCE}::oid AND l.objsubid = 2 AND s.session_id = 'd1'`)
       // Every way to take a session takes it now: deleting one,
       yield* other.remove("d2")
