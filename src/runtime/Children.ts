@@ -178,7 +178,6 @@ const worktreeCall = (toolCallId: string, agent: string, plan: Worktree.Plan): A
   locations: [{ path: plan.repository }]
 })
 
-/** Whether a child's prompt ended with what it was asked (for a workflow step). */
 /** Why a child's turn stream failed: its session's own error (its log refused its turn's end), or that it closed. */
 const failureText = (cause: Cause.Cause<unknown>): string => {
   for (const reason of cause.reasons) {
@@ -189,6 +188,7 @@ const failureText = (cause: Cause.Cause<unknown>): string => {
   return "The child session closed before its task ended"
 }
 
+/** Whether a child's prompt ended with what it was asked (for a workflow step). */
 const succeeded = (child: Child) => child.state === "idle" && child.stopReason === "end_turn" && child.error === undefined
 
 export const make = (options: Options): Effect.Effect<Children> =>
