@@ -38,11 +38,11 @@ const switchboard = () => {
   let syncFails = false
   let error = new LogError({ reason: "io", message: FULL })
   const writes = { append: 0, sync: 0 }
-  const faults: MemoryStore.Faults = {
+  const faults: MemoryStore.Faults & { when?: (events: ReadonlyArray<{ readonly type: string; readonly sessionId: string }>) => boolean } = {
     append: (events) => {
       writes.append++
       if (failAt !== undefined && events.some((e) => e.type === failAt)) failing = true
-      return failing ? error : undefined
+      return failing || faults.when?.(events) === true ? error : undefined
     },
     sync: () => {
       writes.sync++
@@ -57,10 +57,15 @@ const switchboard = () => {
       error = as
       failAt = type
     },
+    /** Every write that `when` picks fails. */
+    failWhen: (when: (events: ReadonlyArray<{ readonly type: string; readonly sessionId: string }>) => boolean) => {
+      faults.when = when
+    },
     failSyncs: () => {
       syncFails = true
     },
     heal: () => {
+      faults.when = undefined
       failAt = undefined
       failing = false
       syncFails = false
@@ -70,6 +75,8 @@ const switchboard = () => {
 
 const turns = {
   go: [[{ text: "Reading." }, { tool: "read", args: { path: "notes.txt" }, id: "r1" }], [{ text: "Done." }]],
+  delegate: [[{ tool: "spawn_agent", args: { task: "child task", agent: "general" }, id: "s1" }], [{ tool: "wait_agent", args: {}, id: "w1" }], [{ text: "Parent done." }]],
+  "child task": [[{ text: "Child answer." }]],
   after: [[{ text: "Back." }]],
   slow: [[{ text: "Waiting." }, { sleep_ms: 30_000 }]]
 }
@@ -212,6 +219,20 @@ describe("a session whose log refuses writes", () => {
         const ends = loaded.events.filter((e) => e.type === "turn_end")
         assert.deepStrictEqual(ends.map((e) => (e.type === "turn_end" ? [e.turn, e.data.stopReason] : [])), [[1, "cancelled"]])
         assert.deepStrictEqual(yield* loaded.session.prompt(text("after")), { stopReason: "end_turn" })
+      })))
+
+  it.live("a child session whose log refuses its turn's end: the parent's wait says it failed and why; the parent's turn goes on", () =>
+    withStore(({ board, cwd, runtime }) =>
+      Effect.gen(function*() {
+        const parent = yield* runtime.newSession({ cwd, mode: "bypassPermissions" })
+        board.failWhen((events) => events.some((e) => e.sessionId !== parent.id && e.type === "turn_end"))
+        assert.deepStrictEqual(yield* parent.prompt(text("delegate")), { stopReason: "end_turn" })
+        const log = yield* logged(runtime, parent.id)
+        const result = log.find((e) => e.type === "subagent" && e.data.event === "result")
+        assert.strictEqual(result?.type === "subagent" ? result.data.state : undefined, "failed")
+        assert.include(result?.type === "subagent" ? result.data.error : "", "the disk is full (ENOSPC)")
+        const waited = log.find((e) => e.type === "tool_result" && e.data.id === "w1")
+        assert.include(waited?.type === "tool_result" ? waited.data.content : "", "ENOSPC")
       })))
 
   it.live("commands besides prompts: a refused mode or model change is refused and not made; a refused fork leaves no fork; close and delete work", () =>
