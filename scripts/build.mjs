@@ -118,6 +118,28 @@ if (rpcInMain.length > 0) {
   process.stderr.write(`build: the main bundle reaches the RPC modules (${rpcInMain.slice(0, 3).join(", ")})\n`)
   process.exit(1)
 }
+// What start-up evaluates: the modules reached from the entry through static imports only. The
+// OTLP exporter (src/telemetry/Otlp.ts, effect/observability) is for a process that exports
+// telemetry; any other must not pay for it, so it is reached through a dynamic import alone.
+const staticallyReached = (metafile) => {
+  const seen = new Set(["src/cli/main.ts"])
+  const queue = ["src/cli/main.ts"]
+  while (queue.length > 0) {
+    for (const imported of metafile.inputs[queue.pop()]?.imports ?? []) {
+      if (imported.kind === "dynamic-import" || imported.external === true || seen.has(imported.path)) continue
+      seen.add(imported.path)
+      queue.push(imported.path)
+    }
+  }
+  return seen
+}
+for (const [name, cli] of [["skein-main.cjs", main], ["skein-remote.cjs", remote]]) {
+  const eager = [...staticallyReached(cli.metafile)].filter((input) => input === "src/telemetry/Otlp.ts" || /effect\/dist\/observability\//.test(input))
+  if (eager.length > 0) {
+    process.stderr.write(`build: ${name} loads the telemetry exporter at start-up (${eager.slice(0, 3).join(", ")}): import it dynamically\n`)
+    process.exit(1)
+  }
+}
 // The launcher names its code caches after the bundles' contents: V8 itself only checks the
 // source's length, so a rebuilt bundle must never meet the cache of an earlier one.
 const { version } = JSON.parse(readFileSync("package.json", "utf8"))
