@@ -42,6 +42,7 @@ const commands: Record<string, () => Promise<CommandModule>> = {
   sessions: () => import("./sessions.ts"),
   replay: () => import("./replay.ts"),
   serve: () => import("./serve.ts"),
+  monitor: () => import("./monitor.ts"),
   doctor: () => import("./doctor.ts")
 }
 

@@ -118,7 +118,13 @@ export const sharding = (options: Options, token: string) => {
  * A runner: its sessions (as entities) and its `serve` endpoint at `address`, on a runtime
  * configured by `config` whose sessions live in the cluster's database.
  */
-export const layer = (options: Options, serve: { readonly address: Address; readonly token: string }, config: SkeinConfig) => {
+export const layer = (
+  options: Options,
+  serve: { readonly address: Address; readonly token: string },
+  config: SkeinConfig,
+  /** Runs beside the serve endpoint over the same procedures (the web monitor). */
+  alongside?: (procedures: typeof Front.layer) => Layer.Layer<never, unknown, Layer.Services<typeof Front.layer>>
+) => {
   const lockExpiryMs = options.lockExpiryMs ?? DEFAULT_LOCK_EXPIRY_MS
   // The cluster decides which sessions stay open (an idle one closes after a while, and runners
   // share the load): the runtime's own cap is only a backstop, at the cluster's default.
@@ -127,7 +133,8 @@ export const layer = (options: Options, serve: { readonly address: Address; read
   const sql = PgClient.layer({ url: Redacted.make(options.url), applicationName: `skein-runner ${options.runner.host}:${options.runner.port}` })
   return Layer.mergeAll(
     SessionEntity.layer({ leaseWaitMs: lockExpiryMs + 5_000 }),
-    Serve.layer(serve.address, serve.token, Front.layer)
+    Serve.layer(serve.address, serve.token, Front.layer),
+    alongside === undefined ? Layer.empty : alongside(Front.layer)
   ).pipe(
     Layer.provide(sharding(options, serve.token)),
     Layer.provide(sql),

@@ -31,6 +31,8 @@ export interface Entry {
   readonly version: number
   /** A child session's parent (its id). */
   readonly parent?: string | undefined
+  /** The agent a child session runs as. */
+  readonly agent?: string | undefined
 }
 
 export interface Page {
@@ -89,6 +91,7 @@ export interface Head {
   readonly version: number
   readonly title: string | undefined
   readonly parent?: string | undefined
+  readonly agent?: string | undefined
 }
 
 const parse = (text: string): unknown => {
@@ -132,7 +135,8 @@ const headOf = (text: string, complete: boolean): { readonly head: Head | undefi
       created: typeof header.created === "number" ? header.created : 0,
       version: typeof header.v === "number" ? header.v : 0,
       title: found,
-      ...(parentOf(header) !== undefined ? { parent: parentOf(header) } : {})
+      ...(parentOf(header) !== undefined ? { parent: parentOf(header) } : {}),
+      ...(typeof header.agent === "string" ? { agent: header.agent } : {})
     },
     done
   }

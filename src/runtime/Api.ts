@@ -89,7 +89,9 @@ export const SessionSummary = Schema.Struct({
   updatedAt: Schema.Number,
   version: Schema.Number,
   /** A child session's parent. */
-  parent: Schema.optionalKey(Schema.String)
+  parent: Schema.optionalKey(Schema.String),
+  /** The agent a child session runs as (where the store records it). */
+  agent: Schema.optionalKey(Schema.String)
 })
 export type SessionSummary = typeof SessionSummary.Type
 

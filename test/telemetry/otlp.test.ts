@@ -127,7 +127,6 @@ describe("telemetry: OTLP export", () => {
     expect(resource["deployment.environment"]).toBe("ci")
 
     const spans = spansOf(received)
-    if (process.env.DUMP_SPANS) console.log(received.map((r) => r.path).join(" "), spans.map((s) => `${s.name} ${s.spanId} <- ${s.parentSpanId}`).join("\n"))
     const byName = (name: string) => spans.filter((s) => s.name === name)
     const [turn] = byName("invoke_agent skein")
     expect(turn).toBeDefined()
