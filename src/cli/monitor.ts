@@ -54,7 +54,7 @@ export const run = (args: ReadonlyArray<string>) =>
         process.stderr.write(`skein monitor: watching the skein serve at ${url}\n`)
         // Until the server goes away (its events end with it).
         const runtime = Context.get(remote.success, Runtime)
-        yield* Stream.runDrain(runtime.events)
+        yield* Effect.exit(Stream.runDrain(runtime.events))
         return yield* Effect.fail(new RuntimeError({ reason: "unavailable", message: `The skein serve at ${url} stopped; the monitor stops with it` }))
       }
       // No server: the logs, read-only.

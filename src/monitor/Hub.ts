@@ -8,6 +8,7 @@
  * slows a turn. What a browser has not taken yet is bounded: for the overview, the set of rows
  * and questions that changed (at most the rows themselves); for a session, `Outbox.MAX_PENDING`.
  */
+import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
@@ -137,7 +138,7 @@ export const make = (options: Options): Effect.Effect<Hub, RuntimeError, Scope.S
             const changes = Projection.noChanges()
             for (const event of events) Projection.applyEvent(state, changes, event)
             publish(changes)
-          })).pipe(Effect.catchCause((cause) => Effect.logWarning("monitor: the runtime's events stopped", cause)))
+          })).pipe(Effect.catchCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.logWarning("monitor: the runtime's events stopped", cause)))
       )
     }
     const refresh = Effect.gen(function*() {
