@@ -145,10 +145,15 @@ export const make = (options: Options): Effect.Effect<Hub, RuntimeError, Scope.S
       const page = yield* runtime.listSessions({ children: true, limit: REFRESH_NEWEST })
       yield* catalog(page.sessions, false)
     })
-    yield* Effect.forkScoped(Effect.forever(Effect.andThen(
-      Effect.sleep(options.refreshMs ?? (options.mode === "live" ? 5_000 : 2_000)),
-      Effect.catchCause(refresh, (cause) => Effect.logWarning("monitor: could not list the sessions", cause))
-    )))
+    // The live sessions (kept in memory, cheap to ask for) often; the listing (the store) less.
+    const refreshLive = options.mode === "live" ? catalog([], false) : Effect.void
+    const every = (ms: number, effect: Effect.Effect<void, RuntimeError>) =>
+      Effect.forkScoped(Effect.forever(Effect.andThen(
+        Effect.sleep(ms),
+        Effect.catchCause(effect, (cause) => Effect.logWarning("monitor: could not list the sessions", cause))
+      )))
+    yield* every(options.refreshMs ?? (options.mode === "live" ? 5_000 : 2_000), refresh)
+    if (options.mode === "live") yield* every(1_000, refreshLive)
 
     const overviewMessages = (changes: Projection.Changes, full: boolean): Array<OverviewMessage> => {
       const out: Array<OverviewMessage> = []
@@ -162,6 +167,8 @@ export const make = (options: Options): Effect.Effect<Hub, RuntimeError, Scope.S
     const overview = Outbox.sse((send) => {
       const sub: Subscriber = { changes: Projection.noChanges(), signal: new Signal() }
       return Effect.gen(function*() {
+        // A session opened that has said nothing yet is shown at once.
+        yield* Effect.ignore(refreshLive)
         subscribers.add(sub)
         yield* send(Outbox.frame(hello))
         for (const message of overviewMessages(sub.changes, true)) yield* send(Outbox.frame(message))
