@@ -135,6 +135,52 @@ describe.skipIf(skip !== undefined)("web monitor in Chromium", () => {
     await page.locator("article.question").waitFor({ state: "detached" })
   })
 
+  it("keeps a 100,000-delta turn bounded: the page holds its text's tail, and gets batches, not deltas", async () => {
+    const script: Script = { turns: [{ calls: [[{ text: "x", repeat: 100_000 }, { text: "THE END" }]] }] }
+    const server = await serve(script, undefined, {}, ["--web", "127.0.0.1:0"])
+    const url = monitorUrl(server)
+    const agent = await editor(server)
+    const sessionId = await agent.newSession()
+    const page = await (await browsers.launch()).newPage()
+    await page.goto(`${base(url)}/sessions/${sessionId}?token=${url.split("token=")[1]}`)
+    // What the stream carries, read beside the page.
+    let frames = 0
+    let deltas = 0
+    const controller = new AbortController()
+    const response = await fetch(`${base(url)}/api/sessions/${sessionId}/events`, { headers: { authorization: `Bearer ${url.split("token=")[1]}` }, signal: controller.signal })
+    const reading = (async () => {
+      const decoder = new TextDecoder()
+      let buffer = ""
+      try {
+        for await (const chunk of response.body!) {
+          buffer += decoder.decode(chunk as Uint8Array, { stream: true })
+          const lines = buffer.split("\n")
+          buffer = lines.pop()!
+          for (const line of lines) {
+            if (!line.startsWith("data: ")) continue
+            const message = JSON.parse(line.slice(6))
+            if (message.type !== "events") continue
+            frames++
+            deltas += message.events.filter((e: any) => e.type === "text_delta").length
+          }
+        }
+      } catch {
+        // aborted
+      }
+    })()
+    expect((await agent.prompt(sessionId, "Go on and on")).stopReason).toBe("end_turn")
+    await page.locator(".footer").getByText("Ended: end_turn").waitFor()
+    controller.abort()
+    await reading
+    const text = (await page.locator(".call .text").last().textContent())!
+    expect(text.length).toBeLessThan(64_000 + 100)
+    expect(text).toMatch(/… \d+ earlier characters not shown …/)
+    expect(text.endsWith("xxxTHE END")).toBe(true)
+    // Merged into batches: far fewer than the deltas the model streamed.
+    expect(frames).toBeGreaterThan(0)
+    expect(deltas).toBeLessThan(10_000)
+  })
+
   it("read-only by default: no answer button, and an answer is refused", async () => {
     const script: Script = { turns: [{ calls: [[call("write", { path: "nope.txt", content: "x" }, "w1")], [{ text: "ok" }]] }] }
     const server = await serve(script, undefined, {}, ["--web", "127.0.0.1:0"])
