@@ -183,4 +183,35 @@ describe("telemetry: OTLP export", () => {
       expect(r.text).not.toContain(SECRET)
     }
   })
+
+  it("keeps stdout clean and the turn going when the receiver is down or a variable is malformed", async () => {
+    // A port nothing listens on: the exporter's failures go to stderr, never to stdout or the turn.
+    const closed = http.createServer()
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve))
+    const port = (closed.address() as AddressInfo).port
+    await new Promise((resolve) => closed.close(resolve))
+    const agent = await agents.ready({
+      script: { turns: [{ calls: [[call("read", { path: "notes.txt" }, "r1")], [{ text: "fine" }]] }] },
+      files: { "notes.txt": "hi\n" },
+      env: {
+        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
+        OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: "not a url",
+        OTEL_RESOURCE_ATTRIBUTES: "broken=%ZZ",
+        OTEL_EXPORTER_OTLP_HEADERS: `authorization=${SECRET}`
+      }
+    })
+    const sessionId = await agent.newSession()
+    const response = await agent.requestRaw("session/prompt", {
+      sessionId,
+      prompt: [{ type: "text", text: "go" }],
+      _meta: { traceparent: "00-not-a-trace-01" }
+    }, 20_000)
+    expect(response.result).toEqual({ stopReason: "end_turn" })
+    agent.closeStdin()
+    expect((await agent.waitExit(15_000)).code).toBe(0)
+    expectClean(agent)
+    expect(agent.stderr).toContain("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT is not a URL")
+    expect(agent.stderr).toContain("OTEL_RESOURCE_ATTRIBUTES is not a list of key=value pairs")
+    expect(agent.stderr).not.toContain(SECRET)
+  })
 })
