@@ -91,7 +91,8 @@ export const app = (options: Options) =>
     if (method === "GET" && path === "/app.css") return respond(HttpServerResponse.text(options.assets().css, { contentType: "text/css; charset=utf-8" }))
     if (method === "GET" && path === "/api/overview") return respond(events(options.hub.overview))
     if (method === "GET" && sessionEvents !== null) {
-      const sessionId = decodeURIComponent(sessionEvents[1]!)
+      // Session ids need no escaping: anything else (a malformed escape included) names none.
+      const sessionId = sessionEvents[1]!
       if (!isSessionId(sessionId)) return text(404, "No such session.")
       const from = Number(header(request, "last-event-id") ?? url.searchParams.get("from") ?? "0")
       return respond(events(options.hub.session(sessionId, Number.isSafeInteger(from) && from >= 0 ? from : 0)))

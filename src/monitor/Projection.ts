@@ -23,6 +23,13 @@ import type { Question, Row } from "./Wire.ts"
 
 /** At most this many sessions that are not live are listed (the most recent). */
 export const MAX_ROWS = 1000
+/** A streaming session's row is marked changed at most this often (its deltas say nothing else). */
+const STREAMING_MS = 1000
+
+/** Events that only say a live session is busy: a row changes for them at most every `STREAMING_MS`. */
+const busyOnly = (event: SessionEvent): boolean =>
+  event.type === "text_delta" || event.type === "thinking_delta" || event.type === "tool_progress" || event.type === "tool_running" ||
+  event.type === "model_partial" || event.type === "client_call" || event.type === "tool_terminal" || event.type === "compacting"
 
 export interface State {
   readonly rows: Map<string, Row>
@@ -65,6 +72,8 @@ export const applyEvent = (state: State, changes: Changes, event: SessionEvent):
   // A child's events reach the monitor directly; its parent's copies add nothing.
   if (event.type === "child_event") return
   const before = state.rows.get(event.sessionId)
+  // A stream of deltas costs a comparison each, not a new row each.
+  if (before !== undefined && before.live && busyOnly(event) && event.ts - before.updatedAt < STREAMING_MS) return
   const row: Row = before ?? { id: event.sessionId, cwd: "", created: event.ts, updatedAt: event.ts, live: true, running: false }
   let next: Row = { ...row, live: true, updatedAt: Math.max(row.updatedAt, event.ts) }
   switch (event.type) {

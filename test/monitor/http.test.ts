@@ -127,6 +127,8 @@ describe("web monitor: HTTP", () => {
       "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
     )
     expect((await fetch(`${base}/app.js`, { headers: cookie })).headers.get("content-type")).toContain("text/javascript")
+    // A path that names no session (a malformed escape, a separator) is simply not found.
+    for (const bad of ["%E0%A4%A", "..%2F..%2Fetc", "a%00b"]) expect((await fetch(`${base}/api/sessions/${bad}/events`, { headers: cookie })).status).toBe(404)
 
     // Another name for this machine (DNS rebinding): refused (fetch cannot set Host).
     const rebound = await new Promise<number>((resolve, reject) =>

@@ -12,7 +12,13 @@ const start = () => {
   const header = h("header", {}, h("a", { href: "/", class: "brand" }, "Skein monitor"), " ", h("span", { class: "mode" }), h("span", { class: "offline-note" }, " · reconnecting…"))
   document.body.prepend(header)
   const match = /^\/sessions\/([^/]+)$/.exec(location.pathname)
-  if (match !== null) Session.mount(app, header, decodeURIComponent(match[1]!))
+  let id: string | undefined
+  try {
+    id = match === null ? undefined : decodeURIComponent(match[1]!)
+  } catch {
+    id = match![1]
+  }
+  if (id !== undefined) Session.mount(app, header, id)
   else Overview.mount(app, header)
 }
 
