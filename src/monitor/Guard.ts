@@ -51,8 +51,15 @@ export const hostPart = (host: string) => (host.includes(":") && !host.startsWit
 /** A new capability token: 32 random bytes, base64url. */
 export const newToken = (): string => Crypto.randomBytes(32).toString("base64url")
 
-export const make = (token: string, host: string, port: number): Guard => {
-  const names = isLoopback(host) ? [...LOOPBACK, hostPart(host)] : [hostPart(host)]
+/** Whether `host` listens on every interface. */
+export const isWildcard = (host: string) => host === "0.0.0.0" || host === "::" || host === "[::]"
+
+/**
+ * The guard of a monitor listening at `host:port`. `local`: this machine's names and addresses,
+ * which a monitor listening on every interface (`0.0.0.0`, `::`) answers to.
+ */
+export const make = (token: string, host: string, port: number, local: ReadonlyArray<string> = []): Guard => {
+  const names = isWildcard(host) ? [...LOOPBACK, ...local.map(hostPart)] : isLoopback(host) ? [...LOOPBACK, hostPart(host)] : [hostPart(host)]
   return { token, hosts: new Set(names.map((name) => `${name.toLowerCase()}:${port}`)), cookie: `skein_monitor_${port}` }
 }
 

@@ -13,6 +13,7 @@
  * capability token (see `Guard`).
  */
 import * as Http from "node:http"
+import * as Os from "node:os"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -60,9 +61,14 @@ export const start = (options: Options): Effect.Effect<Started, MonitorError | R
     )
     const address = server.address
     const port = address._tag === "UnixPathAddress" ? options.port : address.port
-    const guard = Guard.make(Guard.newToken(), options.host, port)
+    // On every interface: the names and addresses of this machine are its own.
+    const local = Guard.isWildcard(options.host)
+      ? [Os.hostname(), ...Object.values(Os.networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address))]
+      : []
+    const guard = Guard.make(Guard.newToken(), options.host, port, local)
     yield* server.serve(MonitorHttp.app({ guard, hub, approve: options.approve, assets: Assets.assets }))
-    return { host: options.host, port, url: `http://${Guard.hostPart(options.host)}:${port}/?token=${guard.token}` }
+    const shown = Guard.isWildcard(options.host) ? Os.hostname() : options.host
+    return { host: options.host, port, url: `http://${Guard.hostPart(shown)}:${port}/?token=${guard.token}` }
   })
 
 const describe = (error: unknown): string => {

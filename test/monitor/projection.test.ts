@@ -178,8 +178,10 @@ describe("Guard", () => {
     expect(Guard.check(guard, { ...authed, secFetchSite: "same-origin" })._tag).toBe("ok")
     expect(Guard.check(guard, { ...authed, method: "POST" })).toMatchObject({ status: 403 })
     expect(Guard.check(guard, { ...authed, method: "POST", origin: "http://127.0.0.1:8123" })._tag).toBe("ok")
-    // A monitor on another address answers only there.
+    // A monitor on another address answers only there; on every interface, at this machine's names.
     const wide = Guard.make("t", "10.1.2.3", 80)
     expect([...wide.hosts]).toEqual(["10.1.2.3:80"])
+    const every = Guard.make("t", "0.0.0.0", 80, ["build-box", "10.1.2.3", "fe80::1"])
+    expect([...every.hosts].sort()).toEqual(["10.1.2.3:80", "127.0.0.1:80", "[::1]:80", "[fe80::1]:80", "build-box:80", "localhost:80"])
   })
 })
