@@ -1,15 +1,10 @@
 /**
  * The web monitor's options (`--web HOST:PORT`, `--web-approve`), shared by `skein serve` and
- * `skein monitor`, and the line that announces it. Parsing only: the monitor itself is loaded
+ * `skein monitor` (declared in `Usage.OPTIONS`), and the line that announces it. Parsing only: the monitor itself is loaded
  * when one is asked for.
  */
 import { isLoopback } from "../remote/Address.ts"
 import * as Options from "./Options.ts"
-
-export const options = {
-  web: { type: "string" },
-  "web-approve": { type: "boolean" }
-} as const
 
 export interface Web {
   readonly host: string

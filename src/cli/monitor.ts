@@ -20,6 +20,7 @@ import { Runtime, RuntimeError } from "../runtime/Api.ts"
 import * as Checks from "./Checks.ts"
 import * as Options from "./Options.ts"
 import { readToken } from "./serve.ts"
+import * as Usage from "./Usage.ts"
 import * as Web from "./Web.ts"
 
 export const signalExitCode = 0
@@ -27,7 +28,7 @@ export const signalExitCode = 0
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const parsed = yield* Effect.try({
-      try: () => Options.parse(args, { ...Options.commonOptions, ...Web.options, connect: { type: "string" }, "token-file": { type: "string" } }),
+      try: () => Options.parse(args, Usage.OPTIONS),
       catch: (e) => e
     })
     if (parsed.values.help === true) {
@@ -35,6 +36,7 @@ export const run = (args: ReadonlyArray<string>) =>
       return 0
     }
     if (parsed.positionals.length > 0) return yield* Effect.fail(new Options.UsageError("skein monitor takes no arguments"))
+    yield* Effect.try({ try: () => Usage.refuse("monitor", parsed, Options.env), catch: (e) => e })
     const values: Record<string, string | boolean | undefined> = parsed.values
     const common = yield* Effect.try({ try: () => Options.common(values), catch: (e) => e })
     yield* Effect.try({ try: () => Checks.home(common.home, { write: false }), catch: (e) => e })

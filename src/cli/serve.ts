@@ -13,12 +13,13 @@ import * as Checks from "./Checks.ts"
 import { skeinConfig } from "./Config.ts"
 import { capYoungGeneration } from "./Heap.ts"
 import * as Options from "./Options.ts"
+import * as Usage from "./Usage.ts"
 import * as Web from "./Web.ts"
 
 export const signalExitCode = 0
 
 /** A token shorter than this is refused: it could be guessed. */
-const MIN_TOKEN_LENGTH = 16
+export const MIN_TOKEN_LENGTH = 16
 
 /** The server's token: from `--token-file`, else `SKEIN_SERVE_TOKEN`; undefined when neither. */
 export const readToken = (file: string | undefined): string | undefined => {
@@ -45,6 +46,14 @@ const hostPort = (option: string, raw: string): { readonly host: string; readonl
   return { host: match[1] ?? match[2]!, port }
 }
 
+/** A whole number above 0, or a usage error naming the option. */
+const positiveInt = (option: string, raw: string | undefined): number | undefined => {
+  if (raw === undefined) return undefined
+  const value = Number(raw)
+  if (!Number.isInteger(value) || value < 1) throw new Options.UsageError(`${option} takes a whole number above 0, not "${raw}"`)
+  return value
+}
+
 /** A number of seconds > 0 as milliseconds, or a usage error naming the option. */
 const seconds = (option: string, raw: string | undefined): number | undefined => {
   if (raw === undefined) return undefined
@@ -56,17 +65,7 @@ const seconds = (option: string, raw: string | undefined): number | undefined =>
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const parsed = yield* Effect.try({
-      try: () => Options.parse(args, {
-        ...Options.commonOptions,
-        listen: { type: "string" },
-        "token-file": { type: "string" },
-        cluster: { type: "string" },
-        runner: { type: "string" },
-        "runner-listen": { type: "string" },
-        "lock-expiry": { type: "string" },
-        drain: { type: "string" },
-        ...Web.options
-      }),
+      try: () => Options.parse(args, Usage.OPTIONS),
       catch: (e) => e
     })
     if (parsed.values.help === true) {
@@ -74,6 +73,7 @@ export const run = (args: ReadonlyArray<string>) =>
       return 0
     }
     if (parsed.positionals.length > 0) return yield* Effect.fail(new Options.UsageError("skein serve takes no arguments"))
+    Usage.refuse("serve", parsed, Options.env)
     const common = Options.common(parsed.values)
     Checks.home(common.home, { write: true })
     const listen = typeof parsed.values.listen === "string" ? parsed.values.listen : `unix:${nodePath.join(common.home, "skein.sock")}`
@@ -90,6 +90,8 @@ export const run = (args: ReadonlyArray<string>) =>
     }
     const values: Record<string, string | boolean | undefined> = parsed.values
     const str = (key: string) => (typeof values[key] === "string" ? (values[key] as string) : undefined)
+    const maxConnections = yield* Effect.try({ try: () => positiveInt("--max-connections", str("max-connections") ?? Options.env("SKEIN_SERVE_MAX_CONNECTIONS")), catch: (e) => e })
+    const limits = maxConnections === undefined ? {} : { maxConnections }
     const clusterUrl = str("cluster") ?? Options.env("SKEIN_CLUSTER")
     const cluster = yield* Effect.try({ try: () => clusterOptions(clusterUrl, str), catch: (e) => e })
     if (cluster !== undefined && token === undefined) {
@@ -115,7 +117,7 @@ export const run = (args: ReadonlyArray<string>) =>
     if (cluster !== undefined) {
       const Runner = yield* Effect.promise(() => import("../cluster/Runner.ts"))
       return yield* Effect.scoped(Effect.gen(function*() {
-        yield* Layer.build(Runner.layer(cluster, { address, token: token! }, config, monitor(`${cluster.runner.host}:${cluster.runner.port}`)))
+        yield* Layer.build(Runner.layer(cluster, { address, token: token!, limits }, config, monitor(`${cluster.runner.host}:${cluster.runner.port}`)))
         const listen = cluster.listen ?? cluster.runner
         process.stderr.write(
           `skein serve: runner ${cluster.runner.host}:${cluster.runner.port} of the cluster in ${redactUrl(cluster.url)}` +
@@ -128,7 +130,7 @@ export const run = (args: ReadonlyArray<string>) =>
     const Serve = yield* Effect.promise(() => import("../remote/Serve.ts"))
     return yield* Effect.scoped(Effect.gen(function*() {
       const Handlers = yield* Effect.promise(() => import("../remote/Handlers.ts"))
-      yield* Layer.build(Layer.mergeAll(Serve.layer(address, token), monitor()(Handlers.layer)).pipe(Layer.provide(layerLocal(config))))
+      yield* Layer.build(Layer.mergeAll(Serve.layer(address, token, { limits }), monitor()(Handlers.layer)).pipe(Layer.provide(layerLocal(config))))
       process.stderr.write(`skein serve: listening on ${served}\n`)
       return yield* Effect.never
     }))

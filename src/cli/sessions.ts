@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
 import * as nodePath from "node:path"
+import * as readline from "node:readline"
 import * as Framing from "../jsonrpc/Framing.ts"
 import * as Listing from "../log/Listing.ts"
 import * as Lock from "../log/Lock.ts"
@@ -23,6 +24,7 @@ import * as SessionId from "../runtime/SessionId.ts"
 import { VERSION } from "../version.ts"
 import * as Checks from "./Checks.ts"
 import * as Options from "./Options.ts"
+import * as Usage from "./Usage.ts"
 
 export const signalExitCode = 130
 
@@ -132,7 +134,7 @@ const list = (query: Listing.Query, json: boolean) =>
       return 0
     }
     for (const s of page.sessions) {
-      const child = s.parent !== undefined ? `  (subagent of ${s.parent})` : ""
+      const child = s.parent !== undefined ? `  (subagent of ${s.parent})` : s.forkedFrom !== undefined ? `  (fork of ${s.forkedFrom})` : ""
       process.stdout.write(`${s.id}  ${when(s.updatedAt)}  ${s.cwd}${child}\n    ${s.title ?? "(no prompt yet)"}\n`)
     }
     if (page.nextCursor !== undefined) process.stdout.write(`… more sessions: use --limit N to see more\n`)
@@ -186,10 +188,50 @@ const show = (contents: Reader.Contents) =>
     return 0
   })
 
-const remove = (ref: string) =>
+/** The shortest id prefix `rm` takes: a slip of one or two characters must not pick a session. */
+export const MIN_RM_PREFIX = 4
+
+/** A yes/no question on stderr, answered with a line on stdin (a terminal); anything but y/yes is no. */
+const confirm = (question: string) =>
+  Effect.callback<boolean>((resume) => {
+    const rl = readline.createInterface({ input: process.stdin, output: process.stderr, terminal: true })
+    let done = false
+    const finish = (yes: boolean) => {
+      if (done) return
+      done = true
+      rl.close()
+      resume(Effect.succeed(yes))
+    }
+    rl.on("SIGINT", () => finish(false))
+    rl.on("close", () => finish(false))
+    rl.question(question, (answer) => finish(/^(y|yes)$/i.test(answer.trim())))
+    return Effect.sync(() => finish(false))
+  })
+
+/**
+ * `rm ID`: at least `MIN_RM_PREFIX` characters of the id (or all of it); at a terminal it asks
+ * first, unless `--yes`. Without a terminal nobody can be asked: the full id or `--yes` it takes.
+ */
+const remove = (ref: string, yes: boolean) =>
   Effect.gen(function*() {
     const log = yield* SessionLog
     const id = yield* resolveId(ref)
+    if (id !== ref && ref.length < MIN_RM_PREFIX) {
+      return yield* Effect.fail(new Options.UsageError(`Give at least ${MIN_RM_PREFIX} characters of the session id to remove it (or the whole id)`))
+    }
+    if (!yes) {
+      if (process.stdin.isTTY === true) {
+        const title = (yield* Effect.option(log.read(id)))
+        const first = title._tag === "Some" ? title.value.events.find((e) => e.type === "turn_start") : undefined
+        const what = first !== undefined && first.type === "turn_start" ? ` ("${Listing.title(first.data.content) ?? ""}")` : ""
+        if (!(yield* confirm(`Remove session ${id}${what}? [y/N] `))) {
+          process.stderr.write("Not removed.\n")
+          return 1
+        }
+      } else if (id !== ref) {
+        return yield* Effect.fail(new Options.UsageError(`Not at a terminal, so nobody can confirm: give the whole id (${id}) or --yes`))
+      }
+    }
     yield* log.remove(id)
     process.stdout.write(`Removed session ${id}\n`)
     return 0
@@ -215,11 +257,15 @@ const fork = (ref: string, turnArg: string | undefined) =>
     return 0
   })
 
+const SUBCOMMANDS: ReadonlySet<string> = new Set(["list", "ls", "show", "rm", "delete", "fork"])
+
 const HELP = `Usage:
   skein sessions [list] [--cwd DIR] [--limit N] [--json] [--children]
                                                             The sessions, newest first (--children: subagents' too)
   skein sessions show ID                                    A session's details, its children's tree, and its transcript
-  skein sessions rm ID                                      Delete a session's log
+  skein sessions rm ID [--yes]                              Delete a session's log: ID is the whole id or at least
+                                                            ${MIN_RM_PREFIX} characters of it; at a terminal it asks first
+                                                            (--yes: don't); otherwise it needs the whole id or --yes
   skein sessions fork ID [--turn N]                         A new session with ID's conversation up to the end of
                                                             turn N (default: the last); prints the new id
 ID may be any unique prefix of a session id. Sessions live in $SKEIN_HOME/sessions (--home),
@@ -229,17 +275,18 @@ or in a PostgreSQL database with --store URL (SKEIN_STORE).
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const parsed = yield* Effect.try({
-      try: () => Options.parse(args, { ...Options.commonOptions, cwd: { type: "string" }, limit: { type: "string" }, json: { type: "boolean" }, children: { type: "boolean" }, turn: { type: "string" } }),
+      try: () => Options.parse(args, Usage.OPTIONS),
       catch: (e) => e
     })
     if (parsed.values.help === true) {
       process.stdout.write(HELP)
       return 0
     }
-    const common = Options.common(parsed.values)
     const [sub = "list", ...rest] = parsed.positionals
+    if (!SUBCOMMANDS.has(sub)) return yield* Effect.fail(new Options.UsageError(`Unknown sessions command "${sub}" (expected list, show, rm or fork)`))
+    Usage.refuse("sessions", parsed, Options.env)
+    const common = Options.common(parsed.values)
     Checks.home(common.home, { write: sub === "rm" || sub === "delete" || sub === "fork" })
-    if (parsed.values.turn !== undefined && sub !== "fork") return yield* Effect.fail(new Options.UsageError("--turn is an option of skein sessions fork"))
     const limit = parsed.values.limit === undefined ? 50 : Number(parsed.values.limit)
     if (!Number.isInteger(limit) || limit < 1) return yield* Effect.fail(new Options.UsageError("--limit must be a positive integer"))
     const one = (what: string) =>
@@ -258,7 +305,7 @@ export const run = (args: ReadonlyArray<string>) =>
           return yield* show(yield* readRef(yield* one("show")))
         case "rm":
         case "delete":
-          return yield* remove(yield* one("rm"))
+          return yield* remove(yield* one("rm"), parsed.values.yes === true)
         case "fork":
           return yield* fork(yield* one("fork"), parsed.values.turn)
         default:

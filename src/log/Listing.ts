@@ -33,6 +33,8 @@ export interface Entry {
   readonly parent?: string | undefined
   /** The agent a child session runs as. */
   readonly agent?: string | undefined
+  /** The session a fork was made from (its id). */
+  readonly forkedFrom?: string | undefined
 }
 
 export interface Page {
@@ -92,6 +94,7 @@ export interface Head {
   readonly title: string | undefined
   readonly parent?: string | undefined
   readonly agent?: string | undefined
+  readonly forkedFrom?: string | undefined
 }
 
 const parse = (text: string): unknown => {
@@ -107,6 +110,9 @@ export const parentOf = (header: { readonly parent?: unknown }): string | undefi
   const parent = header.parent as { sessionId?: unknown } | undefined
   return typeof parent === "object" && parent !== null && typeof parent.sessionId === "string" ? parent.sessionId : undefined
 }
+
+/** The session a fork was made from, from its header. */
+const forkOf = (header: { readonly forkedFrom?: unknown }): string | undefined => parentOf({ parent: header.forkedFrom })
 
 /** Header and title from the complete lines of a log's first bytes; undefined when the header is unusable. */
 const headOf = (text: string, complete: boolean): { readonly head: Head | undefined; readonly done: boolean } => {
@@ -136,7 +142,8 @@ const headOf = (text: string, complete: boolean): { readonly head: Head | undefi
       version: typeof header.v === "number" ? header.v : 0,
       title: found,
       ...(parentOf(header) !== undefined ? { parent: parentOf(header) } : {}),
-      ...(typeof header.agent === "string" ? { agent: header.agent } : {})
+      ...(typeof header.agent === "string" ? { agent: header.agent } : {}),
+      ...(forkOf(header) !== undefined ? { forkedFrom: forkOf(header) } : {})
     },
     done
   }

@@ -3,9 +3,16 @@
  * checkpoints a later response supersedes, and a plain-text transcript for people. What a
  * client is sent on `session/load` is `translate/Replay.ts`.
  */
+import * as Diff from "../text/Diff.ts"
 import { type Canonical, type LogHeader, promptText } from "./Event.ts"
 import * as History from "./History.ts"
 import * as Recovery from "./Recovery.ts"
+
+const DIFF_MARK = { hunk: "", context: " ", removed: "-", added: "+", more: "" } as const
+
+/** An edit's change as a unified diff, indented under its tool call. */
+const diffLines = (path: string, oldText: string | null, newText: string): string =>
+  [`    ${oldText === null ? "new file " : ""}${path}`, ...Diff.unified(oldText, newText).map((line) => `    ${DIFF_MARK[line.kind]}${line.text}`)].join("\n")
 
 /**
  * The events as `session/load` sees them: a log a crash left mid-turn gets
@@ -73,8 +80,9 @@ export const transcript = (header: LogHeader, events: ReadonlyArray<Canonical>):
       case "turn_start": {
         const command = event.data.command
         out.push("", `── turn ${event.turn} ${"─".repeat(40)}`)
-        if (command !== undefined) out.push(`> /${command.name}${command.arguments.length > 0 ? ` ${command.arguments}` : ""}`)
-        if (command?.local !== true) out.push(indent(promptText(event.data.content), command !== undefined ? "  " : "> "))
+        // A command the model never sees logged the prompt as typed; another, the text it expanded to.
+        if (command !== undefined && command.local !== true) out.push(`> /${command.name}${command.arguments.length > 0 ? ` ${command.arguments}` : ""}`)
+        out.push(indent(promptText(event.data.content), command !== undefined && command.local !== true ? "  " : "> "))
         break
       }
       case "compaction":
@@ -124,7 +132,7 @@ export const transcript = (header: LogHeader, events: ReadonlyArray<Canonical>):
         const mark = event.data.ok ? "✓" : "✗"
         const shown = event.data.details?.output ?? event.data.content
         out.push(`  ${mark} ${titles.get(event.data.id) ?? event.data.id}`)
-        for (const diff of event.data.details?.diff ?? []) out.push(`    (diff of ${diff.path})`)
+        for (const diff of event.data.details?.diff ?? []) out.push(diffLines(diff.path, diff.oldText, diff.newText))
         if (shown.length > 0) out.push(indent(firstLines(shown, 20), "    "))
         break
       }

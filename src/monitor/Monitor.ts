@@ -21,7 +21,6 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { RpcTest } from "effect/rpc"
 import * as Client from "../remote/Client.ts"
-import * as Handlers from "../remote/Handlers.ts"
 import { SessionRpcs } from "../remote/Rpcs.ts"
 import type { Procedures } from "../remote/Serve.ts"
 import { Runtime, type RuntimeError } from "../runtime/Api.ts"
@@ -79,7 +78,7 @@ const describe = (error: unknown): string => {
 /** `Runtime` as an in-process client of `procedures` (what `skein serve` serves), over the `Runtime` in context. */
 export const viaRpc = <R>(procedures: Procedures<R>): Layer.Layer<Runtime, RuntimeError, R> =>
   Layer.effect(Runtime, Effect.flatMap(RpcTest.makeClient(SessionRpcs), Client.make)).pipe(
-    Layer.provide([procedures, Handlers.layerAuth(undefined), Client.layerAuth(undefined)])
+    Layer.provide(procedures)
   ) as Layer.Layer<Runtime, RuntimeError, R>
 
 /**

@@ -88,6 +88,8 @@ export const applyEvent = (state: State, changes: Changes, event: SessionEvent):
       }
       break
     case "turn_end":
+    // A turn whose end the log refused: it ended all the same, failed.
+    case "turn_aborted":
       next = { ...next, running: false, stopReason: event.data.stopReason, failed: event.data.error !== undefined }
       closeWhere(state, changes, (q) => q.sessionId === event.sessionId && q.turn === event.turn)
       break

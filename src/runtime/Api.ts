@@ -91,7 +91,9 @@ export const SessionSummary = Schema.Struct({
   /** A child session's parent. */
   parent: Schema.optionalKey(Schema.String),
   /** The agent a child session runs as (where the store records it). */
-  agent: Schema.optionalKey(Schema.String)
+  agent: Schema.optionalKey(Schema.String),
+  /** The session this one was forked from. */
+  forkedFrom: Schema.optionalKey(Schema.String)
 })
 export type SessionSummary = typeof SessionSummary.Type
 

@@ -57,8 +57,10 @@ const setup = (turns: ReadonlyArray<unknown>, agents?: Record<string, { turns: R
   return { root, home, cwd, script, term, logs }
 }
 
-/** Waits for the prompt (or a question's prompt): "> " alone at the end of the output. */
-const prompt = (t: Pty) => t.waitFor(/(^|\n)> $/)
+/** Waits for the prompt: its hint, shown under an empty prompt. */
+const prompt = (t: Pty) => t.waitFor("ctrl-d: leave")
+/** Waits for a permission question's menu. */
+const question = (t: Pty) => t.waitFor("esc or ctrl-c rejects")
 
 const write = (path: string, content: string) => [{ tool: "write", args: { path, content } }]
 const answer = (text: string) => [{ text }]
@@ -73,21 +75,20 @@ describe.skipIf(!ptyAvailable)("e2e: skein run at a terminal", () => {
     const t = term()
     await prompt(t)
     t.type("write a\r")
-    // The question comes after what led to it, and shows the proposed file.
-    const question = await t.waitFor("[N] Always reject")
-    expect(question.indexOf("Writing.")).toBeLessThan(question.indexOf("→ Write a.txt"))
-    expect(question).toContain("? Allow Write a.txt?")
-    expect(question).toContain("+one")
-    await prompt(t)
-    t.type("y\r")
+    // The question comes after what led to it, and shows the proposed file and the keys.
+    const asked = await question(t)
+    expect(asked.indexOf("Writing.")).toBeLessThan(asked.indexOf("→ Write a.txt"))
+    expect(asked).toContain("? Allow Write a.txt?")
+    expect(asked).toContain("+one")
+    expect(asked).toContain("N  Always reject")
+    t.type("y")
     await t.waitFor("Wrote a.")
     expect(readFileSync(join(cwd, "a.txt"), "utf8")).toBe("one\n")
 
     await prompt(t)
     t.type("write b\r")
-    await t.waitFor("[N] Always reject")
-    await prompt(t)
-    t.type("a\r")
+    await question(t)
+    t.type("a")
     await t.waitFor("Wrote b.")
     // The rule answers the next edit: no question.
     await prompt(t)
@@ -107,18 +108,27 @@ describe.skipIf(!ptyAvailable)("e2e: skein run at a terminal", () => {
     expect(readFileSync(join(cwd, "c.txt"), "utf8")).toBe("three\n")
   })
 
-  it("Ctrl-C at a question ends the run with 130 and the session id; the call is not run", async () => {
-    const { term, logs, cwd } = setup([{ calls: [[...write("x.txt", "x")], answer("unreached")] }])
+  it("Ctrl-C at a question rejects the call, stops the turn and returns to the prompt", async () => {
+    const { term, logs, cwd } = setup([{ calls: [[...write("x.txt", "x")], answer("unreached")] }, { calls: [answer("Next one.")] }])
     const t = term()
     await prompt(t)
     t.type("write x\r")
-    await t.waitFor("[N] Always reject")
-    await prompt(t)
+    await question(t)
     t.type("\x03")
+    await t.waitFor("Rejected; stopping the turn.")
+    await prompt(t)
+    t.type("go on\r")
+    await t.waitFor("Next one.")
+    await prompt(t)
+    t.type("\x04")
     const id = (await t.waitFor(/Session (\S+) /)).match(/Session (\S+) /)![1]!
-    expect(await t.exit).toBe(130)
+    expect(await t.exit).toBe(0)
     expect(existsSync(join(cwd, "x.txt"))).toBe(false)
-    expect(logs()[id]!.at(-1)).toMatchObject({ type: "turn_end", data: { stopReason: "cancelled" } })
+    const events = logs()[id]!
+    // Denied: the turn was cancelled with its question open.
+    expect(events.filter((e) => e.type === "permission").map((e) => e.data.outcome)).not.toContain("allow_once")
+    expect(events.filter((e) => e.type === "tool_result").map((e) => e.data.ok)).toEqual([false])
+    expect(events.filter((e) => e.type === "turn_end").map((e) => e.data.stopReason)).toEqual(["cancelled", "end_turn"])
   })
 
   it("Ctrl-C during a turn cancels the turn, not the program; Ctrl-C at an empty prompt leaves with 0", async () => {
@@ -166,7 +176,7 @@ describe.skipIf(!ptyAvailable)("e2e: skein run at a terminal", () => {
     expect(t.text()).not.toContain("output-two")
     writeFileSync(join(cwd, "go"), "")
     const rest = await t.waitFor("Done.")
-    expect(rest).toMatch(/output-two\n\s+✗ \[exit code 3\]/)
+    expect(rest).toMatch(/output-two\n[\s\S]*✗ \[exit code 3\]/)
     expect(rest).toMatch(/→ Edit f.txt[\s\S]*@@ -1,3 \+1,3 @@\n\s+alpha\n\s+-beta\n\s+\+BETA\n\s+gamma/)
     await prompt(t)
     t.type("\x04")
@@ -215,11 +225,9 @@ describe.skipIf(!ptyAvailable)("e2e: skein run at a terminal", () => {
   it("`skein run PROMPT` at a terminal asks there: y writes the file, and the answer is logged", async () => {
     const { term, logs, cwd } = setup([{ calls: [[...write("p.txt", "p\n")], answer("Written.")] }])
     const t = term("write p")
-    await t.waitFor("[N] Always reject")
-    await prompt(t)
-    t.type("maybe\r") // not an answer: asked again
-    await t.waitFor("Type y, a, n, N")
-    t.type("y\r")
+    await question(t)
+    t.type("x") // not an answer: nothing happens
+    t.type("y")
     await t.waitFor("Written.")
     const id = (await t.waitFor(/session (\S+)/)).match(/session (\S+)/)![1]!
     expect(await t.exit).toBe(0)
@@ -232,11 +240,11 @@ describe.skipIf(!ptyAvailable)("e2e: skein run at a terminal", () => {
     const t = term("hi")
     await t.waitFor("Hello there.")
     expect(await t.exit).toBe(0)
-    expect(t.text()).toMatch(/[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] thinking/)
-    // Erased (back to the line's start, the line cleared) right before the answer.
+    expect(t.text()).toMatch(/[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] thinking · 0s · esc to interrupt/)
+    // Erased (back to the line's start, the rest of the screen cleared) right before the answer.
     const raw = t.raw()
-    const lastFrame = raw.lastIndexOf(" thinking")
-    expect(raw.slice(lastFrame, raw.indexOf("Hello there."))).toBe(" thinking\r\x1b[K")
+    const before = raw.slice(0, raw.indexOf("Hello there."))
+    expect(before.slice(before.lastIndexOf("esc to interrupt"))).toMatch(/^esc to interrupt(\x1b\[\?25h)?\r\x1b\[J$/)
     const j = term("--json", "hi")
     await j.waitFor("turn_end")
     expect(await j.exit).toBe(0)
@@ -272,12 +280,13 @@ describe("e2e: skein run without a terminal", () => {
     expect(Object.values(logs())[0]!.at(-1)).toMatchObject({ type: "turn_end", data: { stopReason: "cancelled" } })
   })
 
-  it("a turn that fails exits 1 with its error on stderr", () => {
+  it("a turn that fails exits 1 with its error on stderr, not [end_turn]", () => {
     const { home, script, cwd } = setup([{ calls: [[{ fail: "the model is down", retryable: false }]] }])
     const r = spawnSync(NODE, [SKEIN, "run", "--home", home, "--script", script, "hi"], { cwd, env: cleanEnv(), encoding: "utf8" })
     expect(r.status).toBe(1)
     expect(r.stdout).toBe("")
     expect(r.stderr).toContain("the model is down")
+    expect(r.stderr).not.toContain("[end_turn]")
   })
 
   it("with no model provider configured, exits 2 with what to do instead of answering", () => {
@@ -286,6 +295,7 @@ describe("e2e: skein run without a terminal", () => {
     expect(r.status).toBe(2)
     expect(r.stdout).toBe("")
     expect(r.stderr).toContain("skein: Skein has no model provider configured")
+    expect(r.stderr).toContain("Run `skein setup` in a terminal to choose a provider.")
     expect(existsSync(join(home, "sessions")) ? readdirSync(join(home, "sessions")) : []).toEqual([])
   })
 
@@ -334,11 +344,10 @@ describe("e2e: skein run without a terminal", () => {
       { general: { turns: [{ calls: [write("k.txt", "kid\n"), answer("wrote k")] }] } }
     )
     const t = term("delegate")
-    const question = await t.waitFor("[N] Always reject")
-    expect(question).toContain("subagent general started: write the file")
-    expect(question).toContain("? Allow general: Write k.txt?")
-    await prompt(t)
-    t.type("y\r")
+    const asked = await question(t)
+    expect(asked).toContain("subagent general started: write the file")
+    expect(asked).toContain("? Allow general: Write k.txt?")
+    t.type("y")
     await t.waitFor("The child wrote it.")
     expect(await t.exit).toBe(0)
     expect(readFileSync(join(cwd, "k.txt"), "utf8")).toBe("kid\n")

@@ -4,6 +4,7 @@
  * another kind because of how its value reads.
  */
 import { assert, describe, it } from "@effect/vitest"
+import * as fc from "fast-check"
 import * as Permissions from "../../src/tools/Permissions.ts"
 import { bash } from "../../src/tools/bash.ts"
 import { edit } from "../../src/tools/edit.ts"
@@ -24,7 +25,7 @@ describe("Permissions", () => {
     const other = { command: "rm -rf src" }
     assert.strictEqual(decide([rule], bash, other, other.command)._tag, "ask")
     // What the user is offered says so.
-    assert.include(Permissions.options(bash, scope)[1]!.name, "`tool:bash`")
+    assert.include(Permissions.options(bash, scope, args.command)[1]!.name, "`tool:bash`")
   })
 
   it("a tool without a narrower scope is remembered as that tool, and covers only it", () => {
@@ -44,5 +45,36 @@ describe("Permissions", () => {
     assert.strictEqual(decide([rule], edit, { path: "/ws/src/b.ts", edits: [] })._tag, "allow")
     assert.strictEqual(decide([rule], bash, { command: "/ws/src/run.sh" }, "/ws/src/run.sh")._tag, "ask")
     assert.strictEqual(decide([rule], write, { path: "/ws/other/c.ts", content: "" })._tag, "ask")
+  })
+
+  it("\"always\" is offered for a command only when the rule it makes covers that command (and then it does)", () => {
+    const offeredFor = (command: string) => {
+      const verdict = decide([], bash, { command }, command)
+      if (verdict._tag !== "ask") return undefined
+      return { scope: verdict.scope, kinds: Permissions.options(bash, verdict.scope, command).map((o) => o.kind) }
+    }
+    // The example users met: a redirection and a chain after `echo`.
+    const chained = "echo hi > a.txt && ls"
+    assert.deepStrictEqual(offeredFor(chained)?.kinds, ["allow_once", "reject_once"])
+    assert.deepStrictEqual(offeredFor("npm test")?.kinds, ["allow_once", "allow_always", "reject_once", "reject_always"])
+
+    const word = fc.constantFrom("echo", "ls", "npm", "test", "run", "git", "push", "rm", "-rf", "a.txt", "$(id)", "`id`", "'x y'", "\"q\"", "./run.sh", "/bin/cat", "FOO=1", "make")
+    const glue = fc.constantFrom(" ", " ", " ", " && ", " || ", "; ", " | ", " > ", " >> ", " < ", " 2>&1 ", " & ", "\n", " | tail ", " | grep x ")
+    const command = fc.tuple(word, fc.array(fc.tuple(glue, word), { maxLength: 6 })).map(([first, rest]) => first + rest.map(([g, w]) => g + w).join(""))
+    fc.assert(
+      fc.property(command, (command) => {
+        const offered = offeredFor(command)
+        if (offered === undefined) return
+        if (offered.kinds.includes("allow_always")) {
+          const allow = Permissions.ruleFor(bash, offered.scope, "allow")
+          assert.strictEqual(decide([allow], bash, { command }, command)._tag, "allow", `allow rule ${allow.value} for ${command}`)
+        }
+        if (offered.kinds.includes("reject_always")) {
+          const reject = Permissions.ruleFor(bash, offered.scope, "reject")
+          assert.strictEqual(decide([reject], bash, { command }, command)._tag, "deny", `reject rule ${reject.value} for ${command}`)
+        }
+      }),
+      { numRuns: 2000 }
+    )
   })
 })

@@ -1,24 +1,28 @@
 /**
  * One turn presented at a terminal: submits the prompt, shows the turn's events in order, and
  * answers its permission questions at the keyboard in their place (after everything that led
- * to them). Ctrl-C while the turn runs cancels it; Ctrl-C at a question ends the run (`quit`):
- * the turn is cancelled and the caller exits.
+ * to them), one question at a time. Esc or Ctrl-C while the turn runs cancels it; at a
+ * question they reject the call and cancel the turn (`interrupted`), and the prompt comes back.
+ * Keys typed meanwhile are the caller's (`onKey`: queue, steer, change the mode).
  */
 import * as Effect from "effect/Effect"
 import * as FiberMap from "effect/FiberMap"
+import * as Queue from "effect/Queue"
+import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import type { SessionEvent, UserBlock } from "../../log/Event.ts"
 import { outcomeOf, type Session, type TurnOutcome } from "../../session/Protocol.ts"
 import type { PermissionAsked } from "../../Vocabulary.ts"
-import type { Input } from "./Input.ts"
+import type { Input, TurnKey } from "./Input.ts"
 import * as Question from "./Question.ts"
 import type { View } from "./Render.ts"
 import * as Terminal from "./Terminal.ts"
 
-export type Presented =
-  | { readonly _tag: "Ended"; readonly outcome: TurnOutcome }
-  /** Ctrl-C at a question: the turn was cancelled and the run should end. */
-  | { readonly _tag: "Quit"; readonly outcome: TurnOutcome }
+export interface Presented {
+  readonly outcome: TurnOutcome
+  /** The user stopped the turn (Esc or Ctrl-C, during it or at a question). */
+  readonly interrupted: boolean
+}
 
 export interface Options {
   /** Shows each event (people's rendering, or JSON lines). */
@@ -29,43 +33,57 @@ export interface Options {
   readonly input?: Input | undefined
   /** A child session (a subagent) of the turn, by id: its questions are asked here too and answered on it. */
   readonly child?: ((id: string) => Effect.Effect<Session, unknown>) | undefined
+  /** Keys typed during the turn other than interrupting; with it, what is typed is shown and kept. */
+  readonly onKey?: ((key: Exclude<TurnKey, { readonly _tag: "Interrupt" }>) => Effect.Effect<void>) | undefined
 }
 
 export const turn = (session: Session, content: ReadonlyArray<UserBlock>, options: Options) =>
   Effect.scoped(Effect.gen(function*() {
     const input = options.input
+    let interrupted = false
+    const stop = Effect.suspend(() => {
+      if (interrupted) return Effect.void
+      interrupted = true
+      Terminal.noteLine("Stopping the turn…", Terminal.dim)
+      return session.cancel
+    })
     if (input !== undefined) {
-      yield* input.interrupt.pipe(
-        Effect.andThen(Effect.sync(() => Terminal.noteLine("Cancelling the turn…", Terminal.dim))),
-        Effect.andThen(session.cancel),
+      const keys = yield* input.turn({
+        typeAhead: options.onKey !== undefined,
+        hint: options.onKey !== undefined ? "enter: queue · ctrl-s: steer now · esc: interrupt · shift-tab: mode" : ""
+      })
+      yield* Queue.take(keys).pipe(
+        Effect.flatMap((key) => (key._tag === "Interrupt" ? stop : options.onKey?.(key) ?? Effect.void)),
         Effect.forever,
         Effect.forkScoped
       )
     }
 
-    let quit = false
     let outcome: TurnOutcome = { stopReason: "cancelled" }
     // The open question, asked at the keyboard beside the stream: a question the session stops
     // waiting for (its permission timeout) is taken back at once, even while the keyboard is read.
     const questions = yield* FiberMap.make<string>()
+    // One question on the screen at a time (children may ask together).
+    const oneAtATime = yield* Semaphore.make(1)
     const answer = (asked: PermissionAsked, on: Effect.Effect<Session, unknown> = Effect.succeed(session)) =>
-      Effect.gen(function*() {
+      oneAtATime.withPermits(1)(Effect.gen(function*() {
         const target = yield* Effect.orElseSucceed(on, () => undefined)
         if (target === undefined) return
-        // The run is ending: nothing to wait for, the call is denied.
-        if (input === undefined || quit) return yield* Effect.ignore(target.answer(asked.requestId, { outcome: "cancelled" }))
+        // The turn is being stopped: nothing to wait for, the call is denied.
+        if (input === undefined || interrupted) return yield* Effect.ignore(target.answer(asked.requestId, { outcome: "cancelled" }))
         options.view?.pause()
         if (asked.toolCall.content !== undefined && asked.toolCall.content.length > 0) options.view?.diffShown(asked.toolCall.toolCallId)
         const reply = yield* Question.ask(input, asked)
-        if (reply === "quit") {
-          quit = true
-          yield* session.cancel
+        if (reply === "stop") {
+          // Cancelling the turn takes its question back (a denial); an answer would reach the
+          // session before the cancel does, and the turn would go on with it.
+          yield* stop
         } else {
           // The question may have been withdrawn meanwhile: then the answer is not needed.
           yield* Effect.ignore(target.answer(asked.requestId, reply))
         }
-        if (!quit) options.view?.waiting()
-      })
+        if (!interrupted) options.view?.waiting()
+      }))
 
     /** Subagents, by id: their agent's name, which their questions and notes carry. */
     const agents = new Map<string, string>()
@@ -98,7 +116,7 @@ export const turn = (session: Session, content: ReadonlyArray<UserBlock>, option
         }
       })
 
-    options.view?.waiting()
+    options.view?.begin()
     // Without a keyboard nobody can answer: the turn's questions are denied at once.
     yield* session.turn(content, input === undefined ? { unattended: true } : {}).pipe(
       Stream.runForEach((e) =>
@@ -116,5 +134,5 @@ export const turn = (session: Session, content: ReadonlyArray<UserBlock>, option
         })
       )
     )
-    return quit ? { _tag: "Quit", outcome } as const : { _tag: "Ended", outcome } as const
+    return { outcome, interrupted: interrupted || outcome.stopReason === "cancelled" } satisfies Presented
   }))

@@ -1,7 +1,9 @@
 /**
  * A permission question at the terminal: what the tool call would do (the whole command, or
- * the diff of an edit), the options as keys, and the answer typed back. An answer that is not
- * one of the keys asks again; Ctrl-C ends the run; the end of input is a denial.
+ * the diff of an edit), then the options as a menu answered with one key (`y` allow once, `a`
+ * always, `n` reject, `N` always reject) or ↑/↓ and Enter. Esc or Ctrl-C rejects the call and
+ * stops the turn (as in Claude Code), back to the prompt; the end of input is a denial. While
+ * the question is open, other output (subagents, streamed text) is held and shown after it.
  */
 import * as Effect from "effect/Effect"
 import type { Answer, PermissionAsked, PermissionOption } from "../../Vocabulary.ts"
@@ -21,13 +23,6 @@ export interface Choice {
 
 export const choices = (options: ReadonlyArray<PermissionOption>): ReadonlyArray<Choice> =>
   options.map((option) => ({ key: KEYS[option.kind], option }))
-
-/** The option an answer chose; undefined when it is none of them. */
-export const parse = (input: string, offered: ReadonlyArray<Choice>): PermissionOption | undefined => {
-  const typed = input.trim()
-  const key = typed === "yes" ? "y" : typed === "no" ? "n" : typed === "Y" ? "y" : typed
-  return offered.find((choice) => choice.key === key)?.option
-}
 
 const bounded = (text: string): string => {
   const lines = Terminal.clean(text).split("\n")
@@ -49,24 +44,37 @@ export const describe = (asked: PermissionAsked): string => {
   } else if (call.kind !== "edit" && input !== undefined) {
     out.push(Terminal.dim("err", bounded(JSON.stringify(input, null, 2))))
   }
-  out.push(`  ${choices(asked.options).map((c) => `[${c.key}] ${Terminal.oneLine(c.option.name)}`).join("  ")}\n`)
   return out.join("")
 }
 
+export const FOOTER = "press a key, or ↑/↓ and Enter · esc or ctrl-c rejects and stops the turn"
+
 /**
- * Asks until an answer is given: the selected option, `cancelled` at the end of input, or
- * `quit` when the user pressed Ctrl-C.
+ * The answer chosen: the selected option, `cancelled` at the end of input, or `stop` when the
+ * user pressed Esc or Ctrl-C (the caller rejects the call and cancels the turn).
  */
-export const ask = (input: Input, asked: PermissionAsked): Effect.Effect<Answer | "quit"> =>
+export const ask = (input: Input, asked: PermissionAsked): Effect.Effect<Answer | "stop"> =>
   Effect.gen(function*() {
     const offered = choices(asked.options)
+    Terminal.newline("err")
     Terminal.note(describe(asked), "\n")
-    for (;;) {
-      const reply = yield* input.line("> ")
-      if (reply._tag === "Interrupt") return "quit" as const
-      if (reply._tag === "End") return { outcome: "cancelled" } as const
-      const option = parse(reply.text, offered)
-      if (option !== undefined) return { outcome: "selected", optionId: option.optionId } as const
-      Terminal.noteLine(`Type ${offered.map((c) => c.key).join(", ")} and Enter (Ctrl-C ends the run).`, Terminal.dim)
+    const chosen = yield* Effect.ensuring(
+      Effect.andThen(Effect.sync(Terminal.hold), input.choose({
+        items: offered.map((c) => ({ key: c.key, label: Terminal.oneLine(c.option.name) })),
+        footer: FOOTER
+      })),
+      Effect.sync(Terminal.release)
+    )
+    switch (chosen._tag) {
+      case "Chosen": {
+        const option = offered[chosen.index]!.option
+        Terminal.noteLine(`  → ${Terminal.oneLine(option.name)}`, Terminal.dim)
+        return { outcome: "selected", optionId: option.optionId } as const
+      }
+      case "Interrupt":
+        Terminal.noteLine("  → Rejected; stopping the turn.", Terminal.dim)
+        return "stop" as const
+      case "End":
+        return { outcome: "cancelled" } as const
     }
   })

@@ -1,13 +1,16 @@
 /**
  * A session's events as people read them in a terminal, written as they arrive: the model's
- * answer on stdout, and on stderr everything around it (thinking, each tool call with the
- * running output of commands and the diff of edits, the plan, notices, the context and cost
- * after a turn). A spinner fills the waits.
+ * answer on stdout (Markdown rendered when stdout is a terminal, see `Markdown.ts`), and on
+ * stderr everything around it (thinking, each tool call with the running output of commands,
+ * the diff of edits and a one-line summary of its result, the plan, notices, the error of a
+ * failed turn). The status line (`Spinner.ts`) runs for the whole turn.
  */
 import type { SessionEvent, ToolDetails } from "../../log/Event.ts"
-import * as Diff from "./Diff.ts"
+import * as Diff from "../../text/Diff.ts"
+import * as Markdown from "./Markdown.ts"
 import * as OutputTail from "./OutputTail.ts"
 import type { Spinner } from "./Spinner.ts"
+import { summary as resultSummary } from "./Summary.ts"
 import * as Terminal from "./Terminal.ts"
 
 export interface Usage {
@@ -19,7 +22,9 @@ export interface Usage {
 export interface View {
   /** Shows one event of the turn. */
   readonly event: (event: SessionEvent) => void
-  /** The prompt was sent: waiting for the model. */
+  /** The prompt was sent: waiting for the model (the turn's clock starts). */
+  readonly begin: () => void
+  /** A question was answered: the status line comes back. */
   readonly waiting: () => void
   /** Something else takes the terminal (a question): the spinner stops and a line is started. */
   readonly pause: () => void
@@ -27,13 +32,9 @@ export interface View {
   readonly diffShown: (toolCallId: string) => void
   /** The latest context use and cost, when the provider told them. */
   readonly usage: () => Usage | undefined
+  /** Writes out text held back for rendering (before something else is shown). */
+  readonly flush: () => void
 }
-
-const firstLine = (s: string) => {
-  const line = s.split("\n", 1)[0] ?? ""
-  return line.length > 160 ? `${line.slice(0, 160)}…` : line
-}
-const lastLine = (s: string) => firstLine(s.trimEnd().split("\n").pop() ?? "")
 
 /** `12.3k` for people. */
 const tokens = (n: number) => (n >= 10_000 ? `${Math.round(n / 1000)}k` : n >= 1000 ? `${(n / 1000).toFixed(1)}k` : `${n}`)
@@ -75,75 +76,89 @@ export const diffText = (path: string, oldText: string | null, newText: string):
 const indentOutput = (text: string, atLineStart: boolean): string =>
   Terminal.clean(text).replace(/(^|\n)(?=.)/g, (_, nl: string, offset: number) => (offset === 0 && !atLineStart ? nl : `${nl}    `))
 
-export const make = (spinner: Spinner): View => {
+/**
+ * `markdown`: the parser, when the answer is rendered (stdout is a terminal); without it the
+ * answer is written as it comes.
+ */
+export const make = (spinner: Spinner, markdown?: Markdown.Lexer | undefined): View => {
   let usage: Usage | undefined
   let thinking = false
   const titles = new Map<string, string>()
+  const names = new Map<string, string>()
   const outputs = new Map<string, OutputTail.Seen>()
   const shownDiffs = new Set<string>()
+  const rendered = markdown === undefined
+    ? undefined
+    : Markdown.stream(markdown, Terminal.colours("out") ? Markdown.ansi : Markdown.plain, (text) => Terminal.write(text, text.replace(/\x1b\[[0-9;]*m/g, "")))
+
+  const endThinking = () => {
+    if (!thinking) return
+    thinking = false
+    Terminal.newline("err")
+  }
+
+  /** Before anything but the answer is shown: the answer's held text goes out first. */
+  const flush = () => {
+    rendered?.flush()
+  }
 
   const text = (s: string) => {
-    spinner.stop()
-    if (thinking) {
-      thinking = false
-      Terminal.newline("err")
-    }
+    endThinking()
+    spinner.start("writing")
     const cleaned = Terminal.clean(s)
-    Terminal.write(cleaned)
+    if (rendered !== undefined) rendered.push(cleaned)
+    else Terminal.write(cleaned)
   }
 
   const output = (id: string, latest: string) => {
     const step = OutputTail.next(outputs.get(id) ?? OutputTail.start, latest)
     outputs.set(id, step.seen)
     if (step.text.length === 0) return
-    spinner.stop()
     const indented = indentOutput(step.text, Terminal.lineStart("err"))
     Terminal.note(Terminal.dim("err", indented), indented)
   }
 
   const result = (id: string, ok: boolean, content: string, details: ToolDetails | undefined) => {
-    spinner.stop()
     if (details?.output !== undefined && details.terminalId === undefined) output(id, details.output)
     Terminal.newline("err")
-    // A command's status is its last line (the exit code); anything else says what it did first.
-    const summary = details?.output !== undefined ? lastLine(content) : firstLine(content)
+    const line = resultSummary(names.get(id), content, details)
     const mark = ok ? Terminal.green("err", "  ✓") : Terminal.red("err", "  ✗")
-    Terminal.note(`${mark} ${Terminal.dim("err", Terminal.oneLine(summary))}\n`, "\n")
+    Terminal.note(`${mark} ${Terminal.dim("err", Terminal.oneLine(line))}\n`, "\n")
     if (details?.diff !== undefined && !shownDiffs.has(id)) {
       for (const d of details.diff) Terminal.note(diffText(d.path, d.oldText, d.newText), "\n")
     }
     outputs.delete(id)
     titles.delete(id)
+    names.delete(id)
   }
 
   const event = (e: SessionEvent) => {
+    if (e.type !== "text_delta") flush()
     switch (e.type) {
       case "text_delta":
         return text(e.data.text)
       case "thinking_delta": {
-        spinner.stop()
+        spinner.start("thinking")
         if (!thinking) Terminal.newline("out")
         thinking = true
         const cleaned = Terminal.clean(e.data.text)
         return Terminal.note(Terminal.dim("err", cleaned), cleaned)
       }
       case "tool_call":
-        spinner.stop()
-        thinking = false
+        endThinking()
         titles.set(e.data.id, e.data.title)
+        names.set(e.data.id, e.data.name)
         Terminal.newline("out")
+        spinner.start(`running ${Terminal.oneLine(e.data.title)}`)
         return Terminal.noteLine(`${Terminal.cyan("err", "→")} ${Terminal.oneLine(e.data.title)}`)
       case "tool_running":
         return spinner.start(`running ${Terminal.oneLine(titles.get(e.data.id) ?? "the tool")}`)
       case "tool_progress":
-        output(e.data.id, e.data.output)
-        if (Terminal.lineStart("err")) spinner.start(`running ${Terminal.oneLine(titles.get(e.data.id) ?? "the tool")}`)
-        return
+        return output(e.data.id, e.data.output)
       case "tool_result":
         result(e.data.id, e.data.ok, e.data.content, e.data.details)
         return spinner.start("thinking")
       case "plan": {
-        spinner.stop()
         const marks = { completed: "✓", in_progress: "▸", pending: "○" } as const
         const lines = e.data.entries.map((entry) => `  ${marks[entry.status]} ${Terminal.oneLine(entry.content)}`)
         return Terminal.noteLine(Terminal.dim("err", ["Plan", ...lines].join("\n")))
@@ -154,25 +169,22 @@ export const make = (spinner: Spinner): View => {
       case "mode_changed":
         return Terminal.noteLine(`[mode: ${Terminal.oneLine(e.data.mode)}]`, Terminal.dim)
       case "notice":
-        spinner.stop()
         return Terminal.noteLine(Terminal.clean(e.data.text))
       case "compacting":
         return spinner.start("compacting the conversation")
       case "compaction":
-        spinner.stop()
         Terminal.newline("out")
         return Terminal.noteLine(
           Terminal.dim("err", `Compacted the conversation (about ${tokens(e.data.usageBefore)} → ${tokens(e.data.usageAfter)} tokens of context).`)
         )
       case "turn_input":
-        spinner.stop()
         Terminal.newline("out")
         return Terminal.noteLine(Terminal.dim("err", `[steered] ${Terminal.oneLine(e.data.content.map((b) => (b.type === "text" ? b.text : `[${b.type}]`)).join(" "))}`))
       case "turn_end":
-        spinner.stop()
+        spinner.end()
         thinking = false
         Terminal.newline("out")
-        if (e.data.error !== undefined) Terminal.noteLine(Terminal.clean(e.data.error), Terminal.red)
+        if (e.data.error !== undefined) Terminal.noteLine(`Error: ${Terminal.clean(e.data.error)}`, Terminal.red)
         return
       default:
         return
@@ -181,8 +193,13 @@ export const make = (spinner: Spinner): View => {
 
   return {
     event,
-    waiting: () => spinner.start("thinking"),
+    begin: () => {
+      spinner.reset()
+      spinner.start("thinking")
+    },
+    waiting: () => spinner.resume(),
     pause: () => {
+      flush()
       spinner.stop()
       thinking = false
       Terminal.newline("out")
@@ -191,6 +208,7 @@ export const make = (spinner: Spinner): View => {
     diffShown: (id) => {
       shownDiffs.add(id)
     },
-    usage: () => usage
+    usage: () => usage,
+    flush
   }
 }

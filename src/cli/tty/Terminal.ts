@@ -28,7 +28,7 @@ export const guardStreams = (): void => {
 }
 
 /** Colours only on a terminal, and not when NO_COLOR is set. */
-const colours = (stream: Stream) => streams[stream].isTTY === true && (process.env.NO_COLOR ?? "") === ""
+export const colours = (stream: Stream) => streams[stream].isTTY === true && (process.env.NO_COLOR ?? "") === ""
 
 export const isTty = (stream: Stream): boolean => streams[stream].isTTY === true
 
@@ -68,15 +68,57 @@ const shared = () => isTty("out") && isTty("err")
 
 export const lineStart = (stream: Stream): boolean => (shared() ? atLineStart.out && atLineStart.err : atLineStart[stream])
 
-/** Hooks run before anything is written (the spinner clears its line). */
-const beforeWrite: Array<() => void> = []
-export const onBeforeWrite = (hook: () => void): void => {
+/** Hooks run before anything is written (the screen's bottom area is erased) and after (it is drawn again). */
+const beforeWrite: Array<(stream: Stream) => void> = []
+const afterWrite: Array<(stream: Stream) => void> = []
+export const onBeforeWrite = (hook: (stream: Stream) => void): void => {
   beforeWrite.push(hook)
+}
+export const onAfterWrite = (hook: (stream: Stream) => void): void => {
+  afterWrite.push(hook)
+}
+
+/**
+ * While held (a question is open), output is kept and written when the hold is released, so
+ * nothing lands between a question and its answer. Bounded: past `MAX_HELD` characters the
+ * oldest kept output is dropped and the release says how much.
+ */
+let holds = 0
+let held: Array<{ readonly stream: Stream; readonly text: string; readonly plainEnd: string }> = []
+let heldSize = 0
+let heldDropped = 0
+const MAX_HELD = 4 * 1024 * 1024
+
+export const hold = (): void => {
+  holds++
+}
+
+export const release = (): void => {
+  if (holds === 0) return
+  holds--
+  if (holds > 0) return
+  const kept = held
+  const dropped = heldDropped
+  held = []
+  heldSize = 0
+  heldDropped = 0
+  if (dropped > 0) emit("err", `[${dropped} characters of output were dropped while a question was open]\n`, "\n")
+  for (const piece of kept) emit(piece.stream, piece.text, piece.plainEnd)
 }
 
 const emit = (stream: Stream, text: string, plainEnd: string): void => {
   if (text.length === 0 || closed[stream]) return
-  for (const hook of beforeWrite) hook()
+  if (holds > 0) {
+    held.push({ stream, text, plainEnd })
+    heldSize += text.length
+    while (heldSize > MAX_HELD && held.length > 1) {
+      const first = held.shift()!
+      heldSize -= first.text.length
+      heldDropped += first.text.length
+    }
+    return
+  }
+  for (const hook of beforeWrite) hook(stream)
   streams[stream].write(text)
   const ended = plainEnd.endsWith("\n")
   if (shared()) {
@@ -85,6 +127,7 @@ const emit = (stream: Stream, text: string, plainEnd: string): void => {
   } else {
     atLineStart[stream] = ended
   }
+  for (const hook of afterWrite) hook(stream)
 }
 
 /**
@@ -113,7 +156,10 @@ export const markLineStart = (): void => {
   atLineStart.err = true
 }
 
-/** Draws something on the current line of stderr that is erased before anything else is written. */
+/** Writes to stderr around the transcript (the bottom area: spinner, prompt, menus); never held. */
 export const overlay = (text: string): void => {
   if (!closed.err) process.stderr.write(text)
 }
+
+/** Whether writes to `stream` land on the terminal stderr draws its bottom area on. */
+export const sharesScreen = (stream: Stream): boolean => stream === "err" || shared()

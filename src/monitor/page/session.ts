@@ -277,7 +277,9 @@ export const mount = (root: HTMLElement, header: HTMLElement, sessionId: string)
         return
       case "client_call":
         return
-      case "turn_end": {
+      case "turn_end":
+      // A turn whose end the log refused: it ended, failed, saying why.
+      case "turn_aborted": {
         const turn = turnOf(event.turn)
         running = false
         turn.live = undefined

@@ -1,5 +1,5 @@
 /**
- * A compact unified diff of two texts, for people at a terminal: hunks with three lines of
+ * A compact unified diff of two texts, for people at a terminal (and transcripts): hunks with three lines of
  * context, as `git diff` shows them.
  *
  * Bounded whatever the input: the common head and tail are skipped in linear time, the rest is
