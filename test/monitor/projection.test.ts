@@ -50,6 +50,18 @@ describe("Projection: the approvals inbox", () => {
     expect([...after.closed].sort()).toEqual(["s1 1.1", "s1 1.2", "s1 1.3"])
   })
 
+  it("ends a turn whose end the log refused (turn_aborted): the row stops running, failed, and its questions close", () => {
+    const { state } = fold([
+      ev("s1", 3, { type: "turn_start", data: { content: [{ type: "text", text: "hi" }] } }),
+      asked("s1", 3, "3.1", "t1")
+    ])
+    expect(state.rows.get("s1")?.running).toBe(true)
+    const after = Projection.noChanges()
+    Projection.applyEvent(state, after, ev("s1", 3, { type: "turn_aborted", data: { stopReason: "end_turn", error: "This turn's end could not be saved" } }))
+    expect(state.rows.get("s1")).toMatchObject({ running: false, failed: true, stopReason: "end_turn" })
+    expect([...after.closed]).toEqual(["s1 3.1"])
+  })
+
   it("counts a child's question once (its own event, not its parent's copy), and a question opened and closed in one batch not at all", () => {
     const child = asked("child", 1, "1.1", "c1")
     const { state, changes } = fold([
