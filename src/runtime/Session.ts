@@ -57,6 +57,7 @@ import * as Turn from "./Turn.ts"
 import * as TurnEnd from "./TurnEnd.ts"
 import * as Commands from "../commands/Commands.ts"
 import * as Latest from "./Latest.ts"
+import * as Spans from "../telemetry/Spans.ts"
 import * as Skills from "../skills/Skills.ts"
 import * as Undo from "../session/Undo.ts"
 import * as Tool from "../tools/Tool.ts"
@@ -236,8 +237,9 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
       const cost = usage === undefined ? undefined : Models.cost(usage, model?.price)
       if (cost !== undefined) spent += cost
       const size = contextWindow()
-      if (size === undefined || used === undefined) return Effect.void
-      return emitEphemeral(turn, { type: "usage", data: { used, size, ...(spent > 0 || cost !== undefined ? { cost: spent } : {}) } })
+      const costed = Spans.cost(cost === undefined ? undefined : spent)
+      if (size === undefined || used === undefined) return costed
+      return Effect.andThen(costed, emitEphemeral(turn, { type: "usage", data: { used, size, ...(spent > 0 || cost !== undefined ? { cost: spent } : {}) } }))
     }
 
     /** The usage update that follows a logged event, if any. */
@@ -521,10 +523,12 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
           if (children !== undefined) yield* children.shutdown
           children = undefined
           const ended = yield* finalize(q, state, exit, startLogged ? undefined : start)
+          // A turn whose end the log refused counts as failed.
+          yield* Spans.turnEnded(Exit.isSuccess(ended) ? ended.value : { stopReason: "end_turn", error: "its end was not logged" })
           const waiter = outcomes.get(q.turn)
           outcomes.delete(q.turn)
           if (waiter !== undefined) yield* Deferred.done(waiter, ended)
-        })
+        }).pipe(Spans.turn({ sessionId: info.id, turn: q.turn, agent: deps.agent, parentSessionId: info.parent?.sessionId, traceparent: q.traceparent }))
       ).pipe(Effect.ensuring(Queue.offer(mailbox, { _tag: "Turns", input: { _tag: "TurnDone", turn: q.turn } })))
 
     /**
@@ -739,7 +743,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
             presented: options?.unattended !== true,
             client: options?.client,
             by: options?.by,
-            ...(options?.key !== undefined ? { key: options.key } : {})
+            ...(options?.key !== undefined ? { key: options.key } : {}),
+            ...(options?.traceparent !== undefined ? { traceparent: options.traceparent } : {})
           })
           // However the stream ends, its presenter lets go of the turn (the next one may start).
           yield* Effect.addFinalizer(() => released(turn))
