@@ -47,7 +47,7 @@ import type { Gated } from "./Gate.ts"
 import * as SessionId from "./SessionId.ts"
 import type { AnnouncedCall, Permit } from "./Turn.ts"
 
-export type Limits = Definitions.Limits
+type Limits = Definitions.Limits
 
 /** What a child session is opened with. */
 export interface OpenRequest {
@@ -79,7 +79,7 @@ export interface Factory {
   readonly started: () => number
 }
 
-export interface Options {
+interface Options {
   readonly parentId: string
   readonly cwd: string
   readonly additionalDirectories: ReadonlyArray<string>
@@ -110,7 +110,7 @@ export interface Children extends Agents {
 }
 
 /** Characters of an answer given at once; the rest is read with `offset`. */
-export const ANSWER_CHARS = 8_000
+const ANSWER_CHARS = 8_000
 /** How long a cancelled child may take to finalize before its scope is closed under it. */
 const SHUTDOWN_WAIT_MS = 10_000
 

@@ -19,9 +19,9 @@
  * Pure, apart from the state it keeps per turn (live) or per load (replay).
  */
 import type * as Update from "../acp/Update.ts"
-import type { Canonical, Location, SessionEvent, ToolKind } from "../log/Event.ts"
+import type { Canonical, SessionEvent } from "../log/Event.ts"
+import type { ClientCall, Location, PermissionAsked, ToolKind } from "../Vocabulary.ts"
 import { supersededPartials } from "../log/Replay.ts"
-import type { ClientCall, PermissionAsked } from "../Vocabulary.ts"
 import * as Translate from "./Translate.ts"
 import type * as View from "./View.ts"
 

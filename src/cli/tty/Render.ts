@@ -5,7 +5,8 @@
  * the diff of edits and a one-line summary of its result, the plan, notices, the error of a
  * failed turn). The status line (`Spinner.ts`) runs for the whole turn.
  */
-import type { SessionEvent, ToolDetails } from "../../log/Event.ts"
+import type { SessionEvent } from "../../log/Event.ts"
+import type { ToolDetails } from "../../Vocabulary.ts"
 import * as Diff from "../../text/Diff.ts"
 import * as Markdown from "./Markdown.ts"
 import * as OutputTail from "./OutputTail.ts"
@@ -13,7 +14,7 @@ import type { Spinner } from "./Spinner.ts"
 import { summary as resultSummary } from "./Summary.ts"
 import * as Terminal from "./Terminal.ts"
 
-export interface Usage {
+interface Usage {
   readonly used: number
   readonly size: number
   readonly cost?: number | undefined
