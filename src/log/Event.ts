@@ -270,7 +270,8 @@ const ToolProgress = event("tool_progress", { id: Schema.String, output: Schema.
 const UsageUpdate = event("usage", { used: Schema.Number, size: Schema.Number, cost: Schema.optionalKey(Schema.Number) })
 const PermissionAskedEvent = Schema.Struct({ type: Schema.Literal("permission_asked"), data: PermissionAsked })
 const ClientCallEvent = Schema.Struct({ type: Schema.Literal("client_call"), data: ClientCall })
-const QuestionWithdrawn = event("question_withdrawn", { requestId: Schema.String })
+/** A question nobody needs to answer any more: withdrawn, or `answered` (by whoever answered first). */
+const QuestionWithdrawn = event("question_withdrawn", { requestId: Schema.String, answered: Schema.optionalKey(Schema.Boolean) })
 /** A command of this tool call runs in the client's terminal `terminalId`. */
 const ToolTerminal = event("tool_terminal", { id: Schema.String, terminalId: Schema.String })
 

@@ -22,6 +22,7 @@ import type { LogError } from "../log/LogError.ts"
 import type { Message, ModelStop } from "../Vocabulary.ts"
 import { promptText } from "../Vocabulary.ts"
 import type { Emit, TurnContext } from "./Turn.ts"
+import * as Spans from "../telemetry/Spans.ts"
 
 type Trigger = "manual" | "threshold" | "overflow"
 
@@ -253,4 +254,4 @@ export const run = (ctx: TurnContext, options: Options): Effect.Effect<Outcome, 
       }
     })
     return { _tag: "Compacted", id } satisfies Outcome
-  })
+  }).pipe(Spans.compaction(options.trigger))

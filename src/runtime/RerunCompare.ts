@@ -8,6 +8,7 @@
  * refused at a permission question (the wording of a refusal depends on how
  * it was refused: no answer, timeout, cancel).
  */
+import { absurd } from "effect/Function"
 import type { Canonical } from "../log/Event.ts"
 import type { ToolDetails } from "../Vocabulary.ts"
 import { INTERRUPTED_TOOL, INTERRUPTED_TURN } from "../log/Recovery.ts"
@@ -116,6 +117,21 @@ const turnsOf = (events: ReadonlyArray<Canonical>): Array<Turn> => {
       case "turn_end":
         turn.end = event.data
         break
+      case "model_response":
+      case "model_partial":
+      case "mode_changed":
+      case "config_changed":
+      case "plan":
+      case "notice":
+      case "mcp_servers":
+      case "subagent":
+      case "compaction":
+      case "skill_activation":
+      case "turn_input":
+      case "undo":
+        break
+      default:
+        absurd(event)
     }
   }
   return out
