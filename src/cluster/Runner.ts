@@ -10,8 +10,9 @@
  *   the previous one's ack), and each connection must first give the cluster's token
  *   (`RunnerAuth`): the runner protocol has no check of its own.
  * - A runner that stops answering loses its shards once its lock has run out (`lockExpiryMs`,
- *   10 s by default, refreshed every third of it); the sessions' write leases last as long, so a
- *   session can be opened elsewhere as soon as its shard is.
+ *   10 s by default, refreshed every third of it); the sessions' write leases last as long, and
+ *   one whose runner died is free at once (`PgLease.ts`), so a session can be opened elsewhere
+ *   as soon as its shard is.
  * - A runner that is stopped (SIGTERM) lets its running turns end, up to `drainMs` (30 s by
  *   default), then gives its shards back.
  */
@@ -131,7 +132,7 @@ export const layer = (
   // Named after the runner: `skein doctor --cluster` tells whose shard locks are whose.
   const sql = PgClient.layer({ url: Redacted.make(options.url), applicationName: `skein-runner ${options.runner.host}:${options.runner.port}` })
   return Layer.mergeAll(
-    SessionEntity.layer({ leaseWaitMs: lockExpiryMs + 5_000 }),
+    SessionEntity.layer(),
     Serve.layer(serve.address, serve.token, { procedures: Front.layer, limits: serve.limits })
   ).pipe(
     Layer.provide(sharding(options, serve.token)),

@@ -145,8 +145,9 @@ export const make = (options: Options) => (call: AnnouncedCall, tool: Gated, arg
     if (verdict._tag === "allow") return { _tag: "allow", ...(verdict.readOnly === true ? { readOnly: true } : {}) } as Permit
     if (verdict._tag === "deny") return denied(verdict.reason)
     if (prior?.granted === true && known.protectedEdit === undefined && verdict.outside !== true) return { _tag: "allow" } as Permit
+    /** Logs a decision; whether the log took it. */
     const record = (body: CanonicalBody) =>
-      options.record(body).pipe(Effect.catchCause((cause) => Effect.logError("could not log a permission answer", cause)))
+      options.record(body).pipe(Effect.as(true), Effect.catchCause((cause) => Effect.as(Effect.logError("could not log a permission answer", cause), false)))
     const unanswerable = Effect.as(
       record({ type: "permission", data: { toolCallId: call.id, outcome: "unanswerable" } }),
       denied(`Permission is needed to run ${call.title}, and no one is there to answer. It was not run.`)
@@ -184,7 +185,9 @@ export const make = (options: Options) => (call: AnnouncedCall, tool: Gated, arg
       : outcome === "reject_always"
       ? Permissions.ruleFor(tool, verdict.scope, "reject")
       : undefined
-    yield* record({ type: "permission", data: { toolCallId: call.id, outcome, ...(rule !== undefined ? { rule } : {}) } })
+    const logged = yield* record({ type: "permission", data: { toolCallId: call.id, outcome, ...(rule !== undefined ? { rule } : {}) } })
+    // Nothing runs that the log cannot account for (the store refused the answer).
+    if (!logged) return denied(`The answer for ${call.title} could not be written to the session's log, so it was not run.`)
     switch (outcome) {
       case "allow_once":
       case "allow_always": {

@@ -116,6 +116,12 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
     const maxLive = config.maxLiveSessions ?? DEFAULT_MAX_LIVE_SESSIONS
     /** Sessions closed to make room: they come back when asked for (`getSession`). */
     const evicted = new Set<string>()
+    /**
+     * Sessions closed for a reason (another Skein took them over), with it: a request for one is
+     * answered with it until the session is opened (or closed, or deleted) again. The latest few.
+     */
+    const ended = new Map<string, string>()
+    const ENDED_KEPT = 1024
     // Loading, deleting and making room must not interleave (each looks at the registry, then the disk).
     const lifecycle = yield* Semaphore.make(1)
 
@@ -281,7 +287,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           Effect.map((contents) => contents.events),
           Effect.mapError((error) => new SessionError({ reason: "log", message: error.message }))
         ),
-        close: closeSession(id),
+        close: (reason) => (reason === undefined ? closeSession(id) : closeFor(id, reason)),
         provider: config.provider,
         // With MCP servers, the toolkit changes as their tools are discovered or withdrawn.
         toolkit: servers === undefined ? config.toolkit : DynamicToolkit.make(config.toolkit, servers),
@@ -519,6 +525,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
       return yield* lifecycle.withPermits(1)(Effect.gen(function*() {
         const entry = live.get(options.sessionId)
         if (entry === undefined) {
+          ended.delete(options.sessionId)
           yield* makeRoom
           const loaded = yield* start(options)
           evicted.delete(options.sessionId)
@@ -560,13 +567,27 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
             return entry.session
           })
         }
+        const reason = ended.get(sessionId)
+        if (reason !== undefined) return Effect.fail(new RuntimeError({ reason: "locked", message: reason }))
         // Closed only to make room: it comes back from its log, as it was.
         if (evicted.has(sessionId)) return Effect.map(loadSession({ sessionId }), (loaded) => loaded.session as Session.Session)
         return Effect.fail(new RuntimeError({ reason: "not_found", message: `Session not found: ${sessionId}` }))
       })
 
+    /** Closes a session for a reason its later requests are answered with. */
+    const closeFor = (sessionId: string, reason: string) =>
+      Effect.suspend(() => {
+        ended.delete(sessionId)
+        ended.set(sessionId, reason)
+        if (ended.size > ENDED_KEPT) ended.delete(ended.keys().next().value!)
+        evicted.delete(sessionId)
+        const entry = live.get(sessionId)
+        return entry === undefined ? Effect.void : Scope.close(entry.scope, Exit.void)
+      })
+
     const closeSession = (sessionId: string) =>
       Effect.suspend(() => {
+        ended.delete(sessionId)
         evicted.delete(sessionId)
         const entry = live.get(sessionId)
         return entry === undefined ? Effect.void : Scope.close(entry.scope, Exit.void)

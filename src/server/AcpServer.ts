@@ -436,7 +436,7 @@ export const handlers = (
           const watched = event.turn === null ? undefined : others.get(event.turn)
           if (watched === undefined) continue
           show(watched, watched.presenter.live(event))
-          if (event.type === "turn_end") others.delete(event.turn!)
+          if (event.type === "turn_end" || event.type === "turn_aborted") others.delete(event.turn!)
         }
         return lines.length === 0 ? Effect.void : peer.sendEncoded(lines.join(""))
       }))

@@ -20,7 +20,7 @@
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
-import * as SafeFs from "../tools/SafeFs.ts"
+import * as SafeFs from "../fs/SafeFs.ts"
 import { mayExist } from "./FileErrors.ts"
 
 /** The real path of a folder to use as a root; the path itself (absolute) while it does not exist. */

@@ -25,7 +25,7 @@ const script = { turns: [{ calls: [[{ text: "Hello." }]] }, { calls: [[{ text: "
 /** `skein acp --connect URL` with `env`, its stdin left open: what it said before it exited. */
 const connectOnly = (url: string, env: Record<string, string> = {}, options: { readonly uid?: number; readonly home?: string } = {}) => {
   const home = options.home ?? mkdtempSync(path.join(os.tmpdir(), "skein-connect-"))
-  const run = spawnSync(NODE, [SKEIN, "acp", "--home", home, "--connect", url], {
+  const run = spawnSync(NODE, [SKEIN, "acp", "--connect", url], {
     env: { ...process.env, SKEIN_SERVE_TOKEN: "", HOME: home, ...env },
     input: "",
     encoding: "utf8",
