@@ -14,7 +14,8 @@
  *   `maxKept`, the oldest finished dropped first;
  * - each keeps what it printed since it was last read, bounded like `bash`'s output (head
  *   and tail kept, the middle counted and dropped), secrets redacted as it arrives; a read
- *   takes it, and a read whose processing failed (a filter that timed out) puts it back;
+ *   takes it, and a read whose processing failed or was interrupted (a filter that timed out, a
+ *   cancelled turn) puts it back;
  * - when the command's leader exits, output may arrive for a moment, then whatever it left
  *   running is killed (as `bash` does: a command that must keep running is the leader);
  * - once the scope is closing, nothing starts: a start that raced the close kills what it
@@ -26,6 +27,7 @@
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
 import type * as Scope from "effect/Scope"
 import * as Secrets from "../../secrets/Secrets.ts"
@@ -262,10 +264,14 @@ export const make = (options: Options = {}): Effect.Effect<Shells, never, Scope.
         const omitted = joined.omitted + (carried === undefined ? 0 : carried.omitted + rendered.omitted)
         const taken: Taken = { id, command: shell.command, sandboxed: shell.sandboxed, text: joined.text, omitted, status: shell.status }
         return use(taken).pipe(
-          Effect.tapError(() =>
-            Effect.sync(() => {
-              // Put back in front of what arrived meanwhile, bounded again at the next read.
-              shell.carry = { text: taken.text, omitted: taken.omitted }
+          Effect.onExit((exit) =>
+            Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => {
+              // Failed or interrupted: put back in front of what arrived meanwhile, bounded again at the next read.
+              // (In front of what another failed read put back meanwhile too: this read took first.)
+              const later = shell.carry
+              shell.carry = later === undefined
+                ? { text: taken.text, omitted: taken.omitted }
+                : { text: taken.text + later.text, omitted: taken.omitted + later.omitted }
             })
           )
         )
