@@ -8,7 +8,10 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as TestClock from "effect/testing/TestClock"
+import { rmSync } from "node:fs"
+import { join } from "node:path"
 import { EVICT_AFTER_IDLE_MS } from "../../src/runtime/Config.ts"
+import * as Rerun from "../../src/runtime/Rerun.ts"
 import { eventually, getCommand, killTagged, processesWith, serverCommand, uniqueTag } from "../support/Background.ts"
 import * as Bwrap from "../support/Bwrap.ts"
 import { record, submit, text, withSkein } from "../support/Sessions.ts"
@@ -105,6 +108,25 @@ describe("background commands in a session (sandbox off)", () => {
         const other = yield* runtime.newSession({ cwd })
         assert.deepStrictEqual((yield* runtime.liveSessions).map((s) => s.id), [other.id])
         yield* eventually("the server's end", Effect.sync(() => (processesWith(tag).length === 0 ? true : undefined)))
+      }).pipe(Effect.ensuring(Effect.sync(() => killTagged(tag)))))
+  })
+})
+
+describe("background commands in a re-run", () => {
+  it.live("a re-run starts them again, as the log did, and stops them when it ends", () => {
+    const tag = uniqueTag()
+    return withSkein({ script: script(tag) }, ({ runtime, cwd, readLog, home }) =>
+      Effect.gen(function*() {
+        const session = yield* runtime.newSession({ cwd, mode: "bypassPermissions" })
+        yield* session.prompt(text("start it"))
+        yield* runtime.closeSession(session.id)
+        assert.deepStrictEqual(processesWith(tag), [])
+        rmSync(join(cwd, "port.txt"))
+        const log = yield* readLog(session.id)
+        const report = yield* Rerun.run({ header: log.header, events: log.events, home: join(home, "rerun") })
+        assert.isFalse(report.diverged, JSON.stringify(report.turns))
+        assert.strictEqual(report.turns[0]!.compared, 2)
+        assert.deepStrictEqual(processesWith(tag), [], "the re-run's session closed, and its background commands with it")
       }).pipe(Effect.ensuring(Effect.sync(() => killTagged(tag)))))
   })
 })
