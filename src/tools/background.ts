@@ -118,3 +118,12 @@ export const kill_shell = Tool.define<KillParams>({
 })
 
 export const tools: ReadonlyArray<Tool.Tool> = [bash_output, kill_shell]
+
+const names: ReadonlySet<string> = new Set(tools.map((tool) => tool.name))
+
+/**
+ * Whether an agent's tool list admits `name`: a list that names `bash` admits these two as
+ * well (a command started in the background is of no use without them).
+ */
+export const listed = (list: ReadonlyArray<string>, name: string): boolean =>
+  list.includes(name) || (names.has(name) && list.includes("bash"))

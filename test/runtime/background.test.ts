@@ -15,6 +15,7 @@ import * as Rerun from "../../src/runtime/Rerun.ts"
 import { eventually, getCommand, killTagged, processesWith, serverCommand, uniqueTag } from "../support/Background.ts"
 import * as Bwrap from "../support/Bwrap.ts"
 import { record, submit, text, withSkein } from "../support/Sessions.ts"
+import * as TempDir from "../support/TempDir.ts"
 
 const call = (tool: string, args: Record<string, unknown>, id: string) => [{ tool, args, id }]
 
@@ -115,15 +116,15 @@ describe("background commands in a session (sandbox off)", () => {
 describe("background commands in a re-run", () => {
   it.live("a re-run starts them again, as the log did, and stops them when it ends", () => {
     const tag = uniqueTag()
-    return withSkein({ script: script(tag) }, ({ runtime, cwd, readLog, home }) =>
+    return withSkein({ script: script(tag) }, ({ runtime, cwd, home }) =>
       Effect.gen(function*() {
         const session = yield* runtime.newSession({ cwd, mode: "bypassPermissions" })
         yield* session.prompt(text("start it"))
         yield* runtime.closeSession(session.id)
         assert.deepStrictEqual(processesWith(tag), [])
         rmSync(join(cwd, "port.txt"))
-        const log = yield* readLog(session.id)
-        const report = yield* Rerun.run({ header: log.header, events: log.events, home: join(home, "rerun") })
+        const log = yield* runtime.readSession(session.id)
+        const report = yield* Rerun.run({ header: log.header, events: log.events, home: join(home, "rerun") }).pipe(Effect.provide(TempDir.platform))
         assert.isFalse(report.diverged, JSON.stringify(report.turns))
         assert.strictEqual(report.turns[0]!.compared, 2)
         assert.deepStrictEqual(processesWith(tag), [], "the re-run's session closed, and its background commands with it")

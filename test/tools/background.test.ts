@@ -12,7 +12,8 @@ import * as Scope from "effect/Scope"
 import * as TestClock from "effect/testing/TestClock"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { bash_output, kill_shell } from "../../src/tools/background.ts"
+import * as Definitions from "../../src/agents/Definitions.ts"
+import { bash_output, kill_shell, listed } from "../../src/tools/background.ts"
 import { bash } from "../../src/tools/bash.ts"
 import * as Background from "../../src/tools/process/Background.ts"
 import * as Tool from "../../src/tools/Tool.ts"
@@ -208,4 +209,13 @@ describe("background commands", () => {
       assert.include(output.content, "[killed by SIGTERM after timeout of 5000 ms]")
       assert.isFalse(output.ok)
     }))
+
+  it("an agent whose tools name bash may read and stop its background commands; Claude Code's names are taken", () => {
+    const explorer = Definitions.builtins.find((agent) => agent.name === "explorer")!
+    assert.isTrue(listed(explorer.tools!, "bash_output"))
+    assert.isTrue(listed(explorer.tools!, "kill_shell"))
+    assert.isFalse(listed(["read", "grep"], "bash_output"), "without bash there is nothing to read")
+    const claude = Definitions.parseMarkdown("---\nname: runner\ndescription: Runs\ntools: Bash, BashOutput, KillShell\n---\n", "/x/runner.md")
+    assert.deepStrictEqual("tools" in claude ? claude.tools : claude, ["bash", "bash_output", "kill_shell"])
+  })
 })
