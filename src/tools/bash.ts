@@ -9,6 +9,11 @@
  * process's minus secrets (`secrets/Secrets.ts`). Secret values are redacted
  * from the output as it arrives, before it is bounded, so a cut never leaves
  * part of one behind. A non-zero exit is a result with `ok: false`.
+ *
+ * `run_in_background: true` starts the command the same way (the gate asks about it as about
+ * any command; the sandbox takes it as any command) in the session's background
+ * (`process/Background.ts`) and answers with its id at once; `bash_output` and `kill_shell`
+ * (`background.ts`) read and stop it. Those always run locally, never in a client's terminal.
  */
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
