@@ -13,6 +13,7 @@ import * as TestClock from "effect/testing/TestClock"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Definitions from "../../src/agents/Definitions.ts"
+import * as Secrets from "../../src/secrets/Secrets.ts"
 import { bash_output, kill_shell, listed } from "../../src/tools/background.ts"
 import { bash } from "../../src/tools/bash.ts"
 import * as Background from "../../src/tools/process/Background.ts"
@@ -22,13 +23,13 @@ import { eventually, getCommand, processesWith, serverCommand, uniqueTag } from 
 import { survivors, uniqueArg } from "../support/Escapes.ts"
 import * as TempDir from "../support/TempDir.ts"
 
-const setup = (options: Background.Options = {}) =>
+const setup = (options: Background.Options = {}, extra: Partial<Tool.ToolContext> = {}) =>
   Effect.gen(function*() {
     const cwd = yield* TempDir.make()
     const scope = yield* Scope.make()
     yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
     const shells = yield* Background.make(options).pipe(Scope.provide(scope))
-    const ctx: Tool.ToolContext = { sessionId: "s1", toolCallId: "c1", cwd, roots: [cwd], progress: () => Effect.void, plan: () => Effect.void }
+    const ctx: Tool.ToolContext = { sessionId: "s1", toolCallId: "c1", cwd, roots: [cwd], progress: () => Effect.void, plan: () => Effect.void, ...extra }
     const call = (tool: Tool.Tool, args: unknown) =>
       Tool.run(tool, args, ctx).pipe(Effect.provide(TempDir.platform), Effect.provideService(Background.Current, shells))
     const start = (command: string, extra: Record<string, unknown> = {}) =>
@@ -208,6 +209,20 @@ describe("background commands", () => {
       const output = yield* read(id)
       assert.include(output.content, "[killed by SIGTERM after timeout of 5000 ms]")
       assert.isFalse(output.ok)
+    }))
+
+  it.live("a background command runs in Skein even when the client offers a terminal, and its secrets are redacted", () =>
+    Effect.gen(function*() {
+      const asked: Array<string> = []
+      const terminal: Tool.ClientTerminal = { run: (options) => Effect.sync(() => void asked.push(options.command)).pipe(Effect.andThen(Effect.fail("not expected"))) }
+      const { start, readUntil } = yield* setup({}, { client: { terminal } })
+      const secret = `bg-secret-${uniqueTag()}-value`
+      Secrets.registry().addValue(secret)
+      const id = yield* start(`echo "local $$"; printf '%s\n' '${secret.slice(0, 10)}''${secret.slice(10)}'`)
+      const { all } = yield* readUntil(id, (_, last) => last.content.includes("[exited with code 0]"))
+      assert.match(all, /local \d+/)
+      assert.notInclude(all, secret)
+      assert.deepStrictEqual(asked, [])
     }))
 
   it("an agent whose tools name bash may read and stop its background commands; Claude Code's names are taken", () => {
