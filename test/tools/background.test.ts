@@ -5,9 +5,12 @@
  * it started, the registry's scope closing kills everything, and its limits hold.
  */
 import { assert, describe, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/testing/TestClock"
 import { writeFileSync } from "node:fs"
@@ -17,6 +20,7 @@ import * as Secrets from "../../src/secrets/Secrets.ts"
 import { bash_output, kill_shell, listed } from "../../src/tools/background.ts"
 import { bash } from "../../src/tools/bash.ts"
 import * as Background from "../../src/tools/process/Background.ts"
+import * as ProcessGroup from "../../src/tools/process/ProcessGroup.ts"
 import * as Tool from "../../src/tools/Tool.ts"
 import * as ToolWorker from "../../src/tools/worker/ToolWorker.ts"
 import { eventually, getCommand, processesWith, serverCommand, uniqueTag } from "../support/Background.ts"
@@ -117,11 +121,35 @@ describe("background commands", () => {
       assert.deepStrictEqual(processesWith(tag), [])
     }))
 
+  it.live("a start that races the session's close kills what it spawned, and says why", () =>
+    Effect.gen(function*() {
+      const { cwd, scope, shells } = yield* setup()
+      const arg = uniqueArg()
+      const go = yield* Deferred.make<void>()
+      const starting = yield* Effect.forkChild(shells.start({
+        command: `sleep ${arg}`,
+        sandboxed: false,
+        spawn: (onOutput) =>
+          Effect.andThen(
+            Deferred.await(go),
+            ProcessGroup.spawn({ shell: "/bin/sh", command: `sleep ${arg}`, cwd, env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" }, onOutput })
+          )
+      }))
+      yield* Scope.close(scope, Exit.void)
+      yield* Deferred.succeed(go, undefined)
+      const result = yield* Fiber.await(starting)
+      assert.isTrue(Exit.isFailure(result))
+      assert.include(String(Exit.isFailure(result) ? Cause.squash(result.cause) : ""), "The session is closing")
+      assert.deepStrictEqual(survivors(arg), [])
+      const late = yield* Effect.flip(shells.start({ command: "true", sandboxed: false, spawn: () => Effect.die("must not spawn") }))
+      assert.include(late, "The session is closing")
+    }))
+
   it.live("what a command leaves running when it exits is killed, and said", () =>
     Effect.gen(function*() {
       const { start, readUntil } = yield* setup()
       const arg = uniqueArg()
-      const id = yield* start(`(setsid sleep ${arg} &); until [ -n "$(pgrep -f 'sleep ${arg}')" ]; do sleep 0.01; done; echo bye`)
+      const id = yield* start(`(setsid sh -c 'echo $$ > left.pid; exec sleep ${arg}' &); until [ -s left.pid ]; do sleep 0.01; done; echo bye`)
       const { last } = yield* readUntil(id, (_, last) => !last.content.includes("[still running]"))
       assert.include(last.content, "[exited with code 0]")
       assert.include(last.content, "[background processes still running at exit were killed")
@@ -130,13 +158,16 @@ describe("background commands", () => {
 
   it.live("output is bounded like bash's: head and tail of what arrived since the last read, the middle counted", () =>
     Effect.gen(function*() {
-      const { start, readUntil } = yield* setup()
+      const { start, read, shells } = yield* setup()
       const id = yield* start("echo BEGIN; head -c 300000 /dev/zero | tr '\\0' x; echo; echo END; exit 3")
-      const { last } = yield* readUntil(id, (_, last) => !last.content.includes("[still running]"))
-      // One read took everything (the command was done before the first read, or the reads
-      // split it): either way each read is bounded.
+      yield* eventually("the exit", Effect.sync(() => (shells.list()[0]?.status._tag === "exited" ? true : undefined)))
+      // One read takes all of it: the first and last 32 KB.
+      const last = yield* read(id)
       assert.isBelow(Buffer.byteLength(last.content), 70_000)
-      assert.include(last.content, "END")
+      assert.match(last.content, /^BEGIN\nxxx/)
+      assert.match(last.content, /\n… \d+ bytes omitted …\n/)
+      assert.isTrue(last.details?.truncated)
+      assert.include(last.content, "xxx\nEND\n[exited with code 3]")
       assert.include(last.content, "[exited with code 3]")
       assert.isFalse(last.ok)
       assert.strictEqual(last.details?.exitCode, 3)

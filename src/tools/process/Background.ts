@@ -110,6 +110,10 @@ export const statusLine = (status: Status): string => {
       return status.by === "kill_shell"
         ? `[stopped by kill_shell${status.signal !== null ? ` (${status.signal})` : ""}]`
         : `[killed by ${status.signal ?? "SIGTERM"} after timeout of ${status.timeoutMs} ms]`
+    default: {
+      const never: never = status
+      return never
+    }
   }
 }
 
