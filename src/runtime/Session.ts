@@ -56,6 +56,8 @@ import * as Questions from "./Questions.ts"
 import * as Turn from "./Turn.ts"
 import * as TurnEnd from "./TurnEnd.ts"
 import * as Commands from "../commands/Commands.ts"
+import * as Latest from "./Latest.ts"
+import * as Spans from "../telemetry/Spans.ts"
 import * as Skills from "../skills/Skills.ts"
 import * as Undo from "../session/Undo.ts"
 import * as Background from "../tools/process/Background.ts"
@@ -238,8 +240,9 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
       const cost = usage === undefined ? undefined : Models.cost(usage, model?.price)
       if (cost !== undefined) spent += cost
       const size = contextWindow()
-      if (size === undefined || used === undefined) return Effect.void
-      return emitEphemeral(turn, { type: "usage", data: { used, size, ...(spent > 0 || cost !== undefined ? { cost: spent } : {}) } })
+      const costed = Spans.cost(cost === undefined ? undefined : spent)
+      if (size === undefined || used === undefined) return costed
+      return Effect.andThen(costed, emitEphemeral(turn, { type: "usage", data: { used, size, ...(spent > 0 || cost !== undefined ? { cost: spent } : {}) } }))
     }
 
     /** The usage update that follows a logged event, if any. */
@@ -314,30 +317,10 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
      * refreshes it meanwhile (at most once a second), off the path to its first token (a new
      * skill file reaches the catalog a prompt later). The first read starts with the session.
      */
-    let known: Extensions | undefined
-    let readAt = 0
-    let reading = false
-    const read: Effect.Effect<Extensions> = deps.extensions === undefined
-      ? Effect.succeed(noExtensions)
-      : Effect.tap(deps.extensions, (found) => Effect.sync(() => {
-        known = found
-        readAt = Date.now()
-      }))
-    // Read again at most once a second: prompts in quick succession (a script, a benchmark) share one read.
-    const refresh = Effect.suspend(() => {
-      if (reading || Date.now() - readAt < 1_000) return Effect.void
-      reading = true
-      return Effect.forkIn(Effect.ensuring(read, Effect.sync(() => {
-        reading = false
-      })), scope)
-    })
+    const extensions = Latest.make(deps.extensions ?? Effect.succeed(noExtensions), { everyMs: 1_000, scope })
     const extensionsFor = (content: ReadonlyArray<UserBlock>): Effect.Effect<Extensions> =>
-      Effect.suspend(() => {
-        if (known === undefined || Commands.mayName(content)) return read
-        const last = known
-        return Effect.as(refresh, last)
-      })
-    if (deps.extensions !== undefined) yield* refresh
+      Commands.mayName(content) ? extensions.fresh : extensions.last
+    if (deps.extensions !== undefined) yield* extensions.refresh
 
     /**
      * A prompt with a text block that starts with `/name` of a known command (the last one)
@@ -543,10 +526,12 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
           if (children !== undefined) yield* children.shutdown
           children = undefined
           const ended = yield* finalize(q, state, exit, startLogged ? undefined : start)
+          // A turn whose end the log refused counts as failed.
+          yield* Spans.turnEnded(Exit.isSuccess(ended) ? ended.value : { stopReason: "end_turn", error: "its end was not logged" })
           const waiter = outcomes.get(q.turn)
           outcomes.delete(q.turn)
           if (waiter !== undefined) yield* Deferred.done(waiter, ended)
-        })
+        }).pipe(Spans.turn({ sessionId: info.id, turn: q.turn, agent: deps.agent, parentSessionId: info.parent?.sessionId, traceparent: q.traceparent }))
       ).pipe(Effect.ensuring(Queue.offer(mailbox, { _tag: "Turns", input: { _tag: "TurnDone", turn: q.turn } })))
 
     /**
@@ -761,7 +746,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
             presented: options?.unattended !== true,
             client: options?.client,
             by: options?.by,
-            ...(options?.key !== undefined ? { key: options.key } : {})
+            ...(options?.key !== undefined ? { key: options.key } : {}),
+            ...(options?.traceparent !== undefined ? { traceparent: options.traceparent } : {})
           })
           // However the stream ends, its presenter lets go of the turn (the next one may start).
           yield* Effect.addFinalizer(() => released(turn))

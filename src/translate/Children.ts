@@ -18,6 +18,7 @@
  * Titles never take the `name: task` form (some clients cut a title at its first colon).
  * Pure, apart from the state it keeps per turn (live) or per load (replay).
  */
+import { absurd } from "effect/Function"
 import type * as Update from "../acp/Update.ts"
 import type { Canonical, Location, SessionEvent, ToolKind } from "../log/Event.ts"
 import { supersededPartials } from "../log/Replay.ts"
@@ -311,8 +312,31 @@ export const presenter = (parentId: string, native: boolean, viewOf: (sessionId:
         const message: SessionMessage = { sessionUpdate: "session_message", messageId: `${id}-prompt-${event.turn}`, senderSessionId: owner, recipientSessionId: id, content }
         return [update(id, message), update(owner, message)]
       }
-      default:
+      case "model_response":
+      case "model_partial":
+      case "tool_call":
+      case "tool_result":
+      case "turn_end":
+      case "mode_changed":
+      case "config_changed":
+      case "plan":
+      case "notice":
+      case "mcp_servers":
+      case "compaction":
+      case "skill_activation":
+      case "turn_input":
+      case "undo":
+      case "text_delta":
+      case "thinking_delta":
+      case "tool_running":
+      case "tool_progress":
+      case "usage":
+      case "tool_terminal":
+      case "compacting":
+      case "turn_aborted":
         break
+      default:
+        absurd(event)
     }
     if (native) {
       const view = viewOf(id)
@@ -344,8 +368,27 @@ export const presenter = (parentId: string, native: boolean, viewOf: (sessionId:
         child.said = said
         return replayed ? [] : [progress(child)]
       }
-      default:
+      case "model_partial":
+      case "turn_end":
+      case "mode_changed":
+      case "config_changed":
+      case "plan":
+      case "notice":
+      case "mcp_servers":
+      case "compaction":
+      case "skill_activation":
+      case "turn_input":
+      case "undo":
+      case "text_delta":
+      case "thinking_delta":
+      case "tool_progress":
+      case "usage":
+      case "tool_terminal":
+      case "compacting":
+      case "turn_aborted":
         return []
+      default:
+        return absurd(event)
     }
   }
 

@@ -12,6 +12,7 @@
  * Pure, apart from the memory of the views and the children's presenter; one per turn, load or
  * watch.
  */
+import { absurd } from "effect/Function"
 import type { Canonical, SessionEvent } from "../log/Event.ts"
 import * as Children from "./Children.ts"
 import type * as Translate from "./Translate.ts"
@@ -89,8 +90,28 @@ export const make = (sessionId: string, options: Options): Presenter => {
         break
       case "turn_end":
         return [...checked(children.end()), ...updates(sessionId, own.live(event))]
-      default:
+      case "turn_start":
+      case "model_response":
+      case "model_partial":
+      case "mode_changed":
+      case "config_changed":
+      case "plan":
+      case "permission":
+      case "notice":
+      case "mcp_servers":
+      case "compaction":
+      case "skill_activation":
+      case "turn_input":
+      case "undo":
+      case "tool_running":
+      case "tool_progress":
+      case "usage":
+      case "tool_terminal":
+      case "compacting":
+      case "turn_aborted":
         break
+      default:
+        absurd(event)
     }
     return updates(sessionId, own.live(event))
   }
@@ -108,8 +129,22 @@ export const make = (sessionId: string, options: Options): Presenter => {
         break
       case "turn_end":
         return [...checked(children.end(childLog)), ...updates(sessionId, own.replay(event))]
-      default:
+      case "turn_start":
+      case "model_response":
+      case "model_partial":
+      case "mode_changed":
+      case "config_changed":
+      case "plan":
+      case "permission":
+      case "notice":
+      case "mcp_servers":
+      case "compaction":
+      case "skill_activation":
+      case "turn_input":
+      case "undo":
         break
+      default:
+        absurd(event)
     }
     return updates(sessionId, own.replay(event))
   }
