@@ -15,10 +15,11 @@
 import { absurd } from "effect/Function"
 import type { Canonical, SessionEvent } from "../log/Event.ts"
 import * as Children from "./Children.ts"
+import type * as Shown from "./Shown.ts"
 import type * as Translate from "./Translate.ts"
 import * as View from "./View.ts"
 
-export type Action = Children.Action
+export type Action = Shown.Action
 
 export interface Options {
   /** The client shows child sessions as sessions (`clientCapabilities.subagents`, unstable). */
@@ -36,7 +37,7 @@ export interface Presenter {
   readonly replay: (event: Canonical) => ReadonlyArray<Action>
 }
 
-const isQuestion = (event: SessionEvent): event is Children.Question => event.type === "permission_asked" || event.type === "client_call"
+const isQuestion = (event: SessionEvent): event is Shown.Question => event.type === "permission_asked" || event.type === "client_call"
 
 export const make = (sessionId: string, options: Options): Presenter => {
   const views = new Map<string, View.View>()
