@@ -9,22 +9,22 @@
  */
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
+import type { CanonicalBody, EphemeralBody } from "../log/Event.ts"
 import type {
   AssistantPart,
-  CanonicalBody,
-  EphemeralBody,
   Location,
   ModelStop,
+  PermissionOption,
+  PermissionToolCall,
   StopReason,
   ToolKind,
   Usage,
   UserBlock
-} from "../log/Event.ts"
+} from "../Vocabulary.ts"
 import { appendPart, type History } from "../log/History.ts"
-import type { LogError } from "../log/SessionLog.ts"
+import type { LogError } from "../log/LogError.ts"
 import type { Provider, StreamPart } from "../providers/Provider.ts"
 import * as Tool from "../tools/Tool.ts"
-import type { PermissionOption, PermissionToolCall } from "../Vocabulary.ts"
 import type { Gated, PermissionAnswer, Prior } from "./Gate.ts"
 import type { Children } from "./Children.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
@@ -195,7 +195,7 @@ const modelCall = (ctx: TurnContext, call: number): Effect.Effect<CallResult> =>
 }
 
 /** Runs one tool call: announce, execute, report. */
-export const runToolCall = (ctx: TurnContext, call: { readonly id: string; readonly name: string; readonly args: unknown }) =>
+const runToolCall = (ctx: TurnContext, call: { readonly id: string; readonly name: string; readonly args: unknown }) =>
   Effect.suspend(() => {
     const known = ctx.toolkit.get(call.name) !== undefined
     return executeToolCall(ctx, call, known).pipe(Spans.toolCall({ id: call.id, name: call.name, known }))
@@ -353,5 +353,3 @@ export const compactNow = (ctx: TurnContext, focus: string | undefined) =>
     (outcome): TurnOutcome =>
       outcome._tag === "Compacted" ? { stopReason: "end_turn" } : { stopReason: "end_turn", error: `Could not compact the conversation: ${outcome.reason}.` }
   )
-
-export type { UserBlock }
