@@ -16,7 +16,7 @@ import { MAX_LINE_CHARS } from "./worker/match.ts"
 import * as ToolWorker from "./worker/ToolWorker.ts"
 
 /** Lines a filtered read keeps (before the bound on bytes). */
-export const MAX_FILTERED_LINES = 2_000
+const MAX_FILTERED_LINES = 2_000
 
 const Id = Schema.String.annotate({ description: "The id bash returned when it started the command, e.g. bg1" })
 

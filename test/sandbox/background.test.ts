@@ -27,7 +27,7 @@ const dir = Effect.acquireRelease(
 )
 
 /** A session: its workspace, sandbox and background commands; `call` runs a tool in it. */
-const session = (manager: Sandbox.Manager, ws: string) =>
+const session = (manager: Effect.Success<ReturnType<typeof Sandbox.make>>, ws: string) =>
   Effect.gen(function*() {
     mkdirSync(ws, { recursive: true })
     const scope = yield* Scope.make()

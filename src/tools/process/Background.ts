@@ -35,7 +35,7 @@ import * as OutputBuffer from "./OutputBuffer.ts"
 import * as ProcessGroup from "./ProcessGroup.ts"
 
 export const DEFAULT_MAX_RUNNING = 8
-export const DEFAULT_MAX_KEPT = 32
+const DEFAULT_MAX_KEPT = 32
 /** After the leader exits, how long output may keep arriving before leftovers are killed. */
 const DRAIN_MS = 100
 
@@ -54,7 +54,7 @@ export interface Options {
   readonly tailBytes?: number | undefined
 }
 
-export interface Start {
+interface Start {
   readonly command: string
   /** Starts the command as a process group; `onOutput` gets stdout and stderr as they arrive. */
   readonly spawn: (onOutput: (chunk: Uint8Array) => void) => Effect.Effect<ProcessGroup.Group, string>
@@ -65,7 +65,7 @@ export interface Start {
 }
 
 /** What a read takes: the output since the last read, and where the command stands. */
-export interface Taken {
+interface Taken {
   readonly id: string
   readonly command: string
   readonly sandboxed: boolean
@@ -75,7 +75,7 @@ export interface Taken {
   readonly status: Status
 }
 
-export interface Summary {
+interface Summary {
   readonly id: string
   readonly command: string
   readonly status: Status
