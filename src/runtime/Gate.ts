@@ -139,8 +139,12 @@ export const make = (options: Options) => (call: AnnouncedCall, tool: Gated, arg
         : denied(`This session is read-only (a read-only agent, or one started below it): ${call.title} was not run. Report what should change instead.`)
     }
     const known = yield* facts(options, ceiling.mode, call, tool, command, placement)
+    // With the sandbox on, a fetch from a host its network admits is not asked for.
+    const sandboxHosts = tool.kind === "fetch" && options.sandbox !== undefined && (yield* options.sandbox.placement(false))._tag === "inside"
+      ? options.sandbox.allow
+      : undefined
     const decide = (mode: ModeId, rules: ReadonlyArray<Permissions.Rule>) =>
-      Permissions.decide({ mode, rules, tool, args, cwd: options.cwd, command, placement, outsideReason, ...known })
+      Permissions.decide({ mode, rules, tool, args, cwd: options.cwd, command, placement, outsideReason, sandboxHosts, ...known })
     const verdict = decide(ceiling.mode, rules)
     if (verdict._tag === "allow") return { _tag: "allow", ...(verdict.readOnly === true ? { readOnly: true } : {}) } as Permit
     if (verdict._tag === "deny") return denied(verdict.reason)
