@@ -26,7 +26,6 @@
  *   rule still refuses it); in `plan`, read-only commands run (sandboxed, roots read-only).
  */
 import type { ModeId } from "../Vocabulary.ts"
-import { admittedBy } from "../sandbox/Hosts.ts"
 import { matchesCommandPrefix } from "./ReadOnlyCommands.ts"
 import type { Placement } from "./Sandboxed.ts"
 import type { PermissionScope, Tool } from "./Tool.ts"
@@ -93,8 +92,8 @@ export interface Input<A> {
   readonly placement?: Placement | undefined
   /** The reason the model gave for running a command outside the sandbox. */
   readonly outsideReason?: string | undefined
-  /** The hosts the session's sandbox admits, when the sandbox is on (a fetch of one is not asked for). */
-  readonly sandboxHosts?: ReadonlyArray<string> | undefined
+  /** A fetch's host is one the session's sandbox admits, and the sandbox is on: it is not asked for. */
+  readonly sandboxAdmits?: boolean | undefined
 }
 
 const relative = (cwd: string, path: string): string =>
@@ -149,15 +148,12 @@ export const decide = <A>(input: Input<A>): Verdict => {
   return { _tag: "ask", scope }
 }
 
-/** The host name of a `host` scope (`example.com:8080` → `example.com`, `[::1]:3000` → `[::1]`). */
-const hostName = (host: string): string => host.replace(/:\d+$/, "")
-
 /** A web fetch: a reject rule for its host refuses it; the sandbox's hosts or an allow rule let it run; else it asks. */
 const fetch = <A>(input: Input<A>, scope: PermissionScope): Verdict => {
   const covering = input.rules.filter((rule) => covers(rule, input.tool, scope, undefined))
   const reject = covering.find((rule) => rule.decision === "reject")
   if (reject !== undefined) return { _tag: "deny", reason: `The user chose to always reject ${reject.label}.` }
-  if (input.sandboxHosts !== undefined && admittedBy(input.sandboxHosts, hostName(scope.value)) !== undefined) return { _tag: "allow" }
+  if (input.sandboxAdmits === true) return { _tag: "allow" }
   if (covering.some((rule) => rule.decision === "allow")) return { _tag: "allow" }
   return { _tag: "ask", scope }
 }

@@ -21,7 +21,6 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { isIpLiteral } from "../sandbox/Hosts.ts"
 import * as Secrets from "../secrets/Secrets.ts"
 import * as Tool from "./Tool.ts"
 import * as Address from "./web/Address.ts"
@@ -86,7 +85,7 @@ const withHost = (url: URL, address: string): string => {
  */
 export const target = (url: URL, lookup: (name: string) => Effect.Effect<ReadonlyArray<Http.Resolved>, string> = Http.resolve): Effect.Effect<Http.Resolved, string> => {
   const name = Address.hostname(url)
-  if (isIpLiteral(name)) return Effect.succeed({ address: name, family: name.includes(":") ? 6 : 4 })
+  if (Address.isIpLiteral(name)) return Effect.succeed({ address: name, family: name.includes(":") ? 6 : 4 })
   return Effect.flatMap(lookup(name), (addresses) => {
     if (Address.isLocalhostName(name)) {
       const elsewhere = addresses.find((a) => Address.reach(a.address) !== "this machine")

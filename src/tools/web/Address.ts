@@ -8,7 +8,15 @@
  *   one (cloud metadata services live at 169.254.169.254), a private network's (10/8,
  *   172.16/12, 192.168/16, 100.64/10, fc00::/7), or public.
  */
-import { isIpLiteral, normalize } from "../../sandbox/Hosts.ts"
+
+/** A host as it is compared: lower case, no trailing dot, IPv6 without brackets. */
+export const normalize = (host: string): string => {
+  const lower = host.trim().toLowerCase().replace(/\.$/, "")
+  return lower.startsWith("[") && lower.endsWith("]") ? lower.slice(1, -1) : lower
+}
+
+/** Whether a host (normalized) is an IP address rather than a name. */
+export const isIpLiteral = (host: string): boolean => /^\d{1,3}(\.\d{1,3}){3}$/.test(host) || (host.includes(":") && /^[0-9a-f:.]+$/i.test(host))
 
 export type Reach = "this machine" | "link-local" | "private network" | "public"
 
@@ -45,6 +53,9 @@ export const isLocalhostName = (name: string): boolean => {
 
 /** The host a permission is about: host name (lower case) and the port when it is not the default. */
 export const host = (url: URL): string => url.host.toLowerCase()
+
+/** The name of a `host` (as `host` gives it): without its port, IPv6 without brackets. */
+export const nameOf = (host: string): string => normalize(host.replace(/:\d+$/, ""))
 
 /** The host name alone, IPv6 without brackets. */
 export const hostname = (url: URL): string => normalize(url.hostname)
