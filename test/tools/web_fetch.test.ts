@@ -52,10 +52,11 @@ const HTML = `<!doctype html><html><head><title>The Guide</title><style>body { c
 <script>window.secretTracker = "do-not-show"</script></head>
 <body><h1>Getting started</h1><p>Read the <a href="/docs/install">install notes</a> and <a href="javascript:void(0)">this</a>.</p>
 <h2>Example</h2><pre><code>npm install skein</code></pre><ul><li>one</li><li>two</li></ul>
+<table><tr><th>option</th><th>default</th></tr><tr><td>--mode</td><td><code>default</code></td></tr></table>
 <script>document.write("also hidden")</script><noscript>enable js</noscript></body></html>`
 
 describe("web_fetch", () => {
-  it.effect("turns an HTML page into Markdown: headings, absolute links, code, lists; no script, style or head", () =>
+  it.effect("turns an HTML page into Markdown: headings, absolute links, code, lists, tables; no script, style or head", () =>
     Effect.gen(function*() {
       const server = yield* serve({ "/guide": page(HTML) })
       const url = `http://127.0.0.1:${server.port}/guide`
@@ -69,6 +70,7 @@ describe("web_fetch", () => {
       assert.include(markdown, `Read the [install notes](http://127.0.0.1:${server.port}/docs/install) and this.`)
       assert.include(markdown, "## Example\n\n```\nnpm install skein\n```")
       assert.include(markdown, "-   one\n-   two")
+      assert.include(markdown, "| option | default |\n| --- | --- |\n| --mode | default |")
       for (const hidden of ["secretTracker", "do-not-show", "also hidden", "color: red", "enable js", "javascript:"]) {
         assert.notInclude(out.content, hidden)
       }

@@ -6,13 +6,43 @@
  * What a reader of the page would not see is left out: scripts, styles, templates, frames,
  * embedded objects and drawings, the document's head. Links and images point where the page
  * means (relative ones made absolute against the page's address); `javascript:` links keep only
- * their text.
+ * their text. Tables become Markdown tables of their cells' text.
  */
 import TurndownService from "turndown"
 
 /** What the rules read of a DOM element (domino's, in the worker). */
 interface Element {
+  readonly nodeName: string
+  readonly textContent: string | null
+  readonly childNodes: ArrayLike<Element>
   readonly getAttribute: (name: string) => string | null
+}
+
+/** The rows of a table (its own, not a nested table's), each a list of cell texts. */
+const rows = (table: Element): Array<Array<string>> => {
+  const out: Array<Array<string>> = []
+  const walk = (node: Element) => {
+    for (const child of Array.from(node.childNodes)) {
+      if (child.nodeName === "TR") {
+        out.push(
+          Array.from(child.childNodes)
+            .filter((cell) => cell.nodeName === "TD" || cell.nodeName === "TH")
+            .map((cell) => (cell.textContent ?? "").replace(/\s+/g, " ").trim().replace(/\|/g, "\\|"))
+        )
+      } else if (child.nodeName === "THEAD" || child.nodeName === "TBODY" || child.nodeName === "TFOOT") walk(child)
+    }
+  }
+  walk(table)
+  return out
+}
+
+/** A table as a GitHub-flavoured Markdown table (cells as plain text), its first row the header. */
+const table = (node: Element): string => {
+  const all = rows(node).filter((row) => row.length > 0)
+  if (all.length === 0) return ""
+  const width = Math.max(...all.map((row) => row.length))
+  const line = (row: ReadonlyArray<string>) => `| ${Array.from({ length: width }, (_, i) => row[i] ?? "").join(" | ")} |`
+  return `\n\n${[line(all[0]!), `|${" --- |".repeat(width)}`, ...all.slice(1).map(line)].join("\n")}\n\n`
 }
 
 const HIDDEN = ["script", "style", "noscript", "template", "iframe", "object", "embed", "svg", "canvas", "head", "link", "meta"] as const
@@ -48,6 +78,7 @@ const make = (base: string): TurndownService => {
       return url === undefined || content.trim() === "" ? content : `[${content}](${destination(url)}${titlePart(element.getAttribute("title"))})`
     }
   })
+  service.addRule("table", { filter: "table", replacement: (_content, node) => table(node as unknown as Element) })
   service.addRule("image", {
     filter: "img",
     replacement: (_content, node) => {
