@@ -90,9 +90,12 @@ describe("web_fetch", () => {
       assert.strictEqual(lines.at(-3), "x".repeat(MAX_CHARS))
     }))
 
-  it.effect("stops reading past the download limit and says so", () =>
+  it.effect("stops reading past the download limit and says so, counting what a compressed body unpacks to", () =>
     Effect.gen(function*() {
+      const zlib = yield* Effect.promise(() => import("node:zlib"))
+      const bomb = zlib.brotliCompressSync(Buffer.alloc(64 * 1024 * 1024, "z"))
       const server = yield* serve({
+        "/bomb": page(bomb, "text/plain", { "content-encoding": "br" }),
         "/big": (_request, response) => {
           response.writeHead(200, { "content-type": "text/plain" })
           const chunk = "y".repeat(1024 * 1024)
@@ -104,6 +107,10 @@ describe("web_fetch", () => {
       assert.include(out.content.split("\n")[0]!, "more than 5.0 MB")
       assert.strictEqual(out.content.split("\n").at(-1), "(cut: only the first 5.0 MB of the page were downloaded)")
       assert.include(out.content, `(cut: ${MAX_BYTES - MAX_CHARS} more characters)`)
+      const unpacked = yield* run({ url: `http://127.0.0.1:${server.port}/bomb` })
+      assert.isBelow(bomb.length, 64 * 1024)
+      assert.strictEqual(unpacked.content.split("\n").at(-1), "(cut: only the first 5.0 MB of the page were downloaded)")
+      assert.include(unpacked.content, `(cut: ${MAX_BYTES - MAX_CHARS} more characters)`)
     }))
 
   it.effect("a redirect to another host is reported, not followed (127.0.0.1 and localhost are two hosts)", () =>
@@ -171,6 +178,18 @@ describe("web_fetch", () => {
       assert.isFalse(missing.ok)
       assert.isTrue(missing.content.startsWith(`http://127.0.0.1:${server.port}/nothing: HTTP 404 Not Found, text/plain`))
       assert.isTrue(missing.content.endsWith("\n\nno such page"))
+    }))
+
+  it.effect("a page cut off by the server is an error, not half a page", () =>
+    Effect.gen(function*() {
+      const server = yield* serve({
+        "/half": (_request, response) => {
+          response.writeHead(200, { "content-type": "text/plain", "content-length": "1000" })
+          response.write("only the start", () => response.destroy())
+        }
+      })
+      const out = yield* run({ url: `http://127.0.0.1:${server.port}/half` })
+      assert.deepStrictEqual(out, Tool.error(`http://127.0.0.1:${server.port}/half was not fetched: the server closed the connection in the middle of the page`))
     }))
 
   it.effect("gives up on a server that does not answer, after 30 s", () =>

@@ -75,6 +75,12 @@ export const get = (url: URL, to: Resolved, maxBytes: number): Effect.Effect<Res
   Effect.callback<Response, string>((resume) => {
     const client = process.getBuiltinModule(url.protocol === "https:" ? "node:https" : "node:http")
     let settled = false
+    let unzip: ReturnType<typeof decoder>
+    /** Closes the connection and the decompressor, whatever state they are in. */
+    const close = () => {
+      request.destroy()
+      unzip?.destroy()
+    }
     const finish = (result: Effect.Effect<Response, string>) => {
       if (settled) return
       settled = true
@@ -105,7 +111,7 @@ export const get = (url: URL, to: Resolved, maxBytes: number): Effect.Effect<Res
           body: Buffer.concat(chunks, size),
           cut
         }))
-      const unzip = decoder(response.headers["content-encoding"])
+      unzip = decoder(response.headers["content-encoding"])
       const body = unzip === undefined ? response : response.pipe(unzip)
       if (unzip !== undefined) {
         unzip.on("error", (error) => finish(Effect.fail(`the page's ${response.headers["content-encoding"]} encoding is broken (${error.message})`)))
@@ -118,13 +124,15 @@ export const get = (url: URL, to: Resolved, maxBytes: number): Effect.Effect<Res
           size += Math.max(room, 0)
           cut = true
           done()
-          request.destroy()
+          close()
           return
         }
         chunks.push(chunk)
         size += chunk.length
       })
       body.on("end", done)
+      // Closed without its end: cut off (the end, when there is one, comes first).
+      body.on("close", () => finish(Effect.fail("the server closed the connection in the middle of the page")))
       const broken = () => finish(Effect.fail("the server closed the connection in the middle of the page"))
       response.on("aborted", broken)
       response.on("error", broken)
@@ -132,6 +140,6 @@ export const get = (url: URL, to: Resolved, maxBytes: number): Effect.Effect<Res
     request.end()
     return Effect.sync(() => {
       settled = true
-      request.destroy()
+      close()
     })
   })
