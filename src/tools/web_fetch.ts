@@ -83,16 +83,19 @@ const withHost = (url: URL, address: string): string => {
  * The address to connect to for `url`, or why not (see the module's rules on names and
  * addresses); `lookup` resolves a name (DNS, or a test's table).
  */
-export const target = (url: URL, lookup: (name: string) => Effect.Effect<ReadonlyArray<Http.Resolved>, string> = Http.resolve): Effect.Effect<Http.Resolved, string> => {
+export const target = (
+  url: URL,
+  lookup: (name: string) => Effect.Effect<ReadonlyArray<Http.Resolved>, string> = Http.resolve
+): Effect.Effect<ReadonlyArray<Http.Resolved>, string> => {
   const name = Address.hostname(url)
-  if (Address.isIpLiteral(name)) return Effect.succeed({ address: name, family: name.includes(":") ? 6 : 4 })
+  if (Address.isIpLiteral(name)) return Effect.succeed([{ address: name, family: name.includes(":") ? 6 : 4 }])
   return Effect.flatMap(lookup(name), (addresses) => {
     if (Address.isLocalhostName(name)) {
       const elsewhere = addresses.find((a) => Address.reach(a.address) !== "this machine")
-      return elsewhere === undefined ? Effect.succeed(addresses[0]!) : Effect.fail(`${name} resolves to ${elsewhere.address}, which is not this machine; it was not fetched`)
+      return elsewhere === undefined ? Effect.succeed(addresses) : Effect.fail(`${name} resolves to ${elsewhere.address}, which is not this machine; it was not fetched`)
     }
     const inner = addresses.find((a) => Address.reach(a.address) !== "public")
-    if (inner === undefined) return Effect.succeed(addresses[0]!)
+    if (inner === undefined) return Effect.succeed(addresses)
     return Effect.fail(
       `${name} resolves to ${inner.address} (${Address.reach(inner.address)}). web_fetch reaches such an address only when the URL names it, ` +
         `so that the user is asked about it as such: call web_fetch with ${withHost(url, inner.address)} if that is what you mean.`
@@ -135,25 +138,27 @@ const follow = (start: URL) =>
       const to = yield* target(url)
       const response = yield* Http.get(url, to, MAX_BYTES)
       const hop = redirect(url, response, hops)
-      if (hop === undefined) return { _tag: "page" as const, url, response, hops }
+      if (hop === undefined) return { _tag: "page" as const, url, response, address: response.address }
       if (hop._tag === "stop") return { _tag: "result" as const, output: hop.output }
       url = hop.url
     }
   })
 
-const describePage = (url: URL, response: Http.Response, start: URL): string => {
+/** The first line of a result: the URL, where it came from, status, type, size (and the address, for a name). */
+const describePage = (url: URL, response: Http.Response, start: URL, address: string): string => {
   const type = Page.mediaType(response.headers["content-type"]) || "no content type"
   const size = response.cut ? `more than ${Page.size(MAX_BYTES)}` : Page.size(response.body.length)
   const moved = url.href === start.href ? "" : ` (redirected from ${start.href})`
-  return `${url.href}${moved}: HTTP ${response.status}${response.statusText === "" ? "" : ` ${response.statusText}`}, ${type}, ${size}`
+  const from = Address.isIpLiteral(Address.hostname(url)) ? "" : `, from ${address}`
+  return `${url.href}${moved}: HTTP ${response.status}${response.statusText === "" ? "" : ` ${response.statusText}`}, ${type}, ${size}${from}`
 }
 
 /** The response as the model reads it. */
-const present = (start: URL, url: URL, response: Http.Response, prompt: string | undefined) =>
+const present = (start: URL, url: URL, response: Http.Response, address: string, prompt: string | undefined) =>
   Effect.gen(function*() {
     const contentType = response.headers["content-type"]
     const kind = Page.kind(contentType, response.body)
-    const heading = describePage(url, response, start)
+    const heading = describePage(url, response, start, address)
     if (kind === "binary") {
       return Tool.error(`${heading}. This is not a web page or text, and web_fetch reads only those; it was not shown.`)
     }
@@ -211,6 +216,6 @@ export const web_fetch = Tool.define<Params>({
       const fetched = yield* follow(start).pipe(Effect.timeoutOption(TIMEOUT))
       if (Option.isNone(fetched)) return Tool.error(`${start.href} did not answer within ${Duration.format(TIMEOUT)}; stopped.`)
       if (fetched.value._tag === "result") return fetched.value.output
-      return yield* present(start, fetched.value.url, fetched.value.response, prompt)
+      return yield* present(start, fetched.value.url, fetched.value.response, fetched.value.address, prompt)
     }).pipe(Effect.catch((message: string) => Effect.succeed(Tool.error(`${url} was not fetched: ${message}`))))
 })

@@ -174,6 +174,9 @@ describe("web_fetch", () => {
       assert.isTrue((yield* run({ url: `http://127.0.0.1:${server.port}/latin` })).content.endsWith("\n\ncafé crème"))
       assert.isTrue((yield* run({ url: `http://127.0.0.1:${server.port}/meta` })).content.endsWith("\n\nnaïve"))
       assert.isTrue((yield* run({ url: `http://127.0.0.1:${server.port}/zipped` })).content.endsWith("\n\n# packed"))
+      // By name, the address it was fetched from is said.
+      const named = yield* run({ url: `http://localhost:${server.port}/latin` })
+      assert.strictEqual(named.content.split("\n")[0], `http://localhost:${server.port}/latin: HTTP 200 OK, text/html, 17 bytes, from 127.0.0.1`)
       const missing = yield* run({ url: `http://127.0.0.1:${server.port}/nothing` })
       assert.isFalse(missing.ok)
       assert.isTrue(missing.content.startsWith(`http://127.0.0.1:${server.port}/nothing: HTTP 404 Not Found, text/plain`))
@@ -236,12 +239,15 @@ describe("web_fetch", () => {
           "so that the user is asked about it as such: call web_fetch with http://10.1.2.3:8080/a?b=1 if that is what you mean."
       )
       assert.include(yield* Effect.flip(target(new URL("http://rebind.example/"), table("127.0.0.1"))), "(this machine)")
+      // One inner address among public ones is enough to refuse: the connection could go to any.
+      const mixed = (_name: string) => Effect.succeed([{ address: "93.184.215.14", family: 4 as const }, { address: "fd00::5", family: 6 as const }])
+      assert.include(yield* Effect.flip(target(new URL("http://mixed.example/"), mixed)), "resolves to fd00::5 (private network)")
       assert.include(yield* Effect.flip(target(new URL("http://meta.example/"), table("169.254.169.254"))), "(link-local)")
-      assert.deepStrictEqual(yield* target(new URL("http://example.com/"), table("93.184.215.14")), { address: "93.184.215.14", family: 4 })
-      assert.deepStrictEqual(yield* target(new URL("http://localhost/"), table("127.0.0.1")), { address: "127.0.0.1", family: 4 })
+      assert.deepStrictEqual(yield* target(new URL("http://example.com/"), table("93.184.215.14")), [{ address: "93.184.215.14", family: 4 }])
+      assert.deepStrictEqual(yield* target(new URL("http://localhost/"), table("127.0.0.1")), [{ address: "127.0.0.1", family: 4 }])
       assert.include(yield* Effect.flip(target(new URL("http://localhost/"), table("203.0.113.9"))), "which is not this machine")
       // An address in the URL is connected to as it is, and the question names its kind.
-      assert.deepStrictEqual(yield* target(new URL("http://[::1]:9/"), table("203.0.113.9")), { address: "::1", family: 6 })
+      assert.deepStrictEqual(yield* target(new URL("http://[::1]:9/"), table("203.0.113.9")), [{ address: "::1", family: 6 }])
       assert.strictEqual(web_fetch.title({ url: "http://10.0.0.7/x" }), "Fetch http://10.0.0.7/x (10.0.0.7 (private network))")
       assert.strictEqual(web_fetch.title({ url: "http://169.254.169.254/" }), "Fetch http://169.254.169.254/ (169.254.169.254 (link-local))")
     }))

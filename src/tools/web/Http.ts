@@ -6,8 +6,9 @@
  *   credentials from the URL (`web_fetch` refuses URLs with them before this).
  * - No proxy: not the environment's (`HTTP(S)_PROXY`, whose URL may hold a password), not
  *   Node's global agent; a connection of its own (`agent: false`).
- * - The connection goes to the address given (`Resolved`), which the caller looked up and
- *   checked: a DNS answer that changes between the check and the connection cannot move it.
+ * - The connection goes to the addresses given (`Resolved`, tried in turn), which the caller
+ *   looked up and checked: a DNS answer that changes between the check and the connection
+ *   cannot move it.
  *   TLS still checks the certificate against the host name.
  * - Redirects are not followed here (the caller decides about each).
  * - The body is read up to `maxBytes` after decompression (gzip, deflate, br), then the
@@ -34,6 +35,8 @@ export interface Response {
   readonly body: Uint8Array
   /** More body came than `maxBytes`: what is here is the beginning. */
   readonly cut: boolean
+  /** The address the connection went to. */
+  readonly address: string
 }
 
 /** The addresses `name` resolves to (all of them), or why not. */
@@ -70,8 +73,8 @@ const headersOf = (response: IncomingMessage): Record<string, string> => {
   return out
 }
 
-/** GET `url` from `to`, reading at most `maxBytes` of its (decompressed) body. */
-export const get = (url: URL, to: Resolved, maxBytes: number): Effect.Effect<Response, string> =>
+/** GET `url` from one of the addresses `to` (at least one), reading at most `maxBytes` of its (decompressed) body. */
+export const get = (url: URL, to: ReadonlyArray<Resolved>, maxBytes: number): Effect.Effect<Response, string> =>
   Effect.callback<Response, string>((resume) => {
     const client = process.getBuiltinModule(url.protocol === "https:" ? "node:https" : "node:http")
     let settled = false
@@ -96,7 +99,7 @@ export const get = (url: URL, to: Resolved, maxBytes: number): Effect.Effect<Res
       },
       // The connection goes to the address that was checked, whatever DNS says now.
       lookup: ((_name: string, options: { readonly all?: boolean }, callback: (...args: ReadonlyArray<unknown>) => void) =>
-        options.all === true ? callback(null, [to]) : callback(null, to.address, to.family)) as unknown as LookupFunction
+        options.all === true ? callback(null, to) : callback(null, to[0]!.address, to[0]!.family)) as unknown as LookupFunction
     })
     request.on("error", (error: Error & { code?: string }) => finish(Effect.fail(error.code !== undefined ? `${error.message} (${error.code})` : error.message)))
     request.on("response", (response) => {
@@ -109,7 +112,8 @@ export const get = (url: URL, to: Resolved, maxBytes: number): Effect.Effect<Res
           statusText: response.statusMessage ?? "",
           headers: headersOf(response),
           body: Buffer.concat(chunks, size),
-          cut
+          cut,
+          address: response.socket?.remoteAddress ?? to[0]!.address
         }))
       unzip = decoder(response.headers["content-encoding"])
       const body = unzip === undefined ? response : response.pipe(unzip)
