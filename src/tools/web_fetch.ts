@@ -17,6 +17,7 @@
  * - `prompt` is what the caller wants from the page: it is echoed above the page, and no
  *   model reads the page for it (that would be a model call no one asked for).
  */
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -33,6 +34,13 @@ export const MAX_CHARS = 100_000
 export const MAX_REDIRECTS = 5
 export const TIMEOUT = Duration.seconds(30)
 const MAX_URL = 8192
+
+/**
+ * Characters of HTML turned into Markdown at most: the beginning of a larger page is (a page
+ * of 1 MB takes seconds and over 100 MB of the worker's heap, and gives far more Markdown
+ * than `MAX_CHARS` already).
+ */
+export const HtmlLimit = Context.Reference<number>("skein/tools/web_fetch/HtmlLimit", { defaultValue: () => 1_000_000 })
 
 /** Why `raw` cannot be fetched at all, before anyone is asked; undefined when it can. */
 export const urlProblem = (raw: string): string | undefined => {
@@ -165,8 +173,10 @@ const present = (start: URL, url: URL, response: Http.Response, address: string,
     const label = Page.charset(contentType, response.body, kind === "html")
     const decoded = Page.decode(response.body, label)
     let body = decoded.text
+    const htmlLimit = yield* HtmlLimit
+    const htmlCut = kind === "html" && decoded.text.length > htmlLimit
     if (kind === "html") {
-      const converted = yield* ToolWorker.markdown(decoded.text, url.href).pipe(
+      const converted = yield* ToolWorker.markdown(htmlCut ? decoded.text.slice(0, htmlLimit) : decoded.text, url.href).pipe(
         Effect.mapError((message) => `${heading}. Its HTML could not be turned into Markdown: ${message}`)
       )
       if (Option.isNone(converted)) {
@@ -184,6 +194,7 @@ const present = (start: URL, url: URL, response: Http.Response, address: string,
       "",
       shown.text === "" ? "(The page has no text.)" : shown.text,
       ...(shown.left > 0 ? ["", `(cut: ${shown.left} more characters)`] : []),
+      ...(htmlCut ? ["", `(cut: only the first ${htmlLimit} of the page's ${decoded.text.length} characters of HTML were turned into Markdown)`] : []),
       ...(response.cut ? ["", `(cut: only the first ${Page.size(MAX_BYTES)} of the page were downloaded)`] : [])
     ]
     const text = lines.join("\n")

@@ -13,7 +13,7 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
 import type { AddressInfo } from "node:net"
 import * as Secrets from "../../src/secrets/Secrets.ts"
 import * as Tool from "../../src/tools/Tool.ts"
-import { MAX_BYTES, MAX_CHARS, target, web_fetch } from "../../src/tools/web_fetch.ts"
+import { HtmlLimit, MAX_BYTES, MAX_CHARS, target, web_fetch } from "../../src/tools/web_fetch.ts"
 import * as TempDir from "../support/TempDir.ts"
 
 type Handler = (request: IncomingMessage, response: ServerResponse) => void
@@ -111,6 +111,16 @@ describe("web_fetch", () => {
       assert.isBelow(bomb.length, 64 * 1024)
       assert.strictEqual(unpacked.content.split("\n").at(-1), "(cut: only the first 5.0 MB of the page were downloaded)")
       assert.include(unpacked.content, `(cut: ${MAX_BYTES - MAX_CHARS} more characters)`)
+    }))
+
+  it.effect("turns only the beginning of a very large HTML page into Markdown, and says so", () =>
+    Effect.gen(function*() {
+      const html = `<h1>Start</h1>${"<p>paragraph</p>".repeat(100)}<h2>Past the limit</h2>`
+      const server = yield* serve({ "/large": page(html) })
+      const out = yield* run({ url: `http://127.0.0.1:${server.port}/large` }).pipe(Effect.provideService(HtmlLimit, 200))
+      assert.include(out.content, "# Start")
+      assert.notInclude(out.content, "Past the limit")
+      assert.strictEqual(out.content.split("\n").at(-1), `(cut: only the first 200 of the page's ${html.length} characters of HTML were turned into Markdown)`)
     }))
 
   it.effect("a redirect to another host is reported, not followed (127.0.0.1 and localhost are two hosts)", () =>
