@@ -31,8 +31,8 @@ import * as ToolWorker from "./worker/ToolWorker.ts"
 
 export const MAX_BYTES = 5 * 1024 * 1024
 export const MAX_CHARS = 100_000
-export const MAX_REDIRECTS = 5
-export const TIMEOUT = Duration.seconds(30)
+const MAX_REDIRECTS = 5
+const TIMEOUT = Duration.seconds(30)
 const MAX_URL = 8192
 
 /**
@@ -43,7 +43,7 @@ const MAX_URL = 8192
 export const HtmlLimit = Context.Reference<number>("skein/tools/web_fetch/HtmlLimit", { defaultValue: () => 1_000_000 })
 
 /** Why `raw` cannot be fetched at all, before anyone is asked; undefined when it can. */
-export const urlProblem = (raw: string): string | undefined => {
+const urlProblem = (raw: string): string | undefined => {
   if (raw.length > MAX_URL) return `the URL is longer than ${MAX_URL} characters`
   let url: URL
   try {

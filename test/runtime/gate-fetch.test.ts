@@ -25,7 +25,7 @@ const sandbox = (placement: Placement, allow: ReadonlyArray<string>): SessionSan
 
 const setup = (mode: ModeId, answer: string, session?: SessionSandbox) => {
   const history = History.make()
-  const asked: Array<Gate.PermissionRequest> = []
+  const asked: Array<Parameters<Parameters<typeof Gate.make>[0]["ask"]>[0]> = []
   const logged: Array<CanonicalBody> = []
   const permit = Gate.make({
     sessionId: "s1",

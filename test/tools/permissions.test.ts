@@ -80,7 +80,7 @@ describe("Permissions", () => {
   })
 
   describe("web_fetch", () => {
-    const fetchIn = (mode: Permissions.Input<unknown>["mode"], rules: ReadonlyArray<Permissions.Rule>, url: string, sandboxAdmits?: boolean) =>
+    const fetchIn = (mode: Parameters<typeof Permissions.decide>[0]["mode"], rules: ReadonlyArray<Permissions.Rule>, url: string, sandboxAdmits?: boolean) =>
       Permissions.decide({ mode, rules, tool: web_fetch, args: { url }, cwd, sandboxAdmits })
 
     it("asks per host, naming it, in default, acceptEdits and plan; bypassPermissions does not ask", () => {

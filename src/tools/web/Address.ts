@@ -10,7 +10,7 @@
  */
 
 /** A host as it is compared: lower case, no trailing dot, IPv6 without brackets. */
-export const normalize = (host: string): string => {
+const normalize = (host: string): string => {
   const lower = host.trim().toLowerCase().replace(/\.$/, "")
   return lower.startsWith("[") && lower.endsWith("]") ? lower.slice(1, -1) : lower
 }
@@ -18,7 +18,7 @@ export const normalize = (host: string): string => {
 /** Whether a host (normalized) is an IP address rather than a name. */
 export const isIpLiteral = (host: string): boolean => /^\d{1,3}(\.\d{1,3}){3}$/.test(host) || (host.includes(":") && /^[0-9a-f:.]+$/i.test(host))
 
-export type Reach = "this machine" | "link-local" | "private network" | "public"
+type Reach = "this machine" | "link-local" | "private network" | "public"
 
 const ipv4 = (address: string): ReadonlyArray<number> | undefined => {
   const parts = address.split(".")

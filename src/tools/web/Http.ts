@@ -20,7 +20,7 @@ import type { LookupFunction } from "node:net"
 import * as Effect from "effect/Effect"
 import { VERSION } from "../../version.ts"
 
-export const USER_AGENT = `Skein/${VERSION} (web_fetch; +https://github.com/skein-agent/skein)`
+const USER_AGENT = `Skein/${VERSION} (web_fetch; +https://github.com/skein-agent/skein)`
 
 export interface Resolved {
   readonly address: string

@@ -11,7 +11,7 @@
  * - Cut: text longer than the limit keeps its beginning and says how much was left out.
  */
 
-export type Kind = "html" | "text" | "binary"
+type Kind = "html" | "text" | "binary"
 
 const TEXT_TYPES = /^(?:text\/|application\/(?:json|[\w.+-]*\+json|xml|[\w.+-]*\+xml|javascript|ecmascript|x-javascript|x-sh|x-yaml|yaml|toml|x-toml|sql|graphql|ld\+json|x-www-form-urlencoded|x-ndjson|ndjson)$)/
 
