@@ -11,23 +11,24 @@ import { chmodSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { resolve } from "node:path"
 import { warmCodeCache } from "./warm-code-cache.mjs"
 
-// Built-in modules that start-up does not need are loaded on first use instead: each import of
-// them becomes a module of functions that fetch the real one when called.
-// - node:crypto (~5 ms): only @effect/platform-node's NodeFileSystem imports it, for
-//   temporary file names (Skein's own session ids use it once a session starts);
+// Built-in modules that start-up does not need are loaded on first use instead, whoever imports
+// them: each import becomes a module of functions that fetch the real one when called.
+// - node:crypto (~5 ms, and its modules' memory): temporary file names (@effect/platform-node's
+//   NodeFileSystem), hashes of skills and of the compaction prompt, the containment of commands'
+//   processes, the tokens of `serve`: none of it before a session does something;
 // - node:child_process (~1.2 ms): bash and MCP stdio servers spawn only within a session;
 // - node:readline: only `skein run` asks questions at a terminal.
-// Only functions (and classes) are forwarded; importing anything else fails the build.
+// node:v8 and node:perf_hooks are never imported: src/cli/Heap.ts takes them with
+// process.getBuiltinModule once a session is open (a static import would not be lazy).
+// Only functions (and classes) are forwarded; importing anything else fails the build. A call
+// at a module's top level would still load the real module at start-up: test/e2e/startup.test.ts
+// checks which built-ins are loaded when `session/new` answers.
+const LAZY_BUILTINS = ["node:crypto", "node:child_process", "node:readline"]
 const lazyBuiltins = {
   name: "lazy-builtins",
   setup(b) {
-    const lazy = {
-      "node:crypto": (importer) => importer.includes("node_modules"),
-      "node:child_process": () => true,
-      "node:readline": () => true
-    }
     b.onResolve({ filter: /^node:(crypto|child_process|readline)$/ }, (args) =>
-      lazy[args.path](args.importer) ? { path: args.path, namespace: "skein-lazy" } : undefined)
+      LAZY_BUILTINS.includes(args.path) ? { path: args.path, namespace: "skein-lazy" } : undefined)
     b.onLoad({ filter: /.*/, namespace: "skein-lazy" }, (args) => {
       const real = process.getBuiltinModule(args.path)
       const names = Object.keys(real).filter((name) => typeof real[name] === "function" && /^[A-Za-z_$][\w$]*$/.test(name))
@@ -110,6 +111,21 @@ for (const [name, cli] of [["skein-main.cjs", main], ["skein-remote.cjs", remote
   const importMeta = cli.warnings.filter((w) => w.text.includes("import.meta"))
   if (importMeta.length > 0) {
     process.stderr.write(`build: import.meta in ${name} (${importMeta.map((w) => w.location?.file).join(", ")})\n`)
+    process.exit(1)
+  }
+  // Something other than a function taken from a lazily loaded built-in would be undefined.
+  const undefinedImports = cli.warnings.filter((w) => w.id === "import-is-undefined")
+  if (undefinedImports.length > 0) {
+    process.stderr.write(`build: imports that would be undefined in ${name}: ${undefinedImports.map((w) => `${w.location?.file}: ${w.text}`).join("; ")}\n`)
+    process.exit(1)
+  }
+  // One byte per character: V8 keeps a script's source as one-byte string only when all of it is
+  // ASCII, and one other character (say, an ellipsis in a regular expression) doubles the memory
+  // the ~1 MB source takes for as long as the process runs.
+  const source = readFileSync(`dist/${name}`)
+  const wide = source.findIndex((byte) => byte > 0x7f)
+  if (wide >= 0) {
+    process.stderr.write(`build: ${name} is not ASCII at byte ${wide}: ${JSON.stringify(source.subarray(Math.max(0, wide - 60), wide + 20).toString("utf8"))}; write the character as an escape (\\u…) in the source\n`)
     process.exit(1)
   }
 }
