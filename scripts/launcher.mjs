@@ -25,7 +25,6 @@ const BUILD = "__SKEIN_BUILD__"
 const command = process.argv[2]
 const rpc = command === "serve" || (command === "acp" && process.argv.slice(3).some((a) => a === "--connect" || a.startsWith("--connect=")))
 const bundle = fileURLToPath(new URL(rpc ? "./skein-remote.cjs" : "./skein-main.cjs", import.meta.url))
-const source = fs.readFileSync(bundle, "utf8")
 
 // Only the commands whose start-up a user waits on keep a cache of their own (`acp --connect`
 // one for the remote bundle, which `serve` borrows); the others borrow `acp`'s (most of what
@@ -92,13 +91,19 @@ const readCache = () => {
   return header(data).equals(content.subarray(0, HEADER)) ? data : undefined
 }
 
-const cachedData = file === undefined ? undefined : readCache()
-
-// Strict, as the ES modules it was bundled from.
-const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {"use strict";${source}\n})`, {
-  filename: bundle,
-  cachedData
-})
+// Strict, as the ES modules it was bundled from. Compiled in a function so that neither the
+// bundle's text nor the cache's bytes stay referenced once compiled: the script keeps the one
+// copy of the source it needs, and the cache (over 1 MB) is garbage as soon as V8 has read it.
+const compile = () => {
+  const cachedData = file === undefined ? undefined : readCache()
+  const source = fs.readFileSync(bundle, "utf8")
+  const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {"use strict";${source}\n})`, {
+    filename: bundle,
+    cachedData
+  })
+  return { script, loaded: cachedData !== undefined && script.cachedDataRejected !== true }
+}
+const { script, loaded } = compile()
 
 // Caches of other builds are removed once they have gone unused for a week.
 const removeStale = () => {
@@ -120,7 +125,7 @@ const status = {
   disabled,
   directory,
   file,
-  loaded: cachedData !== undefined && script.cachedDataRejected !== true,
+  loaded,
   markWarm: () => {},
   snapshotSoon: () => {}
 }
