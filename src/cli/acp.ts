@@ -55,13 +55,15 @@ const warmOnFirstWrite = (transport: Transport, firstWritten: Deferred.Deferred<
 export const WARM_AFTER_MS = 50
 
 /**
- * The provider's warm-up (`Provider.warm`: Node's HTTP client and the whole path of a model
- * call, run once without calling the model) starts while the client is idle after the first
- * session opened: `WARM_AFTER_MS` after the answer that opened it is written. An editor's
- * next message is then that session's first prompt, seconds later, and it finds all of it
- * ready. Never earlier: loading Node's HTTP client holds the process for about 30 ms, which
- * neither `initialize` nor `session/new` may wait for. A client that prompts at once starts
- * the call before the warm-up, which then does nothing (the call loads what it needs).
+ * What a session needs soon but its opening does not starts while the client is idle after the
+ * first session opened: `WARM_AFTER_MS` after the answer that opened it is written. That is the
+ * young-generation cap (`Heap.ts`, with node:v8 and node:perf_hooks) and the provider's warm-up
+ * (`Provider.warm`: Node's HTTP client and the whole path of a model call, run once without
+ * calling the model). An editor's next message is then that session's first prompt, seconds
+ * later, and it finds all of it ready. Never earlier: loading Node's HTTP client holds the
+ * process for about 30 ms, which neither `initialize` nor `session/new` may wait for. A client
+ * that prompts at once starts the call before the warm-up, which then does nothing (the call
+ * loads what it needs).
  */
 export const warmAfterFirstSession = (transport: Transport, warm: Effect.Effect<void> | undefined, scope: Scope.Scope) => {
   let state: "waiting" | "opened" | "started" = warm === undefined ? "started" : "waiting"
@@ -122,14 +124,8 @@ export const run = (args: ReadonlyArray<string>) =>
             : import("../remote/Remote.ts").then((remote) => remote.layer(connect))
         ).pipe(
           Effect.flatMap(Layer.build),
-          // Start-up ends here: the code cache is taken shortly after. Sessions run in this
-          // process unless it connects to a server: their streams want short scavenges.
-          Effect.tap(() =>
-            Effect.sync(() => {
-              snapshotSoon()
-              if (connect === undefined) capYoungGeneration()
-            })
-          ),
+          // Start-up ends here: the code cache is taken shortly after.
+          Effect.tap(() => Effect.sync(snapshotSoon)),
           Scope.provide(scope),
           Effect.map((context) => Context.get(context, Runtime)),
           Effect.catchCause((cause) => {
@@ -143,9 +139,13 @@ export const run = (args: ReadonlyArray<string>) =>
       )
       const firstWritten = yield* Deferred.make<void>()
       yield* Effect.forkScoped(Effect.andThen(Deferred.await(firstWritten), Effect.ignore(ready)))
+      // Sessions run in this process unless it connects to a server: their streams want short
+      // scavenges.
+      const capHeap = connect === undefined ? Effect.sync(() => void capYoungGeneration()) : Effect.void
+      const providerWarm = "provider" in config ? config.provider.warm : undefined
       const warming = warmAfterFirstSession(
         warmOnFirstWrite(Stdio.transport(), firstWritten),
-        "provider" in config ? config.provider.warm : undefined,
+        providerWarm === undefined ? capHeap : Effect.andThen(capHeap, providerWarm),
         scope
       )
       yield* serveWith(warming.transport, {
