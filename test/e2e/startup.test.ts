@@ -1,0 +1,111 @@
+/**
+ * What `skein acp` has loaded when it answers `initialize` and `session/new`: nothing a session
+ * needs only once it does something. Node's crypto (commands' containment, hashes, temporary
+ * names), node:v8 and node:perf_hooks (the young-generation cap), child processes, workers, the
+ * HTTP client and its TLS, zlib and readline all wait for their first use or for the client to
+ * be idle, and still come when needed. What the agent has loaded is read by a probe preloaded
+ * into it (test/fixtures/modules-probe.mjs), at the moment it hands each response to stdout.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterEach, describe, expect, it } from "vitest"
+import { type RawAgent, rawAgents, sleep, until } from "../fixtures/faults/harness.ts"
+
+const PROBE = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "fixtures", "modules-probe.mjs")
+
+/** Built-ins (as `require` names them) that no answer before a session's first turn may wait for. */
+const NOT_AT_START = [
+  "crypto",
+  "v8",
+  "perf_hooks",
+  "child_process",
+  "worker_threads",
+  "http",
+  "https",
+  "http2",
+  "tls",
+  "zlib",
+  "readline",
+  "inspector",
+  "internal/deps/undici/undici"
+]
+
+const agents = rawAgents()
+const temporaries: Array<string> = []
+afterEach(async () => {
+  await agents.disposeAll()
+  for (const dir of temporaries.splice(0)) rmSync(dir, { recursive: true, force: true })
+})
+
+interface ProbeLine {
+  readonly response?: unknown
+  readonly builtins: ReadonlyArray<string>
+}
+
+const probeLines = (file: string): Array<ProbeLine> =>
+  existsSync(file) ? readFileSync(file, "utf8").trim().split("\n").filter((l) => l.length > 0).map((l) => JSON.parse(l) as ProbeLine) : []
+
+/** The built-ins loaded when the response to `id` was handed to stdout. */
+const atResponse = (file: string, id: number | string): ReadonlyArray<string> => {
+  const line = probeLines(file).find((l) => l.response === id)
+  if (line === undefined) throw new Error(`the probe saw no response to #${String(id)}`)
+  return line.builtins
+}
+
+/** The built-ins loaded now, by the probe (SIGUSR2). */
+const loadedNow = async (agent: RawAgent, file: string): Promise<ReadonlyArray<string>> => {
+  const before = probeLines(file).filter((l) => l.response === undefined).length
+  agent.child.kill("SIGUSR2")
+  await until(() => probeLines(file).filter((l) => l.response === undefined).length > before, "the modules probe", 10_000, 10)
+  return probeLines(file).filter((l) => l.response === undefined).at(-1)!.builtins
+}
+
+const start = (script: object) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "skein-startup-"))
+  temporaries.push(dir)
+  const probeFile = path.join(dir, "modules.ndjson")
+  const agent = agents.start({
+    script,
+    args: ["--mode", "bypassPermissions"],
+    env: { NODE_OPTIONS: `--import ${PROBE}`, SKEIN_MODULES_PROBE_FILE: probeFile, SKEIN_MODULES_PROBE_RESPONSES: "1" }
+  })
+  return { agent, probeFile }
+}
+
+describe("skein acp start-up", () => {
+  it("answers initialize and session/new without loading what only a session's work needs, and loads it when used", async () => {
+    const { agent, probeFile } = start({
+      turns: [{ calls: [[{ tool: "bash", args: { command: "echo contained" } }], [{ text: "Ran it." }]] }]
+    })
+    const init = await agent.initialize()
+    expect(init.error).toBeUndefined()
+    // Right after `initialize`, as editors send it: the runtime is still being built.
+    const sessionId = await agent.newSession()
+
+    expect(atResponse(probeFile, init.id as number).filter((m) => NOT_AT_START.includes(m))).toEqual([])
+    const sessionNew = [...agent.responses.values()].flat().find((r) => r.result?.sessionId === sessionId)!
+    expect(atResponse(probeFile, sessionNew.id as number).filter((m) => NOT_AT_START.includes(m))).toEqual([])
+
+    // Idle after the session opened: the young-generation cap (node:v8, node:perf_hooks) is
+    // installed within seconds, however busy the machine.
+    let loaded = await loadedNow(agent, probeFile)
+    for (let i = 0; i < 200 && !(loaded.includes("v8") && loaded.includes("perf_hooks")); i++) {
+      await sleep(50)
+      loaded = await loadedNow(agent, probeFile)
+    }
+    expect(loaded).toContain("v8")
+    expect(loaded).toContain("perf_hooks")
+
+    // A command runs as before: what it needs (child processes, the containment's crypto) loads now.
+    const response = await agent.prompt(sessionId, "run it", 30_000)
+    expect(response.result).toEqual({ stopReason: "end_turn" })
+    const results = agent.updates(sessionId).filter((u) => u.sessionUpdate === "tool_call_update" && u.status === "completed")
+    expect(JSON.stringify(results)).toContain("contained")
+    const after = await loadedNow(agent, probeFile)
+    expect(after).toContain("child_process")
+    expect(after).toContain("crypto")
+    expect(agent.problems).toEqual([])
+  })
+})
