@@ -91,16 +91,12 @@ const readCache = () => {
   return header(data).equals(content.subarray(0, HEADER)) ? data : undefined
 }
 
-// Strict, as the ES modules it was bundled from. Compiled in a function so that neither the
-// bundle's text nor the cache's bytes stay referenced once compiled: the script keeps the one
-// copy of the source it needs, and the cache (over 1 MB) is garbage as soon as V8 has read it.
+// The bundle is one function expression (scripts/build.mjs), compiled from the file's text as it
+// is: V8 keeps that one copy of the source. Compiled in a function so that the cache's bytes (over
+// 1 MB) are garbage as soon as V8 has read them, not a constant of this module.
 const compile = () => {
   const cachedData = file === undefined ? undefined : readCache()
-  const source = fs.readFileSync(bundle, "utf8")
-  const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {"use strict";${source}\n})`, {
-    filename: bundle,
-    cachedData
-  })
+  const script = new vm.Script(fs.readFileSync(bundle, "utf8"), { filename: bundle, cachedData })
   return { script, loaded: cachedData !== undefined && script.cachedDataRejected !== true }
 }
 const { script, loaded } = compile()
