@@ -55,15 +55,26 @@ const warmOnFirstWrite = (transport: Transport, firstWritten: Deferred.Deferred<
 export const WARM_AFTER_MS = 50
 
 /**
- * What a session needs soon but its opening does not starts while the client is idle after the
- * first session opened: `WARM_AFTER_MS` after the answer that opened it is written. That is the
- * young-generation cap (`Heap.ts`, with node:v8 and node:perf_hooks) and the provider's warm-up
- * (`Provider.warm`: Node's HTTP client and the whole path of a model call, run once without
- * calling the model). An editor's next message is then that session's first prompt, seconds
- * later, and it finds all of it ready. Never earlier: loading Node's HTTP client holds the
- * process for about 30 ms, which neither `initialize` nor `session/new` may wait for. A client
- * that prompts at once starts the call before the warm-up, which then does nothing (the call
- * loads what it needs).
+ * `work`, forked into `scope` `WARM_AFTER_MS` after the first time the result runs, and never
+ * again: for what the first prompt's turn needs soon but not before its model call has gone out.
+ */
+export const onceSoonAfter = (work: Effect.Effect<void>, scope: Scope.Scope): Effect.Effect<void> => {
+  let started = false
+  return Effect.suspend(() => {
+    if (started) return Effect.void
+    started = true
+    return Effect.asVoid(Effect.forkIn(Effect.andThen(Effect.sleep(WARM_AFTER_MS), work), scope))
+  })
+}
+
+/**
+ * The provider's warm-up (`Provider.warm`: Node's HTTP client and the whole path of a model
+ * call, run once without calling the model) starts while the client is idle after the first
+ * session opened: `WARM_AFTER_MS` after the answer that opened it is written. An editor's
+ * next message is then that session's first prompt, seconds later, and it finds all of it
+ * ready. Never earlier: loading Node's HTTP client holds the process for about 30 ms, which
+ * neither `initialize` nor `session/new` may wait for. A client that prompts at once starts
+ * the call before the warm-up, which then does nothing (the call loads what it needs).
  */
 export const warmAfterFirstSession = (transport: Transport, warm: Effect.Effect<void> | undefined, scope: Scope.Scope) => {
   let state: "waiting" | "opened" | "started" = warm === undefined ? "started" : "waiting"
@@ -139,20 +150,21 @@ export const run = (args: ReadonlyArray<string>) =>
       )
       const firstWritten = yield* Deferred.make<void>()
       yield* Effect.forkScoped(Effect.andThen(Deferred.await(firstWritten), Effect.ignore(ready)))
-      // Sessions run in this process unless it connects to a server: their streams want short
-      // scavenges.
-      const capHeap = connect === undefined ? Effect.sync(() => void capYoungGeneration()) : Effect.void
-      const providerWarm = "provider" in config ? config.provider.warm : undefined
       const warming = warmAfterFirstSession(
         warmOnFirstWrite(Stdio.transport(), firstWritten),
-        providerWarm === undefined ? capHeap : Effect.andThen(capHeap, providerWarm),
+        "provider" in config ? config.provider.warm : undefined,
         scope
       )
+      // Sessions run in this process unless it connects to a server: their streams want short
+      // scavenges. The cap (node:v8 and node:perf_hooks, about 3 MB) comes with the first prompt,
+      // once its model call has gone out: a session that was only opened streams nothing.
+      const capHeap = connect === undefined ? onceSoonAfter(Effect.sync(() => void capYoungGeneration()), scope) : undefined
       yield* serveWith(warming.transport, {
         version: VERSION,
         clientAccess: { useClientFs: !common.localFs, useClientTerminal: !common.localTerminal },
         maxLineBytes: common.maxLineBytes,
         onSessionOpened: warming.opened,
+        onPrompt: capHeap,
         // Sessions on a server may be shown in other windows too: their turns are shown here.
         watchOthers: connect !== undefined
       }, awaiting(ready))

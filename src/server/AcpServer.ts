@@ -39,6 +39,8 @@ export interface Options {
   readonly clientAccess?: ClientBridge.Settings | undefined
   /** Runs each time a session was opened (new, load, resume), once its answer is in the write queue. */
   readonly onSessionOpened?: Effect.Effect<void> | undefined
+  /** Runs each time a prompt starts, before its turn is submitted (keep it short, or fork). */
+  readonly onPrompt?: Effect.Effect<void> | undefined
   /**
    * Shows the client the turns others run in the sessions it opened (another editor window
    * on the same `skein serve`), as they happen: its own prompts show only their own turns.
@@ -180,6 +182,7 @@ export const handlers = (
       const s = yield* session(params.sessionId)
       yield* notChild(s)
       const content = yield* userBlocks(params.prompt)
+      if (options.onPrompt !== undefined) yield* options.onPrompt
       const ran = { tools: false }
       const outcome = yield* presentTurn(s, content, (outcome) => ctx.respond({ stopReason: outcome.stopReason }), ran)
       // A turn that ran tools (or a child's) may have added a prompt file or a skill; one that only talked did not.

@@ -1,10 +1,10 @@
 /**
  * What `skein acp` has loaded when it answers `initialize` and `session/new`: nothing a session
  * needs only once it does something. Node's crypto (commands' containment, hashes, temporary
- * names), node:v8 and node:perf_hooks (the young-generation cap), child processes, workers, the
- * HTTP client and its TLS, zlib and readline all wait for their first use or for the client to
- * be idle, and still come when needed. What the agent has loaded is read by a probe preloaded
- * into it (test/fixtures/modules-probe.mjs), at the moment it hands each response to stdout.
+ * names), node:v8 and node:perf_hooks (the young-generation cap, for sessions that stream), child
+ * processes, workers, the HTTP client and its TLS, zlib and readline all wait for their first
+ * use, and still come when needed. What the agent has loaded is read by a probe preloaded into
+ * it (test/fixtures/modules-probe.mjs), at the moment it hands each response to stdout.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import * as os from "node:os"
@@ -12,6 +12,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterEach, describe, expect, it } from "vitest"
 import { type RawAgent, rawAgents, sleep, until } from "../fixtures/faults/harness.ts"
+import type { Script } from "../support/AgentProcess.ts"
 
 const PROBE = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "fixtures", "modules-probe.mjs")
 
@@ -62,50 +63,66 @@ const loadedNow = async (agent: RawAgent, file: string): Promise<ReadonlyArray<s
   return probeLines(file).filter((l) => l.response === undefined).at(-1)!.builtins
 }
 
-const start = (script: object) => {
+const start = (options: { readonly script?: Script; readonly args?: ReadonlyArray<string>; readonly env?: Record<string, string> }) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "skein-startup-"))
   temporaries.push(dir)
   const probeFile = path.join(dir, "modules.ndjson")
   const agent = agents.start({
-    script,
-    args: ["--mode", "bypassPermissions"],
-    env: { NODE_OPTIONS: `--import ${PROBE}`, SKEIN_MODULES_PROBE_FILE: probeFile, SKEIN_MODULES_PROBE_RESPONSES: "1" }
+    script: options.script,
+    args: options.args ?? [],
+    env: { ...options.env, NODE_OPTIONS: `--import ${PROBE}`, SKEIN_MODULES_PROBE_FILE: probeFile, SKEIN_MODULES_PROBE_RESPONSES: "1" }
   })
   return { agent, probeFile }
+}
+
+/** `initialize`, then `session/new` right after its answer (as editors send it): the built-ins of neither answer that may not be there. */
+const openAtOnce = async (agent: RawAgent, probeFile: string) => {
+  const init = await agent.initialize()
+  expect(init.error).toBeUndefined()
+  const opened = await agent.request("session/new", { cwd: agent.cwd, mcpServers: [] })
+  expect(opened.error).toBeUndefined()
+  expect(atResponse(probeFile, init.id as number).filter((m) => NOT_AT_START.includes(m))).toEqual([])
+  expect(atResponse(probeFile, opened.id as number).filter((m) => NOT_AT_START.includes(m))).toEqual([])
+  return opened.result.sessionId as string
 }
 
 describe("skein acp start-up", () => {
   it("answers initialize and session/new without loading what only a session's work needs, and loads it when used", async () => {
     const { agent, probeFile } = start({
-      turns: [{ calls: [[{ tool: "bash", args: { command: "echo contained" } }], [{ text: "Ran it." }]] }]
+      script: { turns: [{ calls: [[{ tool: "bash", args: { command: "echo contained" } }], [{ text: "Ran it." }]] }] },
+      args: ["--mode", "bypassPermissions"]
     })
-    const init = await agent.initialize()
-    expect(init.error).toBeUndefined()
-    // Right after `initialize`, as editors send it: the runtime is still being built.
-    const sessionId = await agent.newSession()
+    const sessionId = await openAtOnce(agent, probeFile)
 
-    expect(atResponse(probeFile, init.id as number).filter((m) => NOT_AT_START.includes(m))).toEqual([])
-    const sessionNew = [...agent.responses.values()].flat().find((r) => r.result?.sessionId === sessionId)!
-    expect(atResponse(probeFile, sessionNew.id as number).filter((m) => NOT_AT_START.includes(m))).toEqual([])
-
-    // Idle after the session opened: the young-generation cap (node:v8, node:perf_hooks) is
-    // installed within seconds, however busy the machine.
-    let loaded = await loadedNow(agent, probeFile)
-    for (let i = 0; i < 200 && !(loaded.includes("v8") && loaded.includes("perf_hooks")); i++) {
-      await sleep(50)
-      loaded = await loadedNow(agent, probeFile)
-    }
-    expect(loaded).toContain("v8")
-    expect(loaded).toContain("perf_hooks")
+    // Idle with a session open: still nothing of it (the young-generation cap is for sessions that stream).
+    await sleep(300)
+    expect((await loadedNow(agent, probeFile)).filter((m) => NOT_AT_START.includes(m))).toEqual([])
 
     // A command runs as before: what it needs (child processes, the containment's crypto) loads now.
     const response = await agent.prompt(sessionId, "run it", 30_000)
     expect(response.result).toEqual({ stopReason: "end_turn" })
     const results = agent.updates(sessionId).filter((u) => u.sessionUpdate === "tool_call_update" && u.status === "completed")
     expect(JSON.stringify(results)).toContain("contained")
-    const after = await loadedNow(agent, probeFile)
-    expect(after).toContain("child_process")
-    expect(after).toContain("crypto")
+    let loaded = await loadedNow(agent, probeFile)
+    expect(loaded).toContain("child_process")
+    expect(loaded).toContain("crypto")
+    // The first prompt brings the young-generation cap (node:v8, node:perf_hooks) within seconds, however busy the machine.
+    for (let i = 0; i < 200 && !(loaded.includes("v8") && loaded.includes("perf_hooks")); i++) {
+      await sleep(50)
+      loaded = await loadedNow(agent, probeFile)
+    }
+    expect(loaded).toContain("v8")
+    expect(loaded).toContain("perf_hooks")
+    expect(agent.problems).toEqual([])
+  })
+
+  it("with an HTTP provider too: its client, TLS and the warm-up wait for the session to be answered", async () => {
+    const { agent, probeFile } = start({
+      args: ["--provider", "openai-chat", "--model", "m"],
+      // Nothing listens there: no request may go out before a prompt (the warm-up uses a server of its own).
+      env: { OPENAI_BASE_URL: "https://127.0.0.1:9/v1", OPENAI_API_KEY: "sk-e2e-startup", ANTHROPIC_API_KEY: "", ANTHROPIC_AUTH_TOKEN: "" }
+    })
+    await openAtOnce(agent, probeFile)
     expect(agent.problems).toEqual([])
   })
 })
