@@ -42,6 +42,48 @@ const lazyBuiltins = {
   }
 }
 
+// Effect finds out at load how V8 prints two kinds of stack frames, by formatting a stack trace
+// (effect/Utils: `internalCall`; effect/internal/effect: `continuationMarksStack`). The first
+// stack trace a process formats makes V8 find every line end of the script it is in: for the
+// 1 MB bundle that and the formatting are about 6% of what `initialize` costs. The CLI bundles
+// run on Node, so on V8, whose answers are known (checked by test/e2e/startup.test.ts): each probe
+// is replaced by its answer, with the probes' own rule for a stack trace limit of 0 kept. Effect
+// is pinned; should a new version change these lines, the build fails here to be looked at.
+const V8_STACK_PROBES = [
+  {
+    file: /\/effect\/dist\/Utils\.js$/,
+    probe: `  // Only the callback and internal call frames are needed for detection.
+  setStackTraceLimit(2);
+  const error = standard[InternalTypeId](() => new Error());
+  setStackTraceLimit(limit);
+  return error.stack?.includes(InternalTypeId) === true ? standard[InternalTypeId] : forced[InternalTypeId];`,
+    answer: "  return standard[InternalTypeId];"
+  },
+  {
+    file: /\/effect\/dist\/internal\/effect\.js$/,
+    probe: `  // Only the probe frame is needed to detect the continuation property name.
+  setStackTraceLimit(1);
+  const error = /*#__PURE__*/probe[marker]();
+  setStackTraceLimit(limit);
+  return error.stack?.includes("[as " + marker + "]") === true;`,
+    answer: "  return true;"
+  }
+]
+const v8StackProbes = {
+  name: "v8-stack-probes",
+  setup(b) {
+    b.onLoad({ filter: /\/effect\/dist\/(Utils|internal\/effect)\.js$/ }, (args) => {
+      const known = V8_STACK_PROBES.find((p) => p.file.test(args.path))
+      if (known === undefined) return undefined
+      const text = readFileSync(args.path, "utf8")
+      if (!text.includes(known.probe)) {
+        return { errors: [{ text: `${args.path} no longer has the stack probe scripts/build.mjs replaces (V8_STACK_PROBES): look at it again` }] }
+      }
+      return { contents: text.replace(known.probe, known.answer), loader: "js" }
+    })
+  }
+}
+
 // The tool worker (src/tools/worker/worker.ts) is bundled first, on its own, and its code goes
 // into the bundles that start it as a string: a worker needs code it can load, and the CLI is
 // one file run through `vm.Script`. It is small (a regex loop, a glob matcher, exact-match
@@ -95,7 +137,7 @@ const withoutRpc = {
 // one copy of the ~1 MB source, not the file's and a wrapped one.
 const cliBundle = (outfile, plugins) => build({
   entryPoints: ["src/cli/main.ts"],
-  plugins: [lazyBuiltins, embeddedWorker, ...plugins],
+  plugins: [lazyBuiltins, v8StackProbes, embeddedWorker, ...plugins],
   outfile,
   banner: { js: `(function (exports, require, module, __filename, __dirname) {"use strict";` },
   footer: { js: "\n})" },
