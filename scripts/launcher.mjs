@@ -117,6 +117,9 @@ const removeStale = () => {
 //   start-up runs, not just argument parsing;
 // - snapshotSoon: start-up is over (`skein acp` built its runtime, right after `initialize`), so
 //   take the cache shortly, before a long session compiles much more than start-up needs.
+//   Not in the run that fills the cache for a build (scripts/warm-code-cache.mjs sets
+//   SKEIN_CODE_CACHE_AT_EXIT=1): that run ends right after its first turn, and its cache, taken at
+//   exit, then holds all of it (start-up, session/new, the turn) however slow the machine is.
 const status = {
   disabled,
   directory,
@@ -148,9 +151,10 @@ if (file !== undefined && own && !status.loaded) {
   status.markWarm = () => {
     warm = true
   }
+  const atExit = process.env.SKEIN_CODE_CACHE_AT_EXIT === "1"
   status.snapshotSoon = () => {
     warm = true
-    setTimeout(write, 200).unref()
+    if (!atExit) setTimeout(write, 200).unref()
   }
   process.once("exit", () => {
     if (warm) write()
