@@ -90,7 +90,9 @@ const INITIALIZE = { method: "initialize", params: { protocolVersion: 1, clientC
 /** Spawns the agent, initializes it, then runs `steps(request)`; returns what steps returns. */
 const withAgent = (home, steps) =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [skein, "acp", "--home", home], { cwd: workspace, stdio: ["pipe", "pipe", "pipe"] })
+    // A provider (never called: nothing is prompted), as a user who opens sessions has; without one they are refused.
+    const env = { ...process.env, OPENAI_BASE_URL: "http://127.0.0.1:9/v1", SKEIN_MODEL: "bench" }
+    const child = spawn(process.execPath, [skein, "acp", "--home", home], { cwd: workspace, env, stdio: ["pipe", "pipe", "pipe"] })
     let buffer = ""
     let nextId = 1
     const waiting = new Map()

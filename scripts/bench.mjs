@@ -46,6 +46,8 @@
 // 7b. cluster: scripts/bench-cluster.mjs (a turn through another runner than the session's
 //    against its own, sessions created per second across two runners against one serve --store,
 //    failover time after a kill -9 against the shard-lock expiry).
+// 9. sandbox: scripts/bench-sandbox.mjs (the `bash` tool in-process, `true` and `git status` in
+//    a repository, sandboxed against unsandboxed, interleaved; target: ≤ 10 ms added).
 // 8. subagents (child sessions), shown natively (`clientCapabilities.subagents`), 64 allowed to
 //    run at once by the home's config.json:
 //    - memory: VmRSS while the parent's turn is blocked in a model call, with 64 children
@@ -73,7 +75,7 @@
 //   --sub-runs N    subagents: memory runs and streaming rounds per scenario (3)
 //   --spawns N      subagents: spawn timings (20)
 //   --sub-deltas N  subagents: deltas per stream (200)     --sub-pace MS  between two deltas of a stream (10)
-//   --only LIST     comma-separated sections: cold,chunk,prompt,throughput,memory,sessions,log,remote,subagents,compaction,cluster
+//   --only LIST     comma-separated sections: cold,chunk,prompt,throughput,memory,sessions,log,remote,subagents,compaction,cluster,stops,sandbox
 //   --previous REF  the commit to compare with (BENCH_PREVIOUS; default: the merge-base with main,
 //                   or HEAD^ on main); "none": no comparison
 //   --merge         with --only: put the sections run into the recorded results (bench/results.*),
@@ -134,7 +136,7 @@ const MEM_RUNS = Math.max(1, nonNegative(values["mem-runs"], 3, "--mem-runs"))
 const SESSIONS_RUNS = Math.max(1, nonNegative(values["sessions-runs"], 5, "--sessions-runs"))
 const SUB_RUNS = Math.max(1, nonNegative(values["sub-runs"], 3, "--sub-runs"))
 const SPAWNS = Math.max(1, nonNegative(values.spawns, 20, "--spawns"))
-const SECTIONS = ["cold", "chunk", "prompt", "throughput", "memory", "sessions", "log", "remote", "subagents", "compaction", "cluster"]
+const SECTIONS = ["cold", "chunk", "prompt", "throughput", "memory", "sessions", "log", "remote", "subagents", "compaction", "cluster", "stops", "sandbox"]
 const only = values.only === undefined ? SECTIONS : values.only.split(",").map((s) => s.trim())
 for (const s of only) {
   if (!SECTIONS.includes(s)) {
@@ -156,7 +158,10 @@ const TARGETS = {
   listMs: 50, // session/list page over 1,000 sessions, under
   childKB: 512, // added RSS per child session, under
   childStartMs: 5, // spawn_agent → the child's first output, under
-  childLagMs: 5 // the worst child's p99 update lag, 64 streaming at once, over a lone child's, at most
+  childLagMs: 5, // the worst child's p99 update lag, 64 streaming at once, over a lone child's, at most
+  cancelMs: 1000, // session/cancel mid-model-call → the prompt's answer, under ("about a second")
+  shutdownMs: 2000, // SIGTERM mid-command → exited, under ("about 2 s")
+  sandboxAddedMs: 10 // a sandboxed command's time over the same command's unsandboxed, at most
 }
 
 const tmp = realpathSync(mkdtempSync(join(os.tmpdir(), "skein-bench-")))
@@ -193,7 +198,14 @@ const NAMES = { skein: "Skein", "skein-nocache": "Skein without its code cache",
 /** The previous commit's build (bench/previous.mjs), once `main` has built it; undefined with `--previous none`. */
 let previous
 
-/** Starts an agent; Skein gets a fresh home (or `home`) and, when given, a script. */
+/**
+ * A provider for Skein when no script answers: an OpenAI-compatible server on a closed port,
+ * never called (no prompt is sent). A user who opens sessions has one configured; without it,
+ * `session/new` answers `auth_required`.
+ */
+const PROVIDER_ENV = { OPENAI_BASE_URL: "http://127.0.0.1:9/v1", SKEIN_MODEL: "bench" }
+
+/** Starts an agent; Skein gets a fresh home (or `home`) and, when given, a script (else `PROVIDER_ENV`). */
 const start = (id, { script, nodeArgs, args: extra = [], env: more, home, Class = Agent } = {}) => {
   if (id === "skein" || id === "skein-nocache" || id === "skein-prev") {
     const args = [id === "skein-prev" ? previous.skein : SKEIN, "acp", "--home", home ?? freshHome(), ...extra]
@@ -203,7 +215,8 @@ const start = (id, { script, nodeArgs, args: extra = [], env: more, home, Class 
       args.push("--script", file)
     }
     const base = id === "skein" ? env : id === "skein-prev" ? previous.env : envNoCache
-    return new Class(NAMES[id], args, { cwd: workspace, env: { ...base, ...more }, nodeArgs })
+    const provider = script === undefined ? PROVIDER_ENV : {}
+    return new Class(NAMES[id], args, { cwd: workspace, env: { ...base, ...provider, ...more }, nodeArgs })
   }
   return new Agent(NAMES[id], [id === "floor" ? FLOOR : id === "relay" ? RELAY : SDK], { cwd: workspace, env: { ...env, ...more }, nodeArgs })
 }
@@ -1267,9 +1280,40 @@ const compactionBench = async () => {
   return runScript("bench-compaction.mjs", ["--runs", "3"])
 }
 
+const stopsBench = async () => {
+  section("stops: scripts/bench-stops.mjs (session/cancel mid-model-call, SIGTERM mid-command; a fresh skein acp each)")
+  return runScript("bench-stops.mjs", ["--runs", "5"])
+}
+
 const clusterBench = async () => {
   section("cluster: scripts/bench-cluster.mjs (two runners of skein serve --cluster on a throwaway PostgreSQL server)")
   return runScript("bench-cluster.mjs", ["--runs", "5"])
+}
+
+const sandboxBench = async () => {
+  section("sandbox: scripts/bench-sandbox.mjs (the bash tool: `true` and `git status`, sandboxed and not, interleaved)")
+  return runScript("bench-sandbox.mjs", ["--runs", "30"])
+}
+
+const sandboxFigures = (r) => {
+  const v = r.value
+  const target = { kind: "over<=", value: TARGETS.sandboxAddedMs, text: `≤ unsandboxed + ${TARGETS.sandboxAddedMs} ms` }
+  if (!v || v.skipped) return missing("sandbox", "sandbox.true", "`true` through the bash tool, sandboxed", "ms", target, r.error ?? v?.skipped ?? "scripts/bench-sandbox.mjs is missing")
+  for (const [key, id, what] of [["true", "sandbox.true", "`true`"], ["gitStatus", "sandbox.git", "`git status` in a repository of 200 files"]]) {
+    const sandboxed = summarize(v[key].sandboxed)
+    const plain = summarize(v[key].plain)
+    addFigure({
+      group: "sandbox",
+      id,
+      label: `${what} through the bash tool, sandboxed (call → result)`,
+      unit: "ms",
+      subject: "Skein",
+      ...sandboxed,
+      baseline: { name: "the same, unsandboxed", ...plain },
+      target,
+      note: `added: ${round(sandboxed.median - plain.median)} ms at the median, ${round(sandboxed.p90 - plain.p90)} ms at p90`
+    })
+  }
 }
 
 const clusterFigures = (r) => {
@@ -1315,6 +1359,39 @@ const clusterFigures = (r) => {
     subject: "Skein",
     ...summarize(v.failover.samples),
     baseline: { name: "the shard-lock expiry it waits for", median: v.failover.lockExpiryMs, p90: null }
+  })
+}
+
+const stopsFigures = (r) => {
+  const v = r.value
+  const cancelTarget = { kind: "<", value: TARGETS.cancelMs, text: `< ${TARGETS.cancelMs} ms` }
+  const shutdownTarget = { kind: "<", value: TARGETS.shutdownMs, text: `< ${TARGETS.shutdownMs} ms` }
+  if (!v) {
+    const note = r.error ?? "scripts/bench-stops.mjs is missing"
+    missing("stops", "stops.cancel", "`session/cancel` mid-model-call → the prompt answers `cancelled`", "ms", cancelTarget, note)
+    return missing("stops", "stops.shutdown", "SIGTERM mid-command → exited 0", "ms", shutdownTarget, note)
+  }
+  addFigure({
+    group: "stops",
+    id: "stops.cancel",
+    label: "`session/cancel` mid-model-call → the prompt answers `cancelled`",
+    unit: "ms",
+    subject: "Skein",
+    ...summarize(v.samples.cancelMs),
+    baseline: { name: "a prompt of a turn that answers at once", ...summarize(v.samples.promptMs) },
+    target: cancelTarget,
+    note: "the model call it cuts short would last ten minutes (the tests assert that it stops, this how soon)"
+  })
+  addFigure({
+    group: "stops",
+    id: "stops.shutdown",
+    label: "SIGTERM mid-command → exited 0 (the command's group killed, the log synced)",
+    unit: "ms",
+    subject: "Skein",
+    ...summarize(v.samples.shutdownMs),
+    baseline: { name: "SIGTERM to an idle `skein acp`", ...summarize(v.samples.idleShutdownMs) },
+    target: shutdownTarget,
+    note: "the command (and one it left in the background) would run ten minutes"
   })
 }
 
@@ -1493,7 +1570,7 @@ const updateReadme = (block) => {
 }
 
 /** The figure groups of each section, and where each section's raw results are kept. */
-const GROUPS = { cold: ["cold start"], chunk: ["first chunk"], prompt: ["first prompt"], throughput: ["throughput"], memory: ["memory"], sessions: ["sessions"], log: ["log append"], remote: ["remote"], subagents: ["subagents"], compaction: ["compaction"], cluster: ["cluster"] }
+const GROUPS = { cold: ["cold start"], chunk: ["first chunk"], prompt: ["first prompt"], throughput: ["throughput"], memory: ["memory"], sessions: ["sessions"], log: ["log append"], remote: ["remote"], subagents: ["subagents"], compaction: ["compaction"], cluster: ["cluster"], stops: ["stops"], sandbox: ["sandbox"] }
 const RAW_KEYS = { memory: ["memory", "memoryRuns"] }
 const sectionOf = (group) => SECTIONS.find((s) => GROUPS[s].includes(group)) ?? ""
 
@@ -1600,12 +1677,16 @@ const main = async () => {
   if (only.includes("subagents")) results.subagents = await subagentsBench()
   if (only.includes("compaction")) results.compaction = await compactionBench()
   if (only.includes("cluster")) results.cluster = await clusterBench()
+  if (only.includes("stops")) results.stops = await stopsBench()
+  if (only.includes("sandbox")) results.sandbox = await sandboxBench()
   if (process.stdout.isTTY) process.stdout.write("\r\x1b[K")
   buildFigures(results)
   if (results.remote) remoteFigures(results.remote)
   if (results.subagents) subagentsFigures(results.subagents)
   if (results.compaction) compactionFigures(results.compaction)
   if (results.cluster) clusterFigures(results.cluster)
+  if (results.stops) stopsFigures(results.stops)
+  if (results.sandbox) sandboxFigures(results.sandbox)
 
   const cpus = os.cpus()
   const date = new Date().toISOString()
@@ -1627,7 +1708,9 @@ const main = async () => {
     sessions: { runs: SESSIONS_RUNS, skein: "scripts/bench-sessions.mjs", floor: "scripts/bench-sessions-floor.mjs" },
     log: { script: "scripts/bench-log.mjs", note: "in-process; default durability: no fsync per event, one at the turn's end" },
     compaction: { script: "scripts/bench-compaction.mjs", note: "in-process (dist/index.mjs, file store, scripted provider): a log of 100,000 events written afresh for each run; load = runtime.loadSession of it (the baseline), compact = the prompt `/compact` to its outcome; model input sizes are the logged compaction's estimates (4 characters a token)" },
+    sandbox: { script: "scripts/bench-sandbox.mjs", note: "in-process (src/tools/bash.ts bundled): the bash tool's call to its result, with a session's sandbox (bubblewrap, the session's namespaces made in the warm-up) and without, 30 runs each, interleaved, the order alternating" },
     cluster: { script: "scripts/bench-cluster.mjs", note: "two runners (skein serve --cluster, scripted provider) on a PostgreSQL server started by the script; Effect programs through Skein.remote on tcp; lock expiry 10 s; creation: 200 sessions by 8 programs, 3 rounds; failover: 3 fresh clusters" },
+    stops: { script: "scripts/bench-stops.mjs", note: "a fresh skein acp per run (dist/skein.mjs, scripted provider, a temporary home); times from writing the cancel (or sending SIGTERM) to reading the answer (or the exit)" },
     remote: { script: "scripts/bench-remote.mjs", note: "Effect programs (dist/index.mjs) against Skein.layer and against skein serve on a unix socket; the stall is skein acp with a client that pauses its reads" },
     subagents: {
       children: SUB_CHILDREN,
@@ -1668,7 +1751,9 @@ const main = async () => {
       remote: results.remote,
       subagents: results.subagents,
       compaction: results.compaction,
-      cluster: results.cluster
+      cluster: results.cluster,
+      stops: results.stops,
+      sandbox: results.sandbox
     },
     durationSeconds: round((Date.now() - started) / 1000, 1)
   }

@@ -196,17 +196,25 @@ if (process.env.SKEIN_NO_CODE_CACHE !== "1" && process.env.SKEIN_NO_CODE_CACHE !
   if (problem !== undefined) process.stderr.write(`build: the code cache was not warmed (${problem})\n`)
 }
 
-// The embedding API as a library: Effect and the platform stay external, so an embedding
-// program shares its own copy of Effect with Skein.
+// The embedding API as a library. Effect and its platform packages stay external: an embedding
+// program shares its own copy of Effect with Skein (they are peer dependencies). Everything else
+// (`ignore`) is bundled, so the package needs nothing else at run time. Modules loaded on demand
+// (the PostgreSQL store, with @effect/sql-pg) go into chunks of their own under dist/lib/: a
+// program that never asks for them never imports their packages.
+rmSync("dist/lib", { recursive: true, force: true })
 await build({
-  entryPoints: ["src/index.ts"],
+  entryPoints: { index: "src/index.ts" },
   plugins: [embeddedWorker],
-  outfile: "dist/index.mjs",
+  outdir: "dist",
+  entryNames: "[name]",
+  chunkNames: "lib/[name]-[hash]",
+  outExtension: { ".js": ".mjs" },
+  splitting: true,
   bundle: true,
   platform: "node",
   format: "esm",
   target: "node22",
-  packages: "external",
+  external: ["effect", "effect/*", "@effect/*"],
   sourcemap: false,
   legalComments: "none",
   logLevel: "warning"

@@ -14,6 +14,13 @@
 //
 // Built-ins come from process.getBuiltinModule: an ES `import` of node:fs would make Node read
 // every export of it, fs.promises included, which loads a dozen more modules at start-up.
+//
+// An older Node (`npx` runs whichever is first on PATH) gets one line on stderr, not a stack.
+const [major, minor] = process.versions.node.split(".").map(Number)
+if (major < 22 || (major === 22 && minor < 19)) {
+  process.stderr.write(`skein: Node.js 22.19 or later is needed (this is ${process.version}); see https://nodejs.org\n`)
+  process.exit(1)
+}
 const fs = process.getBuiltinModule("node:fs")
 const os = process.getBuiltinModule("node:os")
 const path = process.getBuiltinModule("node:path")

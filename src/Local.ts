@@ -15,6 +15,7 @@ import * as External from "./agents/External.ts"
 import type { Catalog } from "./providers/Models.ts"
 import type { Provider } from "./providers/Provider.ts"
 import * as Scripted from "./providers/Scripted.ts"
+import * as SandboxSettings from "./sandbox/Settings.ts"
 import * as Unconfigured from "./providers/Unconfigured.ts"
 import { Bus } from "./runtime/Bus.ts"
 import { Config, DEFAULT_MAX_TURN_REQUESTS, DEFAULT_PERMISSION_TIMEOUT_MS } from "./runtime/Config.ts"
@@ -38,7 +39,10 @@ export interface SkeinConfig {
   readonly provider?: Provider | undefined
   /** A parsed script for the scripted provider (see `Scripted.parse`). */
   readonly script?: Scripted.Script | undefined
-  /** The model of new sessions: a key of `models` (`provider/id`) when given. */
+  /**
+   * The model of new sessions: a key of `models` (`provider/id`) when given. Read each time a
+   * session starts (it may be a getter over a configuration that changes).
+   */
   readonly model?: string | undefined
   /** The models sessions may switch between (from `Registry.resolve(…).models`). */
   readonly models?: Catalog | undefined
@@ -56,6 +60,11 @@ export interface SkeinConfig {
   readonly compactAt?: number | undefined
   /** Where user skills are looked for (`<userHome>/.agents/skills`…; default: the OS's home). */
   readonly userHome?: string | undefined
+  /**
+   * The sandbox commands run in (see README, "Sandbox"): `"auto"` (default), `"required"`,
+   * `"off"`, or settings with hosts to allow and places to hide or open.
+   */
+  readonly sandbox?: SandboxSettings.Mode | SandboxSettings.Settings | undefined
   /** MCP servers every session uses, with those a client sends (`mcp/Config.ts`). */
   readonly mcpServers?: ReadonlyArray<McpServer> | undefined
 }
@@ -83,7 +92,10 @@ export const layerLocalWithoutPlatform = (config: SkeinConfig) =>
     Layer.provide(Config.layer({
       home: config.home,
       provider: resolveProvider(config),
-      model: config.model,
+      // Read as each session starts: a configuration read again (sign-in) changes it for new sessions.
+      get model() {
+        return config.model
+      },
       models: config.models,
       maxTurnRequests: config.maxTurnRequests ?? DEFAULT_MAX_TURN_REQUESTS,
       defaultMode: config.mode ?? DEFAULT_MODE,
@@ -94,6 +106,7 @@ export const layerLocalWithoutPlatform = (config: SkeinConfig) =>
       maxLiveSessions: config.maxLiveSessions,
       compactAt: config.compactAt,
       userHome: config.userHome,
+      sandbox: SandboxSettings.normalize(config.sandbox),
       mcpServers: config.mcpServers
     }))
   )

@@ -160,7 +160,9 @@ export const McpServerStdio = Schema.Struct({
   name: Schema.String,
   command: Schema.String,
   args: Schema.Array(Schema.String),
-  env: Schema.Array(NameValue)
+  env: Schema.Array(NameValue),
+  /** Skein's extension: run the server in the session's sandbox (it does not start where that cannot be done). */
+  sandbox: Schema.optionalKey(Schema.Boolean)
 })
 export type McpServerStdio = typeof McpServerStdio.Type
 

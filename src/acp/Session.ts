@@ -67,6 +67,8 @@ export const McpServerStdio = Schema.Struct({
   command: Schema.String,
   args: withDefault(Schema.Array(Schema.String), []),
   env: withDefault(Schema.Array(EnvVariable), []),
+  /** Skein's extension: run this server in the session's sandbox. */
+  sandbox: Schema.optionalKey(Schema.Boolean),
   _meta: meta
 })
 export type McpServerStdio = typeof McpServerStdio.Type

@@ -11,6 +11,8 @@
  * 5. the built-ins, `general` and `explorer`.
  *
  * So a project's file shadows the user's of the same name, and any file may replace a built-in.
+ * A project's files are read only from inside the cwd, the user's only from inside their
+ * folder (`text/Confined.ts`): a file that is a link out of it is a problem, never read.
  * A replaced read-only built-in keeps its `readOnly` and its tools: a model (or a user) that
  * asks for `explorer` is promised an agent that cannot change the workspace, whoever wrote its
  * file, so the file's `tools` can only narrow the built-in's (absent: the built-in's), never
@@ -44,9 +46,9 @@
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Path from "effect/Path"
-import type * as PlatformError from "effect/PlatformError"
+import * as Confined from "../text/Confined.ts"
 import * as FrontMatter from "../text/FrontMatter.ts"
-import { absent, describe, entries } from "../text/FileErrors.ts"
+import { absent, describe } from "../text/FileErrors.ts"
 
 export interface AgentDefinition {
   /** How the model and the user name it: `general`, `explorer`, `reviewer`. */
@@ -68,6 +70,8 @@ export interface AgentDefinition {
     readonly command: string
     readonly args: ReadonlyArray<string>
     readonly env: Readonly<Record<string, string>>
+    /** Its process runs in the session's sandbox (and does not start where that cannot be done). */
+    readonly sandbox?: boolean | undefined
   } | undefined
 }
 
@@ -202,7 +206,7 @@ interface FromConfig {
 }
 
 const ENTRY_KEYS = new Set(["acp", "description"])
-const ACP_KEYS = new Set(["command", "args", "env"])
+const ACP_KEYS = new Set(["command", "args", "env", "sandbox"])
 
 /** One `"agents"` entry, or why not; unknown keys are reported and ignored. */
 const externalAgent = (name: string, entry: unknown, report: (message: string) => void): AgentDefinition | undefined => {
@@ -227,6 +231,8 @@ const externalAgent = (name: string, entry: unknown, report: (message: string) =
   if (!isRecord(env) || !Object.values(env).every((v) => typeof v === "string")) {
     return skip(`${at}.acp: "env" must be an object of strings`)
   }
+  const sandbox = acp["sandbox"]
+  if (sandbox !== undefined && typeof sandbox !== "boolean") return skip(`${at}.acp: "sandbox" must be true or false`)
   const description = entry["description"]
   if (description !== undefined && (typeof description !== "string" || description.trim() === "")) {
     return skip(`${at}: "description" must be a non-empty string`)
@@ -236,7 +242,7 @@ const externalAgent = (name: string, entry: unknown, report: (message: string) =
     description: typeof description === "string" ? description.trim() : `An external agent (${command}) that Skein talks to over ACP.`,
     readOnly: false,
     source: "config.json",
-    acp: { command, args: args as ReadonlyArray<string>, env: env as Readonly<Record<string, string>> }
+    acp: { command, args: args as ReadonlyArray<string>, env: env as Readonly<Record<string, string>>, ...(sandbox === true ? { sandbox } : {}) }
   }
 }
 
@@ -295,37 +301,30 @@ export const parseConfig = (content: string, file: string): FromConfig => {
 /** Larger files are not agent definitions (and are not read whole). */
 const MAX_FILE_BYTES = 256 * 1024
 
-/** The agents of one folder's `*.md` files, in name order, with the problems of the others. */
-const readFolder = Effect.fnUntraced(function*(dir: string) {
-  const fs = yield* FileSystem.FileSystem
+/**
+ * The agents of one folder's `*.md` files, in name order, with the problems of the others.
+ * Files are read only from inside `root` (`text/Confined.ts`).
+ */
+const readFolder = Effect.fnUntraced(function*(folder: { readonly dir: string; readonly root: string }) {
   const path = yield* Path.Path
   const problems: Array<Problem> = []
   const agents: Array<AgentDefinition> = []
-  const names = yield* entries(dir, problems)
+  const listing = yield* Confined.list(folder.dir, folder.root)
+  if (listing._tag === "refused") problems.push({ file: folder.dir, message: listing.message })
+  if (listing._tag !== "entries") return { agents, problems }
   // Read at once (the reads overlap), then taken in name order.
-  const files = names.filter((n) => n.endsWith(".md")).sort().map((name) => path.join(dir, name))
-  type Read = { readonly content: string } | { readonly problem: string } | undefined
-  const read = (file: string): Effect.Effect<Read> =>
-    fs.stat(file).pipe(
-      Effect.flatMap((info): Effect.Effect<Read, PlatformError.PlatformError> =>
-        info.type !== "File"
-          ? Effect.succeed(undefined)
-          : info.size > BigInt(MAX_FILE_BYTES)
-          ? Effect.succeed({ problem: `larger than ${MAX_FILE_BYTES / 1024} KiB; not an agent definition` })
-          : Effect.map(fs.readFileString(file), (content) => ({ content }))
-      ),
-      Effect.catch((error: PlatformError.PlatformError) => Effect.succeed<Read>({ problem: `cannot read the file (${describe(error)})` }))
-    )
-  const contents = yield* Effect.forEach(files, read, { concurrency: "unbounded" })
-  for (const [i, file] of files.entries()) {
-    const found = contents[i]
-    if (found === undefined) continue
-    if ("problem" in found) {
-      problems.push({ file, message: found.problem })
-      continue
-    }
-    const content = found.content
-    const parsed = parseMarkdown(content, file)
+  const names = listing.names.filter((n) => n.endsWith(".md")).sort()
+  const contents = yield* Effect.forEach(
+    names,
+    (name) => Confined.readText(path.join(listing.real, name), folder.root, { maxBytes: MAX_FILE_BYTES }),
+    { concurrency: "unbounded" }
+  )
+  for (const [i, name] of names.entries()) {
+    const file = path.join(folder.dir, name)
+    const found = contents[i]!
+    if (found._tag === "refused") problems.push({ file, message: found.reason === "too_large" ? `larger than ${MAX_FILE_BYTES / 1024} KiB; not an agent definition` : found.message })
+    if (found._tag !== "text") continue
+    const parsed = parseMarkdown(found.text, file)
     if ("problem" in parsed) {
       problems.push({ file, message: parsed.problem })
       continue
@@ -358,7 +357,14 @@ export const load = Effect.fn("Definitions.load")(function*(
   const path = yield* Path.Path
   const problems: Array<Problem> = []
   const found: Array<AgentDefinition> = []
-  const dirs = [path.join(options.cwd, ".skein", "agents"), path.join(options.cwd, ".claude", "agents"), path.join(options.home, "agents")]
+  // A project's files stay inside the project; the user's inside their folder.
+  const project = yield* Confined.root(options.cwd)
+  const user = path.join(options.home, "agents")
+  const dirs = [
+    { dir: path.join(options.cwd, ".skein", "agents"), root: project },
+    { dir: path.join(options.cwd, ".claude", "agents"), root: project },
+    { dir: user, root: yield* Confined.root(user) }
+  ]
   // The folders are read at once; their agents and problems are taken in precedence order.
   for (const folder of yield* Effect.forEach(dirs, readFolder, { concurrency: "unbounded" })) {
     found.push(...folder.agents)

@@ -86,9 +86,10 @@ import type { LogError } from "../log/SessionLog.ts"
 import * as Diagnostics from "../mcp/Diagnostics.ts"
 import * as ProcEnviron from "../secrets/ProcEnviron.ts"
 import * as Secrets from "../secrets/Secrets.ts"
+import type { Launch, SessionSandbox } from "../sandbox/Sandbox.ts"
 import * as Ceiling from "../tools/Ceiling.ts"
 import * as ProcessGroup from "../tools/process/ProcessGroup.ts"
-import * as SafeFs from "../tools/SafeFs.ts"
+import * as SafeFs from "../fs/SafeFs.ts"
 import * as Tool from "../tools/Tool.ts"
 import * as Workspace from "../tools/Workspace.ts"
 import { describeError, write } from "../tools/write.ts"
@@ -165,6 +166,8 @@ export interface ExternalAgent {
   readonly command: string
   readonly args: ReadonlyArray<string>
   readonly env: Readonly<Record<string, string>>
+  /** Its process runs in the session's sandbox (`options.sandbox`), or does not start. */
+  readonly sandbox?: boolean | undefined
 }
 
 export interface Options {
@@ -174,6 +177,8 @@ export interface Options {
   readonly clientInfo: { readonly name: string; readonly version: string }
   /** How long one of the agent's permission questions may wait for an answer (default: until the turn ends). */
   readonly permissionTimeoutMs?: number | undefined
+  /** The child session's sandbox, for an agent whose settings say `"sandbox": true`. */
+  readonly sandbox?: SessionSandbox | undefined
   /** The child session's ceiling as it is now (default: nothing beyond its own gate). */
   readonly ceiling?: (() => Pick<Ceiling.Ceiling, "mode" | "readOnly">) | undefined
 }
@@ -344,6 +349,22 @@ const describeExit = (exit: ProcessGroup.LeaderExit | undefined): string =>
 // ---------------------------------------------------------------------------
 // The runner
 // ---------------------------------------------------------------------------
+
+/** Starts the agent's process: in the session's sandbox when its settings ask for it (or not at all). */
+const spawnAgent = (agent: ExternalAgent, options: Options, env: Record<string, string>) => {
+  const cannot = (why: string | undefined) => `Cannot start the external agent ${agent.name}: \`${agent.command}\`${why !== undefined ? ` (${why})` : ""}`
+  const start = (launch: Launch | undefined) =>
+    ProcessGroup.spawnProgram(
+      launch === undefined
+        ? { file: agent.command, args: agent.args, cwd: options.cwd, env, stdin: "pipe" }
+        : { ...launch, cwd: options.cwd, stdin: "pipe" }
+    ).pipe(Effect.mapError(({ code }) => cannot(code)))
+  if (agent.sandbox !== true) return start(undefined)
+  if (options.sandbox === undefined) return Effect.fail(cannot("it asks for the sandbox, and this Skein runs none"))
+  return options.sandbox.prepare({ file: agent.command, args: agent.args, cwd: options.cwd, env }, { readOnly: false, outside: false, required: true }, start).pipe(
+    Effect.mapError((error) => (error.startsWith("Cannot start") ? error : cannot(`in the sandbox: ${error}`)))
+  )
+}
 
 export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runner, never, Scope.Scope> =>
   Effect.gen(function*() {
@@ -793,9 +814,7 @@ export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runn
           ProcEnviron.hideSecrets()
           const diagnostics = Diagnostics.make()
           const group = yield* Effect.acquireRelease(
-            ProcessGroup.spawnProgram({ file: agent.command, args: agent.args, cwd: options.cwd, env, stdin: "pipe" }).pipe(
-              Effect.mapError(({ code }) => `Cannot start the external agent ${agent.name}: \`${agent.command}\`${code !== undefined ? ` (${code})` : ""}`)
-            ),
+            spawnAgent(agent, options, env),
             (group) =>
               Effect.gen(function*() {
                 group.stdin?.end()

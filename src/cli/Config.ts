@@ -8,7 +8,12 @@ import * as NodePath from "@effect/platform-node/NodePath"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as fs from "node:fs"
+import type { SkeinConfig } from "../Local.ts"
+import * as os from "node:os"
+import * as nodePath from "node:path"
+import * as SandboxSettings from "../sandbox/Settings.ts"
 import * as McpConfig from "../mcp/Config.ts"
+import * as Reloadable from "../providers/Reloadable.ts"
 import * as Registry from "../providers/Registry.ts"
 import * as Scripted from "../providers/Scripted.ts"
 import * as Options from "./Options.ts"
@@ -44,11 +49,33 @@ const compactAtFromEnv = (raw: string | undefined): number | undefined => {
   return Number.isFinite(value) && value >= 0.1 && value <= 0.95 ? value : undefined
 }
 
-export const skeinConfig = (common: Options.Common) =>
+/**
+ * The sandbox's settings: `--sandbox`, else `SKEIN_SANDBOX`, else `<home>/config.json`'s
+ * `sandbox` (whose host and path lists hold either way). A value that is not understood is a
+ * usage error: the sandbox is never weaker than asked. An unreadable config.json is reported
+ * by `skein doctor`; here it counts as saying nothing.
+ */
+export const sandboxSettings = (common: Options.Common): Effect.Effect<SandboxSettings.Settings, Options.UsageError> =>
+  Effect.gen(function*() {
+    let file: unknown
+    try {
+      file = (JSON.parse(fs.readFileSync(nodePath.join(common.home, "config.json"), "utf8")) as Record<string, unknown> | null)?.["sandbox"]
+    } catch {
+      file = undefined
+    }
+    const fromFile = SandboxSettings.fromConfig(file, os.homedir())
+    if ("error" in fromFile) return yield* Effect.fail(new Options.UsageError(`${nodePath.join(common.home, "config.json")}: ${fromFile.error}`))
+    const resolved = SandboxSettings.resolve({ flag: common.sandbox, env: Options.env("SKEIN_SANDBOX"), file: fromFile })
+    if ("error" in resolved) return yield* Effect.fail(new Options.UsageError(resolved.error))
+    return resolved
+  })
+
+/** What sessions are limited by, where they live and how their commands are sandboxed, from the options. */
+const limitsOf = (common: Options.Common) =>
   Effect.gen(function*() {
     // A store URL's password is a secret: never shown to the model, in a log or in a message.
     if (common.store !== undefined && Secrets.hasCredentialUrl(common.store)) Secrets.registry().addValue(common.store)
-    const limits = {
+    return {
       home: common.home,
       maxTurnRequests: common.maxTurnRequests,
       permissionTimeoutMs: common.permissionTimeoutMs,
@@ -57,20 +84,85 @@ export const skeinConfig = (common: Options.Common) =>
       compactAt: compactAtFromEnv(process.env.SKEIN_COMPACT_AT),
       // The user's MCP servers (config.json `mcpServers`), for every session.
       mcpServers: McpConfig.load(common.home).servers,
+      sandbox: yield* sandboxSettings(common),
       ...(common.store !== undefined ? { store: { postgres: common.store } } : {})
     }
-    if (common.provider === "scripted" || (common.provider === undefined && common.script !== undefined)) {
-      if (common.script === undefined) return yield* Effect.fail(new Options.UsageError("The scripted provider needs --script FILE"))
-      return { ...limits, script: yield* loadScript(common.script), model: common.model, unconfigured: undefined }
+  })
+
+/**
+ * Whether the scripted provider answers (`--script FILE`, or `--provider scripted`), and the
+ * combinations no command accepts: `skein run`, `skein acp` and `skein doctor` all decide it here.
+ */
+export const scripted = (common: Options.Common): Effect.Effect<boolean, Options.UsageError> => {
+  if (common.provider === "scripted" || (common.provider === undefined && common.script !== undefined)) {
+    return common.script === undefined ? Effect.fail(new Options.UsageError("The scripted provider needs --script FILE")) : Effect.succeed(true)
+  }
+  if (common.script !== undefined) {
+    return Effect.fail(new Options.UsageError(`--script selects the scripted provider; it cannot be combined with --provider ${common.provider}`))
+  }
+  return Effect.succeed(false)
+}
+
+/** The script, when the options select the scripted provider; a usage error when they contradict each other. */
+const scriptOf = (common: Options.Common) =>
+  Effect.gen(function*() {
+    if (yield* scripted(common)) {
+      return yield* loadScript(common.script!)
     }
-    if (common.script !== undefined) {
-      return yield* Effect.fail(new Options.UsageError(`--script selects the scripted provider; it cannot be combined with --provider ${common.provider}`))
-    }
-    const resolved = yield* Registry.resolve({ home: common.home, env: process.env, provider: common.provider, model: common.model }).pipe(
-      Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)),
-      Effect.mapError((error) => new Options.UsageError(error.message))
-    )
+    return undefined
+  })
+
+const platform = Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)
+
+/** How the providers are resolved for these options (`Registry.resolve`). */
+export const registryOptions = (common: Options.Common): Registry.Options => ({
+  home: common.home,
+  env: process.env,
+  provider: common.provider,
+  model: common.model
+})
+
+const resolveProviders = (common: Options.Common) =>
+  Registry.resolve(registryOptions(common)).pipe(
+    Effect.provide(platform),
+    Effect.mapError((error) => new Options.UsageError(error.message))
+  )
+
+export const skeinConfig = (common: Options.Common) =>
+  Effect.gen(function*() {
+    const limits = yield* limitsOf(common)
+    const script = yield* scriptOf(common)
+    if (script !== undefined) return { ...limits, script, model: common.model, unconfigured: undefined }
+    const resolved = yield* resolveProviders(common)
     // Why no model can answer, when none can (the provider then answers every prompt with it).
     const unconfigured = resolved.setup.unconfigured
     return { ...limits, provider: resolved.provider, model: resolved.model, models: resolved.models, unconfigured }
   })
+
+/**
+ * `skein acp`: the configuration, with providers that sign-in reads again while it runs
+ * (`providers/Reloadable.ts`): new sessions start with what was read last. `reloadable` is undefined
+ * with the scripted provider, which has nothing to sign in to.
+ */
+export const reloadableConfig = (common: Options.Common) =>
+  Effect.gen(function*() {
+    const limits = yield* limitsOf(common)
+    const script = yield* scriptOf(common)
+    if (script !== undefined) {
+      const config: SkeinConfig = { ...limits, script, model: common.model }
+      return { config, reloadable: undefined }
+    }
+    const reloadable = Reloadable.make(registryOptions(common), yield* resolveProviders(common))
+    const config: SkeinConfig = {
+      ...limits,
+      provider: reloadable.provider,
+      models: reloadable.models,
+      get model() {
+        return reloadable.model()
+      }
+    }
+    return { config, reloadable }
+  })
+
+/** Reads the configuration again into `reloadable` (the platform provided). */
+export const reload = (reloadable: Reloadable.Reloadable) => Effect.provide(reloadable.reload, platform)

@@ -28,28 +28,16 @@ export interface Common {
   readonly maxLiveSessions: number | undefined
   /** Keep sessions in this PostgreSQL database (`postgres://…`) instead of files under the home. */
   readonly store: string | undefined
+  /** `--sandbox` (auto, required, off), else `SKEIN_SANDBOX`: checked with config.json's by `Config.skeinConfig`. */
+  readonly sandbox: string | undefined
 }
-
-export const commonOptions = {
-  home: { type: "string" },
-  provider: { type: "string" },
-  model: { type: "string" },
-  script: { type: "string" },
-  mode: { type: "string" },
-  "max-turn-requests": { type: "string" },
-  "permission-timeout-ms": { type: "string" },
-  "max-line-bytes": { type: "string" },
-  "max-live-sessions": { type: "string" },
-  store: { type: "string" },
-  "local-fs": { type: "boolean" },
-  "local-terminal": { type: "boolean" },
-  help: { type: "boolean", short: "h" }
-} as const
 
 export const HELP = `skein — an ACP coding agent on Effect
 
 Usage:
   skein acp [options]            Serve the Agent Client Protocol over stdio (for editors)
+  skein setup [--home DIR]       Choose the model provider, its API key and the model, at a
+                                 terminal; checks them, then saves $SKEIN_HOME/config.json
   skein run [options] [PROMPT]   Work in this terminal: with no PROMPT, prompt after prompt in one
                                  session; with a PROMPT (or one piped on stdin), one turn
   skein sessions [list|show ID|rm ID|fork ID [--turn N]]
@@ -84,6 +72,9 @@ Options (each also an environment variable):
   --max-turn-requests N    Model calls allowed in one turn (default 50)
   --permission-timeout-ms N  Unanswered permission requests are denied after N ms
                            (SKEIN_PERMISSION_TIMEOUT_MS, default 1800000)
+  --sandbox MODE           Where commands run: auto (in the sandbox where it works, else asked
+                           for), required (only in the sandbox), off (SKEIN_SANDBOX; config.json
+                           "sandbox"; default auto). See skein doctor
 
 skein acp options:
   --local-fs               Read and write files locally even when the client offers fs/*
@@ -101,6 +92,10 @@ skein acp options:
   --connect URL            Keep the sessions in the skein serve at URL instead of this process
                            (windows connected to one server share sessions and see each
                            other's turns); --token-file FILE or SKEIN_SERVE_TOKEN for tcp/ws
+
+skein serve options:
+  --max-connections N      tcp and ws: connections open at once (SKEIN_SERVE_MAX_CONNECTIONS,
+                           default 128); each has 5 s and 8 KiB to show the token
 
 skein serve --cluster options:
   --runner HOST:PORT       Where the other runners reach this one (SKEIN_RUNNER)
@@ -127,6 +122,8 @@ skein run options:
 Providers read OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL like
 the vendors' SDKs, and $SKEIN_HOME/config.json; SKEIN_IDLE_TIMEOUT_MS (default 120000) fails a
 stream that stalls. Sessions live in $SKEIN_HOME/sessions/<id>.ndjson (one append-only log each).
+
+An option a command does not use is refused (exit 2) rather than ignored.
 
 Exit codes: 0 ok, 1 runtime failure (replay --rerun: a difference), 2 usage (a bad option,
 directory, script, provider or session id), 130 interrupted.
@@ -173,7 +170,8 @@ export const common = (values: Record<string, string | boolean | undefined>): Co
     localTerminal: flag("local-terminal", "SKEIN_LOCAL_TERMINAL"),
     maxLineBytes: positiveInt("max-line-bytes", "SKEIN_MAX_LINE_BYTES"),
     maxLiveSessions: positiveInt("max-live-sessions", "SKEIN_MAX_LIVE_SESSIONS"),
-    store: storeUrl(str("store") ?? env("SKEIN_STORE"))
+    store: storeUrl(str("store") ?? env("SKEIN_STORE")),
+    sandbox: str("sandbox")
   }
 }
 

@@ -8,6 +8,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
+import { parseArgs } from "node:util"
 import type { Transport } from "../jsonrpc/Peer.ts"
 import { Runtime, RuntimeError } from "../runtime/Api.ts"
 import * as Stderr from "../secrets/Stderr.ts"
@@ -16,11 +17,16 @@ import * as Stdio from "../server/Stdio.ts"
 import { VERSION } from "../version.ts"
 import * as Checks from "./Checks.ts"
 import { markWarm, snapshotSoon } from "./CodeCache.ts"
-import { skeinConfig } from "./Config.ts"
+import { reloadableConfig } from "./Config.ts"
 import { capYoungGeneration } from "./Heap.ts"
 import * as Options from "./Options.ts"
-import { readToken } from "./serve.ts"
+import { MIN_TOKEN_LENGTH, readToken } from "./serve.ts"
+import * as SignIn from "./SignIn.ts"
+import * as Usage from "./Usage.ts"
 import * as Address from "../remote/Address.ts"
+import * as Detect from "../sandbox/Detect.ts"
+import * as Guarantees from "../sandbox/Guarantees.ts"
+import * as SandboxSettings from "../sandbox/Settings.ts"
 
 /** stdout belongs to the protocol: anything else that tries to print goes to stderr, redacted. */
 const guardStdout = () => {
@@ -97,17 +103,52 @@ export const warmAfterFirstSession = (transport: Transport, warm: Effect.Effect<
 
 export const signalExitCode = 0
 
+/** `args` without its one positional argument (the options keep their values). */
+const withoutPositional = (args: ReadonlyArray<string>, options: typeof Usage.OPTIONS): ReadonlyArray<string> => {
+  const { tokens } = parseArgs({ args: [...args], options, allowPositionals: true, strict: true, tokens: true })
+  const at = tokens.find((token) => token.kind === "positional")?.index
+  return at === undefined ? args : args.filter((_, i) => i !== at)
+}
+
+/** What can be told of `--connect` without connecting: the URL, and a token where one is needed. */
+const checkConnect = (connect: { readonly url: string; readonly token: string | undefined }) => {
+  const address = Address.parse(connect.url)
+  if (address._tag === "invalid") throw new Options.UsageError(address.message)
+  if (address._tag === "unix") return
+  if (connect.token === undefined) {
+    throw new Options.UsageError(`${connect.url} needs the server's token: set SKEIN_SERVE_TOKEN or pass --token-file FILE`)
+  }
+  if (connect.token.length < MIN_TOKEN_LENGTH) {
+    throw new Options.UsageError(`The token is too short to be the server's (a server takes ${MIN_TOKEN_LENGTH} characters or more): check SKEIN_SERVE_TOKEN or --token-file`)
+  }
+}
+
+/** The runtime of the server at `connect`, connected now (a failure is a usage error: the server, or its token, is wrong). */
+const connectTo = (connect: { readonly url: string; readonly token: string | undefined }, scope: Scope.Scope) =>
+  Effect.promise(() => import("../remote/Remote.ts")).pipe(
+    Effect.flatMap((remote) => Layer.build(remote.layer(connect))),
+    Scope.provide(scope),
+    Effect.map((context) => Context.get(context, Runtime)),
+    Effect.mapError((error) => new Options.UsageError(error.message))
+  )
+
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const parsed = yield* Effect.try({
-      try: () => Options.parse(args, { ...Options.commonOptions, connect: { type: "string" }, "token-file": { type: "string" } }),
+      try: () => Options.parse(args, Usage.OPTIONS),
       catch: (e) => e
     })
     if (parsed.values.help === true) {
       process.stdout.write(Options.HELP)
       return 0
     }
+    // A client that appends a terminal auth method's arguments to the agent's runs `skein acp setup`.
+    if (parsed.positionals.length === 1 && parsed.positionals[0] === "setup" && typeof parsed.values.connect !== "string") {
+      const Setup = yield* Effect.promise(() => import("./setup.ts"))
+      return yield* Setup.run(withoutPositional(args, Usage.OPTIONS))
+    }
     if (parsed.positionals.length > 0) return yield* Effect.fail(new Options.UsageError("skein acp takes no arguments"))
+    Usage.refuse("acp", parsed, Options.env)
     const common = Options.common(parsed.values)
     // A bad flag, home, script or config file is a usage error (exit 2) before anything is
     // served; once serving, every error is the protocol's.
@@ -115,44 +156,41 @@ export const run = (args: ReadonlyArray<string>) =>
     const connect = typeof parsed.values.connect === "string"
       ? { url: parsed.values.connect, token: readToken(typeof parsed.values["token-file"] === "string" ? parsed.values["token-file"] : undefined) }
       : undefined
-    if (connect !== undefined) {
-      const address = Address.parse(connect.url)
-      if (address._tag === "invalid") return yield* Effect.fail(new Options.UsageError(address.message))
-    }
-    const config = yield* skeinConfig(common)
+    if (connect !== undefined) checkConnect(connect)
+    const { config, reloadable } = yield* reloadableConfig(common)
     guardStdout()
     yield* Effect.scoped(Effect.gen(function*() {
-      // The runtime (the log, tools, providers and MCP all come with it) is loaded and built
-      // once `initialize` is answered, in the background: `initialize` never waits for it, and
-      // the client's `session/new` mostly finds it ready. Built once; its scope is the server's.
       const scope = yield* Effect.scope
+      // With --connect, the server is reached and takes the token before anything is served: a
+      // mistake there is a usage error now, not a failure of every session/new later.
+      const remote = connect === undefined ? undefined : yield* connectTo(connect, scope)
+      // Otherwise the runtime (the log, tools, providers and MCP all come with it) is loaded and
+      // built once `initialize` is answered, in the background: `initialize` never waits for it,
+      // and the client's `session/new` mostly finds it ready. Built once; its scope is the server's.
       const ready = yield* Effect.cached(
-        // With --connect, the sessions live in a `skein serve`; otherwise in this process (and
-        // then the RPC client and its transports are never loaded).
-        Effect.promise((): Promise<Layer.Layer<Runtime, unknown>> =>
-          connect === undefined
-            ? import("../Local.ts").then((local) => local.layerLocal(config))
-            : import("../remote/Remote.ts").then((remote) => remote.layer(connect))
-        ).pipe(
-          Effect.flatMap(Layer.build),
-          // Start-up ends here: the code cache is taken shortly after.
-          Effect.tap(() => Effect.sync(snapshotSoon)),
-          Scope.provide(scope),
-          Effect.map((context) => Context.get(context, Runtime)),
-          Effect.catchCause((cause) => {
-            const error = Cause.squash(cause)
-            const message = error instanceof Error ? error.message : String(error)
-            return Effect.logError(`skein: ${message}`).pipe(
-              Effect.andThen(Effect.fail(new RuntimeError({ reason: "unavailable", message })))
-            )
-          })
-        )
+        (remote !== undefined
+          ? Effect.succeed(remote)
+          : Effect.promise(() => import("../Local.ts")).pipe(
+            Effect.flatMap((local) => Layer.build(local.layerLocal(config))),
+            Scope.provide(scope),
+            Effect.map((context) => Context.get(context, Runtime))
+          )).pipe(
+            // Start-up ends here: the code cache is taken shortly after.
+            Effect.tap(() => Effect.sync(snapshotSoon)),
+            Effect.catchCause((cause) => {
+              const error = Cause.squash(cause)
+              const message = error instanceof Error ? error.message : String(error)
+              return Effect.logError(`skein: ${message}`).pipe(
+                Effect.andThen(Effect.fail(new RuntimeError({ reason: "unavailable", message })))
+              )
+            })
+          )
       )
       const firstWritten = yield* Deferred.make<void>()
       yield* Effect.forkScoped(Effect.andThen(Deferred.await(firstWritten), Effect.ignore(ready)))
       const warming = warmAfterFirstSession(
         warmOnFirstWrite(Stdio.transport(), firstWritten),
-        "provider" in config ? config.provider.warm : undefined,
+        config.provider?.warm,
         scope
       )
       // Sessions run in this process unless it connects to a server: their streams want short
@@ -166,7 +204,11 @@ export const run = (args: ReadonlyArray<string>) =>
         onSessionOpened: warming.opened,
         onPrompt: capHeap,
         // Sessions on a server may be shown in other windows too: their turns are shown here.
-        watchOthers: connect !== undefined
+        watchOthers: connect !== undefined,
+        // A server's sessions use its configuration, not the one here: nothing to sign in to.
+        signIn: connect === undefined ? SignIn.make(common.home, reloadable) : undefined,
+        // A server's sandbox is its own: stated only for sessions that live here.
+        sandbox: connect === undefined ? Guarantees.statement(SandboxSettings.normalize(config.sandbox), Detect.unlikely()) : undefined
       }, awaiting(ready))
     }))
     return 0

@@ -3,8 +3,9 @@
  * call. Prints the home, the config file (and whether it parsed), the
  * environment variables Skein reads (keys as set or not set, never their
  * values), the providers, the models, the agents a session can delegate to (and
- * what is wrong with their definitions, as warnings), the skills and the slash
- * commands of a session started here (with their problems, as warnings), and
+ * what is wrong with their definitions, as warnings), the skills, the slash
+ * commands and the project instructions of a session started here (with their problems, as
+ * warnings: a file that is a link out of its folder is one), and
  * what a prompt would be answered by. Exit code 0 when a prompt would reach a
  * model, 1 otherwise: a bad agent, skill or command file is skipped, not a
  * reason to fail.
@@ -24,19 +25,28 @@ import * as McpConfig from "../mcp/Config.ts"
 import * as McpSession from "../mcp/McpSession.ts"
 import * as McpRecord from "../mcp/Record.ts"
 import * as Errors from "../providers/Errors.ts"
+import * as Prompt from "../providers/Prompt.ts"
 import type { ModelInfo } from "../providers/Models.ts"
 import * as Registry from "../providers/Registry.ts"
+import * as Guarantees from "../sandbox/Guarantees.ts"
+import * as Sandbox from "../sandbox/Sandbox.ts"
 import * as Skills from "../skills/Skills.ts"
 import * as Checks from "./Checks.ts"
 import * as CodeCache from "./CodeCache.ts"
-import { loadScriptFile } from "./Config.ts"
+import { loadScriptFile, sandboxSettings, scripted as isScripted } from "./Config.ts"
 import * as Options from "./Options.ts"
+import * as Usage from "./Usage.ts"
+import { DEFAULT_MAX_LIVE_SESSIONS, DEFAULT_MAX_TURN_REQUESTS, DEFAULT_PERMISSION_TIMEOUT_MS } from "../runtime/Config.ts"
 
 export const signalExitCode = 130
 
 export const HELP = `skein doctor — show which providers and models are configured (no network)
 
 Usage: skein doctor [--home DIR] [--provider NAME] [--model ID] [--script FILE] [--store URL] [--cluster URL] [--mcp SESSION_ID]
+                    [--mode ID] [--max-turn-requests N] [--permission-timeout-ms N] [--max-live-sessions N]
+
+Checks the home and the options as skein run and skein acp do before they start (the same
+checks, with the same messages and exit code 2; nothing is created), then reports.
 
 Reads $SKEIN_HOME/config.json and the environment (OPENAI_API_KEY, OPENAI_BASE_URL,
 ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, SKEIN_PROVIDER, SKEIN_MODEL, …). Keys are shown
@@ -45,8 +55,11 @@ directory can delegate to (.skein/agents, .claude/agents, $SKEIN_HOME/agents, co
 with a warning for each definition that is skipped, the skills (.agents/skills and
 .claude/skills from the current directory up to the repository root, ~/.agents/skills,
 ~/.claude/skills, $SKEIN_HOME/skills) and the slash commands (built-ins, .skein/commands,
-.claude/commands, $SKEIN_HOME/commands, user-invocable skills), with their problems as
-warnings. Exits 0 when a prompt would reach a model.
+.claude/commands, $SKEIN_HOME/commands, user-invocable skills) and the project instructions
+(AGENTS.md, CLAUDE.md from the repository root down), with their problems as warnings: a file
+that is a link out of its folder (or the repository) is skipped, and said so. Then the sandbox:
+its setting (--sandbox, SKEIN_SANDBOX, config.json "sandbox"), and whether it works here (it runs
+a sandboxed \`true\` to find out) and what it enforces. Exits 0 when a prompt would reach a model.
 
 --store URL (or SKEIN_STORE) also connects to that PostgreSQL session store and reports
 whether it answers, its schema version, its sessions and how many a Skein holds now; an
@@ -113,6 +126,25 @@ export const commandsReport = (found: Commands.Discovered): ReadonlyArray<string
   return out
 }
 
+/** The project instructions section: each file the system prompt takes, each one not read as a warning. */
+export const instructionsReport = (found: { readonly instructions: ReadonlyArray<Prompt.Instructions>; readonly problems: ReadonlyArray<Prompt.Problem> }): ReadonlyArray<string> => {
+  const out = ["Project instructions"]
+  if (found.instructions.length === 0 && found.problems.length === 0) out.push("  (none)")
+  for (const file of found.instructions) out.push(`  ${file.path}`)
+  for (const problem of found.problems) out.push(`  warning: ${problem.file}: ${problem.message}`)
+  return out
+}
+
+/** The sessions' settings a session started with these options gets (`--mode`, the limits, `--store`). */
+export const sessionsLine = (common: Options.Common): string =>
+  [
+    `mode ${common.mode ?? "default"}`,
+    `${common.maxTurnRequests ?? DEFAULT_MAX_TURN_REQUESTS} model calls a turn`,
+    `unanswered questions denied after ${minutes(common.permissionTimeoutMs ?? DEFAULT_PERMISSION_TIMEOUT_MS)}`,
+    `${common.maxLiveSessions ?? DEFAULT_MAX_LIVE_SESSIONS} live at most`,
+    common.store === undefined ? `kept in ${common.home}/sessions` : "kept in PostgreSQL (--store)"
+  ].join("; ")
+
 /** The report, as text. `env` is only read for which variables are set. */
 export const report = (
   s: Registry.Setup,
@@ -121,9 +153,11 @@ export const report = (
     readonly home: string
     readonly script?: string | undefined
     readonly codeCache?: string | undefined
+    readonly sessions?: string | undefined
     readonly agents?: Definitions.Loaded | undefined
     readonly skills?: Skills.Discovered | undefined
     readonly commands?: Commands.Discovered | undefined
+    readonly instructions?: Parameters<typeof instructionsReport>[0] | undefined
   }
 ): string => {
   const out: Array<string> = []
@@ -134,6 +168,7 @@ export const report = (
   const status = s.config.status
   line(`${pad("Config file", 13)}${s.config.path}: ${status._tag === "missing" ? "not found (optional)" : status._tag === "ok" ? "parsed" : `INVALID: ${status.message}`}`)
   if (options.codeCache !== undefined) line(`${pad("Code cache", 13)}${options.codeCache}`)
+  if (options.sessions !== undefined) line(`${pad("Sessions", 13)}${options.sessions}`)
   line()
 
   line("Environment")
@@ -179,6 +214,10 @@ export const report = (
     for (const l of commandsReport(options.commands)) line(l)
     line()
   }
+  if (options.instructions !== undefined) {
+    for (const l of instructionsReport(options.instructions)) line(l)
+    line()
+  }
 
   if (s.errors.length > 0) {
     line("Problems")
@@ -199,17 +238,20 @@ export const report = (
 
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
-    const parsed = yield* Effect.try({ try: () => Options.parse(args, { ...Options.commonOptions, mcp: { type: "string" }, cluster: { type: "string" } }), catch: (e) => e })
+    const parsed = yield* Effect.try({ try: () => Options.parse(args, Usage.OPTIONS), catch: (e) => e })
     if (parsed.values.help === true) {
       process.stdout.write(HELP)
       return 0
     }
     if (parsed.positionals.length > 0) return yield* Effect.fail(new Options.UsageError("skein doctor takes no arguments"))
+    Usage.refuse("doctor", parsed, Options.env)
     const common = Options.common(parsed.values)
-    Checks.home(common.home, { write: false })
-    const scripted = common.provider === "scripted" || (common.provider === undefined && common.script !== undefined)
+    // The checks skein run and skein acp make before they start, with the same code and the
+    // same words, so doctor never calls ready what they refuse; nothing is created here.
+    Checks.home(common.home, { write: true, create: false })
+    const scripted = yield* isScripted(common)
     // What was named on the command line must exist: a script that reads, a provider that is known.
-    if (scripted && common.script !== undefined) yield* loadScriptFile(common.script)
+    if (scripted) yield* loadScriptFile(common.script!)
     const setup = yield* Registry.setup({
       home: common.home,
       env: process.env,
@@ -220,12 +262,22 @@ export const run = (args: ReadonlyArray<string>) =>
       ? undefined
       : setup.errors.find((e) => e.startsWith(`Unknown provider ${JSON.stringify(common.provider)}`))
     if (unknown !== undefined) return yield* Effect.fail(new Options.UsageError(unknown))
-    const script = scripted ? common.script ?? "(missing: the scripted provider needs --script FILE)" : undefined
+    const script = scripted ? common.script : undefined
     const mcp = typeof parsed.values.mcp === "string" ? yield* mcpSession(common.home, parsed.values.mcp) : undefined
-    const { agents, skills, commands } = yield* project({ cwd: process.cwd(), home: common.home, userHome: homedir() }).pipe(
+    const { agents, skills, commands, instructions } = yield* project({ cwd: process.cwd(), home: common.home, userHome: homedir() }).pipe(
       Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer))
     )
-    process.stdout.write(report(setup, process.env, { home: common.home, script, codeCache: CodeCache.describe(CodeCache.status()), agents, skills, commands }))
+    process.stdout.write(report(setup, process.env, {
+      home: common.home,
+      script,
+      codeCache: CodeCache.describe(CodeCache.status()),
+      sessions: sessionsLine(common),
+      agents,
+      skills,
+      commands,
+      instructions
+    }))
+    process.stdout.write(yield* sandboxReport(common))
     process.stdout.write(configuredMcp(common.home, process.cwd()))
     if (mcp !== undefined) process.stdout.write(yield* mcpReport(mcp))
     const store = common.store === undefined
@@ -240,17 +292,30 @@ export const run = (args: ReadonlyArray<string>) =>
       ? undefined
       : yield* Effect.flatMap(Effect.promise(() => import("../log/PgStore.ts")), (PgStore) => PgStore.clusterStatus(clusterUrl))
     if (cluster !== undefined) process.stdout.write(`\nCluster (PostgreSQL)\n${cluster.lines.map((l) => `  ${l}\n`).join("")}`)
-    const ready = scripted ? common.script !== undefined : setup.errors.length === 0 && setup.unconfigured === undefined
+    const ready = scripted || (setup.errors.length === 0 && setup.unconfigured === undefined)
     return ready && store?.ok !== false && cluster?.ok !== false ? 0 : 1
   })
 
-/** What a session started in `cwd` would find: its agents, skills and commands. `userHome` is the OS user's home. */
+/** The sandbox section: the setting, and what a probe (a sandboxed `true`, run now) finds. */
+const sandboxReport = (common: Options.Common) =>
+  Effect.gen(function*() {
+    const settings = yield* Effect.result(sandboxSettings(common))
+    if (settings._tag === "Failure") return `\nSandbox\n  INVALID setting: ${settings.failure.message}\n`
+    const availability = yield* Effect.scoped(Effect.flatMap(Sandbox.make(settings.success, { skeinHome: common.home }), (manager) => manager.availability))
+    const probe = availability._tag === "available"
+      ? { available: true as const, seccomp: availability.seccomp }
+      : { available: false as const, reason: availability.reason }
+    return `\n${Guarantees.report(settings.success, probe).join("\n")}\n`
+  })
+
+/** What a session started in `cwd` would find: its agents, skills, commands and project instructions. `userHome` is the OS user's home. */
 export const project = (options: { readonly cwd: string; readonly home: string; readonly userHome: string }) =>
   Effect.gen(function*() {
     const agents = yield* Definitions.load({ cwd: options.cwd, home: options.home })
     const skills = yield* Skills.discover(options)
     const commands = yield* Commands.discover({ cwd: options.cwd, home: options.home, skills: skills.skills })
-    return { agents, skills, commands }
+    const instructions = yield* Prompt.instructions(options.cwd)
+    return { agents, skills, commands, instructions }
   })
 
 /**

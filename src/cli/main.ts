@@ -41,11 +41,12 @@ const commands: Record<string, () => Promise<CommandModule>> = {
   sessions: () => import("./sessions.ts"),
   replay: () => import("./replay.ts"),
   serve: () => import("./serve.ts"),
-  doctor: () => import("./doctor.ts")
+  doctor: () => import("./doctor.ts"),
+  setup: () => import("./setup.ts")
 }
 
 /** Reasons of the runtime's and the log's errors that are the user's to fix: a usage error (exit 2). */
-const usageReasons: ReadonlySet<string> = new Set(["invalid_cwd", "invalid_mode", "invalid_request", "not_found", "invalid_config", "unknown_provider"])
+const usageReasons: ReadonlySet<string> = new Set(["invalid_cwd", "invalid_mode", "invalid_request", "not_found", "invalid_config", "unknown_provider", "invalid"])
 
 /**
  * A failure people read as one line: a usage error, or one of Skein's own errors (they carry a
@@ -54,7 +55,7 @@ const usageReasons: ReadonlySet<string> = new Set(["invalid_cwd", "invalid_mode"
 const describe = (error: unknown): { readonly message: string; readonly usage: boolean } | undefined => {
   if (error instanceof Options.UsageError) return { message: error.message, usage: true }
   if (typeof error !== "object" || error === null || !("_tag" in error) || !("message" in error)) return undefined
-  if (!["RuntimeError", "LogError", "SessionError", "RegistryError"].includes(String(error._tag))) return undefined
+  if (!["RuntimeError", "LogError", "SessionError", "RegistryError", "ConfigWriteError"].includes(String(error._tag))) return undefined
   const reason = "reason" in error ? String(error.reason) : ""
   return { message: String(error.message), usage: usageReasons.has(reason) }
 }

@@ -22,8 +22,10 @@ import * as AcpReplay from "../translate/Replay.ts"
 import * as McpRecord from "../mcp/Record.ts"
 import { SessionLog } from "../log/SessionLog.ts"
 import * as Rerun from "../runtime/Rerun.ts"
+import { sandboxSettings } from "./Config.ts"
 import * as Checks from "./Checks.ts"
 import * as Options from "./Options.ts"
+import * as Usage from "./Usage.ts"
 import { asLoaded, logLayer, readRef, reportErrors, writeOut } from "./sessions.ts"
 
 export const signalExitCode = 130
@@ -107,6 +109,8 @@ const rerun = (contents: { readonly header: Rerun.Options["header"]; readonly ev
   readonly cwd: string | undefined
   readonly home: string | undefined
   readonly json: boolean
+  /** Its commands run in the sandbox as a session's would (--sandbox, SKEIN_SANDBOX, config.json). */
+  readonly sandbox: Rerun.Options["sandbox"]
 }) =>
   Effect.scoped(Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
@@ -125,7 +129,7 @@ const rerun = (contents: { readonly header: Rerun.Options["header"]; readonly ev
     // The MCP servers the session used, as recorded beside its log (none for a log elsewhere without them).
     const mcpServers = yield* McpRecord.loadFile(fs, McpRecord.settingsPath(contents.file))
     const children = yield* childLogs(contents.events)
-    const report = yield* Rerun.run({ header: contents.header, events: contents.events, cwd, home, mcpServers, children })
+    const report = yield* Rerun.run({ header: contents.header, events: contents.events, cwd, home, mcpServers, children, sandbox: options.sandbox })
     yield* writeOut(options.json ? JSON.stringify(report, null, 2) + "\n" : formatReport(report, cwd))
     return report.diverged ? 1 : 0
   }))
@@ -134,14 +138,7 @@ export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const parsed = yield* Effect.try({
       try: () =>
-        Options.parse(args, {
-          ...Options.commonOptions,
-          acp: { type: "boolean" },
-          rerun: { type: "boolean" },
-          cwd: { type: "string" },
-          json: { type: "boolean" },
-          "rerun-home": { type: "string" }
-        }),
+        Options.parse(args, Usage.OPTIONS),
       catch: (e) => e
     })
     if (parsed.values.help === true) {
@@ -150,12 +147,7 @@ export const run = (args: ReadonlyArray<string>) =>
     }
     const [ref, ...extra] = parsed.positionals
     if (ref === undefined || extra.length > 0) return yield* Effect.fail(new Options.UsageError("skein replay takes one session ID or log FILE"))
-    if (parsed.values.acp === true && parsed.values.rerun === true) {
-      return yield* Effect.fail(new Options.UsageError("--acp and --rerun do not go together"))
-    }
-    if (parsed.values.rerun !== true && (parsed.values.cwd !== undefined || parsed.values["rerun-home"] !== undefined)) {
-      return yield* Effect.fail(new Options.UsageError("--cwd and --rerun-home go with --rerun"))
-    }
+    Usage.refuse("replay", parsed, Options.env)
     const common = Options.common(parsed.values)
     Checks.home(common.home, { write: false })
     if (parsed.values["rerun-home"] !== undefined) Checks.home(nodePath.resolve(parsed.values["rerun-home"]), { write: true, what: "the re-run's home (--rerun-home)" })
@@ -164,11 +156,17 @@ export const run = (args: ReadonlyArray<string>) =>
       if (parsed.values.rerun === true) {
         const cwd = parsed.values.cwd !== undefined ? nodePath.resolve(parsed.values.cwd) : undefined
         const home = parsed.values["rerun-home"] !== undefined ? nodePath.resolve(parsed.values["rerun-home"]) : undefined
-        return yield* rerun(contents, { cwd, home, json: parsed.values.json === true })
+        return yield* rerun(contents, { cwd, home, json: parsed.values.json === true, sandbox: yield* sandboxSettings(common) })
       }
       const events = yield* asLoaded(contents)
       if (parsed.values.acp === true) {
-        yield* writeOut(AcpReplay.notificationLines(contents.header.id, events).join(""))
+        // Its children as a load shows them (the fallback form: a card each), from their logs.
+        const children = yield* childLogs(events)
+        const childLog = (id: string) => {
+          const child = children.get(id)
+          return child === undefined ? undefined : Replay.withRecovery(child.events)
+        }
+        yield* writeOut(AcpReplay.notificationLines(contents.header.id, events, { childLog }).join(""))
       } else {
         yield* writeOut(Replay.transcript(contents.header, events))
       }

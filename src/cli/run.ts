@@ -23,6 +23,7 @@ import * as Checks from "./Checks.ts"
 import { markWarm } from "./CodeCache.ts"
 import { skeinConfig } from "./Config.ts"
 import * as Options from "./Options.ts"
+import * as Usage from "./Usage.ts"
 import { logLayer, resolveId } from "./sessions.ts"
 import * as History from "./tty/History.ts"
 import * as Input from "./tty/Input.ts"
@@ -36,14 +37,6 @@ import * as Spinner from "./tty/Spinner.ts"
 import * as Terminal from "./tty/Terminal.ts"
 
 export const signalExitCode = 130
-
-const runOptions = {
-  ...Options.commonOptions,
-  cwd: { type: "string" },
-  json: { type: "boolean" },
-  continue: { type: "boolean", short: "c" },
-  resume: { type: "string", short: "r" }
-} as const
 
 const readStdin = () => (process.stdin.isTTY === true ? "" : fs.readFileSync(0, "utf8"))
 
@@ -104,11 +97,12 @@ const mcpConnected = (session: Session) =>
 
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
-    const parsed = yield* Effect.try({ try: () => Options.parse(withPicker(args), runOptions), catch: (e) => e })
+    const parsed = yield* Effect.try({ try: () => Options.parse(withPicker(args), Usage.OPTIONS), catch: (e) => e })
     if (parsed.values.help === true) {
       process.stdout.write(Options.HELP)
       return 0
     }
+    Usage.refuse("run", parsed, Options.env)
     const common = Options.common(parsed.values)
     const json = parsed.values.json === true
     const keyboard = process.stdin.isTTY === true
@@ -133,9 +127,15 @@ export const run = (args: ReadonlyArray<string>) =>
       : parsed.values.continue === true
       ? { _tag: "continue" }
       : { _tag: "new" }
-    const config = yield* skeinConfig(common)
-    // A run that cannot reach a model fails here, instead of printing advice as an answer.
-    if (config.unconfigured !== undefined) return yield* Effect.fail(new Options.UsageError(config.unconfigured))
+    let config = yield* skeinConfig(common)
+    // A run that cannot reach a model does not start: at a terminal it offers the set-up first.
+    if (config.unconfigured !== undefined) {
+      const Setup = yield* Effect.promise(() => import("./setup.ts"))
+      const left = yield* Setup.offer(common.home, config.unconfigured, keyboard && !json)
+      if (left !== undefined) return left
+      config = yield* skeinConfig(common)
+      if (config.unconfigured !== undefined) return yield* Effect.fail(new Options.UsageError(config.unconfigured))
+    }
 
     Terminal.guardStreams()
     // The answer is rendered as Markdown only for a person: stdout a terminal, not --json.

@@ -13,11 +13,12 @@ import * as Checks from "./Checks.ts"
 import { skeinConfig } from "./Config.ts"
 import { capYoungGeneration } from "./Heap.ts"
 import * as Options from "./Options.ts"
+import * as Usage from "./Usage.ts"
 
 export const signalExitCode = 0
 
 /** A token shorter than this is refused: it could be guessed. */
-const MIN_TOKEN_LENGTH = 16
+export const MIN_TOKEN_LENGTH = 16
 
 /** The server's token: from `--token-file`, else `SKEIN_SERVE_TOKEN`; undefined when neither. */
 export const readToken = (file: string | undefined): string | undefined => {
@@ -44,6 +45,14 @@ const hostPort = (option: string, raw: string): { readonly host: string; readonl
   return { host: match[1] ?? match[2]!, port }
 }
 
+/** A whole number above 0, or a usage error naming the option. */
+const positiveInt = (option: string, raw: string | undefined): number | undefined => {
+  if (raw === undefined) return undefined
+  const value = Number(raw)
+  if (!Number.isInteger(value) || value < 1) throw new Options.UsageError(`${option} takes a whole number above 0, not "${raw}"`)
+  return value
+}
+
 /** A number of seconds > 0 as milliseconds, or a usage error naming the option. */
 const seconds = (option: string, raw: string | undefined): number | undefined => {
   if (raw === undefined) return undefined
@@ -55,16 +64,7 @@ const seconds = (option: string, raw: string | undefined): number | undefined =>
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const parsed = yield* Effect.try({
-      try: () => Options.parse(args, {
-        ...Options.commonOptions,
-        listen: { type: "string" },
-        "token-file": { type: "string" },
-        cluster: { type: "string" },
-        runner: { type: "string" },
-        "runner-listen": { type: "string" },
-        "lock-expiry": { type: "string" },
-        drain: { type: "string" }
-      }),
+      try: () => Options.parse(args, Usage.OPTIONS),
       catch: (e) => e
     })
     if (parsed.values.help === true) {
@@ -72,6 +72,7 @@ export const run = (args: ReadonlyArray<string>) =>
       return 0
     }
     if (parsed.positionals.length > 0) return yield* Effect.fail(new Options.UsageError("skein serve takes no arguments"))
+    Usage.refuse("serve", parsed, Options.env)
     const common = Options.common(parsed.values)
     Checks.home(common.home, { write: true })
     const listen = typeof parsed.values.listen === "string" ? parsed.values.listen : `unix:${nodePath.join(common.home, "skein.sock")}`
@@ -88,6 +89,8 @@ export const run = (args: ReadonlyArray<string>) =>
     }
     const values: Record<string, string | boolean | undefined> = parsed.values
     const str = (key: string) => (typeof values[key] === "string" ? (values[key] as string) : undefined)
+    const maxConnections = yield* Effect.try({ try: () => positiveInt("--max-connections", str("max-connections") ?? Options.env("SKEIN_SERVE_MAX_CONNECTIONS")), catch: (e) => e })
+    const limits = maxConnections === undefined ? {} : { maxConnections }
     const clusterUrl = str("cluster") ?? Options.env("SKEIN_CLUSTER")
     const cluster = yield* Effect.try({ try: () => clusterOptions(clusterUrl, str), catch: (e) => e })
     if (cluster !== undefined && token === undefined) {
@@ -106,7 +109,7 @@ export const run = (args: ReadonlyArray<string>) =>
     if (cluster !== undefined) {
       const Runner = yield* Effect.promise(() => import("../cluster/Runner.ts"))
       return yield* Effect.scoped(Effect.gen(function*() {
-        yield* Layer.build(Runner.layer(cluster, { address, token: token! }, config))
+        yield* Layer.build(Runner.layer(cluster, { address, token: token!, limits }, config))
         const listen = cluster.listen ?? cluster.runner
         process.stderr.write(
           `skein serve: runner ${cluster.runner.host}:${cluster.runner.port} of the cluster in ${redactUrl(cluster.url)}` +
@@ -118,7 +121,7 @@ export const run = (args: ReadonlyArray<string>) =>
     const { layerLocal } = yield* Effect.promise(() => import("../Local.ts"))
     const Serve = yield* Effect.promise(() => import("../remote/Serve.ts"))
     return yield* Effect.scoped(Effect.gen(function*() {
-      yield* Layer.build(Serve.layer(address, token).pipe(Layer.provide(layerLocal(config))))
+      yield* Layer.build(Serve.layer(address, token, { limits }).pipe(Layer.provide(layerLocal(config))))
       process.stderr.write(`skein serve: listening on ${served}\n`)
       return yield* Effect.never
     }))

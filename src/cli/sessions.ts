@@ -24,6 +24,7 @@ import * as SessionId from "../runtime/SessionId.ts"
 import { VERSION } from "../version.ts"
 import * as Checks from "./Checks.ts"
 import * as Options from "./Options.ts"
+import * as Usage from "./Usage.ts"
 
 export const signalExitCode = 130
 
@@ -256,6 +257,8 @@ const fork = (ref: string, turnArg: string | undefined) =>
     return 0
   })
 
+const SUBCOMMANDS: ReadonlySet<string> = new Set(["list", "ls", "show", "rm", "delete", "fork"])
+
 const HELP = `Usage:
   skein sessions [list] [--cwd DIR] [--limit N] [--json] [--children]
                                                             The sessions, newest first (--children: subagents' too)
@@ -272,17 +275,18 @@ or in a PostgreSQL database with --store URL (SKEIN_STORE).
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const parsed = yield* Effect.try({
-      try: () => Options.parse(args, { ...Options.commonOptions, cwd: { type: "string" }, limit: { type: "string" }, json: { type: "boolean" }, children: { type: "boolean" }, turn: { type: "string" }, yes: { type: "boolean", short: "y" } }),
+      try: () => Options.parse(args, Usage.OPTIONS),
       catch: (e) => e
     })
     if (parsed.values.help === true) {
       process.stdout.write(HELP)
       return 0
     }
-    const common = Options.common(parsed.values)
     const [sub = "list", ...rest] = parsed.positionals
+    if (!SUBCOMMANDS.has(sub)) return yield* Effect.fail(new Options.UsageError(`Unknown sessions command "${sub}" (expected list, show, rm or fork)`))
+    Usage.refuse("sessions", parsed, Options.env)
+    const common = Options.common(parsed.values)
     Checks.home(common.home, { write: sub === "rm" || sub === "delete" || sub === "fork" })
-    if (parsed.values.turn !== undefined && sub !== "fork") return yield* Effect.fail(new Options.UsageError("--turn is an option of skein sessions fork"))
     const limit = parsed.values.limit === undefined ? 50 : Number(parsed.values.limit)
     if (!Number.isInteger(limit) || limit < 1) return yield* Effect.fail(new Options.UsageError("--limit must be a positive integer"))
     const one = (what: string) =>

@@ -10,8 +10,9 @@
  *   the previous one's ack), and each connection must first give the cluster's token
  *   (`RunnerAuth`): the runner protocol has no check of its own.
  * - A runner that stops answering loses its shards once its lock has run out (`lockExpiryMs`,
- *   10 s by default, refreshed every third of it); the sessions' write leases last as long, so a
- *   session can be opened elsewhere as soon as its shard is.
+ *   10 s by default, refreshed every third of it); the sessions' write leases last as long, and
+ *   one whose runner died is free at once (`PgLease.ts`), so a session can be opened elsewhere
+ *   as soon as its shard is.
  * - A runner that is stopped (SIGTERM) lets its running turns end, up to `drainMs` (30 s by
  *   default), then gives its shards back.
  */
@@ -35,6 +36,7 @@ import { Socket } from "effect/socket/Socket"
 import * as SocketServer from "effect/socket/SocketServer"
 import { layerLocal, type SkeinConfig } from "../Local.ts"
 import type { Address } from "../remote/Address.ts"
+import type * as Gate from "../remote/Gate.ts"
 import * as Serve from "../remote/Serve.ts"
 import * as Front from "./Front.ts"
 import * as RunnerAuth from "./RunnerAuth.ts"
@@ -118,7 +120,11 @@ export const sharding = (options: Options, token: string) => {
  * A runner: its sessions (as entities) and its `serve` endpoint at `address`, on a runtime
  * configured by `config` whose sessions live in the cluster's database.
  */
-export const layer = (options: Options, serve: { readonly address: Address; readonly token: string }, config: SkeinConfig) => {
+export const layer = (
+  options: Options,
+  serve: { readonly address: Address; readonly token: string; readonly limits?: Partial<Gate.Limits> | undefined },
+  config: SkeinConfig
+) => {
   const lockExpiryMs = options.lockExpiryMs ?? DEFAULT_LOCK_EXPIRY_MS
   // The cluster decides which sessions stay open (an idle one closes after a while, and runners
   // share the load): the runtime's own cap is only a backstop, at the cluster's default.
@@ -126,8 +132,8 @@ export const layer = (options: Options, serve: { readonly address: Address; read
   // Named after the runner: `skein doctor --cluster` tells whose shard locks are whose.
   const sql = PgClient.layer({ url: Redacted.make(options.url), applicationName: `skein-runner ${options.runner.host}:${options.runner.port}` })
   return Layer.mergeAll(
-    SessionEntity.layer({ leaseWaitMs: lockExpiryMs + 5_000 }),
-    Serve.layer(serve.address, serve.token, Front.layer)
+    SessionEntity.layer(),
+    Serve.layer(serve.address, serve.token, { procedures: Front.layer, limits: serve.limits })
   ).pipe(
     Layer.provide(sharding(options, serve.token)),
     Layer.provide(sql),

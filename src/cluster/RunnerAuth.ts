@@ -5,92 +5,34 @@
  * connection a runner opens starts with one line, `skein-runner <sha256 of the token>`, and a
  * runner drops a connection whose first line is not that (logging it, without what was sent).
  * The token is the cluster's `SKEIN_SERVE_TOKEN`; runners of one cluster share it.
+ *
+ * The port is behind a `Gate` like `skein serve`'s: a connection has 5 s and 256 bytes to say
+ * the line (it is 78), and at most 128 are open at once. The runner that connects sends the line again on
+ * every connection it makes (its RPC client connects again after a drop).
  */
 import * as Crypto from "node:crypto"
-import * as Effect from "effect/Effect"
-import * as Socket from "effect/socket/Socket"
-import * as SocketServer from "effect/socket/SocketServer"
+import type * as Socket from "effect/socket/Socket"
+import type * as SocketServer from "effect/socket/SocketServer"
+import * as Gate from "../remote/Gate.ts"
 
-const encoder = new TextEncoder()
-/** The longest first line read before a connection is dropped. */
-const MAX_HELLO = 256
+/** The limits of a runner's port: the line is short, so is what may come before it. */
+export const LIMITS: Partial<Gate.Limits> = { helloBytes: 256 }
 
-const hello = (token: string) => `skein-runner ${Crypto.createHash("sha256").update(token).digest("hex")}\n`
+const hello = (token: string) => `skein-runner ${Crypto.createHash("sha256").update(token).digest("hex")}`
 
-const refused = (why: string) =>
-  new Socket.SocketError({ reason: new Socket.SocketReadError({ cause: new Error(`refused a runner connection: ${why}`) }) })
+/** A connection to another runner: each one's first bytes say the token. */
+export const client = (socket: Socket.Socket, token: string): Socket.Socket => Gate.client(socket, `${hello(token)}\n`)
 
-/** A connection to another runner: its first bytes say the token. */
-export const client = (socket: Socket.Socket, token: string): Socket.Socket => {
-  const line = encoder.encode(hello(token))
-  let sent = false
-  return Socket.make({
-    reader: socket.reader,
-    writer: Effect.map(socket.writer, (writer): Socket.Writer => ({
-      write: (chunk) => {
-        if (sent || Socket.isCloseEvent(chunk)) return writer.write(chunk)
-        sent = true
-        return writer.writeAll([line, chunk])
-      },
-      writeAll: (chunks) => {
-        if (sent) return writer.writeAll(chunks)
-        sent = true
-        return writer.writeAll([line, ...chunks])
-      }
-    }))
+/** A runner's server: each connection must first say the token, within the gate's limits. */
+export const server = (inner: SocketServer.SocketServer["Service"], token: string, gate: Gate.Gate = Gate.make(LIMITS)): SocketServer.SocketServer["Service"] => {
+  const expected = new TextEncoder().encode(hello(token))
+  return Gate.serve(inner, gate, {
+    name: "a runner connection",
+    check: (line) =>
+      line.length === expected.length && Crypto.timingSafeEqual(line, expected)
+        ? undefined
+        : line.length === 0 || !new TextDecoder().decode(line.subarray(0, 13)).startsWith("skein-runner ")
+        ? "it did not start with the cluster's token"
+        : "a wrong token"
   })
-}
-
-/** A connection from another runner: read only once its first line said the token. */
-const checked = (socket: Socket.Socket, expected: Uint8Array): Socket.Socket => {
-  let passed = false
-  return Socket.make({
-    writer: socket.writer,
-    reader: Effect.gen(function*() {
-      const reader = yield* socket.reader
-      if (passed) return reader
-      let buffered = new Uint8Array(0)
-      let end = -1
-      while (end < 0) {
-        const chunks = yield* reader.pull
-        for (const chunk of chunks) {
-          const bytes = typeof chunk === "string" ? encoder.encode(chunk) : chunk
-          const joined = new Uint8Array(buffered.length + bytes.length)
-          joined.set(buffered)
-          joined.set(bytes, buffered.length)
-          buffered = joined
-        }
-        end = buffered.indexOf(10)
-        if (end < 0 && buffered.length > MAX_HELLO) {
-          yield* Effect.logWarning("skein serve: refused a runner connection that did not start with the cluster's token")
-          return yield* Effect.fail(refused("no token"))
-        }
-      }
-      const given = buffered.subarray(0, end + 1)
-      if (given.length !== expected.length || !Crypto.timingSafeEqual(given, expected)) {
-        yield* Effect.logWarning("skein serve: refused a runner connection with a wrong token")
-        return yield* Effect.fail(refused("a wrong token"))
-      }
-      passed = true
-      let rest: Uint8Array | undefined = buffered.subarray(end + 1)
-      return {
-        upgrade: reader.upgrade,
-        pull: Effect.suspend(() => {
-          if (rest === undefined || rest.length === 0) return reader.pull
-          const first = rest
-          rest = undefined
-          return Effect.succeed([first] as const)
-        })
-      } satisfies Socket.Reader
-    })
-  })
-}
-
-/** A runner's server: each connection must first say the token. */
-export const server = (inner: SocketServer.SocketServer["Service"], token: string): SocketServer.SocketServer["Service"] => {
-  const expected = encoder.encode(hello(token))
-  return {
-    address: inner.address,
-    run: (handler) => inner.run((socket) => handler(checked(socket, expected)))
-  }
 }

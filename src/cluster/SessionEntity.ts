@@ -17,7 +17,6 @@
 import * as ClusterSchema from "effect/cluster/ClusterSchema"
 import * as Entity from "effect/cluster/Entity"
 import * as Effect from "effect/Effect"
-import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as Schema from "effect/Schema"
 import { Rpc, RpcGroup } from "effect/rpc"
@@ -55,11 +54,6 @@ export const SessionEntity = Entity.fromRpcGroup("Session", SessionEntityRpcs)
 export interface Options {
   /** How long an untouched session stays open on its runner (default 15 minutes). */
   readonly maxIdleMs?: number | undefined
-  /**
-   * How long to wait for a session's write lease, held by a runner that died, to run out
-   * (at least its length; default 15 s).
-   */
-  readonly leaseWaitMs?: number | undefined
 }
 
 /** Runs the `Session` entities of this runner on the `Runtime` in context. */
@@ -71,20 +65,14 @@ export const layer = (options?: Options) =>
       const runner = yield* Entity.CurrentRunnerAddress
       const id = address.entityId
       const here = `${runner.host}:${runner.port}`
-      const leaseWaitMs = options?.leaseWaitMs ?? 15_000
 
-      // Open (or come back to) the session; while a dead runner's lease on it runs out, wait.
+      // Open (or come back to) the session. A runner that died holding it lets go of it at once,
+      // one that stopped answering once its lease ran out (the store waits for it); a live
+      // holder is refused at once. Loading, deleting and every request that opens it alike.
       const open: Effect.Effect<Session, RuntimeError> = Effect.catchIf(
         runtime.getSession(id),
         (error) => error.reason === "not_found",
-        () =>
-          runtime.loadSession({ sessionId: id }).pipe(
-            Effect.map((loaded) => loaded.session),
-            Effect.retry({
-              while: (error) => error.reason === "locked",
-              schedule: Schedule.spaced("250 millis").pipe(Schedule.upTo({ duration: leaseWaitMs }))
-            })
-          )
+        () => Effect.map(runtime.loadSession({ sessionId: id }), (loaded) => loaded.session)
       )
       yield* Effect.addFinalizer(() => runtime.closeSession(id))
 

@@ -1,5 +1,6 @@
 /**
- * Slash commands: a prompt that starts with `/name` of a known command runs it.
+ * Slash commands: a prompt with a text block that starts with `/name` of a known command runs
+ * it (`locate`: the last such block).
  *
  * Three kinds, in precedence order:
  *
@@ -9,7 +10,8 @@
  * 2. prompt files: `<cwd>/.skein/commands/<name>.md`, `<cwd>/.claude/commands/<name>.md`,
  *    `$SKEIN_HOME/commands/<name>.md`, the first of a name winning. The body is a template
  *    (`expand`); optional front matter gives `description` (absent: the body's first line) and
- *    `argument-hint`;
+ *    `argument-hint`. A project's files are read only from inside the cwd, the user's only from
+ *    inside their folder: a file that is a link out of it is a problem, never read;
  * 3. the user-invocable skills: `/name args` has the model follow the skill (`forSkill`).
  *
  * A name is a skill's name (lowercase letters, digits and `-`). A file or skill that would
@@ -17,11 +19,10 @@
  * `parse` and `expand` are pure.
  */
 import * as Effect from "effect/Effect"
-import * as FileSystem from "effect/FileSystem"
 import * as Path from "effect/Path"
 import * as Skills from "../skills/Skills.ts"
+import * as Confined from "../text/Confined.ts"
 import * as FrontMatter from "../text/FrontMatter.ts"
-import { describe, entries } from "../text/FileErrors.ts"
 
 export interface Command {
   /** What the user types after `/`. */
@@ -120,6 +121,38 @@ export const parse = (text: string): { readonly name: string; readonly arguments
   return match === null ? undefined : { name: match[1]!, arguments: (match[2] ?? "").trim() }
 }
 
+/** A block of a prompt, as far as finding a command in it goes. */
+export type Block = { readonly type: "text"; readonly text: string } | { readonly type: string }
+
+/** A command a prompt runs: the command, the index of the block that names it, and its arguments. */
+export interface Located {
+  readonly command: Command
+  readonly block: number
+  readonly arguments: string
+}
+
+/**
+ * The command a prompt runs: the **last** of its text blocks that starts with `/name` of a
+ * known command. The last, because that is what was typed last: a client may send earlier text
+ * again in front of it (CodeCompanion resends a stopped prompt before the next one), and a
+ * prompt may hold text that was pasted before a command (`see /etc/hosts` does not start with
+ * a command, and `/review` after it still runs). Pure.
+ */
+export const locate = (content: ReadonlyArray<Block>, commands: ReadonlyArray<Command>): Located | undefined => {
+  for (let block = content.length - 1; block >= 0; block--) {
+    const item = content[block]!
+    if (item.type !== "text" || !("text" in item)) continue
+    const parsed = parse(item.text)
+    const command = parsed === undefined ? undefined : find(commands, parsed.name)
+    if (parsed !== undefined && command !== undefined) return { command, block, arguments: parsed.arguments }
+  }
+  return undefined
+}
+
+/** Whether a prompt may name a command (one of its text blocks starts with `/`): worth a fresh look at the commands. */
+export const mayName = (content: ReadonlyArray<Block>): boolean =>
+  content.some((item) => item.type === "text" && "text" in item && item.text.trimStart().startsWith("/"))
+
 /**
  * A prompt file's template with its arguments: `$ARGUMENTS` is all of them, `$1`…`$9` the
  * whitespace-separated ones (missing: empty). A template that takes no arguments (neither
@@ -184,35 +217,23 @@ export const parsePromptFile = (content: string, name: string, source: string): 
   })
 }
 
-/** The commands of one folder's `*.md` files, in name order, with the problems of the others. */
-const readFolder = Effect.fnUntraced(function*(dir: string) {
-  const fs = yield* FileSystem.FileSystem
+/**
+ * The commands of one folder's `*.md` files, in name order, with the problems of the others.
+ * Files are read only from inside `root` (`text/Confined.ts`).
+ */
+const readFolder = Effect.fnUntraced(function*(dir: string, root: string) {
   const path = yield* Path.Path
   const problems: Array<Problem> = []
   const commands: Array<Command> = []
-  const names = yield* entries(dir, problems)
-  for (const entry of names.filter((n) => n.endsWith(".md")).sort()) {
+  const listing = yield* Confined.list(dir, root)
+  if (listing._tag === "refused") problems.push({ file: dir, message: listing.message })
+  if (listing._tag !== "entries") return { commands, problems }
+  for (const entry of listing.names.filter((n) => n.endsWith(".md")).sort()) {
     const file = path.join(dir, entry)
-    const content = yield* fs.stat(file).pipe(
-      Effect.flatMap((info) =>
-        info.type !== "File"
-          ? Effect.succeed(undefined)
-          : info.size > BigInt(MAX_FILE_BYTES)
-          ? Effect.sync(() => {
-            problems.push({ file, message: `larger than ${MAX_FILE_BYTES / 1024} KiB; not a prompt file` })
-            return undefined
-          })
-          : fs.readFileString(file)
-      ),
-      Effect.catch((error) =>
-        Effect.sync(() => {
-          problems.push({ file, message: `cannot read the file (${describe(error)})` })
-          return undefined
-        })
-      )
-    )
-    if (content === undefined) continue
-    const parsed = parsePromptFile(content, entry.slice(0, -".md".length), file)
+    const read = yield* Confined.readText(path.join(listing.real, entry), root, { maxBytes: MAX_FILE_BYTES })
+    if (read._tag === "refused") problems.push({ file, message: read.reason === "too_large" ? `larger than ${MAX_FILE_BYTES / 1024} KiB; not a prompt file` : read.message })
+    if (read._tag !== "text") continue
+    const parsed = parsePromptFile(read.text, entry.slice(0, -".md".length), file)
     if ("problem" in parsed) problems.push({ file, message: parsed.problem })
     else commands.push(parsed)
   }
@@ -226,7 +247,7 @@ const readFolder = Effect.fnUntraced(function*(dir: string) {
  */
 export const discover = Effect.fn("Commands.discover")(function*(
   options: { readonly cwd: string; readonly home: string; readonly skills: ReadonlyArray<Skills.Skill> }
-): Effect.gen.Return<Discovered, never, FileSystem.FileSystem | Path.Path> {
+): Effect.gen.Return<Discovered, never, Path.Path> {
   const path = yield* Path.Path
   const problems: Array<Problem> = []
   const byName = new Map<string, Command>(BUILTINS.map((command) => [command.name, command]))
@@ -244,9 +265,16 @@ export const discover = Effect.fn("Commands.discover")(function*(
         : `"/${command.name}" is already defined by ${taken.source}; ${what}`
     })
   }
-  const folders = [path.join(options.cwd, ".skein", "commands"), path.join(options.cwd, ".claude", "commands"), path.join(options.home, "commands")]
-  for (const dir of folders) {
-    const folder = yield* readFolder(dir)
+  // A project's files stay inside the project; the user's inside their folder.
+  const project = yield* Confined.root(options.cwd)
+  const user = path.join(options.home, "commands")
+  const folders = [
+    { dir: path.join(options.cwd, ".skein", "commands"), root: project },
+    { dir: path.join(options.cwd, ".claude", "commands"), root: project },
+    { dir: user, root: yield* Confined.root(user) }
+  ]
+  for (const { dir, root } of folders) {
+    const folder = yield* readFolder(dir, root)
     problems.push(...folder.problems)
     for (const command of folder.commands) add(command, command.source)
   }

@@ -104,6 +104,8 @@ export interface RequestOptions {
    * forks the request can wait for this before writing anything that must follow it.
    */
   readonly sent?: Deferred.Deferred<void> | undefined
+  /** Called with the request's id once it has one, so that what is logged about it can name it. */
+  readonly assigned?: ((id: Id) => void) | undefined
 }
 
 export interface Peer {
@@ -233,6 +235,7 @@ export const make = Effect.fnUntraced(function*(
       return yield* Protocol.peerClosed()
     }
     const id = nextId++
+    options?.assigned?.(id)
     const line = Framing.encode(Protocol.makeRequest(id, method, params))
     const deferred = Deferred.makeUnsafe<unknown, RpcError>()
     MutableHashMap.set(pending, id, deferred)

@@ -42,13 +42,15 @@ const event = <T extends string, F extends Schema.Struct.Fields>(type: T, data: 
 
 /**
  * A command a prompt ran (`/name arguments`): the content of its `turn_start` is the text the
- * model saw (a prompt file or skill expanded), or, for a command the model never sees
- * (`local`: `/compact`, `/undo`), the prompt as the user typed it.
+ * model saw (a prompt file or skill expanded in place of the block that named it), or, for a
+ * command the model never sees (`local`: `/compact`, `/undo`), the prompt as the user typed it.
+ * `block`: the index of the prompt's block that named it, when not the first.
  */
 export const CommandRun = Schema.Struct({
   name: Schema.String,
   arguments: Schema.String,
-  local: Schema.optionalKey(Schema.Boolean)
+  local: Schema.optionalKey(Schema.Boolean),
+  block: Schema.optionalKey(Schema.Number)
 })
 export type CommandRun = typeof CommandRun.Type
 
@@ -295,6 +297,15 @@ export const ChildEvent = event("child_event", { event: Schema.Unknown })
 /** A compaction started (its `compaction` event, or a failed `model_response` with its id, ends it). */
 export const Compacting = event("compacting", { id: Schema.String, trigger: Schema.Literals(["manual", "threshold", "overflow"]) })
 
+/**
+ * The turn ended, but the session's log refused its end (a full disk, an I/O error, or another
+ * Skein took the session over): no `turn_end` was published. Whoever presents the turn ends it
+ * here, as at a `turn_end`: a cancelled turn as cancelled, any other as a failure that says
+ * `error`. The turn's end is logged (and its `turn_end` published) once the store takes
+ * writes again, before anything else of the session; a session taken over is closed instead.
+ */
+export const TurnAborted = event("turn_aborted", { stopReason: StopReason, error: Schema.String })
+
 export const EphemeralBody = Schema.Union([
   TextDelta,
   ThinkingDelta,
@@ -306,7 +317,8 @@ export const EphemeralBody = Schema.Union([
   QuestionWithdrawn,
   ToolTerminal,
   ChildEvent,
-  Compacting
+  Compacting,
+  TurnAborted
 ])
 export type EphemeralBody = typeof EphemeralBody.Type
 

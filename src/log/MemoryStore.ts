@@ -8,7 +8,8 @@
  * migrations); a writer holds the session's lock for its scope (a second `create` or `open`
  * of it fails with `locked`, as in another process; `remove` too); side records live and go
  * with their session; `list` pages newest first with the cwd filter and cursors. Nothing needs
- * recovering (no write is ever half done), and `sync` has nothing to flush.
+ * recovering (no write is ever half done), and `sync` has nothing to flush. A test may make
+ * its writes fail (`faults`), as a full disk or a lost lease would.
  *
  * Paths are names: `pathOf` gives `memory:sessions/<id>.ndjson`, stable for a session and
  * found by `readFile`, but no file. Sessions last as long as their `Sessions`: by default one
@@ -17,7 +18,7 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Checks from "./Checks.ts"
-import { LOG_VERSION, type LogHeader } from "./Event.ts"
+import { type Canonical, LOG_VERSION, type LogHeader } from "./Event.ts"
 import * as Listing from "./Listing.ts"
 import { LogError } from "./LogError.ts"
 import type * as Migrations from "./Migrations.ts"
@@ -34,6 +35,17 @@ export interface Options {
   readonly formats?: ReadonlyMap<number, Migrations.Upgrade> | undefined
   /** The events logs hold (default: `CanonicalBody`). */
   readonly events?: Checks.EventUnion | undefined
+  /** Makes writes fail as a full disk or a lost lease would (tests); Skein itself passes none. */
+  readonly faults?: Faults | undefined
+}
+
+/**
+ * Consulted before each write of a writer: an error returned is that write's, and nothing of
+ * it is written (as a file store's append that the disk refused is cut back).
+ */
+export interface Faults {
+  readonly append?: ((events: ReadonlyArray<Canonical>) => LogError | undefined) | undefined
+  readonly sync?: (() => LogError | undefined) | undefined
 }
 
 interface Log {
@@ -114,7 +126,7 @@ export const make = (options?: Options): Effect.Effect<Store> =>
       append: (events) =>
         Effect.suspend(() => {
           if (events.length === 0) return Effect.void
-          const refused = refuse(file, events, checkData)
+          const refused = refuse(file, events, checkData) ?? options?.faults?.append?.(events)
           if (refused !== undefined) return Effect.fail(refused)
           for (const event of events) {
             log.text += encodeEvent(event)
@@ -124,7 +136,10 @@ export const make = (options?: Options): Effect.Effect<Store> =>
           }
           return touch(log)
         }),
-      sync: Effect.void,
+      sync: Effect.suspend(() => {
+        const refused = options?.faults?.sync?.()
+        return refused === undefined ? Effect.void : Effect.fail(refused)
+      }),
       saveSide: (side, text) =>
         Effect.sync(() => {
           if (text === undefined) log.side.delete(side)

@@ -7,31 +7,31 @@
  * lease for its scope; side records live and go with their session; `list` pages newest first
  * with the cwd filter and cursors.
  *
- * - **Leases**, not file locks: a row per open session names its owner and when the lease
- *   ends; the owner renews it while it holds it, and a lease nobody renewed (its process died)
- *   can be taken over once it has run out (`leaseMs`, default 30 s). Appends are fenced by it:
- *   a writer whose lease was taken over writes nothing more.
+ * - **Leases**, not file locks (`PgLease.ts`): a row per open session names its owner, when
+ *   the lease ends (renewed while it is held; `leaseMs`, default 30 s) and the owner's presence
+ *   (an advisory lock of its own connection): a holder that died lets go at once, one that
+ *   stopped renewing once its lease has run out. Appends are fenced by it: a writer whose lease
+ *   was taken over writes nothing more.
  * - **The schema** is created and upgraded by Effect's SQL migrator (table
  *   `skein_migrations`), each statement once, whichever Skein gets there first.
  * - `sync` has nothing to do: a committed append is durable.
  * - Paths are names: `pathOf` gives `postgres:sessions/<id>`, which `readFile` reads.
  */
-import * as os from "node:os"
 import { PgClient } from "@effect/sql-pg"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
-import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import * as Migrator from "effect/sql/Migrator"
 import { SqlClient } from "effect/sql/SqlClient"
-import type { SqlError } from "effect/sql/SqlError"
 import * as Checks from "./Checks.ts"
 import { type Canonical, LOG_VERSION, type LogHeader } from "./Event.ts"
 import * as Listing from "./Listing.ts"
 import { LogError } from "./LogError.ts"
+import * as PgLease from "./PgLease.ts"
+import { io } from "./PgLease.ts"
 import type * as Migrations from "./Migrations.ts"
 import * as Reader from "./Reader.ts"
 import { SessionLog } from "./SessionLog.ts"
@@ -82,6 +82,11 @@ export const migrations = Migrator.fromRecord({
       owner text NOT NULL,
       expires_at timestamptz NOT NULL
     )`
+  }),
+  // Who holds a lease and whether it is alive (`PgLease.ts`): its presence lock, its lease's length.
+  "2_lease_presence": Effect.gen(function*() {
+    const sql = yield* SqlClient
+    yield* sql`ALTER TABLE skein_leases ADD COLUMN presence integer, ADD COLUMN lease_ms integer`
   })
 })
 
@@ -111,19 +116,13 @@ const headOf = (row: SessionRow): Listing.Head => ({
   ...(row.parent !== null ? { parent: row.parent } : {})
 })
 
-/** A store error that names what failed and the database's reason, never the connection's settings. */
-const io = (what: string) => (error: SqlError) =>
-  new LogError({ reason: "io", message: `Cannot ${what}: the database said ${error.message.split("\n")[0]?.slice(0, 300) ?? "nothing"}` })
-
 /** The Postgres store over the `SqlClient` in context (its schema must be migrated first: `migrate`). */
-export const make = (options?: Options): Effect.Effect<Store, never, SqlClient> =>
+export const make = (options?: Options): Effect.Effect<Store, never, SqlClient | Scope.Scope> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
     const leaseMs = options?.leaseMs ?? DEFAULT_LEASE_MS
     const readerOptions: Reader.Options = { formats: options?.formats, events: options?.events }
     const checkData = options?.events === undefined ? Checks.canonical() : Checks.of(options.events)
-    // Who holds a lease: this store, in this process on this machine.
-    const owner = `${os.hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 10)}`
     let lastWrite = 0
     const pathOf = (sessionId: string) => `${DIRECTORY}/${sessionId}`
 
@@ -135,37 +134,9 @@ export const make = (options?: Options): Effect.Effect<Store, never, SqlClient> 
     /** A write's time: the clock's, nudged past this store's previous write (the order of writes is the order of times). */
     const stamp = Effect.map(Clock.currentTimeMillis, (now) => (lastWrite = Math.max(now, lastWrite + 0.001)))
 
-    /** Takes the session's lease, or fails with `locked`; renewed while the scope lasts, given back when it closes. */
-    const lease = (sessionId: string): Effect.Effect<void, LogError, Scope.Scope> =>
-      Effect.acquireRelease(
-        Effect.gen(function*() {
-          const taken = yield* sql<{ readonly owner: string }>`
-            INSERT INTO skein_leases (session_id, owner, expires_at)
-            VALUES (${sessionId}, ${owner}, now() + ${leaseMs} * interval '1 millisecond')
-            ON CONFLICT (session_id) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
-            WHERE skein_leases.expires_at < now()
-            RETURNING owner`.pipe(Effect.mapError(io(`take the lease of session ${sessionId}`)))
-          if (taken.length === 0) {
-            return yield* new LogError({ reason: "locked", message: `Session ${sessionId} is open in another Skein (it holds the session's lease)` })
-          }
-        }),
-        () =>
-          sql`DELETE FROM skein_leases WHERE session_id = ${sessionId} AND owner = ${owner}`.pipe(
-            Effect.catchCause((cause) => Effect.logWarning(`could not give back the lease of session ${sessionId}`, cause)),
-            Effect.asVoid
-          )
-      ).pipe(
-        Effect.tap(() =>
-          Effect.forkScoped(
-            sql`UPDATE skein_leases SET expires_at = now() + ${leaseMs} * interval '1 millisecond'
-                WHERE session_id = ${sessionId} AND owner = ${owner}`.pipe(
-              Effect.catchCause((cause) => Effect.logWarning(`could not renew the lease of session ${sessionId}`, cause)),
-              Effect.repeat(Schedule.spaced(Math.max(100, Math.floor(leaseMs / 3)))),
-              Effect.delay(Math.max(100, Math.floor(leaseMs / 3)))
-            )
-          )
-        )
-      )
+    const leases = yield* PgLease.make(leaseMs)
+    const owner = leases.owner
+    const lease = leases.take
 
     /** A session's log as its text: the header line, then one line per event. */
     const textOf = (sessionId: string): Effect.Effect<string | undefined, LogError> =>
@@ -307,13 +278,7 @@ export const make = (options?: Options): Effect.Effect<Store, never, SqlClient> 
         )
       })
 
-    const held = (sessionId: string) =>
-      sql`SELECT 1 FROM skein_leases WHERE session_id = ${sessionId} AND expires_at > now()`.pipe(
-        Effect.map((rows) => rows.length > 0),
-        Effect.orElseSucceed(() => false)
-      )
-
-    return { directory: DIRECTORY, pathOf, create, open, read, readFile, readSide, held, list, remove } satisfies Store
+    return { directory: DIRECTORY, pathOf, create, open, read, readFile, readSide, held: leases.held, list, remove } satisfies Store
   })
 
 /**
@@ -358,10 +323,14 @@ const storeLines = Effect.gen(function*() {
   const latest = applied.at(-1)
   lines.push(`schema: version ${latest?.id ?? 0}${latest !== undefined ? ` (${latest.name})` : ""}, ${applied.length} migration(s) applied`)
   if (names.has("skein_sessions")) {
+    // A lease whose holder's presence is gone (it died) is not held, once the schema records presences.
+    const live = applied.some((m) => m.id >= 2)
+      ? sql`AND NOT ${PgLease.goneWith(sql)}`
+      : sql``
     const counts = yield* sql<{ readonly sessions: string; readonly events: string; readonly held: string }>`
       SELECT (SELECT count(*) FROM skein_sessions) AS sessions,
              (SELECT count(*) FROM skein_events) AS events,
-             (SELECT count(*) FROM skein_leases WHERE expires_at > now()) AS held`
+             (SELECT count(*) FROM skein_leases WHERE expires_at > now() ${live}) AS held`
     const c = counts[0]
     lines.push(`sessions: ${c?.sessions ?? 0} (${c?.events ?? 0} events); held by a Skein now: ${c?.held ?? 0}`)
   }

@@ -80,8 +80,9 @@ export const transcript = (header: LogHeader, events: ReadonlyArray<Canonical>):
       case "turn_start": {
         const command = event.data.command
         out.push("", `── turn ${event.turn} ${"─".repeat(40)}`)
-        if (command !== undefined) out.push(`> /${command.name}${command.arguments.length > 0 ? ` ${command.arguments}` : ""}`)
-        if (command?.local !== true) out.push(indent(promptText(event.data.content), command !== undefined ? "  " : "> "))
+        // A command the model never sees logged the prompt as typed; another, the text it expanded to.
+        if (command !== undefined && command.local !== true) out.push(`> /${command.name}${command.arguments.length > 0 ? ` ${command.arguments}` : ""}`)
+        out.push(indent(promptText(event.data.content), command !== undefined && command.local !== true ? "  " : "> "))
         break
       }
       case "compaction":

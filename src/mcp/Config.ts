@@ -4,7 +4,7 @@
  *
  * ```json
  * { "mcpServers": {
- *     "files": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."], "env": { "DEBUG": "1" } },
+ *     "files": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."], "env": { "DEBUG": "1" }, "sandbox": true },
  *     "docs":  { "type": "http", "url": "https://example.com/mcp", "headers": { "Authorization": "Bearer …" } } } }
  * ```
  *
@@ -72,7 +72,8 @@ export const fromJson = (json: unknown): Loaded => {
     if (typeof entry.command !== "string" || entry.command.trim() === "") bad("\"command\" must be a command to run")
     else if (!Array.isArray(args) || !args.every((a) => typeof a === "string")) bad("\"args\" must be a list of strings")
     else if (env === undefined) bad("\"env\" must be an object of strings")
-    else servers.push({ name, command: entry.command, args: args as Array<string>, env } satisfies McpServerStdio)
+    else if (entry.sandbox !== undefined && typeof entry.sandbox !== "boolean") bad("\"sandbox\" must be true or false")
+    else servers.push({ name, command: entry.command, args: args as Array<string>, env, ...(entry.sandbox === true ? { sandbox: true } : {}) } satisfies McpServerStdio)
   }
   return { servers, problems }
 }

@@ -85,6 +85,7 @@ export interface StdioOptions extends ClientOptions {
   readonly diagnostics: Diagnostics.Tail
   readonly onNotification?: ((method: string, params: unknown) => void) | undefined
   readonly onSpawn?: ((pid: number) => void) | undefined
+  readonly sandbox?: StdioTransport.Options["sandbox"]
 }
 
 /** Starts a stdio server and initializes it; the scope owns its process group. */

@@ -30,6 +30,8 @@ import * as Queue from "effect/Queue"
 import * as Scope from "effect/Scope"
 import type { McpServer, McpServerHttp, McpServerSse, McpServerStatus, McpServerStdio } from "../Vocabulary.ts"
 import * as ProcEnviron from "../secrets/ProcEnviron.ts"
+import type * as Sandbox from "../sandbox/Sandbox.ts"
+import type { SessionSandbox } from "../sandbox/Sandbox.ts"
 import * as Secrets from "../secrets/Secrets.ts"
 import * as Tool from "../tools/Tool.ts"
 import type * as Connect from "./Connect.ts"
@@ -62,6 +64,8 @@ export interface Options {
   readonly callTimeoutMs?: number | undefined
   readonly clientInfo?: { readonly name: string; readonly version: string } | undefined
   readonly httpClient?: HttpClient.HttpClient | undefined
+  /** The session's sandbox, for the stdio servers whose settings say `"sandbox": true`. */
+  readonly sandbox?: SessionSandbox | undefined
 }
 
 export interface McpSession {
@@ -282,6 +286,13 @@ export const start = (options: Options): Effect.Effect<McpSession, never, Scope.
         return Effect.fail(`its transport is SSE, which Skein does not support (it advertises \`mcpCapabilities.sse: false\`)`)
       }
       const stdio = config as McpServerStdio
+      // A server that asks for the sandbox starts in it, or not at all.
+      const sandbox = !isHttp(config) && stdio.sandbox === true
+        ? options.sandbox === undefined
+          ? () => Effect.fail("it asks for the sandbox, and this Skein runs none")
+          : <A, E>(program: Sandbox.Program, use: (launch: Sandbox.Launch | undefined) => Effect.Effect<A, E>) =>
+            options.sandbox!.prepare(program, { readOnly: false, outside: false, required: true }, use)
+        : undefined
       const connecting = (client: typeof import("./Connect.ts")) => isHttp(config)
         ? client.http({
           ...common,
@@ -297,6 +308,7 @@ export const start = (options: Options): Effect.Effect<McpSession, never, Scope.
           // Skein's environment without its secrets, then what the client set for this server.
           env: { ...baseEnv, ...Object.fromEntries(stdio.env.map((v) => [v.name, v.value])) },
           diagnostics: entry.diagnostics,
+          sandbox,
           onSpawn: (pid) => {
             entry.pid = pid
           },

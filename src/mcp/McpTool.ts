@@ -136,7 +136,7 @@ export const make = (binding: Binding): Tool.Tool<Arguments> => {
     mutating: !readOnly,
     parameters: Arguments,
     inputSchema: Secrets.redactDeep(schemaOf(binding.tool)),
-    title: () => `${binding.server}: ${title(binding.tool)}`,
+    title: () => `${binding.server} — ${title(binding.tool)}`,
     locations: () => [],
     execute: (args) => binding.call(args)
   })
@@ -154,7 +154,7 @@ export const unavailable = (name: string, server: string, why: string): Tool.Too
     kind: "other",
     mutating: false,
     parameters: Schema.Unknown,
-    title: () => `${server}: ${name}`,
+    title: () => `${server} — ${name}`,
     locations: () => [],
     execute: () => Effect.succeed(Tool.error(why))
   })

@@ -28,6 +28,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
 import * as Framing from "../jsonrpc/Framing.ts"
+import type * as Sandbox from "../sandbox/Sandbox.ts"
 import * as ProcessGroup from "../tools/process/ProcessGroup.ts"
 import type * as Diagnostics from "./Diagnostics.ts"
 
@@ -49,6 +50,11 @@ export interface Options {
   readonly maxMessageBytes?: number | undefined
   /** Told the server's pid as soon as it runs (before `initialize`). */
   readonly onSpawn?: ((pid: number) => void) | undefined
+  /**
+   * Runs the server in the session's sandbox (its settings say `"sandbox": true`): gives the
+   * command line to spawn, or fails with why it cannot run sandboxed (then it is not started).
+   */
+  readonly sandbox?: (<A, E>(program: Sandbox.Program, use: (launch: Sandbox.Launch | undefined) => Effect.Effect<A, E>) => Effect.Effect<A, E | string>) | undefined
 }
 
 export interface Connection {
@@ -73,11 +79,22 @@ interface Spawned {
   readonly stdoutEnded: Deferred.Deferred<void>
 }
 
+const cannotStart = (options: Options, why: string) =>
+  fail(new TransportError({ description: `Cannot start \`${options.command}\`${why === "" ? "" : ` (${why})`}` }))
+
+const spawnIn = (options: Options, launch: Sandbox.Launch | undefined) =>
+  ProcessGroup.spawnProgram(
+    launch === undefined
+      ? { file: options.command, args: options.args, cwd: options.cwd, env: options.env, stdin: "pipe" }
+      : { ...launch, cwd: options.cwd, stdin: "pipe" }
+  ).pipe(Effect.mapError(({ code }) => cannotStart(options, code ?? "")))
+
 const spawn = (options: Options): Effect.Effect<Spawned, McpClientError> =>
-  ProcessGroup.spawnProgram({ file: options.command, args: options.args, cwd: options.cwd, env: options.env, stdin: "pipe" }).pipe(
-    Effect.mapError(({ code }) =>
-      fail(new TransportError({ description: `Cannot start \`${options.command}\`${code !== undefined ? ` (${code})` : ""}` }))
-    ),
+  (options.sandbox === undefined
+    ? spawnIn(options, undefined)
+    : options.sandbox({ file: options.command, args: options.args, cwd: options.cwd, env: options.env }, (launch) => spawnIn(options, launch)).pipe(
+      Effect.mapError((error) => (typeof error === "string" ? cannotStart(options, `in the sandbox: ${error}`) : error))
+    )).pipe(
     Effect.map((group) => {
       const stdoutEnded = Deferred.makeUnsafe<void>()
       group.stdout.once("end", () => Deferred.doneUnsafe(stdoutEnded, Effect.void))

@@ -3,6 +3,10 @@
  * date, and the project's own instructions (`AGENTS.md`, and `CLAUDE.md` if
  * present, from the repository root down to the cwd).
  *
+ * The files are read only from inside the repository root (the cwd outside one): an
+ * `AGENTS.md` that is a link out of it, a FIFO or a device is not read (`instructions` says
+ * why, for `skein doctor`).
+ *
  * `load` reads the project once per session (`Effect.cached`); `render` is
  * pure. The date has day resolution and is taken once, and the mode — the one
  * part that can change during a session — comes last, so the prefix a
@@ -10,9 +14,10 @@
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import * as FileSystem from "effect/FileSystem"
 import * as Path from "effect/Path"
 import * as Secrets from "../secrets/Secrets.ts"
+import * as Confined from "../text/Confined.ts"
+import { mayExist } from "../text/FileErrors.ts"
 
 export const INSTRUCTION_FILES = ["AGENTS.md", "CLAUDE.md"] as const
 /** Longest instructions file kept (characters); the rest is cut with a note. */
@@ -40,45 +45,67 @@ export const day = (millis: number): string => {
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`
 }
 
-/** Reads what the prompt needs of a project: its root and its instruction files. */
-export const load = Effect.fn("Prompt.load")(function*(cwd: string, options: { readonly platform?: string } = {}) {
-  const fs = yield* FileSystem.FileSystem
-  const path = yield* Path.Path
-  const exists = (p: string) => fs.exists(p).pipe(Effect.orElseSucceed(() => false))
+/** An instructions file that was not read, and why. */
+export interface Problem {
+  readonly file: string
+  readonly message: string
+}
 
+/** Bytes read of one instructions file: enough for `MAX_FILE_CHARS` characters of any UTF-8 text. */
+const MAX_FILE_BYTES = MAX_FILE_CHARS * 4
+
+/**
+ * The project's root and its instruction files, outermost first, and the files that were not
+ * read: each is read only from inside the repository root (the cwd outside a repository), as
+ * the `read` tool would (`text/Confined.ts`), and only its first `MAX_FILE_CHARS` characters.
+ */
+export const instructions = Effect.fn("Prompt.instructions")(function*(cwd: string) {
+  const path = yield* Path.Path
   // The directories from the cwd up to the repository root; just the cwd outside a repository.
   const chain: Array<string> = []
   let root: string | undefined
   for (let dir = path.resolve(cwd); ; dir = path.dirname(dir)) {
     chain.push(dir)
-    if (yield* exists(path.join(dir, ".git"))) {
+    if (mayExist(path.join(dir, ".git"))) {
       root = dir
       break
     }
     if (path.dirname(dir) === dir) break
   }
   const dirs = root === undefined ? [path.resolve(cwd)] : chain.reverse()
+  const bound = yield* Confined.root(dirs[0]!)
 
-  const instructions: Array<Instructions> = []
+  const found: Array<Instructions> = []
+  const problems: Array<Problem> = []
   const seen = new Set<string>()
   for (const dir of dirs) {
     for (const name of INSTRUCTION_FILES) {
       const file = path.join(dir, name)
-      const text = yield* fs.readFileString(file).pipe(Effect.option)
-      if (text._tag === "None") continue
+      if (!mayExist(file)) continue
+      const read = yield* Confined.readText(file, bound, { maxBytes: MAX_FILE_BYTES, truncate: true })
+      if (read._tag === "refused") problems.push({ file, message: read.message })
+      if (read._tag !== "text") continue
       // The model sees no secret, from a project file either.
-      const trimmed = Secrets.redact(text.value.trim())
+      const trimmed = Secrets.redact(read.text.trim())
       // CLAUDE.md is often a copy of (or a link to) AGENTS.md.
       if (trimmed.length === 0 || seen.has(trimmed)) continue
       seen.add(trimmed)
-      instructions.push({
+      found.push({
         path: file,
-        text: trimmed.length > MAX_FILE_CHARS ? `${trimmed.slice(0, MAX_FILE_CHARS)}\n[… ${file} is longer; the rest was left out]` : trimmed
+        text: trimmed.length > MAX_FILE_CHARS || read.truncated
+          ? `${trimmed.slice(0, MAX_FILE_CHARS)}\n[… ${file} is longer; the rest was left out]`
+          : trimmed
       })
     }
   }
+  return { root, instructions: found, problems }
+})
+
+/** Reads what the prompt needs of a project: its root and its instruction files. */
+export const load = Effect.fn("Prompt.load")(function*(cwd: string, options: { readonly platform?: string } = {}) {
+  const { root, instructions: found } = yield* instructions(cwd)
   const now = yield* Clock.currentTimeMillis
-  return { cwd, root, platform: options.platform ?? process.platform, date: day(now), instructions } satisfies Project
+  return { cwd, root, platform: options.platform ?? process.platform, date: day(now), instructions: found } satisfies Project
 })
 
 const modeText = (mode: string) =>

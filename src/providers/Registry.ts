@@ -38,6 +38,8 @@ export interface Options {
   readonly model?: string | undefined
   /** The HTTP client the providers use; Effect's fetch client when not given. */
   readonly httpClient?: HttpClient | undefined
+  /** The config file as if read (`skein setup` tries one before it writes it); else `<home>/config.json` is read. */
+  readonly loadedConfig?: ProviderConfig.Loaded | undefined
 }
 
 export interface ProviderSetup {
@@ -261,7 +263,7 @@ export const keyOf = (provider: string, id: string) => `${provider}/${id}`
 
 /** Reads the configuration: no network, never fails. */
 export const setup = Effect.fn("Registry.setup")(function*(options: Options) {
-  const config = yield* ProviderConfig.load(options.home)
+  const config = options.loadedConfig ?? (yield* ProviderConfig.load(options.home))
   const file = config.file
   const errors: Array<string> = []
   if (config.status._tag === "invalid") errors.push(config.status.message)

@@ -8,7 +8,8 @@ import type { Provider, StreamPart } from "./Provider.ts"
 export const MESSAGE = [
   "Skein has no model provider configured, so it cannot answer yet.",
   "",
-  "To use a model, set one of these in the agent's environment, then restart it:",
+  "Run `skein setup` in a terminal to choose one (Anthropic, OpenAI or an OpenAI-compatible server), or",
+  "set one of these in the agent's environment, then restart it:",
   "- ANTHROPIC_API_KEY for Claude (provider anthropic-messages)",
   "- OPENAI_API_KEY for OpenAI (provider openai-responses)",
   "- OPENAI_BASE_URL=http://127.0.0.1:11434/v1 with --model llama3 (or SKEIN_MODEL) for Ollama, vLLM, llama.cpp,",

@@ -21,17 +21,20 @@ export const parse = (url: string): Address | { readonly _tag: "invalid"; readon
   } catch {
     return { _tag: "invalid", message: `"${url}" is not an address: use unix:PATH, tcp://HOST:PORT or ws://HOST:PORT/PATH` }
   }
-  const port = Number(parsed.port)
+  if (parsed.protocol !== "tcp:" && parsed.protocol !== "ws:") {
+    return { _tag: "invalid", message: `"${url}": the scheme must be unix:, tcp:// or ws://` }
+  }
+  // `ws://host:80/…`: the URL parser drops a port that is its scheme's default.
+  const explicit80 = parsed.port === "" && /^[a-z]+:\/\/(?:\[[^\]]*\]|[^/:@]*):80(?:[/?#]|$)/i.test(url)
+  const port = explicit80 ? 80 : Number(parsed.port)
   const host = parsed.hostname.replace(/^\[(.*)\]$/, "$1")
-  if (!Number.isInteger(port) || port <= 0 || port > 65535 || parsed.port === "") {
+  if (!Number.isInteger(port) || port <= 0 || port > 65535 || (parsed.port === "" && !explicit80)) {
     return { _tag: "invalid", message: `"${url}" needs a port (1-65535)` }
   }
   if (parsed.username !== "" || parsed.password !== "") {
     return { _tag: "invalid", message: "An address carries no credentials: give the token with SKEIN_SERVE_TOKEN or --token-file" }
   }
-  if (parsed.protocol === "tcp:") return { _tag: "tcp", host, port }
-  if (parsed.protocol === "ws:") return { _tag: "ws", host, port, path: parsed.pathname === "" ? "/" : parsed.pathname }
-  return { _tag: "invalid", message: `"${url}": the scheme must be unix:, tcp:// or ws://` }
+  return parsed.protocol === "tcp:" ? { _tag: "tcp", host, port } : { _tag: "ws", host, port, path: parsed.pathname === "" ? "/" : parsed.pathname }
 }
 
 /** Whether a host is this machine only. */

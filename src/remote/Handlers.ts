@@ -1,16 +1,13 @@
 /**
- * The server side of `SessionRpcs`: each procedure answered by a Runtime (the local one), and
- * the `Auth` middleware that checks a request's bearer token when the server has one.
+ * The server side of `SessionRpcs`: each procedure answered by a Runtime (the local one).
  */
-import * as Crypto from "node:crypto"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import type { Canonical } from "../log/Event.ts"
 import { Runtime, type SessionRecord } from "../runtime/Api.ts"
 import type { Session } from "../session/Protocol.ts"
 import { VERSION } from "../version.ts"
-import { Auth, CHUNK_EVENTS, SessionRpcs, type Snapshot, Unauthorized } from "./Rpcs.ts"
+import { CHUNK_EVENTS, SessionRpcs, type Snapshot } from "./Rpcs.ts"
 
 export const snapshot = (s: Session): Effect.Effect<Snapshot, never> =>
   Effect.map(Effect.orDie(s.settings), (settings) => ({
@@ -64,24 +61,3 @@ export const handlers = (runtime: Runtime["Service"]) => {
 
 /** Every procedure of the group, answered by the `Runtime` in context. */
 export const layer = SessionRpcs.toLayer(Effect.map(Effect.service(Runtime), handlers))
-
-/** Compares in constant time (digests of equal length, whatever the lengths given). */
-const sameSecret = (given: string, expected: string): boolean =>
-  Crypto.timingSafeEqual(Crypto.createHash("sha256").update(given).digest(), Crypto.createHash("sha256").update(expected).digest())
-
-/**
- * The server's check of each request: with a token, a request must carry
- * `authorization: Bearer <token>`; a refusal is logged without the value given. Without a
- * token (a unix socket, protected by its file mode; the in-process client) everything passes.
- */
-export const layerAuth = (token: string | undefined) =>
-  Layer.succeed(Auth)((effect, { client, headers, rpc }) => {
-    if (token === undefined) return effect
-    const given = headers["authorization"]
-    const bearer = typeof given === "string" && given.startsWith("Bearer ") ? given.slice("Bearer ".length) : undefined
-    if (bearer !== undefined && sameSecret(bearer, token)) return effect
-    return Effect.andThen(
-      Effect.logWarning(`skein serve: refused ${rpc._tag} from client ${client.id}: ${given === undefined ? "no token" : "a wrong token"}`),
-      Effect.fail(new Unauthorized({ message: "A valid token is needed (Authorization: Bearer …)" }))
-    )
-  })

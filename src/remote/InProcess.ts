@@ -16,5 +16,5 @@ export const layer: Layer.Layer<Runtime, RuntimeError, Runtime> = Layer.effect(
   Runtime,
   Effect.flatMap(RpcTest.makeClient(SessionRpcs), Client.make)
 ).pipe(
-  Layer.provide([Handlers.layer, Handlers.layerAuth(undefined), Client.layerAuth(undefined)])
+  Layer.provide(Handlers.layer)
 )

@@ -3,13 +3,14 @@
  * is what `Skein.layer` gives embedders (through an in-memory client); `skein serve` serves it
  * over a socket; `Skein.remote` and `skein acp --connect` are its clients.
  *
- * Every request carries the token of a server that needs one (the `Auth` middleware). Long
- * answers stream: a turn's events (`Turn`), a session's log then its live events
- * (`Subscribe`), every session's events (`Events`), and the events of a loaded, read or forked
- * log (`LoadSession`, `ReadSession`, `ForkSession`, in chunks).
+ * A server that needs a token checks it once per connection, before the first request
+ * (`Gate`, `Serve.ts`); requests carry none. Long answers stream: a turn's events (`Turn`), a
+ * session's log then its live events (`Subscribe`), every session's events (`Events`), and the
+ * events of a loaded, read or forked log (`LoadSession`, `ReadSession`, `ForkSession`, in
+ * chunks).
  */
 import * as Schema from "effect/Schema"
-import { Rpc, RpcGroup, RpcMiddleware } from "effect/rpc"
+import { Rpc, RpcGroup } from "effect/rpc"
 import { LogHeader } from "../log/Event.ts"
 import {
   ForkSessionOptions,
@@ -21,17 +22,6 @@ import {
 } from "../runtime/Api.ts"
 import { Command, Event, SendResult, SessionError, SessionInfo, Settings, TurnOptions } from "../session/Protocol.ts"
 import { McpServerStatus, UserBlock } from "../Vocabulary.ts"
-
-/** A request without the server's token, or with a wrong one. The token is never echoed. */
-export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {
-  message: Schema.String
-}) {}
-
-/** Checks (server) and adds (client) the bearer token of a server that needs one. */
-export class Auth extends RpcMiddleware.Service<Auth>()("skein/remote/Auth", {
-  error: Unauthorized,
-  requiredForClient: true
-}) {}
 
 /** A session as a client first sees it. */
 export const Snapshot = Schema.Struct({
@@ -116,7 +106,7 @@ export class SessionRpcs extends RpcGroup.make(
   Subscribe,
   Events,
   Commands
-).middleware(Auth) {}
+) {}
 
 /** How many events a chunk of a log carries. */
 export const CHUNK_EVENTS = 512

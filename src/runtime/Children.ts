@@ -18,6 +18,7 @@
  * session that may change nothing cannot start: an external agent (it acts on its own), nor an
  * isolated workspace, whose creation goes through the parent's gate like any change.
  */
+import type * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -177,6 +178,16 @@ const worktreeCall = (toolCallId: string, agent: string, plan: Worktree.Plan): A
   locations: [{ path: plan.repository }]
 })
 
+/** Why a child's turn stream failed: its session's own error (its log refused its turn's end), or that it closed. */
+const failureText = (cause: Cause.Cause<unknown>): string => {
+  for (const reason of cause.reasons) {
+    if (reason._tag === "Fail" && typeof reason.error === "object" && reason.error !== null && "message" in reason.error && typeof reason.error.message === "string") {
+      return reason.error.message
+    }
+  }
+  return "The child session closed before its task ended"
+}
+
 /** Whether a child's prompt ended with what it was asked (for a workflow step). */
 const succeeded = (child: Child) => child.state === "idle" && child.stopReason === "end_turn" && child.error === undefined
 
@@ -226,9 +237,11 @@ export const make = (options: Options): Effect.Effect<Children> =>
           return events.length === 1 ? options.forward(events[0]!) : Effect.forEach(events, options.forward, { discard: true })
         }))
         yield* Fiber.interrupt(timer)
-        child.stopReason = outcome?.stopReason ?? "cancelled"
+        // A stream that failed (its log refused the turn) is a failed task; one that just ended, a cancelled one.
+        const failed = Exit.isFailure(exit) && exit.cause.reasons.some((reason) => reason._tag === "Fail")
+        child.stopReason = outcome?.stopReason ?? (failed ? "end_turn" : "cancelled")
         child.answer = answer
-        child.error = outcome?.error ?? (Exit.isFailure(exit) ? "The child session closed before its task ended" : undefined)
+        child.error = outcome?.error ?? (Exit.isFailure(exit) ? failureText(exit.cause) : undefined)
         child.state = timedOut
           ? "timed_out"
           : child.stopReason === "cancelled"

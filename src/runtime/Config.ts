@@ -11,6 +11,8 @@ import type { ToolEnv } from "../tools/Tool.ts"
 import type { Ceiling } from "../tools/Ceiling.ts"
 import type { TurnContext, TurnOutcome } from "./Turn.ts"
 import type { Catalog } from "../providers/Models.ts"
+import type { SessionSandbox } from "../sandbox/Sandbox.ts"
+import type { Settings as SandboxSettings } from "../sandbox/Settings.ts"
 import type { Provider } from "../providers/Provider.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
 import type { McpServer, ModeId } from "../Vocabulary.ts"
@@ -48,17 +50,31 @@ export interface Settings {
   readonly userHome?: string | undefined
   /** The share of the model's context window at which a conversation is compacted before a model call (default 0.8). */
   readonly compactAt?: number | undefined
+  /**
+   * The sandbox commands run in (`src/sandbox`). Without it, none: commands run as Skein
+   * does and are asked for; an MCP server or external agent that asks for the sandbox does not start.
+   */
+  readonly sandbox?: SandboxSettings | undefined
   /** MCP servers every session uses (the user's configuration); a client's server of the same name wins. */
   readonly mcpServers?: ReadonlyArray<McpServer> | undefined
 }
 
 /** Starts an external ACP agent (lazily) in the scope, and gives what runs a turn through it. */
 export type ExternalRunner = (
-  agent: { readonly name: string; readonly command: string; readonly args: ReadonlyArray<string>; readonly env: Readonly<Record<string, string>> },
+  agent: {
+    readonly name: string
+    readonly command: string
+    readonly args: ReadonlyArray<string>
+    readonly env: Readonly<Record<string, string>>
+    /** Its process runs in the session's sandbox (`"sandbox": true` in its settings). */
+    readonly sandbox?: boolean | undefined
+  },
   options: {
     readonly cwd: string
     readonly clientInfo: { readonly name: string; readonly version: string }
     readonly permissionTimeoutMs?: number | undefined
+    /** The child session's sandbox, for an agent that runs in it. */
+    readonly sandbox?: SessionSandbox | undefined
     /** The child session's ceiling as it is now: the agent's questions and reported changes are held to it. */
     readonly ceiling?: (() => Ceiling) | undefined
   }

@@ -24,6 +24,7 @@ import type { PermissionToolCall } from "../Vocabulary.ts"
 import * as Protected from "../tools/Protected.ts"
 import type { Tool, ToolEnv } from "../tools/Tool.ts"
 import type { ModeId } from "../Vocabulary.ts"
+import type { Placement, SessionSandbox } from "../sandbox/Sandbox.ts"
 import type { AnnouncedCall, Permit } from "./Turn.ts"
 
 /** What a presenter is asked: the live tool call (with the change it would make) and the four options. */
@@ -56,6 +57,8 @@ export interface Options {
   readonly readOnly?: boolean | undefined
   /** The parent's ceiling as it is now (a child session): the session never goes beyond it. */
   readonly above?: (() => Ceiling.Ceiling) | undefined
+  /** The session's sandbox: where its commands run decides whether they are asked for. */
+  readonly sandbox?: SessionSandbox | undefined
 }
 
 /** What a call's tool is to the gate: the policy's subject, and the change it would make, to show. */
@@ -81,8 +84,9 @@ const quoted = (id: string): string => JSON.stringify(id.length > 64 ? `${id.sli
  * leaves a question open: whether a command only reads inside the roots, and
  * whether an edit's target is protected.
  */
-const facts = Effect.fnUntraced(function*(options: Options, mode: ModeId, call: AnnouncedCall, tool: Gated, command: string | undefined) {
-  if (mode === "bypassPermissions" || mode === "plan" || !tool.mutating) return {}
+const facts = Effect.fnUntraced(function*(options: Options, mode: ModeId, call: AnnouncedCall, tool: Gated, command: string | undefined, placement: Placement | undefined) {
+  // Plan mode runs read-only commands only inside the sandbox.
+  if (mode === "bypassPermissions" || (mode === "plan" && placement?._tag !== "inside") || !tool.mutating) return {}
   const roots = options.roots ?? [options.cwd]
   if (command !== undefined) {
     const verdict = yield* Confine.check(command, { cwd: options.cwd, roots, env: process.env })
@@ -103,41 +107,60 @@ const current = (options: Options) => {
   return { ceiling, rules }
 }
 
+/** Said once per session when `auto` finds no sandbox: commands are asked for, as before. */
+export const fallbackNotice = (reason: string | undefined): string =>
+  `Commands run without a sandbox in this session${reason === undefined ? "" : ` (${reason})`}, so each is asked for as before. ` +
+  "`skein doctor` shows what the sandbox needs; \"sandbox\": \"off\" in Skein's config.json turns this notice off."
+
 export const make = (options: Options) => (call: AnnouncedCall, tool: Gated, args: unknown, prior?: Prior): Effect.Effect<Permit, never, ToolEnv> =>
   Effect.gen(function*() {
     const command = tool.kind === "execute" && typeof (args as { command?: unknown }).command === "string"
       ? (args as { command: string }).command
       : undefined
     const { ceiling, rules } = current(options)
+    const requested = command !== undefined ? (args as { sandbox?: unknown; reason?: unknown }) : undefined
+    const outsideRequested = requested?.sandbox === false
+    const outsideReason = typeof requested?.reason === "string" ? requested.reason : undefined
+    const placement = options.sandbox !== undefined && command !== undefined && tool.mutating
+      ? yield* options.sandbox.placement(outsideRequested)
+      : undefined
+    if (placement?._tag === "outside" && placement.why === "unavailable" && options.sandbox?.firstFallback() === true) {
+      yield* options.record({ type: "notice", data: { text: fallbackNotice(placement.reason), source: "sandbox" } }).pipe(
+        Effect.catchCause((cause) => Effect.logError("could not log the sandbox's notice", cause))
+      )
+    }
     if (ceiling.readOnly && tool.mutating) {
+      if (placement?._tag === "refused") return denied(placement.reason)
+      if (outsideRequested) return denied(`This session is read-only: ${call.title} cannot run outside the sandbox.`)
       const readOnlyCommand = command !== undefined &&
         (yield* Confine.check(command, { cwd: options.cwd, roots: options.roots ?? [options.cwd], env: process.env })).ok
       return readOnlyCommand
         ? { _tag: "allow", readOnly: true } as Permit
         : denied(`This session is read-only (a read-only agent, or one started below it): ${call.title} was not run. Report what should change instead.`)
     }
-    const known = yield* facts(options, ceiling.mode, call, tool, command)
+    const known = yield* facts(options, ceiling.mode, call, tool, command, placement)
     const decide = (mode: ModeId, rules: ReadonlyArray<Permissions.Rule>) =>
-      Permissions.decide({ mode, rules, tool, args, cwd: options.cwd, command, ...known })
+      Permissions.decide({ mode, rules, tool, args, cwd: options.cwd, command, placement, outsideReason, ...known })
     const verdict = decide(ceiling.mode, rules)
     if (verdict._tag === "allow") return { _tag: "allow", ...(verdict.readOnly === true ? { readOnly: true } : {}) } as Permit
     if (verdict._tag === "deny") return denied(verdict.reason)
-    if (prior?.granted === true && known.protectedEdit === undefined) return { _tag: "allow" } as Permit
+    if (prior?.granted === true && known.protectedEdit === undefined && verdict.outside !== true) return { _tag: "allow" } as Permit
+    /** Logs a decision; whether the log took it. */
     const record = (body: CanonicalBody) =>
-      options.record(body).pipe(Effect.catchCause((cause) => Effect.logError("could not log a permission answer", cause)))
+      options.record(body).pipe(Effect.as(true), Effect.catchCause((cause) => Effect.as(Effect.logError("could not log a permission answer", cause), false)))
     const unanswerable = Effect.as(
       record({ type: "permission", data: { toolCallId: call.id, outcome: "unanswerable" } }),
       denied(`Permission is needed to run ${call.title}, and no one is there to answer. It was not run.`)
     )
     if (!options.canAsk()) return yield* unanswerable
-    const choices = Permissions.options(tool, verdict.scope, command)
+    const choices = verdict.outside === true ? Permissions.outsideOptions : Permissions.options(tool, verdict.scope, command)
     // The change an edit would make, so the user sees it before answering (none if it cannot be worked out).
     const preview = tool.preview === undefined ? [] : yield* tool.preview(args, { cwd: options.cwd, roots: options.roots ?? [options.cwd] })
     const answer = yield* options.ask({
       sessionId: options.sessionId,
       toolCall: {
         toolCallId: call.id,
-        title: call.title,
+        title: verdict.outside === true ? Permissions.outsideTitle(call.title, outsideReason) : call.title,
         kind: call.kind,
         status: "pending",
         rawInput: call.args,
@@ -162,7 +185,9 @@ export const make = (options: Options) => (call: AnnouncedCall, tool: Gated, arg
       : outcome === "reject_always"
       ? Permissions.ruleFor(tool, verdict.scope, "reject")
       : undefined
-    yield* record({ type: "permission", data: { toolCallId: call.id, outcome, ...(rule !== undefined ? { rule } : {}) } })
+    const logged = yield* record({ type: "permission", data: { toolCallId: call.id, outcome, ...(rule !== undefined ? { rule } : {}) } })
+    // Nothing runs that the log cannot account for (the store refused the answer).
+    if (!logged) return denied(`The answer for ${call.title} could not be written to the session's log, so it was not run.`)
     switch (outcome) {
       case "allow_once":
       case "allow_always": {

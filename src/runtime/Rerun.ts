@@ -18,6 +18,7 @@
  * - The session's MCP servers (as recorded beside its log) are started again, and the first
  *   turn waits until each is ready or has failed, so that their tools are there as they were.
  */
+import type { Settings as SandboxSettings } from "../sandbox/Settings.ts"
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
@@ -52,6 +53,8 @@ export interface Options {
   readonly mcpServers?: ReadonlyArray<McpServer> | undefined
   /** The logs of its children (subagents) and of theirs, by session id: they are re-run too. */
   readonly children?: ReadonlyMap<string, { readonly header: LogHeader; readonly events: ReadonlyArray<Canonical> }> | undefined
+  /** The sandbox its commands run in (none by default). */
+  readonly sandbox?: SandboxSettings | undefined
 }
 
 /** The children a log started, in order: id, agent, first prompt, the turn that started them. */
@@ -194,7 +197,8 @@ export const run = (options: Options) =>
         defaultMode: initialMode,
         permissionTimeoutMs: 24 * 60 * 60 * 1000,
         toolkit,
-        version: VERSION
+        version: VERSION,
+        sandbox: options.sandbox
       }))
     )
 

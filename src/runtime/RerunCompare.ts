@@ -10,7 +10,7 @@
  */
 import type { Canonical, ToolDetails } from "../log/Event.ts"
 import { INTERRUPTED_TOOL, INTERRUPTED_TURN } from "../log/Recovery.ts"
-import { CANCELLED_TOOL, NOT_RUN_TOOL } from "./Session.ts"
+import { CANCELLED_TOOL, NOT_LOGGED_TOOL, NOT_RUN_TOOL } from "./TurnEnd.ts"
 
 export interface Difference {
   /** `changed`: both ran, results differ; `missing`: only the log has it; `extra`: only the re-run; `outcome`: the turn ended otherwise. */
@@ -62,7 +62,7 @@ interface Result {
   readonly details?: ToolDetails | undefined
 }
 
-const interruptedTexts: ReadonlySet<string> = new Set([CANCELLED_TOOL, NOT_RUN_TOOL, INTERRUPTED_TOOL])
+const interruptedTexts: ReadonlySet<string> = new Set([CANCELLED_TOOL, NOT_RUN_TOOL, NOT_LOGGED_TOOL, INTERRUPTED_TOOL])
 
 /** A result that says the call did not run to its end. */
 export const isInterrupted = (result: Result): boolean => !result.ok && interruptedTexts.has(result.content)

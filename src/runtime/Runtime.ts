@@ -17,6 +17,7 @@ import * as Exit from "effect/Exit"
 import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
 import * as Path from "effect/Path"
+import * as References from "effect/References"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
@@ -32,6 +33,7 @@ import * as McpSession from "../mcp/McpSession.ts"
 import * as McpConfig from "../mcp/Config.ts"
 import * as McpRecord from "../mcp/Record.ts"
 import * as ProviderConfig from "../providers/ProviderConfig.ts"
+import * as Sandbox from "../sandbox/Sandbox.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
 import * as Definitions from "../agents/Definitions.ts"
 import * as Commands from "../commands/Commands.ts"
@@ -75,6 +77,12 @@ interface Mcp {
   readonly record: ReadonlyArray<CanonicalBody>
 }
 
+/**
+ * What a session starts (its actor, its MCP servers, an external agent) logs under the session's
+ * id, not under the request that opened it: those fibers outlive that request.
+ */
+const asSession = (id: string) => Effect.provideService(References.CurrentLogAnnotations, { session: id })
+
 /** The Runtime, over the services it needs. */
 export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | FileSystem.FileSystem | Path.Path> = Layer.effect(
   Runtime,
@@ -86,6 +94,11 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
     const path = yield* Path.Path
     const services = Context.make(FileSystem.FileSystem, fs).pipe(Context.add(Path.Path, path)) as Context.Context<ToolEnv>
     const parent = yield* Effect.scope
+    // Nothing is probed or made until a session runs a command.
+    const sandboxes = config.sandbox === undefined ? undefined : yield* Sandbox.make(config.sandbox, { skeinHome: config.home, userHome: config.userHome })
+    /** A session's sandbox, in its scope. */
+    const sandboxFor = (cwd: string, additionalDirectories: ReadonlyArray<string>, scope: Scope.Scope) =>
+      sandboxes === undefined ? Effect.succeed(undefined) : sandboxes.session({ cwd, roots: [cwd, ...additionalDirectories] }).pipe(Scope.provide(scope))
     // The keys of config.json are secrets whichever provider answers (the scripted one too). Read
     // in the background: session/new need not wait for it, and no tool output can come before a
     // prompt, a round trip of the client's later.
@@ -103,6 +116,12 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
     const maxLive = config.maxLiveSessions ?? DEFAULT_MAX_LIVE_SESSIONS
     /** Sessions closed to make room: they come back when asked for (`getSession`). */
     const evicted = new Set<string>()
+    /**
+     * Sessions closed for a reason (another Skein took them over), with it: a request for one is
+     * answered with it until the session is opened (or closed, or deleted) again. The latest few.
+     */
+    const ended = new Map<string, string>()
+    const ENDED_KEPT = 1024
     // Loading, deleting and making room must not interleave (each looks at the registry, then the disk).
     const lifecycle = yield* Semaphore.make(1)
 
@@ -179,8 +198,9 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         history.rules.push(...request.rules)
         const depth = request.parent.depth
         const toolkit = toolsOf(agent, parentTools, depth, limits.maxDepth)
+        const sandbox = yield* sandboxFor(request.cwd, request.additionalDirectories, scope)
         const base = {
-          ...depsFor(id, request.cwd, writer, { session: undefined, record: [] }),
+          ...depsFor(id, request.cwd, writer, { session: undefined, record: [] }, sandbox),
           extensions: extensionsFor(request.cwd, false),
           project: childProject(request.cwd)
         }
@@ -192,7 +212,8 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
             cwd: request.cwd,
             clientInfo: { name: "skein", version: config.version },
             permissionTimeoutMs: config.permissionTimeoutMs,
-            ceiling: reach
+            ceiling: reach,
+            sandbox
           }).pipe(Scope.provide(scope))).run
           : undefined
         const deps: Session.Deps = {
@@ -215,7 +236,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         live.set(id, { session, scope, used: created, child: true })
         yield* Scope.addFinalizer(scope, Effect.sync(() => live.delete(id)))
         return session
-      })
+      }).pipe(asSession(request.id))
 
     /**
      * What a child reads once its parent has: the skills of the parent's turn (a child runs
@@ -257,7 +278,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         )
       })
 
-    const depsFor = (id: string, cwd: string, writer: Writer, mcp: Mcp): Session.Deps => {
+    const depsFor = (id: string, cwd: string, writer: Writer, mcp: Mcp, sandbox: Sandbox.SessionSandbox | undefined): Session.Deps => {
       const servers = mcp.session
       return {
         bus,
@@ -266,7 +287,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           Effect.map((contents) => contents.events),
           Effect.mapError((error) => new SessionError({ reason: "log", message: error.message }))
         ),
-        close: closeSession(id),
+        close: (reason) => (reason === undefined ? closeSession(id) : closeFor(id, reason)),
         provider: config.provider,
         // With MCP servers, the toolkit changes as their tools are discovered or withdrawn.
         toolkit: servers === undefined ? config.toolkit : DynamicToolkit.make(config.toolkit, servers),
@@ -280,7 +301,8 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         startEvents: mcp.record,
         extensions: extensionsFor(cwd, true),
         compactAt: config.compactAt,
-        userHome: config.userHome
+        userHome: config.userHome,
+        sandbox
       }
     }
 
@@ -296,12 +318,12 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
      * session answers), and records them when they changed: their settings
      * beside the log, what identifies them in it.
      */
-    const startMcp = (servers: ReadonlyArray<McpServer>, changed: boolean, writer: Writer, cwd: string, scope: Scope.Scope) =>
+    const startMcp = (servers: ReadonlyArray<McpServer>, changed: boolean, writer: Writer, cwd: string, scope: Scope.Scope, sandbox: Sandbox.SessionSandbox | undefined) =>
       Effect.gen(function*() {
         if (changed) yield* McpRecord.save(writer, servers)
         const record: ReadonlyArray<CanonicalBody> = changed ? [{ type: "mcp_servers", data: { servers: McpRecord.summary(servers) } }] : []
         if (servers.length === 0) return { session: undefined, record } satisfies Mcp
-        const session = yield* McpSession.start({ servers, cwd, clientInfo: { name: "skein", version: config.version } }).pipe(
+        const session = yield* McpSession.start({ servers, cwd, clientInfo: { name: "skein", version: config.version }, sandbox }).pipe(
           Scope.provide(scope)
         )
         return { session, record } satisfies Mcp
@@ -376,11 +398,13 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           skein: config.version
         }).pipe(Scope.provide(scope))
         const servers = McpConfig.merge(config.mcpServers ?? [], options.mcpServers ?? [])
-        const mcp = yield* startMcp(servers, servers.length > 0, writer, options.cwd, scope)
+        const sandbox = yield* sandboxFor(options.cwd, additionalDirectories, scope)
+        const mcp = yield* startMcp(servers, servers.length > 0, writer, options.cwd, scope, sandbox)
         const history = History.make()
         history.mode = mode
-        return yield* Session.make({ id, cwd: options.cwd, additionalDirectories, created }, history, withChildren(depsFor(id, options.cwd, writer, mcp), history), scope)
+        return yield* Session.make({ id, cwd: options.cwd, additionalDirectories, created }, history, withChildren(depsFor(id, options.cwd, writer, mcp, sandbox), history), scope)
       }).pipe(
+        asSession(id),
         Effect.mapError(fromLogError),
         Effect.onError(() => Scope.close(scope, Exit.void))
       )
@@ -481,16 +505,17 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           const servers = fromClient.length > 0
             ? McpConfig.merge(config.mcpServers ?? [], fromClient)
             : McpConfig.merge(recorded, config.mcpServers ?? [])
-          const mcp = yield* startMcp(servers, !McpRecord.same(servers, recorded), writer, header.cwd, scope)
+          const sandbox = yield* sandboxFor(header.cwd, additionalDirectories, scope)
+          const mcp = yield* startMcp(servers, !McpRecord.same(servers, recorded), writer, header.cwd, scope, sandbox)
           const session = yield* Session.make(
             { id: header.id, cwd: header.cwd, additionalDirectories, created: header.created },
             history,
-            withChildren(depsFor(header.id, header.cwd, writer, mcp), history),
+            withChildren(depsFor(header.id, header.cwd, writer, mcp, sandbox), history),
             scope,
             lastSeq
           )
           return { session, events } satisfies LoadedSession
-        }).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
+        }).pipe(asSession(options.sessionId), Effect.onError(() => Scope.close(scope, Exit.void)))
         yield* register(loaded.session, scope)
         return loaded
       })
@@ -500,6 +525,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
       return yield* lifecycle.withPermits(1)(Effect.gen(function*() {
         const entry = live.get(options.sessionId)
         if (entry === undefined) {
+          ended.delete(options.sessionId)
           yield* makeRoom
           const loaded = yield* start(options)
           evicted.delete(options.sessionId)
@@ -541,13 +567,27 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
             return entry.session
           })
         }
+        const reason = ended.get(sessionId)
+        if (reason !== undefined) return Effect.fail(new RuntimeError({ reason: "locked", message: reason }))
         // Closed only to make room: it comes back from its log, as it was.
         if (evicted.has(sessionId)) return Effect.map(loadSession({ sessionId }), (loaded) => loaded.session as Session.Session)
         return Effect.fail(new RuntimeError({ reason: "not_found", message: `Session not found: ${sessionId}` }))
       })
 
+    /** Closes a session for a reason its later requests are answered with. */
+    const closeFor = (sessionId: string, reason: string) =>
+      Effect.suspend(() => {
+        ended.delete(sessionId)
+        ended.set(sessionId, reason)
+        if (ended.size > ENDED_KEPT) ended.delete(ended.keys().next().value!)
+        evicted.delete(sessionId)
+        const entry = live.get(sessionId)
+        return entry === undefined ? Effect.void : Scope.close(entry.scope, Exit.void)
+      })
+
     const closeSession = (sessionId: string) =>
       Effect.suspend(() => {
+        ended.delete(sessionId)
         evicted.delete(sessionId)
         const entry = live.get(sessionId)
         return entry === undefined ? Effect.void : Scope.close(entry.scope, Exit.void)

@@ -8,7 +8,10 @@
  * A prompt becomes a turn supervised by a fiber in the session's scope. The supervisor logs
  * `turn_start`, runs the loop as an interruptible child, and — whatever happens to the loop
  * (end, failure, defect, cancel, shutdown) — finalizes open tool calls, logs `turn_end` and
- * syncs the log. A defect in a turn is a failed turn for this session only.
+ * syncs the log. A defect in a turn is a failed turn for this session only. Events reach the
+ * log and the bus through the session's journal (`Journal.ts`): a turn's end the log refused is
+ * written before anything else once it can be, and until then the session takes no new prompt;
+ * its presenter is told at once (`turn_aborted`). A session another Skein took over is closed.
  */
 import * as os from "node:os"
 import * as Cause from "effect/Cause"
@@ -20,16 +23,16 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
+import * as References from "effect/References"
 import * as Scope from "effect/Scope"
-import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
-import { type Canonical, type CanonicalBody, type CommandRun, type EphemeralBody, isEphemeral, type SessionEvent } from "../log/Event.ts"
+import { type Canonical, type CanonicalBody, type CommandRun, isEphemeral, type SessionEvent } from "../log/Event.ts"
 import * as History from "../log/History.ts"
 import type { LogError, Writer } from "../log/SessionLog.ts"
 import * as Models from "../providers/Models.ts"
 import * as Prompt from "../providers/Prompt.ts"
 import type { Provider } from "../providers/Provider.ts"
-import * as EventScrub from "../secrets/EventScrub.ts"
+import type { SessionSandbox } from "../sandbox/Sandbox.ts"
 import * as ClientCalls from "../session/ClientCalls.ts"
 import {
   type Command,
@@ -47,9 +50,11 @@ import * as Ceiling from "../tools/Ceiling.ts"
 import * as Bus from "./Bus.ts"
 import * as Children from "./Children.ts"
 import * as Gate from "./Gate.ts"
+import * as Journal from "./Journal.ts"
 import * as Mailbox from "./Mailbox.ts"
 import * as Questions from "./Questions.ts"
 import * as Turn from "./Turn.ts"
+import * as TurnEnd from "./TurnEnd.ts"
 import * as Commands from "../commands/Commands.ts"
 import * as Skills from "../skills/Skills.ts"
 import * as Undo from "../session/Undo.ts"
@@ -75,8 +80,11 @@ export interface Deps {
   readonly writer: Writer
   /** The session's logged events, read back (for `subscribe`). */
   readonly readLog: Effect.Effect<ReadonlyArray<Canonical>, SessionError>
-  /** Closes this session (its scope belongs to the runtime). */
-  readonly close: Effect.Effect<void>
+  /**
+   * Closes this session (its scope belongs to the runtime). With a reason (another Skein took
+   * it over), requests for it are answered with that reason until it is opened again.
+   */
+  readonly close: (reason?: string) => Effect.Effect<void>
   readonly provider: Provider
   readonly toolkit: Toolkit
   readonly maxTurnRequests: number
@@ -112,6 +120,8 @@ export interface Deps {
   readonly userHome?: string | undefined
   /** What the system prompt says of the project, when the host has read it already (a child: its parent's); read once otherwise. */
   readonly project?: Effect.Effect<Prompt.Project> | undefined
+  /** The session's sandbox: its commands run in it, and are asked for accordingly. */
+  readonly sandbox?: SessionSandbox | undefined
   /** Runs a turn's work in place of the model/tool loop (an external ACP agent). */
   readonly runTurn?: ((ctx: Turn.TurnContext) => Effect.Effect<Turn.TurnOutcome, never, ToolEnv>) | undefined
 }
@@ -122,53 +132,56 @@ export interface Extensions {
   readonly commands: ReadonlyArray<Commands.Command>
 }
 
-/** What a prompt comes to once a leading `/name` of a known command is resolved. */
+/** What a prompt comes to once the `/name` of a known command in it is resolved (`Commands.locate`). */
 interface Resolved {
   /** What the model sees (and `turn_start` logs). */
   readonly content: ReadonlyArray<UserBlock>
   readonly command?: CommandRun | undefined
   /** The skill the command loaded, to log as activated. */
   readonly activation?: { readonly name: string; readonly path: string; readonly sha256: string; readonly body: string } | undefined
-  /** Why the command could not run as such (it went to the model as typed). */
-  readonly problem?: string | undefined
+  /** What the user is told about the command: why it could not run as such (it went to the model as typed), or what of the prompt it left aside. */
+  readonly notice?: string | undefined
 }
+
+/** A command the model never sees ran: the rest of its prompt went nowhere, and the user is told. */
+const leftAside = (name: string, content: ReadonlyArray<UserBlock>) =>
+  content.length > 1
+    ? `/${name} ran on its own: the rest of this prompt (${content.length - 1} more block${content.length > 2 ? "s" : ""}) was not sent to the model. Send it again if you meant it.`
+    : undefined
 
 type Message =
   | {
     readonly _tag: "Turns"
     readonly input: Mailbox.Input
-    /** For a Submit: gets the turn number. */
-    readonly reply?: Deferred.Deferred<number> | undefined
+    /** For a Submit: gets the turn number, or why the prompt was refused. */
+    readonly reply?: Deferred.Deferred<number, SessionError> | undefined
     /** For a Submit: gets the turn's outcome. */
-    readonly outcome?: Deferred.Deferred<TurnOutcome> | undefined
+    readonly outcome?: Deferred.Deferred<TurnOutcome, SessionError> | undefined
   }
   | { readonly _tag: "SetMode"; readonly mode: ModeId; readonly reply: Deferred.Deferred<void, SessionError> }
   | { readonly _tag: "SetConfig"; readonly id: string; readonly value: string; readonly reply: Deferred.Deferred<void, SessionError> }
 
-/** The result logged for a tool call a cancel stopped, and for one a failed turn never ran. */
-export const CANCELLED_TOOL = "Cancelled by the user"
-export const NOT_RUN_TOOL = "Not run: the turn failed"
+export { CANCELLED_TOOL, NOT_RUN_TOOL } from "./TurnEnd.ts"
 
-const closedError = new SessionError({ reason: "closed", message: "The session is closed" })
+const defaultClosed = new SessionError({ reason: "closed", message: "The session is closed" })
 
 /**
  * Starts a session actor in `scope`. `history` is the already-folded history (empty for a new
  * session, its mode the session's starting mode); the session keeps folding into it.
  * `lastSeq` is the `seq` of the last logged event (0 for a new session): numbering goes on
- * from there, as turn numbers go on from `history.turns`.
+ * from there, as turn numbers go on from `history.turns`. What it logs is annotated with its
+ * id (`session`).
  */
 export const make = (info: SessionInfo, history: History.History, deps: Deps, scope: Scope.Closeable, lastSeq = 0) =>
   Effect.gen(function*() {
     const mailbox = yield* Queue.unbounded<Message>()
-    const lock = yield* Semaphore.make(1)
-    let seq = lastSeq
     let turns = Mailbox.initial(history.turns)
     let closed = false
     /** The loop of the running turn, once started. */
     let loop: Fiber.Fiber<unknown, unknown> | undefined
     let idle = yield* Clock.currentTimeMillis
     // Local waiters for a turn's outcome (`prompt`), by turn.
-    const outcomes = new Map<number, Deferred.Deferred<TurnOutcome>>()
+    const outcomes = new Map<number, Deferred.Deferred<TurnOutcome, SessionError>>()
 
     const mode = (): ModeId => (history.mode !== undefined && isModeId(history.mode) ? history.mode : "default")
     /** A child session's mode can only be narrowed from the one it started with (its parent's). */
@@ -188,41 +201,25 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
     const withInstructions = (system: string) =>
       deps.instructions === undefined || deps.instructions.length === 0 ? system : `${system}\n\n${deps.instructions}`
 
-    const scrub = EventScrub.make()
     // Completed when the session starts closing: requests waiting on the mailbox give up.
     const closing = yield* Deferred.make<void>()
     yield* deps.bus.register(info.id).pipe(Scope.provide(scope))
 
-    const stamp = <B extends CanonicalBody | EphemeralBody>(body: B, at: number, turn: number | null, n: number) =>
-      ({ ...body, sessionId: info.id, seq: n, ts: at, turn }) as SessionEvent<B>
+    /** Stamps, logs, folds and publishes events; keeps a turn's end the store refused for later (`Journal.ts`). */
+    const journal = yield* Journal.make({ sessionId: info.id, writer: deps.writer, bus: deps.bus, history, lastSeq })
+    const emitCanonical = journal.canonical
+    const emitEphemeral = journal.ephemeral
+    /** Why the session was closed when that was not asked for (another Skein took it over). */
+    let closedWith: SessionError | undefined
+    const closedError = () => closedWith ?? defaultClosed
 
-    /**
-     * Stamps, logs, folds and enqueues one canonical event as one uninterruptible step, so a
-     * cancel never leaves a line on disk that the session does not know about; then waits
-     * (interruptibly) while a subscriber is over its bound.
-     */
-    const emitCanonical = (turn: number | null, raw: CanonicalBody, committed?: () => void): Effect.Effect<void, LogError> =>
-      lock.withPermits(1)(
-        Effect.uninterruptible(Effect.gen(function*() {
-          const ts = yield* Clock.currentTimeMillis
-          // Secrets never reach the log, the model's history or a presenter; held-back deltas go first.
-          const held = scrub.flush().map((body) => stamp(body, ts, turn, seq))
-          const body = scrub.canonical(raw)
-          const event = stamp(body, ts, turn, seq + 1)
-          yield* deps.writer.append([event])
-          seq = event.seq
-          History.apply(history, body, event.seq)
-          committed?.()
-          return [...held, event]
-        }))
-      ).pipe(Effect.flatMap((events) => Effect.forEach(events, deps.bus.publish, { discard: true })))
-
-    const emitEphemeral = (turn: number, raw: EphemeralBody): Effect.Effect<void> =>
-      Effect.clockWith((clock) => {
-        const ts = clock.currentTimeMillisUnsafe()
-        const bodies = scrub.ephemeral(raw)
-        const publish = (body: EphemeralBody) => deps.bus.publish(stamp(body, ts, turn, seq))
-        return bodies.length === 1 ? publish(bodies[0]!) : Effect.forEach(bodies, publish, { discard: true })
+    /** The session was taken over by another Skein: it is closed, and says why to whoever asks for it. */
+    const lose = (error: SessionError) =>
+      Effect.suspend(() => {
+        if (closedWith !== undefined) return Effect.void
+        closedWith = error
+        // Not in this fiber: closing the scope waits for the turns that run in it.
+        return Effect.asVoid(Effect.forkDetach(deps.close(error.message)))
       })
 
     /** The model's context window (tokens), when known. */
@@ -280,7 +277,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
         timeoutMs: deps.permissionTimeoutMs,
         record: (body) => emitCanonical(turn, body),
         readOnly: deps.readOnly,
-        above: deps.above
+        above: deps.above,
+        sandbox: deps.sandbox
       })
 
     /** The client's files and terminals for a turn, when its presenter's client offers them. */
@@ -299,12 +297,9 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
 
     const logProblem = (what: string) => (cause: Cause.Cause<unknown>) => Effect.logError(`session ${info.id}: ${what}`, Cause.pretty(cause))
 
-    if (deps.startEvents !== undefined && deps.startEvents.length > 0) {
-      // Not synced here: the next turn's end or the session's close syncs it, and the session answers sooner.
-      yield* Effect.forEach(deps.startEvents, (body) => emitCanonical(null, body), { discard: true }).pipe(
-        Effect.catchCause(logProblem("could not log its start"))
-      )
-    }
+    // Not synced here: the next turn's end or the session's close syncs it, and the session answers
+    // sooner. Refused, they are logged first thing once the store takes writes again.
+    if (deps.startEvents !== undefined) yield* journal.soon(deps.startEvents)
 
     // ---- commands and skills ---------------------------------------------------------
 
@@ -335,38 +330,36 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
     })
     const extensionsFor = (content: ReadonlyArray<UserBlock>): Effect.Effect<Extensions> =>
       Effect.suspend(() => {
-        const first = content[0]
-        const command = first?.type === "text" && first.text.trimStart().startsWith("/")
-        if (known === undefined || command) return read
+        if (known === undefined || Commands.mayName(content)) return read
         const last = known
         return Effect.as(refresh, last)
       })
     if (deps.extensions !== undefined) yield* refresh
 
-    /** A prompt whose first text starts with `/name` of a known command becomes what that command runs. */
+    /**
+     * A prompt with a text block that starts with `/name` of a known command (the last one)
+     * becomes what that command runs; its other blocks stay where they are.
+     */
     const resolve = (content: ReadonlyArray<UserBlock>, extensions: Extensions): Effect.Effect<Resolved> =>
       Effect.gen(function*() {
-        const first = content[0]
-        if (first === undefined || first.type !== "text") return { content }
-        const parsed = Commands.parse(first.text)
-        const found = parsed === undefined ? undefined : Commands.find(extensions.commands, parsed.name)
-        if (parsed === undefined || found === undefined) return { content }
-        const command: CommandRun = { name: parsed.name, arguments: parsed.arguments }
-        const rest = content.slice(1)
-        const withText = (text: string): ReadonlyArray<UserBlock> => [{ type: "text", text }, ...rest]
+        const located = Commands.locate(content, extensions.commands)
+        if (located === undefined) return { content }
+        const found = located.command
+        const command: CommandRun = { name: found.name, arguments: located.arguments, ...(located.block > 0 ? { block: located.block } : {}) }
+        const withText = (text: string): ReadonlyArray<UserBlock> => content.map((block, i) => (i === located.block ? { type: "text", text } : block))
         switch (found.kind) {
           case "builtin":
-            if (found.name === "compact" || found.name === "undo") return { content, command: { ...command, local: true } }
-            return { content: withText(Commands.expand(found.name === "init" ? Commands.INIT_PROMPT : Commands.REVIEW_PROMPT, parsed.arguments)), command }
+            if (found.name === "compact" || found.name === "undo") return { content, command: { ...command, local: true }, notice: leftAside(found.name, content) }
+            return { content: withText(Commands.expand(found.name === "init" ? Commands.INIT_PROMPT : Commands.REVIEW_PROMPT, located.arguments)), command }
           case "prompt":
-            return { content: withText(Commands.expand(found.template ?? "", parsed.arguments)), command }
+            return { content: withText(Commands.expand(found.template ?? "", located.arguments)), command }
           case "skill": {
             if (found.skill === undefined) return { content }
             const skill = found.skill
             const loaded = yield* Effect.result(Skills.activate(skill).pipe(Effect.provideContext(deps.services)))
-            if (loaded._tag === "Failure") return { content, problem: loaded.failure.message }
+            if (loaded._tag === "Failure") return { content, notice: loaded.failure.message }
             return {
-              content: withText(Commands.forSkill(skill, loaded.success.body, parsed.arguments)),
+              content: withText(Commands.forSkill(skill, loaded.success.body, located.arguments)),
               command,
               activation: { name: skill.name, path: skill.path, sha256: loaded.success.sha256, body: loaded.success.body }
             }
@@ -439,19 +432,23 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
           }
           const extensions = yield* extensionsFor(q.content)
           const resolved = yield* resolve(q.content, extensions)
+          const start: CanonicalBody = {
+            type: "turn_start",
+            data: {
+              content: resolved.content,
+              ...(q.by !== undefined ? { by: q.by } : {}),
+              ...(q.key !== undefined ? { key: q.key } : {}),
+              ...(resolved.command !== undefined ? { command: resolved.command } : {})
+            }
+          }
+          let startLogged = false
           const started = yield* Effect.exit(
-            emitCanonical(q.turn, {
-              type: "turn_start",
-              data: {
-                content: resolved.content,
-                ...(q.by !== undefined ? { by: q.by } : {}),
-                ...(q.key !== undefined ? { key: q.key } : {}),
-                ...(resolved.command !== undefined ? { command: resolved.command } : {})
-              }
+            emitCanonical(q.turn, start, () => {
+              startLogged = true
             }).pipe(
               Effect.andThen(resolved.activation === undefined ? Effect.void : emitCanonical(q.turn, { type: "skill_activation", data: resolved.activation })),
               Effect.andThen(
-                resolved.problem === undefined ? Effect.void : emitCanonical(q.turn, { type: "notice", data: { text: resolved.problem, source: "command" } })
+                resolved.notice === undefined ? Effect.void : emitCanonical(q.turn, { type: "notice", data: { text: resolved.notice, source: "command" } })
               )
             )
           )
@@ -506,6 +503,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
               agents,
               skills: skillsFor(q.turn, extensions),
               readRoots: Skills.readableFolders(extensions.skills, deps.userHome ?? os.homedir()),
+              sandbox: deps.sandbox,
               window,
               compactAt: deps.compactAt,
               steering: (final) => {
@@ -541,55 +539,34 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
           // Every child is stopped and closed (and logged so) before the turn ends.
           if (children !== undefined) yield* children.shutdown
           children = undefined
-          const outcome = yield* finalize(q, state, exit)
+          const ended = yield* finalize(q, state, exit, startLogged ? undefined : start)
           const waiter = outcomes.get(q.turn)
           outcomes.delete(q.turn)
-          if (waiter !== undefined) yield* Deferred.succeed(waiter, outcome)
+          if (waiter !== undefined) yield* Deferred.done(waiter, ended)
         })
       ).pipe(Effect.ensuring(Queue.offer(mailbox, { _tag: "Turns", input: { _tag: "TurnDone", turn: q.turn } })))
 
-    /** Logs what the loop left open, then `turn_end`, then syncs. Never fails. */
-    const finalize = (q: Mailbox.Queued, state: Turn.TurnState, exit: Exit.Exit<TurnOutcome, unknown>) =>
+    /**
+     * Logs what the loop left open, then `turn_end`, then syncs (`start`: the turn's `turn_start`,
+     * when it was never logged). When the log refuses them, the turn's presenter is told so
+     * (`turn_aborted`), and its outcome is that refusal, unless the turn was cancelled. Never fails.
+     */
+    const finalize = (q: Mailbox.Queued, state: Turn.TurnState, exit: Exit.Exit<TurnOutcome, unknown>, start: CanonicalBody | undefined) =>
       Effect.gen(function*() {
-        let outcome: TurnOutcome
-        if (Exit.isSuccess(exit)) {
-          outcome = exit.value
-        } else if (Cause.hasInterruptsOnly(exit.cause)) {
-          outcome = { stopReason: "cancelled" }
-        } else {
-          yield* logProblem(`turn ${q.turn} failed`)(exit.cause)
-          const error = Cause.squash(exit.cause)
-          const detail = error instanceof Error ? error.message : typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)
-          outcome = { stopReason: "end_turn", error: `The turn failed inside Skein: ${detail}` }
-        }
-        const why = outcome.stopReason === "cancelled" ? CANCELLED_TOOL : NOT_RUN_TOOL
-        const canonical = (body: CanonicalBody) => Effect.catchCause(emitCanonical(q.turn, body), logProblem("could not log the end of a turn"))
-        if (state.partial !== undefined) {
-          yield* canonical({
-            type: "model_response",
-            data: {
-              call: state.call,
-              parts: state.partial,
-              stop: outcome.stopReason === "cancelled" ? "cancelled" : "error",
-              ...(state.compaction !== undefined ? { compaction: state.compaction } : {})
-            }
-          })
-          state.partial = undefined
-          state.compaction = undefined
-        }
-        for (const [id, name] of [...history.openToolCalls]) {
-          // A call the model asked for but that never started is shown too, so every
-          // result a client sees belongs to a tool call it was told about.
-          const title = history.announced.get(id) ?? name
-          if (!history.announced.has(id)) {
-            const args = state.requested.get(id)
-            yield* canonical({ type: "tool_call", data: { id, name, args: args ?? {}, title, kind: "other" } })
-          }
-          yield* canonical({ type: "tool_result", data: { id, title, ok: false, content: why } })
-        }
-        yield* canonical({ type: "turn_end", data: { stopReason: outcome.stopReason, ...(outcome.error !== undefined ? { error: outcome.error } : {}) } })
-        yield* Effect.catchCause(deps.writer.sync, logProblem("could not sync its log"))
-        return outcome
+        const outcome = TurnEnd.outcomeOf(exit)
+        if (Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause)) yield* logProblem(`turn ${q.turn} failed`)(exit.cause)
+        const refused = TurnEnd.refusedBy(exit)
+        const bodies = TurnEnd.closing(history, state, outcome, refused !== undefined)
+        state.partial = undefined
+        state.compaction = undefined
+        // A turn_start the store refused is written with its end (an invalid one never is).
+        const ending = yield* journal.end(q.turn, bodies, refused !== undefined ? start : undefined)
+        if (ending._tag === "Logged") return Exit.succeed(outcome)
+        yield* logProblem(`could not log the end of turn ${q.turn}`)(Cause.fail(ending.error))
+        const failure = TurnEnd.refusal(ending.error, ending._tag === "Lost" ? "This turn's end could not be saved" : "This turn stopped, and its end is not saved yet")
+        yield* emitEphemeral(q.turn, { type: "turn_aborted", data: { stopReason: outcome.stopReason, error: failure.message } })
+        if (ending._tag === "Lost") yield* lose(TurnEnd.refusal(ending.error, "This session was closed"))
+        return outcome.stopReason === "cancelled" ? Exit.succeed(outcome) : Exit.fail(failure)
       })
 
     /** No turn left to run (the last one's presenter may still be finishing with it). */
@@ -629,15 +606,38 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
           if (history.config.get(message.id) !== message.value) change = { type: "config_changed", data: { id: message.id, value: message.value } }
         }
         if (change !== undefined) {
-          // Session-level; the log remembers it for session/load, and presenters announce it.
-          yield* emitCanonical(null, change).pipe(Effect.andThen(deps.writer.sync), Effect.catchCause(logProblem(`could not log a ${change.type}`)))
+          // Session-level; the log remembers it for session/load, and presenters announce it. A
+          // change the log refused is not made; one logged but not synced is (the next write syncs first).
+          const logged = yield* Effect.exit(emitCanonical(null, change))
+          if (Exit.isFailure(logged)) return yield* refused(TurnEnd.errorOf(logged), `The ${message._tag === "SetMode" ? "mode" : message.id} was not changed`, message.reply)
+          yield* journal.sync
         }
         yield* Deferred.succeed(message.reply, undefined)
       })
 
+    /** Answers a request the log refused; a session taken over by another Skein is closed. */
+    const refused = <A>(error: LogError, what: string, reply: Deferred.Deferred<A, SessionError>) =>
+      Effect.gen(function*() {
+        yield* logProblem(what.toLowerCase())(Cause.fail(error))
+        yield* Deferred.fail(reply, TurnEnd.refusal(error, what))
+        if (error.reason === "locked") yield* lose(TurnEnd.refusal(error, "This session was closed"))
+      })
+
     const handle = (message: Message): Effect.Effect<void> => {
       if (message._tag !== "Turns") return configure(message)
-      if (closed && message.input._tag === "Submit") return message.reply === undefined ? Effect.void : Effect.asVoid(Deferred.succeed(message.reply, -1))
+      const reply = message.reply
+      if (message.input._tag === "Submit" && reply !== undefined) {
+        if (closed) return Effect.asVoid(Deferred.fail(reply, closedError()))
+        // A log that misses a turn's end takes no new prompt before it has it.
+        if (journal.behind() || journal.lost() !== undefined) {
+          return Effect.flatMap(Effect.exit(journal.repair), (repaired) =>
+            Exit.isSuccess(repaired) ? step(message) : refused(TurnEnd.errorOf(repaired), "The prompt was not run", reply))
+        }
+      }
+      return step(message)
+    }
+
+    const step = (message: Extract<Message, { _tag: "Turns" }>): Effect.Effect<void> => {
       const [next, outputs] = Mailbox.step(turns, message.input)
       turns = next
       return Effect.gen(function*() {
@@ -654,13 +654,15 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
 
     yield* Effect.forkIn(Effect.forever(Effect.flatMap(Queue.take(mailbox), handle)), scope)
 
-    // On close: every prompt still waiting resolves as cancelled. Finalizers run in reverse
-    // order, so this one (registered last) runs first, before the mailbox stops.
+    // On close: every prompt still waiting resolves as cancelled (or with why the session was
+    // closed). Finalizers run in reverse order, so this one (registered last) runs first, before
+    // the mailbox stops.
     yield* Scope.addFinalizer(scope, Effect.suspend(() => {
       closed = true
       const left = [...outcomes.values()]
       outcomes.clear()
-      return Effect.forEach(left, (waiter) => Deferred.succeed(waiter, { stopReason: "cancelled" }), { discard: true }).pipe(
+      const ended: Exit.Exit<TurnOutcome, SessionError> = closedWith === undefined ? Exit.succeed({ stopReason: "cancelled" }) : Exit.fail(closedWith)
+      return Effect.forEach(left, (waiter) => Deferred.done(waiter, ended), { discard: true }).pipe(
         Effect.andThen(Deferred.succeed(closing, undefined))
       )
     }))
@@ -669,17 +671,19 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
 
     /** Sends a message and waits for its reply, or for the session to close. */
     const request = <A, E>(reply: Deferred.Deferred<A, E>, message: Message): Effect.Effect<A, E | SessionError> =>
-      closed
-        ? Effect.fail(closedError)
-        : Effect.andThen(
-          Queue.offer(mailbox, message),
-          Effect.raceFirst(Deferred.await(reply), Effect.andThen(Deferred.await(closing), Effect.fail(closedError)))
-        )
+      Effect.suspend(() =>
+        closed
+          ? Effect.fail(closedError())
+          : Effect.andThen(
+            Queue.offer(mailbox, message),
+            Effect.raceFirst(Deferred.await(reply), Effect.andThen(Deferred.await(closing), Effect.suspend(() => Effect.fail(closedError()))))
+          )
+      )
 
-    const submit = (input: Extract<Mailbox.Input, { _tag: "Submit" }>, outcome?: Deferred.Deferred<TurnOutcome>): Effect.Effect<number, SessionError> =>
+    const submit = (input: Extract<Mailbox.Input, { _tag: "Submit" }>, outcome?: Deferred.Deferred<TurnOutcome, SessionError>): Effect.Effect<number, SessionError> =>
       Effect.suspend(() => {
-        const reply = Deferred.makeUnsafe<number>()
-        return Effect.flatMap(request(reply, { _tag: "Turns", input, reply, outcome }), (turn) => (turn < 0 ? Effect.fail(closedError) : Effect.succeed(turn)))
+        const reply = Deferred.makeUnsafe<number, SessionError>()
+        return request(reply, { _tag: "Turns", input, reply, outcome })
       })
 
     const released = (turn: number) => Queue.offer(mailbox, { _tag: "Turns", input: { _tag: "Released", turn } })
@@ -723,11 +727,11 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
     /** A turn nobody presents, to its outcome. */
     const prompt = (content: ReadonlyArray<UserBlock>) =>
       Effect.suspend(() => {
-        const outcome = Deferred.makeUnsafe<TurnOutcome>()
+        const outcome = Deferred.makeUnsafe<TurnOutcome, SessionError>()
         return Effect.andThen(submit({ _tag: "Submit", content, presented: false }, outcome), Deferred.await(outcome))
       })
 
-    const subscription = Effect.flatMap(deps.bus.subscribe(info.id), (sub) => (sub === undefined ? Effect.fail(closedError) : Effect.succeed(sub)))
+    const subscription = Effect.flatMap(deps.bus.subscribe(info.id), (sub) => (sub === undefined ? Effect.fail(closedError()) : Effect.succeed(sub)))
 
     const session: Session = {
       ...info,
@@ -758,7 +762,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
           })
           // However the stream ends, its presenter lets go of the turn (the next one may start).
           yield* Effect.addFinalizer(() => released(turn))
-          return Bus.toStreamOf(sub, (event) => event.turn === turn, (event) => event.type === "turn_end")
+          return TurnEnd.events(sub, turn, () => closedWith)
         })),
       send: (command: Command): Effect.Effect<SendResult, SessionError> => {
         switch (command._tag) {
@@ -775,7 +779,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
           case "Answer":
             return Effect.as(questions.answer(command.requestId, command.answer), {})
           case "Close":
-            return Effect.as(deps.close, {})
+            return Effect.as(deps.close(), {})
         }
       },
       prompt,
@@ -806,4 +810,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
       idleSince: () => (resting() ? idle : undefined)
     }
     return session
-  })
+  }).pipe(
+    // What the session logs names the session, not the request that opened it (its fibers,
+    // forked from here, would carry that request's annotations for their whole life).
+    Effect.provideService(References.CurrentLogAnnotations, { session: info.id })
+  )

@@ -89,6 +89,8 @@ export interface TurnContext {
   readonly skills?: Tool.SkillAccess | undefined
   /** Folders tools that only read may read without asking, besides the roots (the skills' folders). */
   readonly readRoots?: ReadonlyArray<string> | undefined
+  /** The session's sandbox, which its commands start through. */
+  readonly sandbox?: Tool.ToolContext["sandbox"]
   /**
    * Messages for the user that arose outside the model (an MCP server failed),
    * each given out once; the loop logs them as `notice` events before each
@@ -228,7 +230,8 @@ export const runToolCall = (ctx: TurnContext, call: { readonly id: string; reado
           ),
         client: ctx.client,
         agents: ctx.agents,
-        skills: ctx.skills
+        skills: ctx.skills,
+        sandbox: ctx.sandbox
       })
     yield* ctx.emit.canonical({
       type: "tool_result",

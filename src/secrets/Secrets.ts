@@ -33,6 +33,7 @@
  * (adr/0010). `make()` gives an independent one (tests).
  */
 import * as Matcher from "./Matcher.ts"
+import * as Shapes from "./Shapes.ts"
 
 export const MARKER = Matcher.MARKER
 /** Values shorter than this are not redacted from text (only kept out of child environments). */
@@ -327,27 +328,16 @@ export const childEnv = (env: Env = process.env): Record<string, string> => regi
 // Credential shapes
 // ---------------------------------------------------------------------------
 
-const SHAPES: ReadonlyArray<RegExp> = [
-  // Vendor key shapes, including the masked echoes some APIs return ("sk-proj-****abcd").
-  /\b(?:sk|pk|rk)-[A-Za-z0-9_\-*.]{6,}/g,
-  /\bgsk_[A-Za-z0-9]{8,}/g,
-  /\b(?:xai|hf)[-_][A-Za-z0-9]{8,}/g,
-  /\bBearer\s+[A-Za-z0-9._~+/=\-]+/gi,
-  /((?:api[_-]?key|x-api-key|authorization|token)["']?\s*[:=]\s*["']?)[^\s"',}]+/gi
-]
-
 /**
- * Known secrets, `extra` values (4 characters or more), and anything shaped like a key or a
- * bearer token. For text Skein writes itself (provider errors, diagnostics), never for tool
- * output: shapes would mangle the source code a model reads.
+ * Known secrets, `extra` values (4 characters or more), and the values of anything shaped like
+ * a key or a bearer token (`Shapes`: the value, not the words around it). For text Skein
+ * writes itself (provider errors, diagnostics), never for tool output: shapes would mangle the
+ * source code a model reads.
  */
 export const redactWithShapes = (text: string, extra: ReadonlyArray<string> = []): string => {
   let out = redact(text)
   for (const secret of extra) {
     if (secret.length >= 4) out = out.split(secret).join(MARKER)
   }
-  for (const pattern of SHAPES) {
-    out = out.replace(pattern, (match, prefix?: unknown) => (typeof prefix === "string" && match.startsWith(prefix) ? `${prefix}${MARKER}` : MARKER))
-  }
-  return out
+  return Shapes.redact(out)
 }

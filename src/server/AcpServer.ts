@@ -20,13 +20,15 @@ import * as Acp from "../acp/index.ts"
 import * as Peer from "../jsonrpc/Peer.ts"
 import * as Protocol from "../jsonrpc/Protocol.ts"
 import type { Canonical, SessionEvent, UserBlock } from "../log/Event.ts"
-import * as Children from "../translate/Children.ts"
+import * as Present from "../translate/Present.ts"
 import * as Replay from "../translate/Replay.ts"
 import { Runtime, RuntimeError } from "../runtime/Api.ts"
 import { outcomeOf, type Session, type SessionError } from "../session/Protocol.ts"
 import type { Answer, StopReason } from "../Vocabulary.ts"
 import * as Translate from "../translate/Translate.ts"
+import * as Auth from "./Auth.ts"
 import * as ClientBridge from "./ClientBridge.ts"
+import type * as Guarantees from "../sandbox/Guarantees.ts"
 import * as Stdio from "./Stdio.ts"
 
 export const PROTOCOL_VERSION = 1
@@ -46,6 +48,14 @@ export interface Options {
    * on the same `skein serve`), as they happen: its own prompts show only their own turns.
    */
   readonly watchOthers?: boolean | undefined
+  /**
+   * Sign-in (`Auth.ts`): with it, `initialize` offers auth methods and `logout`, and a session
+   * cannot be opened while no provider is configured (`auth_required`). Without it (sessions
+   * in a `skein serve`, whose configuration is its own), no method is offered.
+   */
+  readonly signIn?: Auth.SignIn | undefined
+  /** What the sandbox guarantees, stated in `initialize` as `_meta.skein.sandbox` (when known here). */
+  readonly sandbox?: Guarantees.Statement | undefined
 }
 
 /** What Skein can do, exactly: advertised only once it works. */
@@ -140,6 +150,12 @@ export const handlers = (
   let nativeChildren = false
   /** What the client shows beyond the stable protocol (`clientCapabilities.session.compaction`, unstable). */
   let shown: Translate.Options = {}
+  const signIn = options.signIn
+  /** The auth methods offered to this client (in `initialize`, and with `auth_required`). */
+  let authMethods = signIn === undefined ? [] : Auth.methods({ terminal: false, legacy: false }, signIn)
+  /** Opening a session needs a configured provider: `auth_required` until there is one. */
+  const signedIn = signIn === undefined ? Effect.void : Effect.flatMap(signIn.required, (reason) =>
+    reason === undefined ? Effect.void : Effect.fail(Auth.authRequired(reason, authMethods)))
   /** Prompts of this connection in progress, by session: steering goes to their turn. */
   const presenting = new Map<string, number>()
   /** Encoders of `session/update` lines by session id (a turn shows its children's sessions too). */
@@ -211,8 +227,7 @@ export const handlers = (
         })
       )
       const encodeFor = encoders(s.id)
-      const encode = encodeFor(s.id)
-      const children = Children.presenter(s.id, nativeChildren)
+      const presenter = Present.make(s.id, { native: nativeChildren, shown })
       // The turn's open questions (its children's too), by session and request id; withdrawing one interrupts its request.
       const questions = yield* FiberMap.make<string>()
       /** Asks one question in its place: everything before it is written first; nothing after it overtakes it. */
@@ -223,8 +238,8 @@ export const handlers = (
           yield* FiberMap.run(questions, key, ClientBridge.askOn(peer, sessionId, answer, question, sent), { startImmediately: true })
           yield* Deferred.await(sent)
         })
-      const answerChild = (childId: string, requestId: string) => (answer: Answer) =>
-        Effect.flatMap(runtime.getSession(childId), (child) => child.answer(requestId, answer))
+      const answerTo = (id: string, requestId: string) => (answer: Answer) =>
+        id === s.id ? s.answer(requestId, answer) : Effect.flatMap(runtime.getSession(id), (child) => child.answer(requestId, answer))
       let lines: Array<string> = []
       const flush = Effect.suspend(() => {
         if (lines.length === 0) return Effect.void
@@ -236,35 +251,22 @@ export const handlers = (
       const present = (events: ReadonlyArray<SessionEvent>) =>
         Effect.gen(function*() {
           for (const event of events) {
-            if (ClientBridge.isQuestion(event)) {
-              yield* ask(`${s.id}:${event.data.requestId}`, s.id, (answer) => s.answer(event.data.requestId, answer), event)
-              continue
-            }
-            if (event.type === "question_withdrawn") {
-              yield* FiberMap.remove(questions, `${s.id}:${event.data.requestId}`)
-              continue
-            }
             if (ran !== undefined && (event.type === "tool_call" || event.type === "subagent")) ran.tools = true
-            if (event.type === "child_event" || event.type === "subagent") {
-              for (const action of children.present(event)) {
-                switch (action._tag) {
-                  case "update":
-                    lines.push(encodeFor(action.sessionId)(action.update as Translate.Update))
-                    break
-                  case "ask": {
-                    const requestId = action.question.data.requestId
-                    yield* ask(`${action.answerTo}:${requestId}`, action.sessionId, answerChild(action.answerTo, requestId), action.question)
-                    break
-                  }
-                  case "withdraw":
-                    yield* FiberMap.remove(questions, `${action.answerTo}:${action.requestId}`)
-                    break
+            for (const action of presenter.live(event)) {
+              switch (action._tag) {
+                case "update":
+                  lines.push(encodeFor(action.sessionId)(action.update as Translate.Update))
+                  break
+                case "ask": {
+                  const requestId = action.question.data.requestId
+                  yield* ask(`${action.answerTo}:${requestId}`, action.sessionId, answerTo(action.answerTo, requestId), action.question)
+                  break
                 }
+                case "withdraw":
+                  yield* FiberMap.remove(questions, `${action.answerTo}:${action.requestId}`)
+                  break
               }
-              continue
             }
-            for (const u of Translate.titleUpdate(event)) lines.push(encode(u))
-            for (const u of Translate.live(event, shown)) lines.push(encode(u))
             const outcome = outcomeOf(event)
             if (outcome !== undefined) {
               yield* flush
@@ -331,6 +333,7 @@ export const handlers = (
   /** `session/load` and `session/resume`: the session live again; `load` replays its history first. */
   const reopen = (params: Acp.Session.LoadSessionRequest, replay: boolean, ctx: Peer.RequestContext) =>
     Effect.gen(function*() {
+      yield* signedIn
       const loaded = yield* Effect.mapError(
         runtime.loadSession({
           sessionId: params.sessionId,
@@ -343,23 +346,17 @@ export const handlers = (
       // Every replayed update is enqueued before the response, and the peer writes in order.
       if (replay) {
         const encodeFor = encoders(params.sessionId)
-        const encode = encodeFor(params.sessionId)
         // Its children's logs, read first (a parent that never delegated reads none).
         const childLogs = yield* readChildren(loaded.events)
         let lines: Array<string> = []
         const chunks: Array<string> = []
-        Replay.forEach(loaded.events, (event, updates) => {
-          for (const u of updates) lines.push(encode(u))
-          if (event.type === "subagent") {
-            for (const action of Children.replay(params.sessionId, nativeChildren, event, (id) => childLogs.get(id))) {
-              if (action._tag === "update") lines.push(encodeFor(action.sessionId)(action.update as Translate.Update))
-            }
-          }
+        Replay.forEach(params.sessionId, loaded.events, (shown) => {
+          lines.push(encodeFor(shown.sessionId)(shown.update as Translate.Update))
           if (lines.length >= 1024) {
             chunks.push(lines.join(""))
             lines = []
           }
-        }, shown)
+        }, { native: nativeChildren, shown, childLog: (id) => childLogs.get(id) })
         if (lines.length > 0) chunks.push(lines.join(""))
         for (const chunk of chunks) yield* peer.sendEncoded(chunk)
       }
@@ -377,6 +374,7 @@ export const handlers = (
       if (params.systemPrompt !== undefined) {
         return yield* Protocol.invalidParams("systemPrompt is not supported (see sessionCapabilities)")
       }
+      yield* signedIn
       const record = yield* Effect.mapError(
         runtime.forkSession({ sessionId: params.sessionId, cwd: params.cwd, additionalDirectories: params.additionalDirectories }),
         runtimeError
@@ -424,19 +422,24 @@ export const handlers = (
    */
   const watchOthers = (s: Session) =>
     Effect.gen(function*() {
-      const encode = Translate.encoder(s.id)
-      const others = new Set<number>()
+      /** Each turn watched, presented as its own presenter shows it (but for the questions), until it ends. */
+      const others = new Map<number, { readonly presenter: Present.Presenter; readonly encodeFor: (sessionId: string) => (u: Translate.Update) => string }>()
       yield* s.events.pipe(Stream.runForEachArray((events) => {
         const lines: Array<string> = []
+        const show = (watched: { readonly encodeFor: (sessionId: string) => (u: Translate.Update) => string }, actions: ReadonlyArray<Present.Action>) => {
+          for (const action of actions) if (action._tag === "update") lines.push(watched.encodeFor(action.sessionId)(action.update as Translate.Update))
+        }
         for (const event of events) {
           if (event.type === "turn_start" && event.turn !== null && event.data.by !== connection) {
-            others.add(event.turn)
-            for (const u of Translate.replay(event, shown)) lines.push(encode(u))
+            const watched = { presenter: Present.make(s.id, { native: nativeChildren, shown }), encodeFor: encoders(s.id) }
+            others.set(event.turn, watched)
+            show(watched, watched.presenter.replay(event))
             continue
           }
-          if (event.turn === null || !others.has(event.turn) || ClientBridge.isQuestion(event)) continue
-          for (const u of Translate.live(event, shown)) lines.push(encode(u))
-          if (event.type === "turn_end") others.delete(event.turn)
+          const watched = event.turn === null ? undefined : others.get(event.turn)
+          if (watched === undefined) continue
+          show(watched, watched.presenter.live(event))
+          if (event.type === "turn_end" || event.type === "turn_aborted") others.delete(event.turn!)
         }
         return lines.length === 0 ? Effect.void : peer.sendEncoded(lines.join(""))
       }))
@@ -477,18 +480,32 @@ export const handlers = (
           }
           nativeChildren = params.clientCapabilities.subagents != null
           shown = { compaction: params.clientCapabilities.session?.compaction != null }
-        }).pipe(Effect.as({
+          if (signIn !== undefined) authMethods = Auth.methods(Auth.clientOffers(params.clientCapabilities), signIn)
+        }).pipe(Effect.map(() => ({
           // Skein speaks v1 only: the requested version if it is 1, else the latest it supports (also 1).
           protocolVersion: params.protocolVersion === PROTOCOL_VERSION ? params.protocolVersion : PROTOCOL_VERSION,
-          agentCapabilities,
-          authMethods: [],
+          agentCapabilities: signIn === undefined ? agentCapabilities : { ...agentCapabilities, auth: { logout: {} } },
+          authMethods,
           agentInfo: { name: options.name ?? "skein", title: "Skein", version: options.version },
           // `_session/steering`: content for a running turn (an extension method).
-          _meta: { steering: { supported: true } }
-        }))),
-      authenticate: Peer.request(Acp.Initialize.AuthenticateRequest, () => Effect.succeed({})),
+          _meta: { steering: { supported: true }, ...(options.sandbox !== undefined ? { skein: { sandbox: options.sandbox } } : {}) }
+        })))),
+      authenticate: Peer.request(Acp.Initialize.AuthenticateRequest, (params) =>
+        signIn === undefined ? Effect.succeed({}) : Effect.gen(function*() {
+          if (params.methodId !== Auth.SETUP_METHOD && params.methodId !== Auth.CONFIG_METHOD) {
+            return yield* Protocol.invalidParams(`Unknown auth method (the methods are ${Auth.SETUP_METHOD} and ${Auth.CONFIG_METHOD})`)
+          }
+          const reason = yield* signIn.reload
+          if (reason !== undefined) return yield* Auth.authRequired(reason, authMethods)
+          return {}
+        })),
+      ...(signIn === undefined ? {} : {
+        logout: Peer.request(Acp.Initialize.LogoutRequest, () =>
+          Effect.as(Effect.mapError(signIn.logout, (message) => new Protocol.RpcError({ code: Protocol.ErrorCode.InternalError, message })), {}))
+      }),
       "session/new": Peer.request(Acp.Session.NewSessionRequest, (params, ctx) =>
         Effect.gen(function*() {
+          yield* signedIn
           const s = yield* Effect.mapError(
             runtime.newSession({
               cwd: params.cwd,

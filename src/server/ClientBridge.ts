@@ -45,20 +45,38 @@ const decodePermission = Schema.decodeUnknownEffect(Acp.Client.RequestPermission
 
 const cancelled: Answer = { outcome: "cancelled" }
 
-const permission = (peer: Peer.Peer, sessionId: string, data: PermissionAsked, sent: Deferred.Deferred<void>) =>
-  peer.request(
+/** An id as it may be quoted in a warning: short, and JSON-quoted so nothing in it reads as our own words. */
+const quoted = (id: string): string => JSON.stringify(id.length > 64 ? `${id.slice(0, 64)}…` : id)
+
+/**
+ * Asks a permission question. An answer naming an option that was not offered is a denial,
+ * with a warning that names this request as the client knows it (its method and id, the tool
+ * call and the session it was asked on), not the request that happened to start the session.
+ */
+const permission = (peer: Peer.Peer, sessionId: string, data: PermissionAsked, sent: Deferred.Deferred<void>) => {
+  let id: Protocol.Id | undefined
+  const named = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.annotateLogs(effect, { rpcMethod: "session/request_permission", rpcId: id })
+  const request = () => `session/request_permission #${id} (tool call ${quoted(data.toolCall.toolCallId)} of session ${sessionId})`
+  return peer.request(
     "session/request_permission",
     { sessionId, toolCall: data.toolCall, options: data.options } satisfies typeof Acp.Client.RequestPermissionRequest.Encoded,
-    { sent }
+    { sent, assigned: (assigned) => (id = assigned) }
   ).pipe(
     Effect.flatMap(decodePermission),
-    Effect.map((response): Answer =>
-      response.outcome.outcome === "selected" ? { outcome: "selected", optionId: response.outcome.optionId } : cancelled
-    ),
+    Effect.flatMap((response): Effect.Effect<Answer> => {
+      if (response.outcome.outcome !== "selected") return Effect.succeed(cancelled)
+      const optionId = response.outcome.optionId
+      if (data.options.some((option) => option.optionId === optionId)) return Effect.succeed({ outcome: "selected", optionId })
+      return named(Effect.logWarning(
+        `The answer to ${request()} chose option ${quoted(optionId)}, which was not offered ` +
+          `(offered: ${data.options.map((option) => option.optionId).join(", ")}); it counts as cancelled.`
+      )).pipe(Effect.as(cancelled))
+    }),
     Effect.catchCause((cause) =>
-      Effect.logWarning("permission request failed; treating it as a denial", cause).pipe(Effect.as(cancelled))
+      named(Effect.logWarning(`${request()} failed; treating it as a denial`, cause)).pipe(Effect.as(cancelled))
     )
   )
+}
 
 const exitStatus = (status: Acp.Client.TerminalExitStatus) => ({ exitCode: status.exitCode ?? null, signal: status.signal ?? null })
 

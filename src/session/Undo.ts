@@ -32,7 +32,7 @@ import * as Random from "effect/Random"
 import * as PlatformError from "effect/PlatformError"
 import type { Canonical } from "../log/Event.ts"
 import * as PathLocks from "../tools/PathLocks.ts"
-import * as SafeFs from "../tools/SafeFs.ts"
+import * as SafeFs from "../fs/SafeFs.ts"
 import * as Workspace from "../tools/Workspace.ts"
 import { describeError, inspect, type Inspected } from "../tools/write.ts"
 

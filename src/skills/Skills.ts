@@ -26,6 +26,10 @@
  *    cwd outside a repository): the project's;
  * 2. `~/.agents/skills`, `~/.claude/skills` and `$SKEIN_HOME/skills`: the user's.
  *
+ * Folders and files are read only from inside their root (`text/Confined.ts`): the repository
+ * root (the cwd outside one) for the project's, the `skills` folder itself for the user's; a
+ * skill folder or `SKILL.md` that is a link out of it is a problem, never read.
+ *
  * A skill shadowed by a nearer one of the same name is a problem naming both files. A skill that
  * cannot be read or parsed is a problem and is left out; a missing folder is none; nothing here
  * fails. The model sees the catalog (name, description, path) in its system prompt, within a
@@ -34,13 +38,12 @@
 import * as nodeFs from "node:fs"
 import * as nodePath from "node:path"
 import * as Effect from "effect/Effect"
-import * as FileSystem from "effect/FileSystem"
 import * as Path from "effect/Path"
-import type * as PlatformError from "effect/PlatformError"
 import * as Schema from "effect/Schema"
 import { createHash } from "node:crypto"
+import * as Confined from "../text/Confined.ts"
 import * as FrontMatter from "../text/FrontMatter.ts"
-import { absent, describe, entries, mayExist } from "../text/FileErrors.ts"
+import { mayExist } from "../text/FileErrors.ts"
 
 export interface Skill {
   /** How the model and the user name it: `release-notes`. */
@@ -52,6 +55,11 @@ export interface Skill {
   /** Its `SKILL.md`, absolute. */
   readonly path: string
   readonly scope: "project" | "user"
+  /**
+   * The real path of the folder its files must stay inside: the repository root (or the cwd)
+   * for a project's skill, its `skills` folder for the user's.
+   */
+  readonly root: string
   /** The user may run it as a `/name` command. */
   readonly userInvocable: boolean
   /** It is in the model's catalog, and the model may load it. */
@@ -106,7 +114,7 @@ const flagOr = (values: ReadonlyMap<string, FrontMatter.Value>, key: string, fal
  */
 export const parse = (
   content: string,
-  where: { readonly dir: string; readonly path: string; readonly scope: Skill["scope"]; readonly folder: string }
+  where: { readonly dir: string; readonly path: string; readonly scope: Skill["scope"]; readonly folder: string; readonly root: string }
 ): { readonly skill?: Skill | undefined; readonly problems: ReadonlyArray<string> } => {
   const { values, problem } = FrontMatter.split(content, { lenient: true })
   if (problem?.reason === "missing") {
@@ -129,6 +137,7 @@ export const parse = (
       dir: where.dir,
       path: where.path,
       scope: where.scope,
+      root: where.root,
       userInvocable: flagOr(values, "user-invocable", true, problems),
       modelInvocable: !flagOr(values, "disable-model-invocation", false, problems),
       argumentHint: FrontMatter.asWritten(values, "argument-hint")
@@ -142,61 +151,53 @@ export const parse = (
 // Discovery
 // ---------------------------------------------------------------------------
 
-/** The skills of one `skills` folder (one per subfolder, in name order), with the problems of the others. */
-const readRoot = Effect.fnUntraced(function*(root: string, scope: Skill["scope"]) {
-  const fs = yield* FileSystem.FileSystem
+/**
+ * The skills of one `skills` folder (one per subfolder, in name order), with the problems of
+ * the others. Every folder and file is read only from inside `bound` (`text/Confined.ts`).
+ */
+const readRoot = Effect.fnUntraced(function*(folder: { readonly root: string; readonly bound: string; readonly scope: Skill["scope"] }) {
   const path = yield* Path.Path
   const problems: Array<Problem> = []
   const skills: Array<Skill> = []
-  const names = yield* entries(root, problems)
-  for (const folder of [...names].sort()) {
-    if (folder.startsWith(".")) continue
-    const dir = path.join(root, folder)
-    const isDir = yield* fs.stat(dir).pipe(
-      Effect.map((info) => info.type === "Directory"),
-      Effect.catch((error) =>
-        Effect.sync(() => {
-          if (!absent(error)) problems.push({ file: dir, message: `cannot read the folder (${describe(error)})` })
-          return false
-        })
-      )
-    )
-    if (!isDir) continue
+  const listing = yield* Confined.list(folder.root, folder.bound)
+  if (listing._tag === "refused") problems.push({ file: folder.root, message: listing.message })
+  if (listing._tag !== "entries") return { skills, problems }
+  for (const name of [...listing.names].sort()) {
+    if (name.startsWith(".")) continue
+    const dir = path.join(folder.root, name)
+    const found = yield* Confined.kind(path.join(listing.real, name), folder.bound)
+    if (found._tag === "outside") problems.push({ file: dir, message: Confined.outsideMessage(folder.bound) })
+    if (found._tag === "error") problems.push({ file: dir, message: `cannot read the folder (${found.code})` })
+    if (found._tag !== "directory") continue
     const file = path.join(dir, FILE_NAME)
-    const content = yield* fs.stat(file).pipe(
-      Effect.flatMap((info) =>
-        info.type !== "File"
-          ? Effect.sync(() => {
-            problems.push({ file, message: "not a file" })
-            return undefined
-          })
-          : info.size > BigInt(MAX_FILE_BYTES)
-          ? Effect.sync(() => {
-            problems.push({ file, message: `larger than ${MAX_FILE_BYTES / 1024} KiB; not read as a skill` })
-            return undefined
-          })
-          : fs.readFileString(file)
-      ),
-      Effect.catch((error) =>
-        Effect.sync(() => {
-          problems.push(
-            absent(error)
-              ? { file: dir, message: `no ${FILE_NAME} in the folder, so it is not a skill` }
-              : { file, message: `cannot read the file (${describe(error)})` }
-          )
-          return undefined
-        })
-      )
-    )
-    if (content === undefined) continue
-    const parsed = parse(content, { dir, path: file, scope, folder })
+    const read = yield* Confined.readText(path.join(found.real, FILE_NAME), folder.bound, { maxBytes: MAX_FILE_BYTES })
+    switch (read._tag) {
+      case "missing":
+        problems.push({ file: dir, message: `no ${FILE_NAME} in the folder, so it is not a skill` })
+        continue
+      case "directory":
+        problems.push({ file, message: "not a file" })
+        continue
+      case "refused":
+        problems.push({ file, message: read.reason === "too_large" ? `larger than ${MAX_FILE_BYTES / 1024} KiB; not read as a skill` : read.message })
+        continue
+      case "text":
+        break
+      default:
+        return read satisfies never
+    }
+    const parsed = parse(read.text, { dir, path: file, scope: folder.scope, folder: name, root: folder.bound })
     for (const message of parsed.problems) problems.push({ file, message })
     if (parsed.skill !== undefined) skills.push(parsed.skill)
   }
   return { skills, problems }
 })
 
-/** The `skills` folders to search, nearest first, each with its scope. */
+/**
+ * The `skills` folders to search, nearest first, each with its scope and the bound its files
+ * must stay inside: the repository root (the cwd outside a repository) for the project's, the
+ * folder itself for the user's.
+ */
 const roots = Effect.fnUntraced(function*(options: { readonly cwd: string; readonly home: string; readonly userHome: string }) {
   const path = yield* Path.Path
   const cwd = path.resolve(options.cwd)
@@ -212,12 +213,16 @@ const roots = Effect.fnUntraced(function*(options: { readonly cwd: string; reado
     if (path.dirname(dir) === dir) break
   }
   const project = inRepository ? chain : [cwd]
+  const projectBound = yield* Confined.root(project.at(-1)!)
+  const user = [path.join(options.userHome, ".agents", "skills"), path.join(options.userHome, ".claude", "skills"), path.join(options.home, "skills")]
   return [
-    ...project.flatMap((dir) => [path.join(dir, ".agents", "skills"), path.join(dir, ".claude", "skills")]).map((root) => ({ root, scope: "project" as const })),
-    ...[path.join(options.userHome, ".agents", "skills"), path.join(options.userHome, ".claude", "skills"), path.join(options.home, "skills")].map((root) => ({
-      root: path.resolve(root),
-      scope: "user" as const
-    }))
+    ...project.flatMap((dir) => [path.join(dir, ".agents", "skills"), path.join(dir, ".claude", "skills")]).map((root) => ({
+      root,
+      bound: projectBound,
+      scope: "project" as const
+    })),
+    ...(yield* Effect.forEach(user, (root) =>
+      Effect.map(Confined.root(root), (bound) => ({ root: path.resolve(root), bound, scope: "user" as const }))))
   ]
 })
 
@@ -227,15 +232,15 @@ const roots = Effect.fnUntraced(function*(options: { readonly cwd: string; reado
  */
 export const discover = Effect.fn("Skills.discover")(function*(
   options: { readonly cwd: string; readonly home: string; readonly userHome: string }
-): Effect.gen.Return<Discovered, never, FileSystem.FileSystem | Path.Path> {
+): Effect.gen.Return<Discovered, never, Path.Path> {
   const problems: Array<Problem> = []
   const byName = new Map<string, Skill>()
   const seen = new Set<string>()
-  for (const { root, scope } of yield* roots(options)) {
+  for (const folder of yield* roots(options)) {
     // The user's home may be the repository root, or a folder of the chain: read each folder once, as the project's.
-    if (seen.has(root)) continue
-    seen.add(root)
-    const found = yield* readRoot(root, scope)
+    if (seen.has(folder.root)) continue
+    seen.add(folder.root)
+    const found = yield* readRoot(folder)
     problems.push(...found.problems)
     for (const skill of found.skills) {
       const winner = byName.get(skill.name)
@@ -332,38 +337,45 @@ export const budget = (contextWindow: number | undefined): number =>
 
 /**
  * A skill's instructions as they are now: its `SKILL.md` without the front matter (trimmed),
- * and the sha256 (hex) of that text, for the log.
+ * and the sha256 (hex) of that text, for the log. Read as discovery reads it: only from inside
+ * the skill's root, so a `SKILL.md` swapped for a link since is refused, not followed.
  */
 export const activate = Effect.fn("Skills.activate")(function*(
   skill: Skill
-): Effect.gen.Return<{ readonly body: string; readonly sha256: string }, SkillError, FileSystem.FileSystem> {
-  const fs = yield* FileSystem.FileSystem
-  const fail = (error: PlatformError.PlatformError) =>
-    new SkillError(
-      absent(error)
-        ? { reason: "not_found", message: `The skill "${skill.name}" is gone: ${skill.path} does not exist any more` }
-        : { reason: "unreadable", message: `The skill "${skill.name}" cannot be read: ${skill.path} (${describe(error)})` }
-    )
-  const info = yield* fs.stat(skill.path).pipe(Effect.mapError(fail))
-  if (info.size > BigInt(MAX_FILE_BYTES)) {
-    return yield* new SkillError({ reason: "too_large", message: `The skill "${skill.name}" is too large: ${skill.path} is over ${MAX_FILE_BYTES / 1024} KiB` })
+): Effect.gen.Return<{ readonly body: string; readonly sha256: string }, SkillError> {
+  const read = yield* Confined.readText(skill.path, skill.root, { maxBytes: MAX_FILE_BYTES })
+  switch (read._tag) {
+    case "missing":
+    case "directory":
+      return yield* new SkillError({ reason: "not_found", message: `The skill "${skill.name}" is gone: ${skill.path} does not exist any more` })
+    case "refused":
+      return yield* new SkillError(
+        read.reason === "too_large"
+          ? { reason: "too_large", message: `The skill "${skill.name}" is too large: ${skill.path} is over ${MAX_FILE_BYTES / 1024} KiB` }
+          : { reason: "unreadable", message: `The skill "${skill.name}" cannot be read: ${skill.path}: ${read.message}` }
+      )
+    case "text": {
+      const body = FrontMatter.split(read.text, { lenient: true }).body.trim()
+      return { body, sha256: createHash("sha256").update(body, "utf8").digest("hex") }
+    }
+    default:
+      return read satisfies never
   }
-  const content = yield* fs.readFileString(skill.path).pipe(Effect.mapError(fail))
-  const body = FrontMatter.split(content, { lenient: true }).body.trim()
-  return { body, sha256: createHash("sha256").update(body, "utf8").digest("hex") }
 })
 
 /**
  * The skills' folders the model's reading tools may read without asking: each one's real path
- * (links followed), unless it is a filesystem root or holds the user's home (a skill folder
- * that is a link to `/` or `~` must not open them up). Those are left out: reading there asks
- * as anywhere outside the workspace.
+ * (links followed), unless it is outside the skill's root (it was swapped for a link since it
+ * was found), a filesystem root, or holds the user's home (a skill folder that is a link to `/`
+ * or `~` must not open them up). Those are left out: reading there asks as anywhere outside the
+ * workspace.
  */
 export const readableFolders = (skills: ReadonlyArray<Skill>, userHome: string): ReadonlyArray<string> => {
   const home = realOrSelf(userHome)
   const out: Array<string> = []
   for (const skill of skills) {
     const real = realOrSelf(skill.dir)
+    if (!Confined.inside(skill.root, real)) continue
     if (nodePath.dirname(real) === real) continue
     if (home === real || home.startsWith(real.endsWith(nodePath.sep) ? real : real + nodePath.sep)) continue
     out.push(real)

@@ -1,12 +1,11 @@
 /**
- * Reading the folders of definitions (agents, skills, commands): a missing folder, or a file
- * where a folder was expected, is no problem (there is nothing to read); anything else is named
- * by its error code for the warning that reports it. Most folders looked at do not exist, so
- * they are ruled out with a synchronous look before any asynchronous read.
+ * Reading the folders of definitions (agents, skills, commands; `Confined.ts` reads them): a
+ * missing folder, or a file where a folder was expected, is no problem (there is nothing to
+ * read); anything else is named by its error code for the warning that reports it. Most folders
+ * looked at do not exist, so they are ruled out with a synchronous look before any asynchronous
+ * read.
  */
 import * as nodeFs from "node:fs"
-import * as Effect from "effect/Effect"
-import * as FileSystem from "effect/FileSystem"
 import type * as PlatformError from "effect/PlatformError"
 
 /** The system error code (`EACCES`, `ENOTDIR`…) of a platform error, when it has one. */
@@ -36,21 +35,3 @@ export const mayExist = (path: string): boolean => {
     return code !== "ENOENT" && code !== "ENOTDIR"
   }
 }
-
-/**
- * The names in a definitions folder: none when it does not exist (looked at synchronously
- * first), and none with a problem added when it cannot be read.
- */
-export const entries = (
-  dir: string,
-  problems: Array<{ readonly file: string; readonly message: string }>
-): Effect.Effect<ReadonlyArray<string>, never, FileSystem.FileSystem> =>
-  !mayExist(dir)
-    ? Effect.succeed([])
-    : Effect.flatMap(FileSystem.FileSystem, (fs) =>
-      fs.readDirectory(dir).pipe(
-        Effect.catch((error: PlatformError.PlatformError) => {
-          if (!absent(error)) problems.push({ file: dir, message: `cannot read the folder (${describe(error)})` })
-          return Effect.succeed([] as ReadonlyArray<string>)
-        })
-      ))

@@ -13,9 +13,17 @@
  *   ask for everything else.
  * - An edit of a protected file (git's own files, see `Protected.ts`) always
  *   asks, unless a rule made for that very file allows it.
+ *
+ * With the sandbox (`src/sandbox`), a command's `placement` decides first:
+ * - one it refuses (the sandbox is `required` and cannot take it) is denied, in every mode;
+ * - one the model asked to run outside (`sandbox: false`) needs a reason and always asks,
+ *   in every mode (`bypassPermissions` too), with no "always allow"; plan refuses it;
+ * - one that runs inside runs without a question in `default` and `acceptEdits` (a reject
+ *   rule still refuses it); in `plan`, read-only commands run (sandboxed, roots read-only).
  */
 import type { ModeId } from "../Vocabulary.ts"
 import { matchesCommandPrefix } from "./ReadOnlyCommands.ts"
+import type { Placement } from "./Sandboxed.ts"
 import type { PermissionScope, Tool } from "./Tool.ts"
 
 /**
@@ -38,7 +46,8 @@ export type Verdict =
   /** `readOnly`: allowed because the command only reads; it runs in its confined form. */
   | { readonly _tag: "allow"; readonly readOnly?: true | undefined }
   | { readonly _tag: "deny"; readonly reason: string }
-  | { readonly _tag: "ask"; readonly scope: PermissionScope }
+  /** `outside`: the command would run outside the sandbox because the model asked: say so, offer no "always". */
+  | { readonly _tag: "ask"; readonly scope: PermissionScope; readonly outside?: true | undefined }
 
 export interface Option {
   readonly optionId: OptionKind
@@ -74,6 +83,10 @@ export interface Input<A> {
   readonly readOnlyCommand?: boolean | undefined
   /** The target of an edit when it is protected (absolute): asked for even where edits are allowed. */
   readonly protectedEdit?: string | undefined
+  /** Where an `execute` call would run (the session's sandbox); absent where there is no sandbox. */
+  readonly placement?: Placement | undefined
+  /** The reason the model gave for running a command outside the sandbox. */
+  readonly outsideReason?: string | undefined
 }
 
 const relative = (cwd: string, path: string): string =>
@@ -86,14 +99,21 @@ const fileScope = (path: string, cwd: string): PermissionScope => ({
   label: `edits of ${relative(cwd, path)}`
 })
 
+const PLAN_DENIED = (tool: Subject) => ({
+  _tag: "deny",
+  reason: `Plan mode is read-only: ${tool.name} is not allowed. Describe the change you would make instead; the user can switch modes to let you make it.`
+} as const)
+
 export const decide = <A>(input: Input<A>): Verdict => {
   const { mode, tool } = input
-  if (mode === "bypassPermissions" || !tool.mutating) return { _tag: "allow" }
+  if (!tool.mutating) return { _tag: "allow" }
+  const placement = tool.kind === "execute" && input.command !== undefined ? input.placement : undefined
+  if (placement?._tag === "refused") return { _tag: "deny", reason: placement.reason }
+  if (placement?._tag === "outside" && placement.why === "requested") return outside(input)
+  if (mode === "bypassPermissions") return { _tag: "allow" }
   if (mode === "plan") {
-    return {
-      _tag: "deny",
-      reason: `Plan mode is read-only: ${tool.name} is not allowed. Describe the change you would make instead; the user can switch modes to let you make it.`
-    }
+    // A read-only command runs in plan mode only where the sandbox makes it read-only.
+    return placement?._tag === "inside" && input.readOnlyCommand === true ? { _tag: "allow", readOnly: true } : PLAN_DENIED(tool)
   }
   const protectedEdit = tool.kind === "edit" ? input.protectedEdit : undefined
   const scope = protectedEdit !== undefined
@@ -112,10 +132,40 @@ export const decide = <A>(input: Input<A>): Verdict => {
   if (tool.kind === "execute" && input.command !== undefined && input.readOnlyCommand === true) {
     return { _tag: "allow", readOnly: true }
   }
+  // Sandboxed, a command cannot reach outside the workspace: no question.
+  if (placement?._tag === "inside") return { _tag: "allow" }
   if (covering.some((rule) => rule.decision === "allow")) return { _tag: "allow" }
   if (mode === "acceptEdits" && tool.kind === "edit" && protectedEdit === undefined) return { _tag: "allow" }
   return { _tag: "ask", scope }
 }
+
+/**
+ * A command the model asked to run outside the sandbox: it needs a reason, plan mode refuses
+ * it, a reject rule refuses it, and otherwise it is asked, whatever the mode.
+ */
+const outside = <A>(input: Input<A>): Verdict => {
+  if (input.mode === "plan") return { _tag: "deny", reason: "Plan mode is read-only: commands run only inside the sandbox there." }
+  const reason = input.outsideReason?.trim() ?? ""
+  if (reason === "") {
+    return { _tag: "deny", reason: "To run a command outside the sandbox, give a `reason` (it is shown to the user, who is asked)." }
+  }
+  const scope = input.tool.scope !== undefined ? input.tool.scope(input.args, input.cwd) : toolScope(input.tool)
+  const reject = input.rules.find((rule) => rule.decision === "reject" && covers(rule, input.tool, scope, input.command))
+  if (reject !== undefined) return { _tag: "deny", reason: `The user chose to always reject ${reject.label}.` }
+  return { _tag: "ask", scope, outside: true }
+}
+
+/** The title of the question for a command that would run outside the sandbox: it says so, with the model's reason. */
+export const outsideTitle = (title: string, reason: string | undefined): string => {
+  const why = (reason ?? "").trim().replace(/\s+/g, " ")
+  return `Run OUTSIDE the sandbox (full access to your files and network): ${title}${why === "" ? "" : ` — reason: ${why.length > 200 ? `${why.slice(0, 199)}…` : why}`}`
+}
+
+/** The options of that question: once only, nothing remembered as "always allow". */
+export const outsideOptions: ReadonlyArray<Option> = [
+  { optionId: "allow_once", name: "Allow once, outside the sandbox", kind: "allow_once" },
+  { optionId: "reject_once", name: "Reject", kind: "reject_once" }
+]
 
 /**
  * The rule an "always" answer makes for a scope: of the scope's own kind, so that a grant for

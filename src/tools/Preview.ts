@@ -8,7 +8,7 @@ import * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"
 import type * as Path from "effect/Path"
 import type { ProposedDiff } from "../Vocabulary.ts"
-import * as SafeFs from "./SafeFs.ts"
+import * as SafeFs from "../fs/SafeFs.ts"
 import * as Workspace from "./Workspace.ts"
 
 /** Files above this size get no preview: the request would be too big to show, or to send. */

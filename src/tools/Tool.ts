@@ -11,6 +11,7 @@ import * as Schema from "effect/Schema"
 import type { FileSystem } from "effect/FileSystem"
 import type { Path } from "effect/Path"
 import type { Location, ToolDetails, ToolKind } from "../log/Event.ts"
+import type { SessionSandbox } from "./Sandboxed.ts"
 import type { ProposedDiff } from "../Vocabulary.ts"
 import type { Agents } from "./agents.ts"
 
@@ -47,6 +48,8 @@ export interface ToolContext {
   readonly agents?: Agents | undefined
   /** The session's skills, when it has some (the `skill` tool loads one). */
   readonly skills?: SkillAccess | undefined
+  /** The session's sandbox: commands start through it (`src/sandbox`). Without one they run as Skein does. */
+  readonly sandbox?: SessionSandbox | undefined
 }
 
 /** Loads a skill for the `skill` tool: its answer for the model, the activation logged. */

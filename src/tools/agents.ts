@@ -8,6 +8,7 @@
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { ChildState } from "../log/Event.ts"
+import * as Reports from "./AgentReports.ts"
 import * as Tool from "./Tool.ts"
 
 /** One child as the model is told about it. */
@@ -90,12 +91,15 @@ const Workspace = Schema.Literals(["shared", "isolated"]).annotate({
 
 const json = (value: unknown) => JSON.stringify(value, null, 1)
 
-/** Runs `f` with the session's children, or says why there are none. */
-const withAgents = <A>(ctx: Tool.ToolContext, f: (agents: Agents) => Effect.Effect<A, string>): Effect.Effect<Tool.ToolOutput> =>
+/**
+ * Runs `f` with the session's children, or says why there are none. The model reads the report
+ * as JSON; a person is shown `shown` of it (`details.output`).
+ */
+const withAgents = <A>(ctx: Tool.ToolContext, f: (agents: Agents) => Effect.Effect<A, string>, shown: (value: A) => string): Effect.Effect<Tool.ToolOutput> =>
   ctx.agents === undefined
     ? Effect.succeed(Tool.error("Delegation is not available here (this session may not start subagents)."))
     : f(ctx.agents).pipe(
-      Effect.map((value) => Tool.ok(json(value))),
+      Effect.map((value) => Tool.ok(json(value), { output: shown(value) })),
       Effect.catch((message: string) => Effect.succeed(Tool.error(message)))
     )
 
@@ -122,11 +126,11 @@ export const spawn_agent = Tool.define<typeof SpawnParams.Type>({
     "Spawn several children in one response to run them in parallel, then call wait_agent to collect their answers. If you finish while children still run, their results are given to you before the turn ends."
   ].join(" "),
   parameters: SpawnParams,
-  title: (args) => `Spawn ${args.agent ?? "general"}: ${short(args.task)}`,
+  title: (args) => `Spawn ${args.agent ?? "general"} — ${short(args.task)}`,
   locations: () => [],
   execute: (args, ctx) =>
     withAgents(ctx, (agents) =>
-      agents.spawn({ task: args.task, agent: args.agent, workspace: args.workspace, timeoutMs: args.timeout_ms, toolCallId: ctx.toolCallId }))
+      agents.spawn({ task: args.task, agent: args.agent, workspace: args.workspace, timeoutMs: args.timeout_ms, toolCallId: ctx.toolCallId }), Reports.spawned)
 })
 
 const WaitParams = Schema.Struct({
@@ -146,7 +150,7 @@ export const wait_agent = Tool.define<typeof WaitParams.Type>({
   parameters: WaitParams,
   title: (args) => (args.ids !== undefined && args.ids.length > 0 ? `Wait for ${args.ids.join(", ")}` : "Wait for subagents"),
   locations: () => [],
-  execute: (args, ctx) => withAgents(ctx, (agents) => Effect.map(agents.wait(args.ids, args.timeout_ms, args.offset), (children) => ({ children })))
+  execute: (args, ctx) => withAgents(ctx, (agents) => Effect.map(agents.wait(args.ids, args.timeout_ms, args.offset), (children) => ({ children })), Reports.waited)
 })
 
 const SendParams = Schema.Struct({
@@ -160,9 +164,9 @@ export const send_input = Tool.define<typeof SendParams.Type>({
   mutating: false,
   description: "Give an idle child (one whose last task ended) another prompt: a follow-up, a correction, more work. It starts at once and runs in parallel; collect it with wait_agent.",
   parameters: SendParams,
-  title: (args) => `Message ${args.id}: ${short(args.message)}`,
+  title: (args) => `Message ${args.id} — ${short(args.message)}`,
   locations: () => [],
-  execute: (args, ctx) => withAgents(ctx, (agents) => agents.send(args.id, args.message))
+  execute: (args, ctx) => withAgents(ctx, (agents) => agents.send(args.id, args.message), Reports.sent)
 })
 
 const CloseParams = Schema.Struct({ id: Schema.String.annotate({ description: "The child's id" }) })
@@ -175,7 +179,7 @@ export const close_agent = Tool.define<typeof CloseParams.Type>({
   parameters: CloseParams,
   title: (args) => `Close ${args.id}`,
   locations: () => [],
-  execute: (args, ctx) => withAgents(ctx, (agents) => agents.close(args.id))
+  execute: (args, ctx) => withAgents(ctx, (agents) => agents.close(args.id), Reports.closed)
 })
 
 const ListParams = Schema.Struct({})
@@ -188,7 +192,7 @@ export const list_agents = Tool.define<typeof ListParams.Type>({
   parameters: ListParams,
   title: () => "List subagents",
   locations: () => [],
-  execute: (_args, ctx) => withAgents(ctx, (agents) => agents.list)
+  execute: (_args, ctx) => withAgents(ctx, (agents) => agents.list, Reports.listed)
 })
 
 const Step = Schema.Struct({
@@ -214,7 +218,7 @@ export const run_workflow = Tool.define<typeof WorkflowParams.Type>({
     "Returns each step's outcome and answer, and overall `complete` (every step succeeded), `partial` or `failed` (none did)."
   ].join(" "),
   parameters: WorkflowParams,
-  title: (args) => `Workflow: ${args.steps.map((s) => s.id).join(", ")}`,
+  title: (args) => `Workflow ${args.steps.map((s) => s.id).join(", ")}`,
   locations: () => [],
   execute: (args, ctx) =>
     withAgents(ctx, (agents) =>
@@ -223,7 +227,7 @@ export const run_workflow = Tool.define<typeof WorkflowParams.Type>({
         maxConcurrency: args.max_concurrency,
         timeoutMs: args.timeout_ms,
         toolCallId: ctx.toolCallId
-      }))
+      }), Reports.workflow)
 })
 
 export const tools: ReadonlyArray<Tool.Tool> = [spawn_agent, wait_agent, send_input, close_agent, list_agents, run_workflow]

@@ -22,6 +22,7 @@ import { BASH } from "./commands/Shell.ts"
 import * as OutputBuffer from "./process/OutputBuffer.ts"
 import * as ProcessGroup from "./process/ProcessGroup.ts"
 import { commandPrefix } from "./ReadOnlyCommands.ts"
+import type * as Sandbox from "./Sandboxed.ts"
 import * as Tool from "./Tool.ts"
 
 export const DEFAULT_TIMEOUT_MS = 120_000
@@ -35,6 +36,10 @@ const DRAIN_MS = 100
 
 const Params = Schema.Struct({
   command: Schema.String.annotate({ description: "The shell command to run (bash -c), in the working directory" }),
+  sandbox: Schema.optionalKey(Schema.Boolean.annotate({
+    description: "false: ask the user to run this command outside the sandbox (needs a reason). Only when the sandbox blocked something the command must do."
+  })),
+  reason: Schema.optionalKey(Schema.String.annotate({ description: "Why the command must run outside the sandbox (shown to the user with sandbox: false)" })),
   timeout_ms: Schema.optionalKey(
     Schema.Int.check(Schema.isGreaterThan(0), Schema.isLessThanOrEqualTo(MAX_TIMEOUT_MS)).annotate({
       description: `Timeout in milliseconds (default ${DEFAULT_TIMEOUT_MS}, at most ${MAX_TIMEOUT_MS})`
@@ -84,20 +89,23 @@ const progressLoop = (output: OutputBuffer.OutputBuffer, ctx: Tool.ToolContext) 
     }
   })
 
-const runLocal = Effect.fn("bash.runLocal")(function*(command: string, timeoutMs: number, ctx: Tool.ToolContext) {
-  const fs = yield* FileSystem.FileSystem
-  const isDirectory = yield* fs.stat(ctx.cwd).pipe(
-    Effect.map((info) => info.type === "Directory"),
-    Effect.orElseSucceed(() => false)
-  )
-  if (!isDirectory) return Tool.error(`The working directory does not exist: ${ctx.cwd}`)
-  const shell = (yield* fs.exists(BASH).pipe(Effect.orElseSucceed(() => false))) ? BASH : "/bin/sh"
+/** What a local command runs: the shell with the command, or the sandbox's command line for it. */
+type Local = { readonly shell: string; readonly env: Record<string, string> } | { readonly launch: Sandbox.Launch }
+
+const spawnLocal = (local: Local, command: string, cwd: string, onOutput: (chunk: Uint8Array) => void) =>
+  "launch" in local
+    ? ProcessGroup.spawnProgram({ ...local.launch, cwd, onOutput }).pipe(
+      Effect.mapError(({ code }) => `Cannot start the sandbox's ${local.launch.file}${code !== undefined ? ` (${code})` : ""}`)
+    )
+    : ProcessGroup.spawn({ shell: local.shell, command, cwd, env: local.env, onOutput })
+
+const runLocal = Effect.fn("bash.runLocal")(function*(command: string, timeoutMs: number, ctx: Tool.ToolContext, local: Local) {
   const output = OutputBuffer.make(HEAD_BYTES, TAIL_BYTES)
   const redacting = Secrets.registry().byteStream()
   const onOutput = (chunk: Uint8Array) => output.push(redacting.push(chunk))
 
   return yield* Effect.acquireUseRelease(
-    ProcessGroup.spawn({ shell, command, cwd: ctx.cwd, env: { ...Secrets.childEnv(), ...confined(ctx) }, onOutput }),
+    spawnLocal(local, command, ctx.cwd, onOutput),
     (group) =>
       Effect.gen(function*() {
         const progress = yield* Effect.forkChild(progressLoop(output, ctx))
@@ -123,11 +131,45 @@ const runLocal = Effect.fn("bash.runLocal")(function*(command: string, timeoutMs
         output.push(redacting.flush())
         const rendered = output.render()
         const details = { output: rendered.text, exitCode, truncated: rendered.truncated }
-        const content = withStatus(rendered.text, status)
+        const blocked = "launch" in local ? ctx.sandbox?.explain(rendered.text) : undefined
+        const content = withStatus(rendered.text, blocked === undefined ? status : `${status}\n${blocked}`)
         return exitCode === 0 ? Tool.ok(content, details) : Tool.error(content, details)
       }),
     (group) => ProcessGroup.release(group)
   )
+})
+
+/**
+ * Runs the command: in the session's sandbox when it has one that takes it (locally: a
+ * client's terminal is outside any sandbox), otherwise as before, in the client's terminal
+ * when it offers one.
+ */
+const run = Effect.fn("bash.run")(function*(args: Params, timeoutMs: number, ctx: Tool.ToolContext) {
+  const fs = yield* FileSystem.FileSystem
+  const isDirectory = yield* fs.stat(ctx.cwd).pipe(
+    Effect.map((info) => info.type === "Directory"),
+    Effect.orElseSucceed(() => false)
+  )
+  const terminal = ctx.client?.terminal
+  if (!isDirectory && terminal === undefined) return Tool.error(`The working directory does not exist: ${ctx.cwd}`)
+  const shell = (yield* fs.exists(BASH).pipe(Effect.orElseSucceed(() => false))) ? BASH : "/bin/sh"
+  const env = { ...Secrets.childEnv(), ...confined(ctx) }
+  const outside = (): Effect.Effect<Tool.ToolOutput, string, Tool.ToolEnv> =>
+    terminal !== undefined
+      ? runInClient(terminal, args.command, timeoutMs, ctx)
+      : isDirectory
+      ? runLocal(args.command, timeoutMs, ctx, { shell, env })
+      : Effect.succeed(Tool.error(`The working directory does not exist: ${ctx.cwd}`))
+  if (ctx.sandbox === undefined) return yield* outside()
+  if (!isDirectory) return Tool.error(`The working directory does not exist: ${ctx.cwd}`)
+  return yield* ctx.sandbox.prepare(
+    { file: shell, args: ["-c", args.command], cwd: ctx.cwd, env },
+    { readOnly: ctx.readOnly === true, outside: args.sandbox === false, required: false },
+    (launch) =>
+      (launch === undefined ? outside() : runLocal(args.command, timeoutMs, ctx, { launch })).pipe(
+        Effect.catch((message: string) => Effect.succeed(Tool.error(message)))
+      )
+  ).pipe(Effect.catch((reason: string) => Effect.succeed(Tool.error(`Not run: ${reason}`))))
 })
 
 const runInClient = (terminal: Tool.ClientTerminal, command: string, timeoutMs: number, ctx: Tool.ToolContext) =>
@@ -168,7 +210,9 @@ export const bash = Tool.define<Params>({
     `Output is capped: the first and last ${HEAD_BYTES / 1024} KB are kept and the middle is dropped, so pipe long output through head, tail or grep.`,
     "Each call is a fresh non-interactive shell with stdin closed and no terminal: `cd` and exported variables do not carry over, and commands that prompt for input fail.",
     "Processes left running in the background (`&`) are killed when the command finishes; do not use it to start servers that must keep running.",
-    "API keys, tokens and passwords are removed from the environment. Prefer the read, grep and glob tools for reading and searching files."
+    "API keys, tokens and passwords are removed from the environment. Prefer the read, grep and glob tools for reading and searching files.",
+    "When Skein's sandbox is on, commands run in it: they may write only in the workspace and /tmp (a private one), cannot read credentials (~/.ssh, ~/.aws, …), have no network except the hosts the user allowed (through a proxy), and see only their own processes. Caches go to /tmp.",
+    "If the sandbox blocks something the command must do, call bash again with sandbox: false and a reason; the user is asked each time."
   ].join(" "),
   parameters: Params,
   title: (args) => shorten(args.command),
@@ -183,9 +227,6 @@ export const bash = Tool.define<Params>({
       if (args.command.includes("\0")) return Tool.error("The command contains a NUL character")
       // Before any command can look at /proc/<skein>/environ (a client's terminal too).
       ProcEnviron.hideSecrets()
-      const timeoutMs = args.timeout_ms ?? DEFAULT_TIMEOUT_MS
-      const terminal = ctx.client?.terminal
-      if (terminal !== undefined) return yield* runInClient(terminal, args.command, timeoutMs, ctx)
-      return yield* runLocal(args.command, timeoutMs, ctx)
+      return yield* run(args, args.timeout_ms ?? DEFAULT_TIMEOUT_MS, ctx)
     }).pipe(Effect.catch((message: string) => Effect.succeed(Tool.error(message))))
 })

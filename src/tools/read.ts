@@ -6,7 +6,7 @@ import type { FileHandle } from "node:fs/promises"
 import * as Effect from "effect/Effect"
 import * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
-import * as SafeFs from "./SafeFs.ts"
+import * as SafeFs from "../fs/SafeFs.ts"
 import * as Tool from "./Tool.ts"
 import * as Workspace from "./Workspace.ts"
 

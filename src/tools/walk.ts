@@ -18,7 +18,7 @@ import * as Option from "effect/Option"
 import * as Path from "effect/Path"
 import * as Stream from "effect/Stream"
 import ignore from "ignore"
-import * as SafeFs from "./SafeFs.ts"
+import * as SafeFs from "../fs/SafeFs.ts"
 import type * as Workspace from "./Workspace.ts"
 
 export interface Entry {

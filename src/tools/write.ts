@@ -17,7 +17,7 @@ import * as Random from "effect/Random"
 import * as Schema from "effect/Schema"
 import * as PathLocks from "./PathLocks.ts"
 import * as Preview from "./Preview.ts"
-import * as SafeFs from "./SafeFs.ts"
+import * as SafeFs from "../fs/SafeFs.ts"
 import * as Tool from "./Tool.ts"
 import * as Workspace from "./Workspace.ts"
 

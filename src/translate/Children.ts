@@ -1,27 +1,29 @@
 /**
- * Child sessions (subagents) as an ACP client is shown them, in the two forms of the design:
+ * Child sessions (subagents) as an ACP client is shown them, in the two forms of the design,
+ * the same live and in replay (`session/load`, from the children's logs):
  *
  * - **native**, for a client that declared `clientCapabilities.subagents` (unstable v1 schema):
  *   each child is announced on its parent by `subagent_update` (title, description, cancel
  *   capability, state) before any of its traffic; its updates carry its own session id; the
  *   prompts it is given and its answers are `session_message`s in both transcripts; it is
  *   `requires_action` while one of its questions is open and `idle` (with a stop reason) after.
- * - **fallback**, for every other client: a child is one tool call of the parent (kind `think`,
- *   titled `<agent>: <task>`), its progress the call's content, its answer the final content;
- *   its questions are asked on the parent's session id, with a tool call id unique in the
- *   parent and the title prefixed by the child's agent, and that call is brought to its final
- *   status when the child's call ends, so no card stays pending.
+ * - **fallback**, for every other client: each child is **one card** of its parent (kind
+ *   `think`, titled `<agent> — <task>`): the `spawn_agent` call that started it (a workflow's
+ *   children get a card each), which stays in progress while the child works and shows what it
+ *   did, then its answer. A child's call that changes files, or that it asks about, is a card of
+ *   its own on the parent (`<agent> — <title>`, with its diff), announced before any question
+ *   about it; the question is asked on the parent's session id. Nothing is left pending: the
+ *   parent's turn end closes what its events did not.
  *
- * A `Presenter` folds the events of a parent's turn (its own `subagent` events and its
- * children's `child_event`s, nested for grandchildren) into what to send: updates by session
- * id, and questions to ask (rewritten for the form) with the session that takes the answer.
- * Pure, apart from the state it keeps per turn; `replay` does the same from logs.
+ * Titles never take the `name: task` form (some clients cut a title at its first colon).
+ * Pure, apart from the state it keeps per turn (live) or per load (replay).
  */
 import type * as Update from "../acp/Update.ts"
-import type { Canonical, SessionEvent } from "../log/Event.ts"
+import type { Canonical, Location, SessionEvent, ToolKind } from "../log/Event.ts"
 import { supersededPartials } from "../log/Replay.ts"
 import type { ClientCall, PermissionAsked } from "../Vocabulary.ts"
 import * as Translate from "./Translate.ts"
+import type * as View from "./View.ts"
 
 type AcpUpdate = typeof Update.SessionUpdate.Encoded
 type ContentBlock = { readonly type: "text"; readonly text: string }
@@ -48,7 +50,12 @@ export type SessionMessage = {
 }
 export type Shown = AcpUpdate | SubagentUpdate | SessionMessage
 
-/** What presenting a parent's turn takes. */
+export type Question = SessionEvent & (
+  | { readonly type: "permission_asked"; readonly data: PermissionAsked }
+  | { readonly type: "client_call"; readonly data: ClientCall }
+)
+
+/** What presenting a turn takes. */
 export type Action =
   | { readonly _tag: "update"; readonly sessionId: string; readonly update: Shown }
   | {
@@ -58,10 +65,7 @@ export type Action =
     /** The session that takes the answer (the child that asked). */
     readonly answerTo: string
     /** The question as the client sees it. */
-    readonly question: SessionEvent & (
-      | { readonly type: "permission_asked"; readonly data: PermissionAsked }
-      | { readonly type: "client_call"; readonly data: ClientCall }
-    )
+    readonly question: Question
   }
   | { readonly _tag: "withdraw"; readonly answerTo: string; readonly requestId: string }
 
@@ -72,49 +76,116 @@ const short = (value: string, n = 80) => {
   return line.length > n ? `${line.slice(0, n - 1)}…` : line
 }
 
-/** The parent's tool call that shows a child in the fallback form. */
+/** A child's (or its call's) title: who, then what; never `who: what`. */
+export const titled = (who: string, what: string) => (what.length > 0 ? `${who} — ${what}` : who)
+
+/** The parent's card of a child that no call of the parent shows by itself (a workflow step, a grandchild). */
 export const cardId = (childId: string) => `subagent-${childId}`
 
-interface ChildView {
-  readonly agent: string
-  readonly task: string
-  /** Fallback: the child's tool calls so far (title and status), its progress. */
-  readonly calls: Map<string, { title: string; status: string }>
-  /** Fallback: the calls of the child a question was asked about, shown as their own cards. */
-  readonly asked: Set<string>
-  /** Messages given to the child so far (session_message ids). */
-  messages: number
-  /** Fallback: the text of its latest model call. */
+/** The parent's card of a child's own call. */
+const ownId = (childId: string, callId: string) => `${childId}/${callId}`
+
+/** Calls of a child that change files: shown as cards of their own in the fallback form. */
+const CHANGES: ReadonlySet<ToolKind> = new Set(["edit", "delete", "move"])
+
+/** At most this many of a child's calls are listed on its card (the latest ones). */
+const LISTED = 30
+
+interface Call {
+  readonly title: string
+  readonly kind: ToolKind
+  readonly args: unknown
+  readonly locations: ReadonlyArray<Location> | undefined
+  status: "pending" | "completed" | "failed"
+  /** Its own card on the parent (fallback), once it has one. */
+  own: boolean
+}
+
+interface Child {
+  readonly id: string
+  /** The session that started it: the parent, or a child (for a grandchild). */
+  readonly owner: string
+  /** Its name on the parent: its agent, after its owner's for a grandchild. */
+  readonly who: string
+  /** Fallback: the parent's card that shows it, and whether that card still shows it working. */
+  readonly card: string
+  open: boolean
+  readonly calls: Map<string, Call>
+  /** What its latest model call said. */
   said: string
+  /** Answers given so far (their message ids, native). */
+  answers: number
+  /** Replay: how far its log has been shown. */
+  shown: number
 }
 
 const answerText = (data: { readonly answer?: string | undefined; readonly error?: string | undefined; readonly state?: string | undefined }) =>
   data.error !== undefined ? `${data.state ?? "failed"}: ${data.error}${data.answer !== undefined ? `\n\n${data.answer}` : ""}` : data.answer ?? ""
 
+/** A child's card content: what it did (the latest calls), then what it said (or its answer). */
+const progressText = (child: Child, said: string) => {
+  const calls = [...child.calls.values()]
+  const lines = calls.slice(-LISTED).map((c) => `${c.status === "completed" ? "✓" : c.status === "failed" ? "✗" : "…"} ${c.title}`)
+  if (calls.length > LISTED) lines.unshift(`(${calls.length - LISTED} earlier calls)`)
+  if (said.length > 0) lines.push(...(lines.length > 0 ? [""] : []), said)
+  return lines.join("\n")
+}
+
+export interface Presenter {
+  /** A call of the parent: remembered (a `spawn_agent` call becomes its child's card). */
+  readonly call: (event: SessionEvent & { readonly type: "tool_call" }) => void
+  /** Whether a result of the parent's is its child's card's (fallback): the child's events finish that card, not the result. */
+  readonly isCard: (toolCallId: string) => boolean
+  /** A `child_event` or `subagent` event of the parent's turn, live. */
+  readonly live: (event: SessionEvent) => Array<Action>
+  /** A logged `subagent` event of the parent (`session/load`), with its children's logs. */
+  readonly replay: (event: Canonical, childLog: (id: string) => ReadonlyArray<Canonical> | undefined) => Array<Action>
+  /** The parent's turn ended: every card still open ends (failed), so none stays pending. */
+  readonly end: (childLog?: (id: string) => ReadonlyArray<Canonical> | undefined) => Array<Action>
+}
+
 /**
  * The presenter of one client for one parent session. `native`: the client declared
- * `clientCapabilities.subagents`.
+ * `clientCapabilities.subagents`; `viewOf`: the view of a child's own session (native form).
  */
-export const presenter = (parentId: string, native: boolean) => {
-  const children = new Map<string, ChildView>()
+export const presenter = (parentId: string, native: boolean, viewOf: (sessionId: string) => View.View): Presenter => {
+  const children = new Map<string, Child>()
+  /** The parent's `spawn_agent` calls (a call of that tool starts one child: its card). */
+  const spawns = new Set<string>()
+  const cards = new Set<string>()
 
-  const viewOf = (id: string): ChildView => {
-    let view = children.get(id)
-    if (view === undefined) {
-      view = { agent: "agent", task: "", calls: new Map(), asked: new Set(), messages: 0, said: "" }
-      children.set(id, view)
-    }
-    return view
+  const update = (sessionId: string, u: Shown): Action => ({ _tag: "update", sessionId, update: u })
+  const onParent = (u: AcpUpdate) => update(parentId, u)
+
+  const progress = (child: Child): Action =>
+    onParent({
+      sessionUpdate: "tool_call_update",
+      toolCallId: child.card,
+      content: [{ type: "content", content: text(progressText(child, child.said)) }]
+    })
+
+  /** A child's call with a card of its own on the parent, its event rewritten to show there. */
+  const ownEvent = <E extends SessionEvent>(child: Child, event: E, id: string): E => {
+    const call = child.calls.get(id)
+    const title = titled(child.who, call?.title ?? id)
+    const data = event.data as { readonly id: string; readonly title?: string }
+    return { ...event, sessionId: parentId, data: { ...data, id: ownId(child.id, id), title } }
   }
 
-  const progress = (id: string, view: ChildView): Action => {
-    const lines = [...view.calls.values()].map((call) => `${call.status === "completed" ? "✓" : call.status === "failed" ? "✗" : "…"} ${call.title}`)
-    if (view.said.length > 0) lines.push("", view.said)
-    return {
-      _tag: "update",
-      sessionId: parentId,
-      update: { sessionUpdate: "tool_call_update", toolCallId: cardId(id), content: [{ type: "content", content: text(lines.join("\n")) }] }
-    }
+  /** Shows a child's call as a card of the parent, once (its changes and its questions are seen there). */
+  const announceOwn = (child: Child, callId: string, replayed: boolean): Array<Action> => {
+    const call = child.calls.get(callId)
+    if (call === undefined || call.own) return []
+    call.own = true
+    return [onParent({
+      sessionUpdate: "tool_call",
+      toolCallId: ownId(child.id, callId),
+      title: titled(child.who, call.title),
+      kind: call.kind,
+      status: replayed ? "in_progress" : "pending",
+      ...(call.args !== null && call.args !== undefined ? { rawInput: call.args } : {}),
+      ...(call.locations !== undefined && call.locations.length > 0 ? { locations: call.locations } : {})
+    })]
   }
 
   /** A `subagent` event of `owner` (the parent, or a child that has children of its own). */
@@ -123,77 +194,74 @@ export const presenter = (parentId: string, native: boolean) => {
     const id = data.id
     switch (data.event) {
       case "spawned": {
-        const view = viewOf(id)
-        children.set(id, { ...view, agent: data.agent ?? view.agent, task: data.task ?? view.task })
-        const title = `${data.agent ?? "agent"}: ${short(data.task ?? "")}`
+        const ownerChild = children.get(owner)
+        const who = ownerChild === undefined ? data.agent ?? "agent" : `${ownerChild.who} › ${data.agent ?? "agent"}`
+        const task = data.task ?? ""
+        const onSpawnCall = owner === parentId && data.toolCallId !== undefined && spawns.has(data.toolCallId) && !cards.has(data.toolCallId)
+        const card = onSpawnCall ? data.toolCallId! : cardId(id)
+        cards.add(card)
+        const child: Child = { id, owner, who, card, open: true, calls: new Map(), said: "", answers: 0, shown: 0 }
+        children.set(id, child)
+        const title = titled(who, short(task))
         if (native) {
-          return [{
-            _tag: "update",
-            sessionId: owner,
-            update: {
-              sessionUpdate: "subagent_update",
-              sessionId: id,
-              title,
-              ...(data.task !== undefined ? { description: data.task } : {}),
-              capabilities: { cancel: {} },
-              state: { state: "running" }
-            }
-          }]
+          return [update(owner, {
+            sessionUpdate: "subagent_update",
+            sessionId: id,
+            title: titled(data.agent ?? "agent", short(task)),
+            ...(data.task !== undefined ? { description: data.task } : {}),
+            capabilities: { cancel: {} },
+            state: { state: "running" }
+          })]
         }
-        return [{
-          _tag: "update",
-          sessionId: parentId,
-          update: {
+        // The spawn_agent call that started it is its card from now on; a workflow's children get one each.
+        return [onParent(onSpawnCall
+          ? { sessionUpdate: "tool_call_update", toolCallId: card, title, kind: "think", status: "in_progress" }
+          : {
             sessionUpdate: "tool_call",
-            toolCallId: cardId(id),
-            title: owner === parentId ? title : `${children.get(owner)?.agent ?? "agent"} › ${title}`,
+            toolCallId: card,
+            title,
             kind: "think",
             status: "in_progress",
             rawInput: { agent: data.agent, task: data.task, workspace: data.workspace }
-          }
-        }]
+          })]
       }
-      case "state":
+      case "state": {
+        const child = children.get(id)
+        if (child !== undefined) child.open = true
         return native
-          ? [{ _tag: "update", sessionId: owner, update: { sessionUpdate: "subagent_update", sessionId: id, state: { state: "running" } } }]
-          : [{ _tag: "update", sessionId: parentId, update: { sessionUpdate: "tool_call_update", toolCallId: cardId(id), status: "in_progress" } }]
+          ? [update(owner, { sessionUpdate: "subagent_update", sessionId: id, state: { state: "running" } })]
+          : child === undefined
+          ? []
+          : [onParent({ sessionUpdate: "tool_call_update", toolCallId: child.card, status: "in_progress" })]
+      }
       case "result": {
-        const view = viewOf(id)
+        const child = children.get(id)
         const shown = answerText(data)
         if (native) {
-          const out: Array<Action> = [{
-            _tag: "update",
-            sessionId: owner,
-            update: {
-              sessionUpdate: "subagent_update",
-              sessionId: id,
-              state: { state: "idle", ...(data.stopReason !== undefined ? { stopReason: data.stopReason } : {}) }
-            }
-          }]
+          const out: Array<Action> = [update(owner, {
+            sessionUpdate: "subagent_update",
+            sessionId: id,
+            state: { state: "idle", ...(data.stopReason !== undefined ? { stopReason: data.stopReason } : {}) }
+          })]
           if (shown.length > 0) {
-            view.messages++
-            const messageId = `${id}-answer-${view.messages}`
+            const n = child === undefined ? 1 : ++child.answers
+            const messageId = `${id}-answer-${n}`
             for (const sessionId of [id, owner]) {
-              out.push({
-                _tag: "update",
-                sessionId,
-                update: { sessionUpdate: "session_message", messageId, senderSessionId: id, recipientSessionId: owner, content: [text(shown)] }
-              })
+              out.push(update(sessionId, { sessionUpdate: "session_message", messageId, senderSessionId: id, recipientSessionId: owner, content: [text(shown)] }))
             }
           }
           return out
         }
+        if (child === undefined) return []
+        child.open = false
         const ok = data.state === "idle" && data.error === undefined
-        return [{
-          _tag: "update",
-          sessionId: parentId,
-          update: {
-            sessionUpdate: "tool_call_update",
-            toolCallId: cardId(id),
-            status: ok ? "completed" : "failed",
-            content: shown.length > 0 ? [{ type: "content", content: text(shown) }] : []
-          }
-        }]
+        const content = progressText(child, shown)
+        return [onParent({
+          sessionUpdate: "tool_call_update",
+          toolCallId: child.card,
+          status: ok ? "completed" : "failed",
+          content: content.length > 0 ? [{ type: "content", content: text(content) }] : []
+        })]
       }
       case "closed":
       case "input":
@@ -201,31 +269,32 @@ export const presenter = (parentId: string, native: boolean) => {
     }
   }
 
-  /** An event of child `id`, published again by its parent `owner`. */
-  const childEvent = (owner: string, event: SessionEvent): Array<Action> => {
+  /** An event of child `event.sessionId`, published again by its parent `owner`. */
+  const childEvent = (owner: string, event: SessionEvent, replayed: boolean): Array<Action> => {
     const id = event.sessionId
-    const view = viewOf(id)
+    const child = children.get(id)
     switch (event.type) {
       case "child_event":
-        return childEvent(id, event.data.event as SessionEvent)
+        return childEvent(id, event.data.event as SessionEvent, replayed)
       case "subagent":
         return subagent(id, event)
       case "permission_asked": {
-        const wait: Array<Action> = native
-          ? [{ _tag: "update", sessionId: owner, update: { sessionUpdate: "subagent_update", sessionId: id, state: { state: "requires_action" } } }]
-          : []
-        if (native) return [...wait, { _tag: "ask", sessionId: id, answerTo: id, question: event }]
-        // On the parent's session: an id unique there, the child named in the title.
-        const call = event.data.toolCall
-        view.asked.add(call.toolCallId)
+        if (native) {
+          return [
+            update(owner, { sessionUpdate: "subagent_update", sessionId: id, state: { state: "requires_action" } }),
+            { _tag: "ask", sessionId: id, answerTo: id, question: event }
+          ]
+        }
+        // On the parent's session: the call's own card (announced first), named after the child.
+        const asked = event.data.toolCall
+        const call = child?.calls.get(asked.toolCallId)
+        if (call !== undefined) call.own = true
+        const who = child?.who ?? "agent"
         return [{
           _tag: "ask",
           sessionId: parentId,
           answerTo: id,
-          question: {
-            ...event,
-            data: { ...event.data, toolCall: { ...call, toolCallId: `${id}/${call.toolCallId}`, title: `${view.agent}: ${call.title}` } }
-          }
+          question: { ...event, data: { ...event.data, toolCall: { ...asked, toolCallId: ownId(id, asked.toolCallId), title: titled(who, asked.title) } } }
         }]
       }
       case "client_call":
@@ -233,104 +302,121 @@ export const presenter = (parentId: string, native: boolean) => {
       case "question_withdrawn":
         return [{ _tag: "withdraw", answerTo: id, requestId: event.data.requestId }]
       case "permission":
-        // Answered: the child works again.
-        return native ? [{ _tag: "update", sessionId: owner, update: { sessionUpdate: "subagent_update", sessionId: id, state: { state: "running" } } }] : []
+        // Answered: the child works again. (Replayed, fallback: a call it asked about has its own card.)
+        if (native) return replayed ? [] : [update(owner, { sessionUpdate: "subagent_update", sessionId: id, state: { state: "running" } })]
+        return replayed && child !== undefined && event.data.outcome !== "unanswerable" ? announceOwn(child, event.data.toolCallId, true) : []
       case "turn_start": {
-        view.messages++
-        const messageId = `${id}-prompt-${view.messages}`
-        const content = event.data.content.map(Translate.userContent) as ReadonlyArray<ContentBlock>
         if (!native) return []
-        return [id, owner].map((sessionId) => ({
-          _tag: "update" as const,
-          sessionId,
-          update: { sessionUpdate: "session_message" as const, messageId, senderSessionId: owner, recipientSessionId: id, content }
-        }))
+        const content = event.data.content.map(Translate.userContent) as ReadonlyArray<ContentBlock>
+        const message: SessionMessage = { sessionUpdate: "session_message", messageId: `${id}-prompt-${event.turn}`, senderSessionId: owner, recipientSessionId: id, content }
+        return [update(id, message), update(owner, message)]
       }
       default:
         break
     }
-    if (native) return Translate.live(event).map((update) => ({ _tag: "update" as const, sessionId: id, update }))
-    // Fallback: the child's card shows its calls and what it says; a call it asked about is finished on its own card.
+    if (native) {
+      const view = viewOf(id)
+      return (replayed ? view.replay(event as Canonical) : view.live(event)).map((u) => update(id, u))
+    }
+    if (child === undefined) return []
+    // Fallback: the child's card lists its calls and what it says; calls that change files, or
+    // that it asked about, have cards of their own.
     switch (event.type) {
-      case "tool_call":
-        view.calls.set(event.data.id, { title: event.data.title, status: "pending" })
-        view.said = ""
-        return [progress(id, view)]
+      case "tool_call": {
+        child.calls.set(event.data.id, { title: event.data.title, kind: event.data.kind, args: event.data.args, locations: event.data.locations, status: "pending", own: false })
+        child.said = ""
+        const own = CHANGES.has(event.data.kind) ? announceOwn(child, event.data.id, replayed) : []
+        return replayed ? own : [...own, progress(child)]
+      }
+      case "tool_running":
+        return child.calls.get(event.data.id)?.own === true ? Translate.live(ownEvent(child, event, event.data.id)).map(onParent) : []
       case "tool_result": {
-        const call = view.calls.get(event.data.id)
+        const call = child.calls.get(event.data.id)
         if (call !== undefined) call.status = event.data.ok ? "completed" : "failed"
-        const out: Array<Action> = [progress(id, view)]
-        if (view.asked.delete(event.data.id)) {
-          out.push({
-            _tag: "update",
-            sessionId: parentId,
-            update: {
-              sessionUpdate: "tool_call_update",
-              toolCallId: `${id}/${event.data.id}`,
-              title: `${view.agent}: ${event.data.title ?? call?.title ?? event.data.id}`,
-              status: event.data.ok ? "completed" : "failed"
-            }
-          })
-        }
-        return out
+        const own = call?.own === true
+          ? (replayed ? Translate.replay(ownEvent(child, event, event.data.id) as Canonical) : Translate.live(ownEvent(child, event, event.data.id))).map(onParent)
+          : []
+        return replayed ? own : [...own, progress(child)]
       }
       case "model_response": {
         const said = event.data.parts.flatMap((part) => (part.type === "text" ? [part.text] : [])).join("")
-        if (said.length === 0) return []
-        view.said = said
-        return [progress(id, view)]
+        if (said.length === 0 || event.data.compaction !== undefined) return []
+        child.said = said
+        return replayed ? [] : [progress(child)]
       }
       default:
         return []
     }
   }
 
-  /** What to send for one event of the parent's turn, beyond what `Translate.live` shows of it. */
-  const present = (event: SessionEvent): Array<Action> => {
-    if (event.type === "child_event") return childEvent(parentId, event.data.event as SessionEvent)
+  /** Replays the log of child `id` of `owner` up to the end of its next prompt (its whole log: `all`). */
+  const replayChild = (id: string, owner: string, childLog: (id: string) => ReadonlyArray<Canonical> | undefined, all: boolean): Array<Action> => {
+    const child = children.get(id)
+    const log = childLog(id)
+    if (child === undefined || log === undefined) return []
+    const out: Array<Action> = []
+    const superseded = supersededPartials(log)
+    while (child.shown < log.length) {
+      const i = child.shown++
+      const event = log[i]!
+      if (superseded(event, i)) continue
+      // A grandchild, as its parent's are: its own transcript once announced (native), what it
+      // did in a prompt before that prompt's result (fallback).
+      const grandchild = event.type === "subagent" ? event.data : undefined
+      if (!native && grandchild?.event === "result") out.push(...replayChild(grandchild.id, id, childLog, false))
+      for (const action of childEvent(owner, event, true)) out.push(action)
+      if (native && grandchild?.event === "spawned") out.push(...replayChild(grandchild.id, id, childLog, true))
+      if (!all && event.type === "turn_end") break
+    }
+    return out
+  }
+
+  const live = (event: SessionEvent): Array<Action> => {
+    if (event.type === "child_event") return childEvent(parentId, event.data.event as SessionEvent, false)
     if (event.type === "subagent") return subagent(parentId, event)
     return []
   }
 
-  return { present }
-}
-
-/**
- * The children of a logged parent as `session/load` shows them: each `subagent` event of the
- * parent presented as it was live, and (native form) each child's own transcript from its log,
- * right after it was announced.
- */
-export const replay = (
-  parentId: string,
-  native: boolean,
-  event: Canonical,
-  childLog: (id: string) => ReadonlyArray<Canonical> | undefined
-): Array<Action> => {
-  if (event.type !== "subagent") return []
-  const shown = presenter(parentId, native)
-  // A fresh presenter knows the child from this very event; later events need its name again.
-  const actions = shown.present(event)
-  if (!native || event.data.event !== "spawned") return actions
-  const log = childLog(event.data.id) ?? []
-  const superseded = supersededPartials(log)
-  const out = [...actions]
-  let prompt = 0
-  for (let i = 0; i < log.length; i++) {
-    const childEvent = log[i]!
-    if (superseded(childEvent, i)) continue
-    if (childEvent.type === "turn_start") {
-      prompt++
-      const content = childEvent.data.content.map(Translate.userContent) as ReadonlyArray<ContentBlock>
-      const messageId = `${event.data.id}-prompt-${prompt}`
-      out.push({
-        _tag: "update",
-        sessionId: event.data.id,
-        update: { sessionUpdate: "session_message", messageId, senderSessionId: parentId, recipientSessionId: event.data.id, content }
-      })
-      continue
-    }
-    for (const action of replay(event.data.id, native, childEvent, childLog)) out.push(action)
-    for (const update of Translate.replay(childEvent)) out.push({ _tag: "update", sessionId: event.data.id, update })
+  const replay = (event: Canonical, childLog: (id: string) => ReadonlyArray<Canonical> | undefined): Array<Action> => {
+    if (event.type !== "subagent") return []
+    const data = event.data
+    // Native: the child's own transcript right after it is announced. Fallback: what it did
+    // in a prompt is shown where that prompt's result is.
+    if (data.event === "spawned") return [...subagent(parentId, event), ...(native ? replayChild(data.id, parentId, childLog, true) : [])]
+    if (data.event === "result" && !native) return [...replayChild(data.id, parentId, childLog, false), ...subagent(parentId, event)]
+    return subagent(parentId, event)
   }
-  return out
+
+  const end = (childLog?: (id: string) => ReadonlyArray<Canonical> | undefined): Array<Action> => {
+    if (native) return []
+    const out: Array<Action> = []
+    for (const child of children.values()) {
+      if (childLog !== undefined) out.push(...replayChild(child.id, child.owner, childLog, true))
+      for (const [callId, call] of child.calls) {
+        if (!call.own || call.status !== "pending") continue
+        call.status = "failed"
+        out.push(onParent({ sessionUpdate: "tool_call_update", toolCallId: ownId(child.id, callId), status: "failed" }))
+      }
+      if (!child.open) continue
+      child.open = false
+      const content = progressText(child, child.said)
+      out.push(onParent({
+        sessionUpdate: "tool_call_update",
+        toolCallId: child.card,
+        status: "failed",
+        content: [{ type: "content", content: text(content.length > 0 ? `${content}\n\nIt ended without an answer.` : "It ended without an answer.") }]
+      }))
+    }
+    return out
+  }
+
+  return {
+    call: (event) => {
+      if (event.data.name === "spawn_agent") spawns.add(event.data.id)
+    },
+    isCard: (toolCallId) => !native && cards.has(toolCallId),
+    live,
+    replay,
+    end
+  }
 }

@@ -272,15 +272,24 @@ export const live = (event: SessionEvent, options: Options = noOptions): Readonl
 /** Updates that rebuild a logged event for `session/load`. */
 export const replay = (event: Canonical, options: Options = noOptions): ReadonlyArray<AcpUpdate> => {
   switch (event.type) {
-    case "turn_start":
-      // A command's turn shows what the user typed, not the text it expanded to.
-      return event.data.command !== undefined
-        ? [{ sessionUpdate: "user_message_chunk", content: text(typed(event.data.command)) }]
-        : event.data.content.map((block) => ({ sessionUpdate: "user_message_chunk", content: userContent(block) }))
+    case "turn_start": {
+      // A command's turn shows what the user typed, not the text it expanded to (a command the
+      // model never sees logs the prompt as typed).
+      const command = event.data.command
+      const at = command === undefined || command.local === true ? -1 : command.block ?? 0
+      return event.data.content.map((block, i) => ({
+        sessionUpdate: "user_message_chunk",
+        content: i === at ? text(typed(command!)) : userContent(block)
+      }))
+    }
     case "turn_input":
       return event.data.content.map((block) => ({ sessionUpdate: "user_message_chunk", content: userContent(block) }))
     case "compaction":
-      return compactionUpdate(event.data.id, "completed", options, true, { summary: event.data.summaryForUser })
+      // As the client saw it live: started, then done with its summary.
+      return [
+        ...compactionUpdate(event.data.id, "in_progress", options, true),
+        ...compactionUpdate(event.data.id, "completed", options, false, { summary: event.data.summaryForUser })
+      ]
     // A checkpoint of text a call streamed: replayed only when its call has no model_response
     // (see `translate/Replay.ts`), so the text is shown once.
     case "model_partial":
@@ -347,9 +356,18 @@ export const encoder = (sessionId: string) => {
   const head = `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":${json(sessionId)},"update":`
   const message = `${head}{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":`
   const thought = `${head}{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":`
+  // The message id of the last chunk, encoded (a message's chunks share it).
+  let id: string | undefined
+  let idJson = ""
   return (update: AcpUpdate): string => {
-    if ((update.sessionUpdate === "agent_message_chunk" || update.sessionUpdate === "agent_thought_chunk") && update.content.type === "text") {
-      return `${update.sessionUpdate === "agent_message_chunk" ? message : thought}${json(update.content.text)}}}}}\n`
+    if ((update.sessionUpdate === "agent_message_chunk" || update.sessionUpdate === "agent_thought_chunk") && update.content.type === "text" && update._meta === undefined) {
+      const start = update.sessionUpdate === "agent_message_chunk" ? message : thought
+      if (update.messageId == null) return `${start}${json(update.content.text)}}}}}\n`
+      if (update.messageId !== id) {
+        id = update.messageId
+        idJson = json(id)
+      }
+      return `${start}${json(update.content.text)}},"messageId":${idJson}}}}\n`
     }
     return `${head}${json(update)}}}\n`
   }

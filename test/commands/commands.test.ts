@@ -22,6 +22,7 @@ const skill = (name: string, extra: Partial<Skills.Skill> = {}): Skills.Skill =>
   dir: `/s/${name}`,
   path: `/s/${name}/SKILL.md`,
   scope: "project",
+  root: "/s",
   userInvocable: true,
   modelInvocable: true,
   ...extra
@@ -40,6 +41,37 @@ describe("Commands.parse", () => {
       assert.isUndefined(Commands.parse(text), JSON.stringify(text))
     }
     assert.deepStrictEqual(Commands.parse(`/${"a".repeat(64)}`), { name: "a".repeat(64), arguments: "" })
+  })
+})
+
+describe("Commands.locate", () => {
+  const known = [...Commands.BUILTINS, { name: "hello", description: "Greets", kind: "prompt" as const, source: "hello.md", template: "Hello $ARGUMENTS" }]
+  const text = (t: string) => ({ type: "text" as const, text: t })
+  const at = (content: ReadonlyArray<Commands.Block>) => {
+    const found = Commands.locate(content, known)
+    return found === undefined ? undefined : [found.command.name, found.block, found.arguments]
+  }
+
+  it("the last text block that starts with a known /name runs it: what was typed last", () => {
+    assert.deepStrictEqual(at([text("/compact")]), ["compact", 0, ""])
+    // A client sent the stopped prompt again in front of the command.
+    assert.deepStrictEqual(at([text("What is in the notes?"), text("/compact")]), ["compact", 1, ""])
+    assert.deepStrictEqual(at([text("/review"), text("/compact keep names")]), ["compact", 1, "keep names"])
+    // Text after the command (an editor's mention, then more words) keeps the command where it is.
+    assert.deepStrictEqual(at([text("/review "), { type: "resource_link" }, text(" please")]), ["review", 0, ""])
+    assert.deepStrictEqual(at([text("/hello world"), text("/nope")]), ["hello", 0, "world"])
+  })
+
+  it("no command: none of the blocks starts with a known /name", () => {
+    assert.isUndefined(at([]))
+    assert.isUndefined(at([text("see /etc/hosts")]))
+    assert.isUndefined(at([text("/etc/hosts")]))
+    assert.isUndefined(at([{ type: "image" }, text("look at this")]))
+  })
+
+  it("mayName: any text block that starts with /", () => {
+    assert.isTrue(Commands.mayName([text("earlier"), text("  /compact")]))
+    assert.isFalse(Commands.mayName([text("earlier /compact"), { type: "resource_link" }]))
   })
 })
 

@@ -73,7 +73,8 @@ describe("e2e: acpx", () => {
       }]
     }))
 
-    const agentCommand = `${NODE} ${SKEIN} acp --home ${home} --script ${script}`
+    // The sandbox off: sandboxed commands run in Skein's sandbox, not in a client's terminal.
+    const agentCommand = `${NODE} ${SKEIN} acp --home ${home} --script ${script} --sandbox off`
     const result = await run(
       ["--agent", agentCommand, "--approve-all", "--format", "json", "--cwd", workspace, "exec", "What do the notes say?"],
       { cwd: workspace, env: { ...process.env, HOME: userHome, XDG_CONFIG_HOME: path.join(userHome, ".config") } }
@@ -130,7 +131,8 @@ describe("e2e: acpx", () => {
         ]
       }]
     }))
-    const agentCommand = `${NODE} ${SKEIN} acp --home ${home} --script ${script}`
+    // The sandbox off: sandboxed commands run in Skein's sandbox, not in a client's terminal.
+    const agentCommand = `${NODE} ${SKEIN} acp --home ${home} --script ${script} --sandbox off`
     const result = await run(
       ["--agent", agentCommand, "--approve-all", "--format", "json", "--cwd", workspace, "exec", "Write and run"],
       { cwd: workspace, env: { ...process.env, HOME: userHome, XDG_CONFIG_HOME: path.join(userHome, ".config") } }

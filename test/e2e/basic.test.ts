@@ -9,11 +9,13 @@ import { expectClean, message, thought, useAgents } from "../support/AgentProces
 const agents = useAgents()
 
 describe("e2e: basics", () => {
-  it("initialize answers protocol v1, no auth methods, agentInfo skein, loadSession true", async () => {
+  it("initialize answers protocol v1, the sign-in method and logout, agentInfo skein, loadSession true", async () => {
     const agent = agents.start({ script: { turns: [] } })
     const result = await agent.initialize()
     expect(result.protocolVersion).toBe(1)
-    expect(result.authMethods).toEqual([])
+    // Sign-in (test/e2e/sign-in.test.ts): the agent method; the terminal one only for a client that runs those.
+    expect(result.authMethods?.map((m) => m.id)).toEqual(["skein-config"])
+    expect(result.agentCapabilities?.auth).toEqual({ logout: {} })
     expect(result.agentInfo?.name).toBe("skein")
     expect(result.agentCapabilities?.loadSession).toBe(true)
     expect(agent.unanswered()).toEqual([])
@@ -32,7 +34,7 @@ describe("e2e: basics", () => {
     const sessionId = await agent.newSession()
     const response = await agent.prompt(sessionId, "hi")
     expect(response).toEqual({ stopReason: "end_turn" })
-    expect(agent.updates(sessionId)).toEqual([message("Hello"), message(", world.")])
+    expect(agent.updates(sessionId)).toEqual([message("Hello", "m1.1"), message(", world.", "m1.1")])
     expect(agent.unanswered()).toEqual([])
     expectClean(agent)
   })
@@ -48,7 +50,7 @@ describe("e2e: basics", () => {
     })
     const sessionId = await agent.newSession()
     expect(await agent.prompt(sessionId, "first")).toEqual({ stopReason: "end_turn" })
-    expect(agent.updates(sessionId)).toEqual([message("one")])
+    expect(agent.updates(sessionId)).toEqual([message("one", "m1.1")])
     expect(await agent.prompt(sessionId, "second")).toEqual({ stopReason: "end_turn" })
     // Deltas that arrive together may be sent as one chunk: the text is what counts.
     const chunks = agent.updates(sessionId).map((u: any) => (u.sessionUpdate === "agent_message_chunk" ? u.content.text : `<${u.sessionUpdate}>`))
@@ -63,7 +65,7 @@ describe("e2e: basics", () => {
     })
     const sessionId = await agent.newSession()
     expect(await agent.prompt(sessionId, "why?")).toEqual({ stopReason: "end_turn" })
-    expect(agent.updates(sessionId)).toEqual([thought("Let me "), thought("think."), message("Answer.")])
+    expect(agent.updates(sessionId)).toEqual([thought("Let me ", "m1.1"), thought("think.", "m1.1"), message("Answer.", "m1.2")])
     expectClean(agent)
   })
 
@@ -83,7 +85,7 @@ describe("e2e: basics", () => {
     expect(await agent.prompt(sessionId, "read notes")).toEqual({ stopReason: "end_turn" })
     const content = "1\talpha\n2\tbeta"
     expect(agent.updates(sessionId)).toEqual([
-      message("Reading it."),
+      message("Reading it.", "m1.1"),
       {
         sessionUpdate: "tool_call",
         toolCallId: "call_1_1_1",
@@ -93,16 +95,18 @@ describe("e2e: basics", () => {
         rawInput: { path: "notes.txt" },
         locations: [{ path: `${agent.cwd}/notes.txt` }]
       },
-      { sessionUpdate: "tool_call_update", toolCallId: "call_1_1_1", status: "in_progress" },
+      // Every update of a call repeats its title and kind (some clients keep only the last one's).
+      { sessionUpdate: "tool_call_update", toolCallId: "call_1_1_1", title: "Read notes.txt", kind: "read", status: "in_progress" },
       {
         sessionUpdate: "tool_call_update",
         toolCallId: "call_1_1_1",
         title: "Read notes.txt",
+        kind: "read",
         status: "completed",
         content: [{ type: "content", content: { type: "text", text: content } }],
         rawOutput: { ok: true, content }
       },
-      message("Done.")
+      message("Done.", "m1.2")
     ])
     expectClean(agent)
   })
@@ -136,7 +140,7 @@ describe("e2e: basics", () => {
     expect(failed.rawOutput.content).toMatch(/outside the workspace/)
     expect(failed.rawOutput.content).not.toContain("secret")
     expect(failed.content).toEqual([{ type: "content", content: { type: "text", text: failed.rawOutput.content } }])
-    expect(updates[3]).toEqual(message("I may not read that."))
+    expect(updates[3]).toEqual(message("I may not read that.", "m1.1"))
     expectClean(agent)
   })
 })

@@ -1,31 +1,28 @@
 /**
  * End to end: cancellation (`session/cancel`, `$/cancel_request`) and queued prompts.
- * A cancelled prompt answers `stopReason: "cancelled"`, promptly, and the session goes on.
+ * A cancelled prompt answers `stopReason: "cancelled"` and the session goes on. What is cut
+ * short would run for minutes: a cancel that waited for it would not answer within the test
+ * (how soon it answers is measured by `npm run bench`, not asserted here).
  */
 import { describe, expect, it } from "vitest"
 import { expectClean, message, useAgents } from "../support/AgentProcess.ts"
 
 const agents = useAgents()
 
-/** "About a second" on a loaded 2-core machine: the scripted sleep it cuts short is 30 s. */
-const PROMPTLY_MS = 1_000
-
 const isChunk = (text: string) => (u: { sessionUpdate: string; content?: unknown }) =>
   u.sessionUpdate === "agent_message_chunk" && (u.content as { text?: string } | undefined)?.text === text
 
-const sleeping = { calls: [[{ text: "a" }, { sleep_ms: 30_000 }, { text: "never" }]] }
+const sleeping = { calls: [[{ text: "a" }, { sleep_ms: 600_000 }, { text: "never" }]] }
 
 describe("e2e: cancellation", () => {
-  it("session/cancel in flight resolves the prompt as cancelled within about a second", async () => {
+  it("session/cancel in flight resolves the prompt as cancelled, cutting the model call short", async () => {
     const agent = await agents.ready({ script: { turns: [sleeping] } })
     const sessionId = await agent.newSession()
     const prompt = agent.prompt(sessionId, "x")
     await agent.waitForUpdate(sessionId, isChunk("a"))
-    const started = Date.now()
     await agent.cancel(sessionId)
     expect(await prompt).toEqual({ stopReason: "cancelled" })
-    expect(Date.now() - started).toBeLessThan(PROMPTLY_MS)
-    expect(agent.updates(sessionId)).toEqual([message("a")])
+    expect(agent.updates(sessionId)).toEqual([message("a", "m1.1")])
     // Nothing about the turn follows its response.
     const lines = agent.lines.length
     await new Promise((resolve) => setTimeout(resolve, 200))
@@ -45,8 +42,8 @@ describe("e2e: cancellation", () => {
     await agent.cancel(one!)
     expect(await first).toEqual({ stopReason: "cancelled" })
     expect(await second).toEqual({ stopReason: "end_turn" })
-    expect(agent.updates(one!)).toEqual([message("a")])
-    expect(agent.updates(two!)).toEqual([message("a"), message("b")])
+    expect(agent.updates(one!)).toEqual([message("a", "m1.1")])
+    expect(agent.updates(two!)).toEqual([message("a", "m1.1"), message("b", "m1.1")])
     expectClean(agent)
   })
 
@@ -78,7 +75,7 @@ describe("e2e: cancellation", () => {
     await agent.cancel(sessionId)
     await agent.cancel(sessionId)
     expect(await agent.prompt(sessionId, "x")).toEqual({ stopReason: "end_turn" })
-    expect(agent.updates(sessionId)).toEqual([message("turn one")])
+    expect(agent.updates(sessionId)).toEqual([message("turn one", "m1.1")])
     expectClean(agent)
   })
 
@@ -90,7 +87,7 @@ describe("e2e: cancellation", () => {
     await agent.cancel(sessionId)
     expect(await first).toEqual({ stopReason: "cancelled" })
     expect(await agent.prompt(sessionId, "next")).toEqual({ stopReason: "end_turn" })
-    expect(agent.updates(sessionId)).toEqual([message("a"), message("turn two")])
+    expect(agent.updates(sessionId)).toEqual([message("a", "m1.1"), message("turn two", "m2.1")])
     expectClean(agent)
   })
 
@@ -108,7 +105,7 @@ describe("e2e: cancellation", () => {
     await agent.waitForUpdate(sessionId, isChunk("first"))
     const two = agent.prompt(sessionId, "two")
     expect(await Promise.all([one, two])).toEqual([{ stopReason: "end_turn" }, { stopReason: "end_turn" }])
-    expect(agent.updates(sessionId)).toEqual([message("first"), message(" done"), message("second")])
+    expect(agent.updates(sessionId)).toEqual([message("first", "m1.1"), message(" done", "m1.1"), message("second", "m2.1")])
     // On the wire: the first prompt is answered before anything of the second turn is written.
     const wire = agent.lines.map((line) => JSON.parse(line))
     const answers = wire.flatMap((m, i) => (m.result?.stopReason !== undefined ? [i] : []))
@@ -126,17 +123,14 @@ describe("e2e: cancellation", () => {
     const sessionId = await agent.newSession()
     const running = agent.prompt(sessionId, "one")
     await agent.waitForUpdate(sessionId, isChunk("a"))
+    // Sent after the second prompt, the cancel reaches the agent after it: the prompt is queued.
     const queued = agent.prompt(sessionId, "two")
-    // Give the agent a moment to accept the second prompt into the session's queue.
-    await new Promise((resolve) => setTimeout(resolve, 150))
-    const started = Date.now()
     await agent.cancel(sessionId)
     expect(await Promise.all([running, queued])).toEqual([{ stopReason: "cancelled" }, { stopReason: "cancelled" }])
-    expect(Date.now() - started).toBeLessThan(PROMPTLY_MS)
-    expect(agent.updates(sessionId)).toEqual([message("a")])
+    expect(agent.updates(sessionId)).toEqual([message("a", "m1.1")])
     // The session still serves: the cancelled queued prompt took turn 2, so this is turn 3.
     expect(await agent.prompt(sessionId, "three")).toEqual({ stopReason: "end_turn" })
-    expect(agent.updates(sessionId)).toEqual([message("a"), message("third")])
+    expect(agent.updates(sessionId)).toEqual([message("a", "m1.1"), message("third", "m3.1")])
     expectClean(agent)
   })
 
@@ -145,12 +139,10 @@ describe("e2e: cancellation", () => {
     const sessionId = await agent.newSession()
     const id = agent.sendRawRequest("session/prompt", { sessionId, prompt: [{ type: "text", text: "x" }] })
     await agent.waitForUpdate(sessionId, isChunk("a"))
-    const started = Date.now()
     agent.sendRaw(JSON.stringify({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: id } }))
     const response = await agent.rawResponse(id)
     expect(response).toEqual({ jsonrpc: "2.0", id, result: { stopReason: "cancelled" } })
-    expect(Date.now() - started).toBeLessThan(PROMPTLY_MS)
-    expect(agent.written.map((n) => n.update).filter((u) => u.sessionUpdate !== "available_commands_update" && u.sessionUpdate !== "session_info_update")).toEqual([message("a")])
+    expect(agent.written.map((n) => n.update).filter((u) => u.sessionUpdate !== "available_commands_update" && u.sessionUpdate !== "session_info_update")).toEqual([message("a", "m1.1")])
     expect(agent.unanswered()).toEqual([])
     expectClean(agent)
   })
@@ -163,7 +155,7 @@ describe("e2e: cancellation", () => {
     await agent.waitForUpdate(sessionId, isChunk("a"))
     abort.abort()
     expect(await prompt).toEqual({ stopReason: "cancelled" })
-    expect(agent.updates(sessionId)).toEqual([message("a")])
+    expect(agent.updates(sessionId)).toEqual([message("a", "m1.1")])
     expectClean(agent)
   })
 })

@@ -11,8 +11,11 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "nod
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
+import { PgClient } from "@effect/sql-pg"
 import * as Effect from "effect/Effect"
+import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
+import { SqlClient } from "effect/sql/SqlClient"
 import * as Stream from "effect/Stream"
 import { afterEach, expect, it } from "vitest"
 import { Runtime, type SessionEvent, Skein } from "../../src/index.ts"
@@ -169,12 +172,11 @@ Postgres.describeWithPostgres("e2e: a cluster of runners on PostgreSQL", (server
         Stream.runCollect
       )
     }))
-    const failoverMs = Date.now() - killedAt.t
+    // How long the failover takes is measured by `npm run bench` (cluster), not asserted here.
     expect(killedAt.t).toBeGreaterThan(0)
     const end = events.at(-1)
     expect(end?.type).toBe("turn_end")
     expect(end?.type === "turn_end" ? end.data.stopReason : undefined).toBe("cancelled")
-    expect(failoverMs).toBeLessThan(30_000)
     // Nothing shown twice: the logged part of the turn, sent again from the new runner, was dropped.
     const shown = events.filter((e) => !isEphemeral(e)).map((e) => e.seq)
     expect(shown).toEqual([...new Set(shown)].sort((x, y) => x - y))
@@ -193,6 +195,32 @@ Postgres.describeWithPostgres("e2e: a cluster of runners on PostgreSQL", (server
     expect(after.runner).toBe(b.runner)
     expect(text(after.events)).toBe("Back.")
   })
+
+  it("kill -9 of the runner holding a session, then at once a load through another runner: loaded, never refused; the session goes on there", async () => {
+    const db = (await server().createDatabase()).url
+    const ws = workspace()
+    writeFileSync(ws.scriptPath, JSON.stringify({ turns: [{ calls: [[{ text: "One." }]] }, { calls: [[{ text: "Back." }]] }] }))
+    const a = await startRunner(db, ws, "a")
+    const b = await startRunner(db, ws, "b")
+    const sessionId = await sessionOn(b, a, ws.cwd)
+    await through(b, Effect.flatMap(Effect.flatMap(Effect.service(Runtime), (rt) => rt.getSession(sessionId)), (s) => s.prompt([{ type: "text", text: "first" }])))
+    const editor = await agents.ready({ script: { turns: [] }, args: ["--connect", b.url], env: { SKEIN_SERVE_TOKEN: TOKEN } })
+
+    // Runner A dies just after renewing its lease, made long here: a load that waited for the
+    // lease to run out (rather than for A) would be refused long after A's shards moved.
+    await Effect.runPromise(Effect.provide(
+      Effect.flatMap(Effect.service(SqlClient), (sql) => sql`UPDATE skein_leases SET expires_at = now() + interval '10 minutes' WHERE session_id = ${sessionId}`),
+      PgClient.layer({ url: Redacted.make(db) })
+    ))
+    a.child.kill("SIGKILL")
+    await editor.sdk.request("session/load", { sessionId, cwd: ws.cwd, mcpServers: [] })
+    const shown = editor.updates(sessionId).flatMap((u: any) => (u.sessionUpdate === "agent_message_chunk" || u.sessionUpdate === "user_message_chunk" ? [u.content.text] : []))
+    expect(shown).toEqual(["first", "One."])
+    // The next prompt runs where the session is now.
+    const after = await turnThrough(b, sessionId, "after")
+    expect(after.runner).toBe(b.runner)
+    expect(text(after.events)).toBe("Back.")
+  }, 90_000)
 
   it("SIGTERM to the runner holding a session mid-turn: the turn ends as it would have, then the session goes on elsewhere", async () => {
     const db = (await server().createDatabase()).url

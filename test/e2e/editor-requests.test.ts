@@ -23,6 +23,14 @@ const isUpdate = (kind: string, extra: (u: any) => boolean = () => true) => (m: 
 
 const never = <A>() => new Promise<A>(() => {})
 
+/** The stderr line (with the annotations the logger prints after it) of the warning that says `what`. */
+const warningAbout = (stderr: string, what: string): string => {
+  const lines = stderr.split("\n")
+  const at = lines.findIndex((line) => line.includes(what))
+  expect(at).toBeGreaterThanOrEqual(0)
+  return lines.slice(at, at + 2).join("\n")
+}
+
 describe("e2e: requests to the client come after the updates that lead to them", () => {
   it("a permission request is written after the text and the tool_call before it, while the client stays silent", async () => {
     const agent = await agents.ready({
@@ -54,7 +62,8 @@ describe("e2e: requests to the client come after the updates that lead to them",
       release = resolve
     })
     const agent = await agents.ready({
-      args: ["--mode", "bypassPermissions"],
+      // The sandbox off: sandboxed commands run in Skein's sandbox, not in a client's terminal.
+      args: ["--mode", "bypassPermissions", "--sandbox", "off"],
       files: { "notes.txt": "disk\n" },
       clientCapabilities: { readTextFile: true, writeTextFile: false, terminal: true },
       clientMethods: {
@@ -152,7 +161,7 @@ describe("e2e: what some clients send", () => {
     expectClean(agent)
   })
 
-  it("an answer choosing an option that was not offered is a denial, with a warning naming it and the offered ones", async () => {
+  it("an answer choosing an option that was not offered is a denial, with a warning naming that request and the offered options", async () => {
     const agent = await agents.ready({
       script: { turns: [{ calls: [[{ tool: "write", args: { path: "a.txt", content: "x" }, id: "w1" }], [{ text: "done" }]] }] },
       permission: () => ({ outcome: { outcome: "selected", optionId: "yes-please" } })
@@ -160,8 +169,34 @@ describe("e2e: what some clients send", () => {
     const sessionId = await agent.newSession()
     expect((await agent.prompt(sessionId, "go")).stopReason).toBe("end_turn")
     expect(agent.readLog(sessionId).find((e: any) => e.type === "permission").data).toEqual({ toolCallId: "w1", outcome: "cancelled" })
-    expect(agent.stderr).toContain(`"yes-please"`)
-    expect(agent.stderr).toContain("allow_once, allow_always, reject_once, reject_always")
+    const asked = agent.messages().find((m) => m.method === "session/request_permission")!
+    const warning = warningAbout(agent.stderr, "was not offered")
+    expect(warning).toContain(`session/request_permission #${asked.id} (tool call "w1" of session ${sessionId})`)
+    expect(warning).toContain(`"yes-please"`)
+    expect(warning).toContain("allow_once, allow_always, reject_once, reject_always")
+    // Annotated with that request, not with the one that opened the session (its id may be the same number).
+    expect(warning).toContain("rpcMethod: 'session/request_permission'")
+    expect(warning).not.toContain("session/new")
+    expect(agent.stderr.split("was not offered")).toHaveLength(2)
+    expectClean(agent)
+  })
+
+  it("the warning for a child's question names the request the client saw: on the parent, about the child's card", async () => {
+    const agent = await agents.ready({
+      script: {
+        turns: [{ calls: [[{ tool: "spawn_agent", args: { task: "Write a.txt" }, id: "s1" }], [{ tool: "wait_agent", args: {}, id: "w1" }], [{ text: "done" }]] }],
+        agents: { general: { turns: [{ calls: [[{ tool: "write", args: { path: "a.txt", content: "x" }, id: "cw" }], [{ text: "wrote it" }]] }] } }
+      },
+      permission: () => ({ outcome: { outcome: "selected", optionId: "yes-please" } })
+    })
+    const sessionId = await agent.newSession()
+    expect((await agent.prompt(sessionId, "delegate")).stopReason).toBe("end_turn")
+    const childId = agent.readLog(sessionId).find((e: any) => e.type === "subagent").data.id
+    const asked = agent.messages().find((m) => m.method === "session/request_permission")!
+    const warning = warningAbout(agent.stderr, "was not offered")
+    expect(warning).toContain(`session/request_permission #${asked.id} (tool call "${childId}/cw" of session ${sessionId})`)
+    expect(warning).not.toContain("session/new")
+    expect(agent.readLog(childId).find((e: any) => e.type === "permission").data).toEqual({ toolCallId: "cw", outcome: "cancelled" })
     expectClean(agent)
   })
 })

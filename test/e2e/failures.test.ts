@@ -15,10 +15,10 @@ describe("e2e: failed turns", () => {
     const sessionId = await agent.newSession()
     expect(await agent.prompt(sessionId, "go")).toEqual({ stopReason: "end_turn" })
     const updates = agent.updates(sessionId)
-    expect(updates).toEqual([message("Starting"), message("The model call failed: boom")])
+    expect(updates).toEqual([message("Starting", "m1.1"), message("The model call failed: boom", "e3")])
     expect(JSON.stringify(updates[1])).toContain("boom")
     expect(await agent.prompt(sessionId, "again")).toEqual({ stopReason: "end_turn" })
-    expect(agent.updates(sessionId).slice(2)).toEqual([message("recovered")])
+    expect(agent.updates(sessionId).slice(2)).toEqual([message("recovered", "m2.1")])
     expectClean(agent)
   })
 
@@ -28,8 +28,8 @@ describe("e2e: failed turns", () => {
     expect(await agent.prompt(sessionId, "one")).toEqual({ stopReason: "end_turn" })
     expect(await agent.prompt(sessionId, "two")).toEqual({ stopReason: "end_turn" })
     expect(agent.updates(sessionId)).toEqual([
-      message("only"),
-      message("The model call failed: The script has no turn 2 (it has 1)")
+      message("only", "m1.1"),
+      message("The model call failed: The script has no turn 2 (it has 1)", "e6")
     ])
     expectClean(agent)
   })
@@ -43,7 +43,7 @@ describe("e2e: failed turns", () => {
     expect(await agent.prompt(sessionId, "read")).toEqual({ stopReason: "end_turn" })
     const updates = agent.updates(sessionId)
     expect(updates.map((u) => u.sessionUpdate)).toEqual(["tool_call", "tool_call_update", "tool_call_update", "agent_message_chunk"])
-    expect(updates[3]).toEqual(message("The model call failed: The script's turn 1 has no model call 2 (it has 1)"))
+    expect(updates[3]).toEqual(message("The model call failed: The script's turn 1 has no model call 2 (it has 1)", "e6"))
     expectClean(agent)
   })
 
@@ -52,7 +52,7 @@ describe("e2e: failed turns", () => {
     const sessionId = await agent.newSession()
     expect(await agent.prompt(sessionId, "hello")).toEqual({ stopReason: "end_turn" })
     expect(agent.updates(sessionId)).toEqual([
-      message("The model call failed: Turn 1 of the script expects a prompt matching /^deploy/")
+      message("The model call failed: Turn 1 of the script expects a prompt matching /^deploy/", "e3")
     ])
     expectClean(agent)
   })

@@ -65,7 +65,7 @@ describe("e2e: session/fork", () => {
     // The fork is live: it takes a prompt (its third turn) without session/load.
     await agent.sdk.request("session/set_mode", { sessionId: forked.sessionId, modeId: "default" })
     expect((await agent.prompt(forked.sessionId, "fork three")).stopReason).toBe("end_turn")
-    expect(agent.updates(forked.sessionId)).toContainEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Third answer." } })
+    expect(agent.updates(forked.sessionId)).toContainEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Third answer." }, messageId: "m3.1" })
     expect((await agent.prompt(parent, "three")).stopReason).toBe("end_turn")
     const forkPrompts = agent.readLog(forked.sessionId).filter((e: any) => e.type === "turn_start").map((e: any) => e.data.content[0].text)
     const parentPrompts = agent.readLog(parent).filter((e: any) => e.type === "turn_start").map((e: any) => e.data.content[0].text)

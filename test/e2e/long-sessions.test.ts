@@ -116,7 +116,7 @@ describe("e2e: compaction", () => {
     expect(turn2).toEqual([
       { sessionUpdate: "compaction_update", compactionId: id, status: "in_progress" },
       { sessionUpdate: "compaction_update", compactionId: id, status: "completed", summary: [{ type: "text", text: SUMMARY }] },
-      { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Second answer." } }
+      { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Second answer." }, messageId: "m2.1" }
     ])
     expect(turn2.some((u) => u.sessionUpdate === "tool_call")).toBe(false)
 
@@ -125,10 +125,12 @@ describe("e2e: compaction", () => {
       "user_message_chunk: first",
       "agent_message_chunk: First answer.",
       "user_message_chunk: second",
+      // As the client saw it live: started, then done with the summary.
+      `compaction_update: ${id} in_progress`,
       `compaction_update: ${id} completed`,
       "agent_message_chunk: Second answer."
     ])
-    expect(replayed[3]).toEqual({ sessionUpdate: "compaction_update", compactionId: id, status: "completed", summary: [{ type: "text", text: SUMMARY }] })
+    expect(replayed[4]).toEqual({ sessionUpdate: "compaction_update", compactionId: id, status: "completed", summary: [{ type: "text", text: SUMMARY }] })
   })
 
   it("any other client sees a think tool call titled \"Compacted the conversation\" with the summary, live and on load", async () => {
@@ -141,20 +143,23 @@ describe("e2e: compaction", () => {
       sessionUpdate: "tool_call_update",
       toolCallId,
       title: "Compacted the conversation",
+      kind: "think",
       status: "completed",
       content: [{ type: "content", content: { type: "text", text: SUMMARY } }]
     })
-    expect(turn2[2]).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Second answer." } })
+    expect(turn2[2]).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Second answer." }, messageId: "m2.1" })
 
     const replayed = await loadInNewProcess(agent, sessionId, false)
     expect(replayed.map(brief)).toEqual([
       "user_message_chunk: first",
       "agent_message_chunk: First answer.",
       "user_message_chunk: second",
-      `tool_call: ${toolCallId} think completed Compacted the conversation`,
+      // The card as the client saw it live: started, then done with the summary (never an empty finished card).
+      `tool_call: ${toolCallId} think in_progress Compacting the conversation`,
+      `tool_call_update: ${toolCallId} think completed Compacted the conversation`,
       "agent_message_chunk: Second answer."
     ])
-    expect(replayed[3]).toMatchObject({ content: [{ type: "content", content: { type: "text", text: SUMMARY } }] })
+    expect(replayed[4]).toMatchObject({ content: [{ type: "content", content: { type: "text", text: SUMMARY } }] })
   })
 })
 
@@ -196,6 +201,61 @@ describe("e2e: slash commands", () => {
     expect(starts[1].data.command).toBeUndefined()
     expect(starts[1].data.content).toEqual([{ type: "text", text: "/nope x" }])
     expectClean(agent)
+  })
+})
+
+describe("e2e: a command after other text (a client that sends a stopped prompt again in front of the next one)", () => {
+  const blocks = (...texts: Array<string>) => texts.map((text) => ({ type: "text" as const, text }))
+
+  it("the last block naming a command runs it: /compact says what it left aside, /hello keeps the text before it; a load shows the blocks as sent", async () => {
+    const script = scriptOf({
+      turns: [
+        { calls: [[{ text: "One." }]] },
+        { calls: [[{ text: "Two." }]] },
+        { calls: [] },
+        { calls: [[{ text: "Hello to you." }]] }
+      ],
+      compaction: [[{ text: SUMMARY }]]
+    })
+    const files = { ".skein/commands/hello.md": "Say hello to $ARGUMENTS, politely.\n" }
+    const first = await agents.ready({ script, files })
+    const sessionId = await first.newSession()
+    await first.prompt(sessionId, "one")
+    await first.prompt(sessionId, "two")
+    const send = async (...texts: Array<string>) => {
+      const response = await first.sdk.request("session/prompt", { sessionId, prompt: blocks(...texts) }) as { stopReason: string }
+      await first.settled(sessionId)
+      return response.stopReason
+    }
+    expect(await send("What is in the notes?", "/compact")).toBe("end_turn")
+    const log = () => first.readLog(sessionId)
+    const starts = () => log().filter((e: any) => e.type === "turn_start")
+    expect(starts()[2].data).toMatchObject({ command: { name: "compact", arguments: "", local: true, block: 1 }, content: blocks("What is in the notes?", "/compact") })
+    expect(log().some((e: any) => e.type === "compaction" && e.turn === 3)).toBe(true)
+    const leftAside = "/compact ran on its own: the rest of this prompt (1 more block) was not sent to the model. Send it again if you meant it."
+    expect(log().find((e: any) => e.type === "notice" && e.turn === 3)?.data).toEqual({ text: leftAside, source: "command" })
+    expect(agentText(first, sessionId)).toContain(leftAside)
+
+    expect(await send("What is in the notes?", "/hello world")).toBe("end_turn")
+    expect(starts()[3].data).toMatchObject({
+      command: { name: "hello", arguments: "world", block: 1 },
+      content: blocks("What is in the notes?", "Say hello to world, politely.")
+    })
+    expectClean(first)
+    first.closeStdin()
+    expect((await first.waitExit()).code).toBe(0)
+
+    const second = await agents.ready({ script, args: ["--home", first.home] })
+    await second.sdk.request("session/load", { sessionId, cwd: first.cwd, mcpServers: [] })
+    await second.settled(sessionId)
+    const users = second.updates(sessionId).filter((u) => u.sessionUpdate === "user_message_chunk").map((u: any) => [u.messageId, u.content.text])
+    expect(users.slice(2)).toEqual([
+      ["u3", "What is in the notes?"],
+      ["u3", "/compact"],
+      ["u4", "What is in the notes?"],
+      ["u4", "/hello world"]
+    ])
+    expectClean(second)
   })
 })
 

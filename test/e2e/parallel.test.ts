@@ -16,7 +16,7 @@ describe("e2e: parallel sessions", () => {
     expect(new Set(ids).size).toBe(20)
     const responses = await Promise.all(ids.map((id) => agent.prompt(id, `prompt for ${id}`)))
     expect(responses).toEqual(ids.map(() => ({ stopReason: "end_turn" })))
-    for (const id of ids) expect(agent.updates(id)).toEqual([message("a"), message("b")])
+    for (const id of ids) expect(agent.updates(id)).toEqual([message("a", "m1.1"), message("b", "m1.1")])
     // Nothing went to a session that was not created, and nothing went astray.
     // Each session also got its title and its command list.
     expect(agent.written.length).toBe(80)

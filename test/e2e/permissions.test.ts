@@ -57,7 +57,7 @@ describe("e2e: permissions in default mode", () => {
     const last = toolUpdates(agent.updates(sessionId), "w1").at(-1) as any
     expect(last.status).toBe("failed")
     expect(JSON.stringify(last.content)).toContain("denied")
-    expect(agent.updates(sessionId).at(-1)).toEqual(message("done"))
+    expect(agent.updates(sessionId).at(-1)).toEqual(message("done", "m1.1"))
     expectClean(agent)
   })
 
@@ -94,6 +94,8 @@ describe("e2e: permissions in default mode", () => {
       script: {
         turns: [{ calls: [[{ tool: "bash", args: { command: "touch one" }, id: "b1" }], [{ tool: "bash", args: { command: "touch two" }, id: "b2" }], [{ text: "done" }]] }]
       },
+      // Without the sandbox, commands are asked for (with it they run: e2e/sandbox.test.ts).
+      args: ["--sandbox", "off"],
       permission: select("reject_always")
     })
     const sessionId = await agent.newSession()
@@ -176,7 +178,7 @@ describe("e2e: modes", () => {
   it("acceptEdits allows edits but still asks for commands", async () => {
     const agent = await agents.ready({
       script: { turns: [{ calls: [[{ tool: "write", args: { path: "a.txt", content: "x" } }, { tool: "bash", args: { command: "touch b" }, id: "b1" }], [{ text: "done" }]] }] },
-      args: ["--mode", "acceptEdits"],
+      args: ["--mode", "acceptEdits", "--sandbox", "off"],
       permission: select("reject_once")
     })
     const sessionId = await agent.newSession()
@@ -237,6 +239,7 @@ describe("e2e: what runs without asking stays read-only", () => {
     const agent = await agents.ready({
       script: bashTurn("git log -p", "cat /etc/hostname", "sort -o out.txt a.txt", "grep -r x ~"),
       files: { "a.txt": "one\n" },
+      args: ["--sandbox", "off"],
       permission: select("reject_once")
     })
     const { marker } = hostileRepo(agent.cwd, [["diff.drv.textconv", "SCRIPT"]])
@@ -252,6 +255,8 @@ describe("e2e: what runs without asking stays read-only", () => {
     const agent = await agents.ready({
       script: bashTurn("tr -d <.'/../outside/secret.txt' Z", "cat a.txt >/dev/null\"x\"", "tr -d <'a'.txt Z"),
       files: { "a.txt": "one\n" },
+      // Without the sandbox: which commands are asked for (sandboxed, none is).
+      args: ["--sandbox", "off"],
       permission: select("reject_once")
     })
     mkdirSync(path.join(agent.root, "outside"))

@@ -117,7 +117,8 @@ describe.skipIf(!ptyAvailable)("e2e: skein run's keys at a terminal", () => {
       { calls: [bash("touch b.txt"), [{ text: "Touched b." }]] },
       { calls: [bash("touch c.txt"), [{ text: "Touched c." }]] }
     ])
-    const t = term()
+    // Without the sandbox: commands are asked for (sandboxed, none is).
+    const t = term("--sandbox", "off")
     await prompt(t)
     t.type("chain\r")
     const chained = await question(t)

@@ -295,6 +295,7 @@ describe("e2e: skein run without a terminal", () => {
     expect(r.status).toBe(2)
     expect(r.stdout).toBe("")
     expect(r.stderr).toContain("skein: Skein has no model provider configured")
+    expect(r.stderr).toContain("Run `skein setup` in a terminal to choose a provider.")
     expect(existsSync(join(home, "sessions")) ? readdirSync(join(home, "sessions")) : []).toEqual([])
   })
 

@@ -12,9 +12,6 @@ import { expectClean, message, useAgents } from "../support/AgentProcess.ts"
 
 const agents = useAgents()
 
-/** Generous for a loaded machine; the pattern it cuts short runs for minutes. */
-const PROMPTLY_MS = 2_000
-
 /** 40 lines on which `(a+)+$` backtracks through 2^26 ways of splitting the `a`s before failing. */
 const PATHOLOGICAL = `${"a".repeat(26)}b\n`.repeat(40)
 
@@ -57,15 +54,14 @@ describe("e2e: CPU-bound tool work runs off the protocol thread", () => {
       ["agent_message_chunk", undefined],
       ["agent_message_chunk", undefined]
     ])
-    expect(bUpdates.slice(3)).toEqual([message("b1"), message("b2"), message("b3")])
+    expect(bUpdates.slice(3)).toEqual([message("b1", "m1.1"), message("b2", "m1.1"), message("b3", "m1.1")])
     // A's grep has not ended: nothing of A came after its tool call started.
     expect(agent.updates(a).map((u) => u.sessionUpdate)).toEqual(["tool_call", "tool_call_update"])
 
-    // Cancelling A stops its search at once.
-    const started = Date.now()
+    // Cancelling A stops its search: the turn ends cancelled and the search did not complete (it
+    // would run for minutes, then stop at its own limit and complete, and the turn go on).
     await agent.cancel(a)
     expect(await promptA).toEqual({ stopReason: "cancelled" })
-    expect(Date.now() - started).toBeLessThan(PROMPTLY_MS)
     const aLast = agent.updates(a).at(-1)
     expect(aLast).toMatchObject({ sessionUpdate: "tool_call_update" })
     expect(aLast && "status" in aLast ? aLast.status : undefined).not.toBe("completed")

@@ -114,11 +114,12 @@ describe("e2e: kill -9 and load", () => {
     const second = await agents.ready({ script, args: ["--home", first.home] })
     await second.sdk.request("session/load", { sessionId, cwd: first.cwd, mcpServers: [] })
     await second.settled(sessionId)
-    // Shown once: the streamed text, then that the turn was interrupted.
+    // Shown once: the streamed text, then that the turn was interrupted (the text of its turn_end).
+    const ended = first.readLog(sessionId).find((e: any) => e.type === "turn_end")
     expect(second.updates(sessionId)).toEqual([
-      { sessionUpdate: "user_message_chunk", content: { type: "text", text: "Write" } },
-      { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "First paragraph. Second paragraph." } },
-      { sessionUpdate: "agent_message_chunk", content: { type: "text", text: INTERRUPTED_TURN } }
+      { sessionUpdate: "user_message_chunk", content: { type: "text", text: "Write" }, messageId: "u1" },
+      { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "First paragraph. Second paragraph." }, messageId: "m1.1" },
+      { sessionUpdate: "agent_message_chunk", content: { type: "text", text: INTERRUPTED_TURN }, messageId: `e${ended.seq}` }
     ])
     // Loading closed the call with what it had streamed: the model's interrupted answer.
     const after = readFileSync(file, "utf8")
@@ -223,12 +224,13 @@ describe("e2e: kill -9 and load", () => {
       status: "failed",
       content: [{ type: "content", content: { type: "text", text: INTERRUPTED_TOOL } }]
     })
-    expect(updates.at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: INTERRUPTED_TURN } })
+    const ended = first.readLog(sessionId).find((e: any) => e.type === "turn_end")
+    expect(updates.at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: INTERRUPTED_TURN }, messageId: `e${ended.seq}` })
     const after = readFileSync(file, "utf8")
     expect(after.startsWith(beforeCrash)).toBe(true)
     expect(after.slice(beforeCrash.length).trimEnd().split("\n").map((l) => JSON.parse(l).type)).toEqual(["tool_result", "turn_end"])
     expect(await second.prompt(sessionId, "Again")).toEqual({ stopReason: "end_turn" })
-    expect(second.updates(sessionId).at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Recovered." } })
+    expect(second.updates(sessionId).at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Recovered." }, messageId: "m2.1" })
     expectClean(second)
   })
 })

@@ -14,7 +14,8 @@ const agents = useAgents()
 
 /** Updates about the session itself (its title, its command list), which a replay does not hold. */
 const METADATA: ReadonlySet<string> = new Set(["available_commands_update", "session_info_update"])
-const isMetadata = (line: string) => /"sessionUpdate":"(available_commands_update|session_info_update)"/.test(line)
+/** The command list, sent after a load: not part of the replay (the title is: it is the history's). */
+const isMetadata = (line: string) => /"sessionUpdate":"available_commands_update"/.test(line)
 
 const readScript = {
   turns: [
@@ -65,6 +66,10 @@ describe("e2e: durable sessions", () => {
     await second.settled(sessionId)
     expect(response.modes?.currentModeId).toBe("acceptEdits")
     expect(response.configOptions?.find((o) => o.id === "mode")?.currentValue).toBe("acceptEdits")
+    // The title the live session showed, where it showed it: before the first prompt's updates.
+    const all = second.allUpdates(sessionId)
+    expect(all.filter((u) => u.sessionUpdate === "session_info_update")).toEqual([{ sessionUpdate: "session_info_update", title: "Read the notes" }])
+    expect(all.findIndex((u) => u.sessionUpdate === "session_info_update")).toBeLessThan(all.findIndex((u) => u.sessionUpdate === "user_message_chunk"))
 
     const updates = second.updates(sessionId)
     expect(updates.map((u) => [u.sessionUpdate, textOf(u) ?? ("status" in u ? u.status : undefined)])).toEqual([

@@ -1,6 +1,7 @@
 /**
  * End to end: stdin EOF shuts the agent down cleanly, even mid-turn: the running turn is
- * interrupted and logged as cancelled, and the process exits 0 promptly.
+ * interrupted and logged as cancelled, and the process exits 0 without waiting for the model
+ * call it cut short (which would take ten minutes; how soon it exits is `npm run bench`'s).
  */
 import { describe, expect, it } from "vitest"
 import { LOG_VERSION } from "../../src/log/Event.ts"
@@ -9,17 +10,14 @@ import { expectClean, useAgents } from "../support/AgentProcess.ts"
 const agents = useAgents()
 
 describe("e2e: shutdown", () => {
-  it("stdin EOF mid-turn exits 0 within about 2 s and the log ends with turn_end cancelled", async () => {
-    const agent = await agents.ready({ script: { turns: [{ calls: [[{ text: "a" }, { sleep_ms: 30_000 }]] }] } })
+  it("stdin EOF mid-turn exits 0 at once and the log ends with turn_end cancelled", async () => {
+    const agent = await agents.ready({ script: { turns: [{ calls: [[{ text: "a" }, { sleep_ms: 600_000 }]] }] } })
     const sessionId = await agent.newSession()
     const prompt = agent.prompt(sessionId, "x").catch((error: unknown) => error)
     await agent.waitForUpdate(sessionId, (u) => u.sessionUpdate === "agent_message_chunk")
-    const started = Date.now()
     agent.closeStdin()
-    const exit = await agent.waitExit(5_000)
-    const elapsed = Date.now() - started
+    const exit = await agent.waitExit(20_000)
     expect(exit).toEqual({ code: 0, signal: null })
-    expect(elapsed).toBeLessThan(2_000)
     await prompt
 
     const log = agent.readLog(sessionId)

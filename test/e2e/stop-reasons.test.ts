@@ -11,7 +11,7 @@ describe("e2e: stop reasons", () => {
     const agent = await agents.ready({ script: { turns: [{ calls: [[{ text: "done" }, { stop: "end_turn" }]] }] } })
     const sessionId = await agent.newSession()
     expect(await agent.prompt(sessionId, "x")).toEqual({ stopReason: "end_turn" })
-    expect(agent.updates(sessionId)).toEqual([message("done")])
+    expect(agent.updates(sessionId)).toEqual([message("done", "m1.1")])
     expectClean(agent)
   })
 
@@ -19,7 +19,7 @@ describe("e2e: stop reasons", () => {
     const agent = await agents.ready({ script: { turns: [{ calls: [[{ text: "partial" }, { stop: "max_tokens" }]] }] } })
     const sessionId = await agent.newSession()
     expect(await agent.prompt(sessionId, "x")).toEqual({ stopReason: "max_tokens" })
-    expect(agent.updates(sessionId)).toEqual([message("partial")])
+    expect(agent.updates(sessionId)).toEqual([message("partial", "m1.1")])
     expectClean(agent)
   })
 
@@ -27,7 +27,7 @@ describe("e2e: stop reasons", () => {
     const agent = await agents.ready({ script: { turns: [{ calls: [[{ text: "I can't" }, { stop: "refusal" }]] }] } })
     const sessionId = await agent.newSession()
     expect(await agent.prompt(sessionId, "x")).toEqual({ stopReason: "refusal" })
-    expect(agent.updates(sessionId)).toEqual([message("I can't")])
+    expect(agent.updates(sessionId)).toEqual([message("I can't", "m1.1")])
     expectClean(agent)
   })
 
@@ -51,7 +51,7 @@ describe("e2e: stop reasons", () => {
         ["tool_call_update", "call_1_2_1", "completed"],
         ["agent_message_chunk", undefined, undefined]
       ])
-    expect(updates[6]).toEqual(message("Stopped after 2 model calls in one turn (the maxTurnRequests limit)."))
+    expect(updates[6]).toEqual(message("Stopped after 2 model calls in one turn (the maxTurnRequests limit).", "e8"))
     expectClean(agent)
   })
 
@@ -62,7 +62,7 @@ describe("e2e: stop reasons", () => {
     await agent.waitForUpdate(sessionId, (u) => u.sessionUpdate === "agent_message_chunk")
     await agent.cancel(sessionId)
     expect(await prompt).toEqual({ stopReason: "cancelled" })
-    expect(agent.updates(sessionId)).toEqual([message("a")])
+    expect(agent.updates(sessionId)).toEqual([message("a", "m1.1")])
     expectClean(agent)
   })
 })

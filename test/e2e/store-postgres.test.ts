@@ -81,7 +81,7 @@ Postgres.describeWithPostgres("e2e: sessions kept in PostgreSQL", (server) => {
     const sessionId = await agent.newSession()
     expect((await agent.prompt(sessionId, "first")).stopReason).toBe("end_turn")
     const used = doctor(db.url)
-    expect(used.stdout).toMatch(/schema: version 1 \(sessions\), 1 migration\(s\) applied/)
+    expect(used.stdout).toMatch(/schema: version 2 \(lease_presence\), 2 migration\(s\) applied/)
     expect(used.stdout).toMatch(/sessions: 1 \(3 events\); held by a Skein now: 1/)
     const down = doctor("postgres://skein@127.0.0.1:1/nothing")
     expect(down.stdout).toContain("not reachable")

@@ -34,43 +34,93 @@ const childWrites: Script = {
   agents: { general: { turns: [{ calls: [[call("write", { path: "a.txt", content: "from the child\n" }, "cw")], [{ text: "wrote it" }]] }] } }
 }
 
-const spawnedIds = (log: ReadonlyArray<any>) => log.filter((e) => e.type === "subagent" && e.data.event === "spawned").map((e) => e.data.id as string)
+const spawnedEvents = (log: ReadonlyArray<any>) => log.filter((e) => e.type === "subagent" && e.data.event === "spawned")
+const spawnedIds = (log: ReadonlyArray<any>) => spawnedEvents(log).map((e) => e.data.id as string)
+/** Each card's fields as its updates left them (what a client shows in the end), by tool call id. */
+const finalCards = (updates: ReadonlyArray<any>) => {
+  const cards: Record<string, Record<string, unknown>> = {}
+  for (const u of updates) {
+    if (u.sessionUpdate !== "tool_call" && u.sessionUpdate !== "tool_call_update") continue
+    const { sessionUpdate: _, ...fields } = u
+    cards[u.toolCallId] = { ...cards[u.toolCallId], ...fields }
+  }
+  return cards
+}
+/** The parent's card of a child (fallback): the spawn_agent call that started it, or one of its own. */
+const cardOf = (spawned: any, updates: ReadonlyArray<any>) =>
+  updates.some((u) => u.sessionUpdate === "tool_call" && u.toolCallId === spawned.data.toolCallId && u.title.startsWith("Spawn "))
+    ? spawned.data.toolCallId as string
+    : `subagent-${spawned.data.id}`
 
 describe("e2e: subagents, fallback presentation", () => {
-  it("each child is one tool call of the parent (kind think, '<agent>: <task>'), ending with its answer", async () => {
+  it("each child is one card: the spawn_agent call that started it ('<agent> — <task>'), ending with what it did and its answer", async () => {
     const agent = await agents.ready({ script: twoExplorers, files: { "notes.txt": "hi\n" } })
     const sessionId = await agent.newSession()
     expect((await agent.prompt(sessionId, "look around")).stopReason).toBe("end_turn")
-    const ids = spawnedIds(agent.readLog(sessionId))
-    expect(ids).toHaveLength(2)
+    const spawned = spawnedEvents(agent.readLog(sessionId))
+    expect(spawned.map((e) => e.data.toolCallId)).toEqual(["s1", "s2"])
     const updates = agent.updates(sessionId) as Array<any>
-    for (const id of ids) {
-      const card = updates.filter((u) => u.toolCallId === `subagent-${id}`)
-      expect(card[0]).toMatchObject({ sessionUpdate: "tool_call", kind: "think", status: "in_progress" })
-      expect(card[0].title).toMatch(/^explorer: Read the notes/)
+    for (const [i, e] of spawned.entries()) {
+      const card = updates.filter((u) => u.toolCallId === e.data.toolCallId)
+      expect(card[0]).toMatchObject({ sessionUpdate: "tool_call", kind: "think" })
+      // Named after the child once it runs: never "name: task" (some clients cut a title at its colon).
+      const title = `explorer — Read the notes${i === 1 ? " again" : ""}`
+      const named = card.findIndex((u) => u.title === title)
+      expect(named).toBeGreaterThan(0)
+      expect(card.slice(named).every((u) => u.title === title && u.kind === "think")).toBe(true)
+      expect(card.some((u) => u.status === "completed" && u !== card.at(-1))).toBe(false)
       const last = card.at(-1)
       expect(last.status).toBe("completed")
-      expect(JSON.stringify(last.content)).toContain("The notes say hi.")
+      expect(last.content).toEqual([{ type: "content", content: { type: "text", text: "✓ Read notes.txt\n\nThe notes say hi." } }])
     }
+    // One card per child: the parent's own calls, nothing else.
+    const cards = updates.filter((u) => u.sessionUpdate === "tool_call").map((u) => u.toolCallId)
+    expect(cards).toEqual(["s1", "s2", "w1"])
+    // The wait card reads as text: what became of each child, not the model's JSON.
+    const waited = updates.filter((u) => u.toolCallId === "w1").at(-1)
+    const shown = waited.content[0].content.text as string
+    expect(shown.trimStart().startsWith("{")).toBe(false)
+    expect(shown.split("\n")).toEqual(spawned.map((e) => `✓ explorer ${e.data.id.slice(0, 8)} done — The notes say hi.`))
     // Nothing is shown under a session id the client does not know.
     expect(agent.messages().filter((m) => m.method === "session/update" && m.params.sessionId !== sessionId)).toEqual([])
     expectClean(agent)
   })
 
-  it("a child's permission question is asked on the parent, named after the child, and its card ends", async () => {
+  it("a child's permission question is about a card announced first on the parent, with its change; the card ends with its diff", async () => {
     const agent = await agents.ready({ script: childWrites })
     const sessionId = await agent.newSession()
     expect((await agent.prompt(sessionId, "delegate")).stopReason).toBe("end_turn")
     const [childId] = spawnedIds(agent.readLog(sessionId))
+    const callId = `${childId}/cw`
+    const target = path.join(agent.cwd, "a.txt")
     expect(agent.permissionRequests).toHaveLength(1)
     const request = agent.permissionRequests[0]!
     expect(request.sessionId).toBe(sessionId)
-    expect(request.toolCall).toMatchObject({ toolCallId: `${childId}/cw`, title: "general: Write a.txt" })
-    expect(readFileSync(path.join(agent.cwd, "a.txt"), "utf8")).toBe("from the child\n")
-    const card = (agent.updates(sessionId) as Array<any>).filter((u) => u.toolCallId === `${childId}/cw`)
-    expect(card.at(-1)).toMatchObject({ status: "completed" })
+    expect(request.toolCall).toMatchObject({ toolCallId: callId, title: "general — Write a.txt" })
+    // Before the question, the client was told of the call: its kind, title and locations, then what it would change.
+    const lines = agent.messages()
+    const asked = lines.findIndex((m) => m.method === "session/request_permission")
+    const before = lines.slice(0, asked).filter((m) => m.method === "session/update" && m.params.update.toolCallId === callId).map((m) => m.params.update)
+    expect(before[0]).toMatchObject({ sessionUpdate: "tool_call", title: "general — Write a.txt", kind: "edit", locations: [{ path: target }] })
+    expect(before.flatMap((u) => u.content ?? [])).toContainEqual({ type: "diff", path: target, newText: "from the child\n" })
+    expect(readFileSync(target, "utf8")).toBe("from the child\n")
+    const card = (agent.updates(sessionId) as Array<any>).filter((u) => u.toolCallId === callId)
+    expect(card.at(-1)).toMatchObject({ status: "completed", title: "general — Write a.txt", kind: "edit" })
+    expect(card.at(-1).content[0]).toEqual({ type: "diff", path: target, newText: "from the child\n" })
     // The child's own log has the answer.
     expect(agent.readLog(childId!).filter((e: any) => e.type === "permission").map((e: any) => e.data.outcome)).toEqual(["allow_once"])
+    expectClean(agent)
+  })
+
+  it("a child's edit that needs no question still shows as a card of its own, with its diff", async () => {
+    const agent = await agents.ready({ script: childWrites, args: ["--mode", "acceptEdits"] })
+    const sessionId = await agent.newSession()
+    expect((await agent.prompt(sessionId, "delegate")).stopReason).toBe("end_turn")
+    expect(agent.permissionRequests).toEqual([])
+    const [childId] = spawnedIds(agent.readLog(sessionId))
+    const card = (agent.updates(sessionId) as Array<any>).filter((u) => u.toolCallId === `${childId}/cw`)
+    expect(card[0]).toMatchObject({ sessionUpdate: "tool_call", title: "general — Write a.txt", kind: "edit" })
+    expect(card.at(-1)).toMatchObject({ status: "completed", content: [{ type: "diff", path: path.join(agent.cwd, "a.txt"), newText: "from the child\n" }, expect.anything()] })
     expectClean(agent)
   })
 
@@ -86,8 +136,9 @@ describe("e2e: subagents, fallback presentation", () => {
     expect(agent.readLog(childId!).at(-1)).toMatchObject({ type: "turn_end", data: { stopReason: "cancelled" } })
     // The request was withdrawn ($/cancel_request) and no card stays pending.
     expect(agent.messages().some((m) => m.method === "$/cancel_request")).toBe(true)
-    const card = (agent.updates(sessionId) as Array<any>).filter((u) => u.toolCallId === `subagent-${childId}`)
-    expect(card.at(-1).status).toBe("failed")
+    const updates = agent.updates(sessionId) as Array<any>
+    expect(updates.filter((u) => u.toolCallId === "s1").at(-1).status).toBe("failed")
+    expect(updates.filter((u) => u.toolCallId === `${childId}/cw`).at(-1).status).toBe("failed")
     expectClean(agent)
   })
 
@@ -147,29 +198,37 @@ describe("e2e: subagents, fallback presentation", () => {
     const workflow = JSON.parse(log.find((e: any) => e.type === "tool_result" && e.data.id === "wf").data.content)
     expect(workflow.outcome).toBe("partial")
     expect(Object.fromEntries(workflow.steps.map((s: any) => [s.step, s.outcome]))).toEqual({ scan: "succeeded", break: "failed", report: "succeeded", after: "skipped" })
-    // The failed and timed-out children's cards end failed.
+    // The failed and timed-out children's cards (their spawn_agent calls) end failed; each
+    // workflow step's child has a card of its own, and the workflow's card reads as text.
     const updates = agent.updates(sessionId) as Array<any>
-    for (const e of results.slice(0, 2)) {
-      expect(updates.filter((u) => u.toolCallId === `subagent-${e.data.id}`).at(-1).status).toBe("failed")
+    const spawned = spawnedEvents(log)
+    expect(spawned.slice(0, 2).map((e) => cardOf(e, updates)).sort()).toEqual(["s1", "s2"])
+    for (const e of spawned.slice(0, 2)) expect(updates.filter((u) => u.toolCallId === cardOf(e, updates)).at(-1).status).toBe("failed")
+    for (const e of spawned.slice(2)) {
+      expect(cardOf(e, updates)).toBe(`subagent-${e.data.id}`)
+      expect(updates.filter((u) => u.toolCallId === cardOf(e, updates)).at(-1).status).toMatch(/^(completed|failed)$/)
     }
+    const wf = updates.filter((u) => u.toolCallId === "wf").at(-1)
+    expect(wf.title).toBe("Workflow scan, break, report, after")
+    expect(wf.content[0].content.text.split("\n")[0]).toBe("Workflow partial: 2 of 4 steps succeeded.")
     expectClean(agent)
   })
 
-  it("session/load of a parent replays its children's cards and answers", async () => {
-    const first = await agents.ready({ script: twoExplorers, files: { "notes.txt": "hi\n" } })
+  it("session/load of a parent replays its children's cards as they ended, the child's edit with its diff", async () => {
+    const first = await agents.ready({ script: childWrites })
     const sessionId = await first.newSession()
-    await first.prompt(sessionId, "look around")
-    const live = (first.updates(sessionId) as Array<any>).filter((u) => String(u.toolCallId ?? "").startsWith("subagent-"))
+    await first.prompt(sessionId, "delegate")
+    const live = finalCards(first.updates(sessionId))
     first.closeStdin()
     await first.waitExit()
-    const second = agents.start({ script: twoExplorers, args: ["--home", first.home] })
+    const second = agents.start({ script: childWrites, args: ["--home", first.home] })
     await second.initialize()
     await second.sdk.request("session/load", { sessionId, cwd: first.cwd, mcpServers: [] })
     await second.settled(sessionId)
-    const replayed = (second.updates(sessionId) as Array<any>).filter((u) => String(u.toolCallId ?? "").startsWith("subagent-"))
-    expect(replayed.map((u) => [u.toolCallId, u.status])).toEqual(
-      live.filter((u) => u.sessionUpdate === "tool_call" || u.status === "completed").map((u) => [u.toolCallId, u.status])
-    )
+    const replayed = finalCards(second.updates(sessionId))
+    const [childId] = spawnedIds(first.readLog(sessionId))
+    expect(Object.keys(live).sort()).toEqual(["s1", `${childId}/cw`, "w1"].sort())
+    expect(replayed).toEqual(live)
     expectClean(second)
   })
 })
@@ -186,7 +245,7 @@ describe("e2e: subagents, native presentation (clientCapabilities.subagents)", (
       const firstOwn = written.findIndex((n) => n.sessionId === id)
       expect(announced).toBeGreaterThanOrEqual(0)
       expect(written[announced]!.sessionId).toBe(sessionId)
-      expect(written[announced]!.update).toMatchObject({ title: "explorer: Read the notes" + (id === ids[1] ? " again" : ""), capabilities: { cancel: {} }, state: { state: "running" } })
+      expect(written[announced]!.update).toMatchObject({ title: "explorer — Read the notes" + (id === ids[1] ? " again" : ""), capabilities: { cancel: {} }, state: { state: "running" } })
       expect(announced).toBeLessThan(firstOwn)
       const own = written.filter((n) => n.sessionId === id).map((n) => n.update)
       expect(own[0]).toMatchObject({ sessionUpdate: "session_message", senderSessionId: sessionId, recipientSessionId: id })

@@ -1,8 +1,9 @@
 /**
  * End to end: a user's mistake on the command line — a missing or non-directory `--cwd`, a
  * home that is not a directory or cannot be written, an unreadable or invalid `--script`, a bad
- * `--mode`, an unknown `--provider`, an unknown session id — is one line on stderr
- * (`skein: …`, no stack trace) and exit 2, for every command, before any work. A failure that
+ * `--mode`, an unknown `--provider`, an unknown session id, an option the command would ignore
+ * — is one line on stderr (`skein: …`, no stack trace) and exit 2, for every command, before
+ * any work; `skein doctor` refuses what `skein run` refuses, in the same words. A failure that
  * is not the user's (a damaged log, a session another process holds) stays exit 1.
  */
 import { spawnSync } from "node:child_process"
@@ -61,7 +62,8 @@ const cases: ReadonlyArray<readonly [string, ReadonlyArray<string>, RegExp, Reco
   ["acp: a bad --mode", ["acp", ...ok, "--mode", "yolo"], /Unknown mode "yolo"/],
   ["acp: an unknown --provider", ["acp", "--home", home, "--provider", "nope"], /Unknown provider "nope"/],
   ["sessions: a --home that is a file", ["sessions", "--home", file], /a-file is not a directory/],
-  ["sessions: a bad --mode", ["sessions", "--home", home, "--mode", "yolo"], /Unknown mode "yolo"/],
+  ["sessions: a --mode it would ignore", ["sessions", "--home", home, "--mode", "plan"], /^skein: skein sessions list does not use --mode: it reads saved sessions/],
+  ["sessions show: a --json it would ignore", ["sessions", "show", "0badc0de", "--home", home, "--json"], /skein sessions show does not use --json: it is an option of skein sessions list/],
   ["sessions show: an unknown id", ["sessions", "show", "0badc0de", "--home", home], /No session 0badc0de in /],
   ["sessions show: not an id", ["sessions", "show", "no such!", "--home", home], /Not a session id/],
   ["sessions rm: an unknown id", ["sessions", "rm", "0badc0de", "--home", home], /No session 0badc0de in /],
@@ -69,6 +71,15 @@ const cases: ReadonlyArray<readonly [string, ReadonlyArray<string>, RegExp, Reco
   ["replay: an unknown id", ["replay", "0badc0de", "--home", home], /No session 0badc0de in /],
   ["replay: a missing log file", ["replay", join(root, "gone.ndjson")], /No such file: .*gone\.ndjson/],
   ["replay: a --home that is a file", ["replay", "0badc0de", "--home", file], /a-file is not a directory/],
+  ["replay --rerun: a --script it would ignore", ["replay", "0badc0de", "--home", home, "--rerun", "--script", script], /skein replay --rerun does not use --script: a re-run answers every model call from the log/],
+  ["replay: a --json it would ignore", ["replay", "0badc0de", "--home", home, "--json"], /skein replay does not use --json: it goes with --rerun/],
+  ["run: a --local-fs it would ignore", ["run", ...ok, "--local-fs", "hi"], /skein run does not use --local-fs/],
+  ["acp: a --token-file without --connect", ["acp", ...ok, "--token-file", file], /skein acp does not use --token-file: it goes with --connect/],
+  ["acp --connect: a --script the server would ignore", ["acp", "--connect", `unix:${join(root, "none.sock")}`, "--script", script], /skein acp --connect does not use --script/],
+  ["serve: a --token-file a unix socket would ignore", ["serve", "--home", home, "--token-file", file], /skein serve on a unix socket does not use --token-file/],
+  ["serve: --max-line-bytes", ["serve", "--home", home, "--max-line-bytes", "4096"], /does not use --max-line-bytes: it is an option of skein acp/],
+  ["doctor: --local-terminal", ["doctor", "--home", home, "--local-terminal"], /skein doctor does not use --local-terminal: it is an option of skein acp/],
+  ["doctor: --script with another --provider", ["doctor", "--home", home, "--provider", "openai-chat", "--script", script], /--script selects the scripted provider; it cannot be combined with --provider openai-chat/],
   ["replay --rerun: a --rerun-home that is a file", ["replay", "0badc0de", "--home", home, "--rerun", "--rerun-home", file], /re-run's home/],
   ["doctor: a --home that is a file", ["doctor", "--home", file], /a-file is not a directory/],
   ["doctor: an unreadable --script", ["doctor", "--home", home, "--script", join(root, "missing.json")], /Cannot read the script file/],
@@ -84,6 +95,18 @@ describe("e2e: user errors", () => {
     expect({ status: r.status, stdout: r.stdout }).toEqual({ status: 2, stdout: "" })
     expect(r.stderr).toMatch(/^skein: [^\n]+\n$/)
     expect(r.stderr).toMatch(message)
+  })
+
+  // A home skein run refuses (one that cannot be created; one that exists but cannot be written,
+  // or for root, whom permissions do not stop, /proc, where no folder can be made).
+  const readOnly = join(root, "read-only-home")
+  mkdirSync(readOnly, { mode: 0o500 })
+  it.each([unwritable, process.getuid?.() === 0 ? "/proc" : readOnly])("doctor refuses the home %s that run refuses, in the same words, and creates nothing", (dir) => {
+    const run = skein(["run", "--home", dir, "--script", script, "hi"])
+    const doctor = skein(["doctor", "--home", dir, "--script", script])
+    expect({ status: run.status, stdout: run.stdout }).toEqual({ status: 2, stdout: "" })
+    expect(run.stderr).toMatch(/^skein: Cannot (create|write to) [^\n]+\n$/)
+    expect({ status: doctor.status, stdout: doctor.stdout, stderr: doctor.stderr }).toEqual({ status: 2, stdout: "", stderr: run.stderr })
   })
 
   const agents = useAgents()

@@ -8,7 +8,6 @@ import { mkdtempSync, realpathSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
-import * as Options from "../../src/cli/Options.ts"
 import { Scripted, Skein } from "../../src/index.ts"
 import { serve } from "../../src/server/AcpServer.ts"
 import * as MemoryTransport from "../support/MemoryTransport.ts"
@@ -26,7 +25,7 @@ const expectServing = async (agent: RawAgent) => {
   const sessionId = await agent.newSession()
   const response = await agent.prompt(sessionId, "still there?")
   expect(response.result).toEqual({ stopReason: "end_turn" })
-  expect(agent.updates(sessionId).at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "answer 1" } })
+  expect(agent.updates(sessionId).at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "answer 1" }, messageId: "m1.1" })
 }
 
 /** Writes a line of `megabytes` MiB (a request whose one string is that long) in 1 MiB pieces. */
@@ -104,10 +103,7 @@ describe("faults: bounded input", () => {
     }
   })
 
-  // TODO(cli): `--max-line-bytes N` / `SKEIN_MAX_LINE_BYTES` is to be wired in src/cli/Options.ts
-  // and src/cli/acp.ts (passed to AcpServer's `maxLineBytes`); until then this is skipped.
-  const wired = Object.hasOwn(Options.commonOptions, "max-line-bytes")
-  it.skipIf(!wired)("the limit is configurable: SKEIN_MAX_LINE_BYTES and --max-line-bytes", async () => {
+  it("the limit is configurable: SKEIN_MAX_LINE_BYTES and --max-line-bytes", async () => {
     for (const how of [{ env: { SKEIN_MAX_LINE_BYTES: "4096" } }, { args: ["--max-line-bytes", "4096"] }]) {
       const agent = agents.start({ script: quickTurns(1), ...how })
       await agent.initialize()
@@ -172,6 +168,8 @@ describe("faults: bounded input", () => {
   it("a permission answer nested 100,000 deep is an unreadable answer: a denial, and the turn goes on", async () => {
     const agent = agents.start({
       script: { turns: [{ calls: [[{ tool: "bash", args: { command: "touch made-it" }, id: "b1" }], [{ text: "done" }]] }] },
+      // The sandbox off: the command is asked for.
+      args: ["--sandbox", "off"],
       onRequest: () => "never"
     })
     await agent.initialize()
@@ -184,7 +182,7 @@ describe("faults: bounded input", () => {
     expect((await prompt).result).toEqual({ stopReason: "end_turn" })
     const last = agent.updates(sessionId).filter((u) => u.toolCallId === "b1").at(-1)
     expect(last.status).toBe("failed")
-    expect(agent.updates(sessionId).at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "done" } })
+    expect(agent.updates(sessionId).at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "done" }, messageId: "m1.1" })
     expect(agent.problems).toEqual([])
   })
 })

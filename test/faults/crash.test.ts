@@ -121,7 +121,7 @@ describe("faults: kill -9 and session/load", () => {
     expect(loaded).toBe(true)
     // And the session goes on.
     expect(await agent.prompt(sessionId, `quick ${2 * CYCLES + 1}`)).toEqual({ stopReason: "end_turn" })
-    expect(agent.updates(sessionId).at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: `done ${2 * CYCLES + 1}` } })
+    expect(agent.updates(sessionId).at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: `done ${2 * CYCLES + 1}` }, messageId: `m${2 * CYCLES + 1}.1` })
     expectClean(agent)
   })
 
@@ -154,12 +154,13 @@ describe("faults: kill -9 and session/load", () => {
         status: "failed",
         content: [{ type: "content", content: { type: "text", text: INTERRUPTED_TOOL } }]
       })
-      expect(updates.at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: INTERRUPTED_TURN } })
+      // The text of the turn_end that loading logged (turn_start, model_response, tool_call, tool_result, turn_end).
+      expect(updates.at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: INTERRUPTED_TURN }, messageId: "e5" })
       const after = readFileSync(file, "utf8")
       expect(after.startsWith(before)).toBe(true)
       expect(after.slice(before.length).trimEnd().split("\n").map((l) => JSON.parse(l).type)).toEqual(["tool_result", "turn_end"])
       expect(await second.prompt(sessionId, "again")).toEqual({ stopReason: "end_turn" })
-      expect(second.updates(sessionId).at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Recovered." } })
+      expect(second.updates(sessionId).at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Recovered." }, messageId: "m2.1" })
       expectClean(second)
     } finally {
       killGroup(pgid)
@@ -171,7 +172,8 @@ describe("faults: kill -9 and session/load", () => {
   // watchdog (src/tools/process/Watchdog.ts) sees its pipe from the agent close and kills the
   // group. (test/faults/escape.test.ts covers processes that leave the group.)
   it("mid-tool: after kill -9 and a reload, no process of the command is left", async () => {
-    const toolScript = { turns: [{ calls: [[{ tool: "bash", args: { command: "echo $$ > pid; sleep 30" }, id: "b1" }]] }] }
+    // The command would run for ten minutes on its own: that it is gone is the watchdog's doing.
+    const toolScript = { turns: [{ calls: [[{ tool: "bash", args: { command: "echo $$ > pid; sleep 600" }, id: "b1" }]] }] }
     const first = await agents.ready({ script: toolScript, args: ["--mode", "bypassPermissions"] })
     const sessionId = await first.newSession()
     void first.prompt(sessionId, "wait").catch(() => undefined)
@@ -182,7 +184,7 @@ describe("faults: kill -9 and session/load", () => {
       await crash(first)
       const second = await agents.ready({ script: toolScript, args: ["--home", first.home] })
       await second.sdk.request("session/load", { sessionId, cwd: first.cwd, mcpServers: [] })
-      await new Promise((resolve) => setTimeout(resolve, 500))
+      await until(() => groupMembers(pgid).length === 0, "the crashed agent's command to be killed", 20_000)
       expect(groupMembers(pgid)).toEqual([])
     } finally {
       killGroup(pgid)

@@ -59,7 +59,10 @@ for (const mechanism of mechanisms) {
         const command = `${escapeCommand(dir, escapes)}\nsleep 30`
         const agent = await agents.ready({
           script: { turns: [{ calls: [[{ tool: "bash", args: { command }, id: "b1" }], [{ text: "never" }]] }] },
-          args: ["--mode", "bypassPermissions"],
+          // The sandbox off: the escapes write their pids (a PID namespace numbers its own) to a
+          // directory of the machine's /tmp (a sandboxed command has its own). The sandbox's
+          // clean-up is tested in test/e2e/sandbox.test.ts.
+          args: ["--mode", "bypassPermissions", "--sandbox", "off"],
           env: { SKEIN_NO_CGROUP: mechanism.cgroup ? "" : "1" }
         })
         const mcpServers = [{

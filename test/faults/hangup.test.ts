@@ -53,6 +53,13 @@ const startTurn = async (agent: AgentProcess) => {
   return { sessionId, prompt, pgid: await pgidIn(agent.cwd) }
 }
 
+/**
+ * The command writes its pid (`echo $$`) for the test to find its group: outside the sandbox,
+ * where that is the machine's pid (a sandboxed command has a PID namespace of its own; the
+ * sandbox's own clean-up is tested in test/e2e/sandbox.test.ts).
+ */
+const UNSANDBOXED = ["--sandbox", "off"]
+
 const temps: Array<string> = []
 afterEach(() => {
   for (const dir of temps.splice(0)) rmSync(dir, { recursive: true, force: true })
@@ -65,7 +72,7 @@ const tempDir = () => {
 
 describe("faults: SIGHUP shuts down cleanly", () => {
   it("acp, mid-turn: exit 0, the turn closed in the log, the lock gone, no process left", async () => {
-    const agent = await agents.ready({ script, args: ["--mode", "bypassPermissions"] })
+    const agent = await agents.ready({ script, args: ["--mode", "bypassPermissions", ...UNSANDBOXED] })
     const { sessionId, prompt, pgid } = await startTurn(agent)
     try {
       expect(existsSync(path.join(agent.home, "sessions", `${sessionId}.lock`))).toBe(true)
@@ -81,7 +88,7 @@ describe("faults: SIGHUP shuts down cleanly", () => {
   })
 
   it("acp, after the editor closed its ends of the pipes, and hung up twice: the same clean shutdown", async () => {
-    const agent = await agents.ready({ script, args: ["--mode", "bypassPermissions"] })
+    const agent = await agents.ready({ script, args: ["--mode", "bypassPermissions", ...UNSANDBOXED] })
     const { sessionId, pgid } = await startTurn(agent)
     try {
       // An editor that exits closes its pipes and its pty sends SIGHUP, sometimes twice.
@@ -103,7 +110,7 @@ describe("faults: SIGHUP shuts down cleanly", () => {
     const cwd = path.join(root, "ws")
     mkdirSync(cwd)
     writeFileSync(path.join(root, "script.json"), JSON.stringify(script))
-    const child = spawn(NODE, [SKEIN, "run", "--home", home, "--script", path.join(root, "script.json"), "--mode", "bypassPermissions", "run it"], {
+    const child = spawn(NODE, [SKEIN, "run", "--home", home, "--script", path.join(root, "script.json"), "--mode", "bypassPermissions", ...UNSANDBOXED, "run it"], {
       cwd,
       stdio: ["ignore", "pipe", "pipe"]
     })
@@ -126,7 +133,7 @@ describe("faults: SIGHUP shuts down cleanly", () => {
     // A finished session whose bash call ran a while; the re-run runs it again, for real.
     const agent = await agents.ready({
       script: { turns: [{ calls: [[{ tool: "bash", args: { command: "echo $$ > pid; sleep 0.2" }, id: "b1" }], [{ text: "done" }]] }] },
-      args: ["--mode", "bypassPermissions"]
+      args: ["--mode", "bypassPermissions", ...UNSANDBOXED]
     })
     const sessionId = await agent.newSession()
     expect(await agent.prompt(sessionId, "go")).toEqual({ stopReason: "end_turn" })
@@ -136,7 +143,7 @@ describe("faults: SIGHUP shuts down cleanly", () => {
     writeFileSync(file, logged.replace("sleep 0.2", "sleep 30"))
     rmSync(path.join(agent.cwd, "pid"))
     const rerunHome = path.join(tempDir(), "rerun-home")
-    const child = spawn(NODE, [SKEIN, "replay", file, "--rerun", "--cwd", agent.cwd, "--rerun-home", rerunHome], {
+    const child = spawn(NODE, [SKEIN, "replay", file, "--rerun", "--cwd", agent.cwd, "--rerun-home", rerunHome, ...UNSANDBOXED], {
       stdio: ["ignore", "pipe", "pipe"]
     })
     const exit = exited(child)

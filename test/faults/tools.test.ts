@@ -21,23 +21,23 @@ describe("faults: a permission request that is never answered", () => {
   it("is denied after --permission-timeout-ms, withdrawn with $/cancel_request, and the turn ends end_turn", async () => {
     const agent = await agents.ready({
       script: { turns: [{ calls: [[{ tool: "bash", args: { command: "touch made-it" }, id: "b1" }], [{ text: "done" }]] }] },
-      args: ["--permission-timeout-ms", "500"],
+      // The sandbox off: the command is asked for.
+      args: ["--permission-timeout-ms", "500", "--sandbox", "off"],
       // The client shows the question and never answers it.
       permission: () => new Promise(() => {})
     })
     const sessionId = await agent.newSession()
     const started = Date.now()
     expect(await agent.prompt(sessionId, "make it")).toEqual({ stopReason: "end_turn" })
-    const elapsed = Date.now() - started
-    expect(elapsed).toBeGreaterThanOrEqual(450)
-    expect(elapsed).toBeLessThan(3_000)
+    // It waited for the answer as long as it was told to (and then, the content below says, gave up).
+    expect(Date.now() - started).toBeGreaterThanOrEqual(450)
 
     expect(agent.permissionRequests.map((r) => r.toolCall.toolCallId)).toEqual(["b1"])
     expect(existsSync(path.join(agent.cwd, "made-it"))).toBe(false)
     const last = toolUpdates(agent.updates(sessionId), "b1").at(-1)
     expect(last.status).toBe("failed")
     expect(contentText(last)).toMatch(/No answer to the permission request .* in time; it was not run/)
-    expect(agent.updates(sessionId).at(-1)).toEqual(message("done"))
+    expect(agent.updates(sessionId).at(-1)).toEqual(message("done", "m1.1"))
 
     // The question is withdrawn: $/cancel_request names the agent's request.
     const asked = agent.messages().find((m) => m.method === "session/request_permission")!
@@ -95,7 +95,7 @@ describe("faults: a command that prints without end", () => {
     expect(shown).toMatch(/… \d+ bytes omitted …/)
     expect(last.rawOutput).toMatchObject({ ok: false, exitCode: null, truncated: true })
     expect(last.rawOutput.content).toContain("[killed by SIGTERM after timeout of 2000 ms]")
-    expect(agent.updates(sessionId).at(-1)).toEqual(message("done"))
+    expect(agent.updates(sessionId).at(-1)).toEqual(message("done", "m1.1"))
     // The whole of stdout and the log stay small (progress is pushed at most every 150 ms).
     const stdoutBytes = agent.lines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0)
     expect(stdoutBytes).toBeLessThan(4 * MB)

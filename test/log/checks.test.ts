@@ -218,6 +218,9 @@ describe("a session never writes a log it could not load again", () => {
           const { events } = yield* runtime.loadSession({ sessionId: session.id })
           assert.strictEqual(events[0]!.type, "turn_start")
           assert.strictEqual(events.at(-1)!.type, "turn_end")
+          // Every result in the log answers a call a logged response asked for.
+          const asked = new Set(events.flatMap((e) => (e.type === "model_response" ? e.data.parts.flatMap((p) => (p.type === "tool_call" ? [p.id] : [])) : [])))
+          for (const e of events) if (e.type === "tool_result") assert.isTrue(asked.has(e.data.id), `a result for ${e.data.id}, which no logged response asked for`)
         })).pipe(Effect.provide(Logger.layer([]))))
   }
 })

@@ -33,6 +33,7 @@ describe("Embedding: durable sessions", () => {
 
         const { session, events } = yield* runtime.loadSession({ sessionId: id, cwd })
         assert.deepStrictEqual(AcpReplay.updates(events).map((u) => u.sessionUpdate), [
+          "session_info_update",
           "user_message_chunk",
           "agent_message_chunk",
           "tool_call",

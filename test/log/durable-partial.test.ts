@@ -66,7 +66,7 @@ describe("model_partial", () => {
       // A replay shows the text once: as the model_response, not the checkpoints too.
       const record = yield* inRuntime(home, {}, (runtime) => runtime.readSession(id))
       const chunks = AcpReplay.updates(record.events).filter((u) => u.sessionUpdate === "agent_message_chunk")
-      assert.deepStrictEqual(chunks, [{ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "x".repeat(deltas) } }])
+      assert.deepStrictEqual(chunks, [{ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "x".repeat(deltas) }, messageId: "m1.1" }])
       // (From the first turn on: the header names paths, which may hold an x.)
       const whole = Replay.transcript(record.header, record.events)
       const transcript = whole.slice(whole.indexOf("── turn 1"))
@@ -95,12 +95,13 @@ describe("model_partial", () => {
         }))
       const updates = AcpReplay.updates(loaded)
       assert.deepStrictEqual(updates, [
-        { sessionUpdate: "user_message_chunk", content: { type: "text", text: "one" } },
-        { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "First answer." } },
-        { sessionUpdate: "user_message_chunk", content: { type: "text", text: "two" } },
-        { sessionUpdate: "agent_thought_chunk", content: { type: "text", text: "Let me think." } },
-        { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "The answer is forty" } },
-        { sessionUpdate: "agent_message_chunk", content: { type: "text", text: INTERRUPTED_TURN } }
+        { sessionUpdate: "session_info_update", title: "one" },
+        { sessionUpdate: "user_message_chunk", content: { type: "text", text: "one" }, messageId: "u1" },
+        { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "First answer." }, messageId: "m1.1" },
+        { sessionUpdate: "user_message_chunk", content: { type: "text", text: "two" }, messageId: "u2" },
+        { sessionUpdate: "agent_thought_chunk", content: { type: "text", text: "Let me think." }, messageId: "m2.1" },
+        { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "The answer is forty" }, messageId: "m2.2" },
+        { sessionUpdate: "agent_message_chunk", content: { type: "text", text: INTERRUPTED_TURN }, messageId: "e9" }
       ])
       assert.deepStrictEqual(readOnly, updates)
 

@@ -64,6 +64,7 @@ describe("Reader: the v1 fixture", () => {
       assert.deepStrictEqual(updates.map((u) => u.sessionUpdate), [
         "current_mode_update",
         "config_option_update",
+        "session_info_update",
         "user_message_chunk",
         "user_message_chunk",
         "agent_thought_chunk",
@@ -76,16 +77,17 @@ describe("Reader: the v1 fixture", () => {
         "agent_message_chunk"
       ])
       // The tool call ends completed with its diff; the failed turn replays its error text.
-      assert.deepInclude(updates[7], { status: "completed" })
-      assert.deepStrictEqual((updates[7] as unknown as { content: Array<unknown> }).content[0], {
+      assert.deepInclude(updates[8], { status: "completed" })
+      assert.deepStrictEqual((updates[8] as unknown as { content: Array<unknown> }).content[0], {
         type: "diff",
         path: "/fixture/project/hello.txt",
         oldText: "Helo\n",
         newText: "Hello\n"
       })
-      assert.deepStrictEqual(updates[11], {
+      assert.deepStrictEqual(updates[12], {
         sessionUpdate: "agent_message_chunk",
-        content: { type: "text", text: "The model call failed: HTTP 529 overloaded" }
+        content: { type: "text", text: "The model call failed: HTTP 529 overloaded" },
+        messageId: "e13"
       })
     }))
 

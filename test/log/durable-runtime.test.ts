@@ -173,7 +173,7 @@ describe("Runtime.loadSession", () => {
           // Replay shows the call as failed and says why the turn stopped.
           const updates = Replay.updates(events)
           assert.deepInclude(updates.find((u) => u.sessionUpdate === "tool_call_update"), { toolCallId: "s1", status: "failed" })
-          assert.deepStrictEqual(updates[updates.length - 1], { sessionUpdate: "agent_message_chunk", content: { type: "text", text: INTERRUPTED_TURN } })
+          assert.deepStrictEqual(updates[updates.length - 1], { sessionUpdate: "agent_message_chunk", content: { type: "text", text: INTERRUPTED_TURN }, messageId: "e5" })
           // The session goes on with turn 2; the history pairs every tool call with a result.
           assert.deepStrictEqual(yield* session.prompt(text("again")), { stopReason: "end_turn" })
         }))

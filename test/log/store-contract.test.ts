@@ -16,6 +16,7 @@ import { existsSync } from "node:fs"
 import type { Canonical, CanonicalBody, LogHeader } from "../../src/log/Event.ts"
 import { LOG_VERSION } from "../../src/log/Event.ts"
 import * as MemoryStore from "../../src/log/MemoryStore.ts"
+import * as PgLease from "../../src/log/PgLease.ts"
 import * as PgStore from "../../src/log/PgStore.ts"
 import { PgClient } from "@effect/sql-pg"
 import * as Redacted from "effect/Redacted"
@@ -199,6 +200,69 @@ Postgres.describeWithPostgres("on PostgreSQL", (server) => {
       assert.strictEqual(refused.reason, "locked")
       assert.match(refused.message, /taken over/)
       assert.deepStrictEqual((yield* store.read("f1")).events.map((e) => e.seq), [1])
+    })))
+
+  /** Runs a statement on the database as an outside party (another Skein, an operator). */
+  const outside = <A>(url: string, query: (sql: SqlClient) => Effect.Effect<A, unknown>) =>
+    Effect.provide(Effect.flatMap(Effect.service(SqlClient), query), PgClient.layer({ url: Redacted.make(url) }))
+
+  // Under the test clock: a store that waited for a lease (it sleeps on the clock) would never
+  // answer, so each answer here comes without waiting.
+  vitestIt.effect("a holder whose process died lets go at once: its lease is taken over, its session loads; a live holder is refused at once", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const db = yield* Effect.promise(() => server().createDatabase())
+      const holder = yield* built(PgStore.layer(db.url, { leaseMs: 60_000 }))
+      const other = yield* built(PgStore.layer(db.url, { leaseMs: 60_000 }))
+      const writer = yield* holder.create(header("d1"))
+      yield* writer.append([prompt("d1", 1, "one")])
+      yield* holder.create(header("d2"))
+      // Alive: refused at once, and seen as held (a fork treats its open turn as running).
+      assert.strictEqual((yield* Effect.flip(Effect.scoped(other.open("d1")))).reason, "locked")
+      assert.isTrue(yield* other.held("d1"))
+      assert.strictEqual((yield* Effect.flip(other.remove("d2"))).reason, "locked")
+      // Its process dies: PostgreSQL ends its connections (here: the one that shows it is alive).
+      yield* outside(db.url, (sql) => sql`
+        SELECT pg_terminate_backend(l.pid, 10000) FROM pg_locks l JOIN skein_leases s ON l.objid = s.presence::oid
+        WHERE l.locktype = 'advisory' AND l.classid = ${PgLease.PRESENCE}::oid AND l.objsubid = 2 AND s.session_id = 'd1'`)
+      // Every way to take a session takes it now: deleting one,
+      yield* other.remove("d2")
+      assert.strictEqual((yield* Effect.flip(other.read("d2"))).reason, "not_found")
+      // and opening one (its lease has most of a minute left, and is free all the same).
+      assert.isFalse(yield* other.held("d1"))
+      const opened = yield* other.open("d1")
+      assert.deepStrictEqual(opened.contents.events.map((e) => e.seq), [1])
+      // The one that lost it writes nothing more.
+      assert.strictEqual((yield* Effect.flip(writer.append([end("d1", 2)]))).reason, "locked")
+      yield* opened.writer.append([end("d1", 2)])
+      assert.deepStrictEqual((yield* other.read("d1")).events.map((e) => e.type), ["turn_start", "turn_end"])
+    })))
+
+  vitestIt.effect("a lease an older Skein holds (no presence) counts on its expiry alone: refused while it lasts, taken once it ran out", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const db = yield* Effect.promise(() => server().createDatabase())
+      const store = yield* built(PgStore.layer(db.url, { leaseMs: 60_000 }))
+      yield* Effect.scoped(store.create(header("o1")))
+      yield* outside(db.url, (sql) => sql`INSERT INTO skein_leases (session_id, owner, expires_at) VALUES ('o1', 'older', now() + interval '1 minute')`)
+      assert.strictEqual((yield* Effect.flip(Effect.scoped(store.open("o1")))).reason, "locked")
+      yield* outside(db.url, (sql) => sql`UPDATE skein_leases SET expires_at = now() - interval '1 second'`)
+      yield* Effect.scoped(store.open("o1"))
+    })))
+
+  vitestIt.live("a holder that stopped renewing (alive to the database, but silent) is waited for until its lease runs out, then taken over", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const db = yield* Effect.promise(() => server().createDatabase())
+      const holder = yield* built(PgStore.layer(db.url, { leaseMs: 60_000 }))
+      const other = yield* built(PgStore.layer(db.url, { leaseMs: 60_000 }))
+      yield* holder.create(header("w1"))
+      const ownerOf = Effect.map(outside(db.url, (sql) => sql<{ readonly owner: string }>`SELECT owner FROM skein_leases WHERE session_id = 'w1'`), (rows) => rows[0]?.owner)
+      const before = yield* ownerOf
+      // It missed its renewals: a few hundred ms left of a minute's lease.
+      yield* outside(db.url, (sql) => sql`UPDATE skein_leases SET expires_at = now() + interval '300 milliseconds'`)
+      const opened = yield* other.open("w1")
+      assert.deepStrictEqual(opened.contents.events, [])
+      const after = yield* ownerOf
+      assert.isString(before)
+      assert.notStrictEqual(after, before)
     })))
 })
 

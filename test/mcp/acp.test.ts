@@ -94,18 +94,18 @@ describe("e2e: MCP servers from session/new", () => {
     // Only the mutating tool asked, with the live call and "always" covering the whole tool.
     expect(agent.permissionRequests.map((r) => r.toolCall.toolCallId)).toEqual(["w1"])
     const request = agent.permissionRequests[0]!
-    expect(request.toolCall).toMatchObject({ title: "fix: write_note", kind: "other", rawInput: { name: "note.txt", text: "hello" } })
+    expect(request.toolCall).toMatchObject({ title: "fix — write_note", kind: "other", rawInput: { name: "note.txt", text: "hello" } })
     expect(request.options.map((o) => o.name)).toContain("Always allow fix__write_note calls")
 
     const updates = agent.updates(sessionId)
-    expect(toolUpdates(updates, "e1")[0]).toMatchObject({ sessionUpdate: "tool_call", title: "fix: echo", kind: "read" })
+    expect(toolUpdates(updates, "e1")[0]).toMatchObject({ sessionUpdate: "tool_call", title: "fix — echo", kind: "read" })
     expect(toolUpdates(updates, "e1").at(-1)).toMatchObject({ status: "completed", content: [{ type: "content", content: { type: "text", text: "echo: hi" } }] })
     const wrote = toolUpdates(updates, "w1").at(-1) as any
     expect(wrote.status).toBe("completed")
     expect(wrote.content[0].content.text).toBe(`wrote note.txt\nnote.txt: file://${path.join(agent.cwd, "note.txt")}`)
     expect((toolUpdates(updates, "p1").at(-1) as any).content[0].content.text).toBe("[image image/png, 4 bytes]\na picture")
     expect(readFileSync(path.join(agent.cwd, "note.txt"), "utf8")).toBe("hello")
-    expect(updates.at(-1)).toEqual(message("done"))
+    expect(updates.at(-1)).toEqual(message("done", "m1.1"))
 
     // The log says which servers were used, without the values of their env; those are owner-only beside it.
     const log = agent.readLog(sessionId)
@@ -165,14 +165,14 @@ describe("e2e: MCP servers from session/new", () => {
     const notices = agent.updates(sessionId).filter((u: any) => u.sessionUpdate === "agent_message_chunk" && u.content.text.includes("is unavailable"))
     expect(notices).toHaveLength(1)
     expect((notices[0] as any).content.text).toContain("MCP server \"fix\" is unavailable: The server exited with code 3.")
-    expect(agent.updates(sessionId).at(-1)).toEqual(message("carrying on"))
+    expect(agent.updates(sessionId).at(-1)).toEqual(message("carrying on", "m1.1"))
     expect(agent.stderr).toContain("MCP server \"fix\" failed: The server exited with code 3")
     await waitUntil(() => !alive(child), "the crashed server's group to be gone", 3_000)
 
     // Told once: the next turn says nothing more about it.
     const before = agent.updates(sessionId).length
     expect((await agent.prompt(sessionId, "again")).stopReason).toBe("end_turn")
-    expect(agent.updates(sessionId).slice(before)).toEqual([message("still here")])
+    expect(agent.updates(sessionId).slice(before)).toEqual([message("still here", "m2.1")])
     expect(agent.readLog(sessionId).filter((e: any) => e.type === "notice")).toHaveLength(1)
 
     // Reopened without servers from the client: the recorded ones start again.
@@ -198,9 +198,13 @@ describe("e2e: MCP servers from session/new", () => {
     const child = await grandchild(pidfile)
     expect((await agent.prompt(sessionId, "hi")).stopReason).toBe("end_turn")
     expect(agent.updates(sessionId)).toEqual([
-      message("MCP server \"ghost\" is unavailable: Cannot start `skein-no-such-mcp-server` (ENOENT). Its tools are withdrawn for the rest of this session.\n\n"),
-      message("hello")
+      message("MCP server \"ghost\" is unavailable: Cannot start `skein-no-such-mcp-server` (ENOENT). Its tools are withdrawn for the rest of this session.\n\n", "e3"),
+      message("hello", "m1.1")
     ])
+    // What the session's servers log names the session, not the request that opened it.
+    const failed = agent.stderr.split("\n").find((line) => line.includes('MCP server "ghost" failed'))
+    expect(failed).toContain(`session: '${sessionId}'`)
+    expect(failed).not.toContain("session/new")
     agent.closeStdin()
     expect((await agent.waitExit(5_000)).code).toBe(0)
     expect(alive(child)).toBe(false)

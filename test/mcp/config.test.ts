@@ -44,6 +44,12 @@ describe("McpConfig", () => {
     expect(McpConfig.fromJson({ providers: {} })).toEqual({ servers: [], problems: [] })
   })
 
+  it("a stdio server may ask for the sandbox; anything but true or false is a problem", () => {
+    const loaded = McpConfig.fromJson({ mcpServers: { boxed: { command: "x", sandbox: true }, open: { command: "y", sandbox: false }, bad: { command: "z", sandbox: "yes" } } })
+    expect(loaded.servers).toEqual([{ name: "boxed", command: "x", args: [], env: [], sandbox: true }, { name: "open", command: "y", args: [], env: [] }])
+    expect(loaded.problems).toEqual(["mcpServers.bad: \"sandbox\" must be true or false"])
+  })
+
   it("merges with a client's servers: the client's wins on a name clash", () => {
     const mine = { name: "a", command: "mine", args: [], env: [] }
     const other = { name: "b", command: "other", args: [], env: [] }

@@ -3,10 +3,11 @@
  * WebSocket with a token, and an Effect program uses it through `Skein.remote` exactly as it
  * would use `Skein.layer`: a scripted session with a tool call that asks permission (answered
  * from here), a second turn cancelled, a disconnect mid-turn and a `subscribe` from the last
- * seen seq that loses and duplicates nothing; a wrong or missing token is refused and logged
- * without its value.
+ * seen seq that loses and duplicates nothing; a wrong token is refused at the connection and
+ * logged without its value.
  */
 import { readFileSync, statSync } from "node:fs"
+import * as net from "node:net"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
@@ -106,23 +107,49 @@ describe("skein serve and Skein.remote", () => {
       Effect.scoped(Effect.flatMap(Runtime, (r) => r.listSessions())).pipe(Effect.provide(Skein.remote({ url, token: "not-the-token-at-all" })), Effect.flip, Effect.timeout("10 seconds"))
     )
     expect(wrong.reason).toBe("unavailable")
+    expect(wrong.message).toBe(`The Skein server at ${url} refused the token: give the token it was started with (SKEIN_SERVE_TOKEN or --token-file).`)
+    // Without a token, the client does not even try: a ws server always needs one.
     const missing = await Effect.runPromise(
       Effect.scoped(Effect.flatMap(Runtime, (r) => r.listSessions())).pipe(Effect.provide(Skein.remote({ url })), Effect.flip, Effect.timeout("10 seconds"))
     )
-    expect(missing.reason).toBe("unavailable")
-    await waitUntil(() => /refused a WebSocket connection: no token/.test(server.stderr), "the refusals in the server's log")
-    expect(server.stderr).toMatch(/refused a WebSocket connection: a wrong token/)
-    expect(server.stderr).toMatch(/refused a WebSocket connection: no token/)
+    expect(missing.reason).toBe("invalid_request")
+    expect(missing.message).toMatch(/needs the server's token/)
+    await waitUntil(() => /refused a WebSocket connection from 127\.0\.0\.1:\d+: a wrong token/.test(server.stderr), "the refusal in the server's log")
     expect(server.stderr).not.toContain("not-the-token-at-all")
     expect(server.stderr).not.toContain(TOKEN)
   })
 
-  it("tcp and ws refuse to start without a token, or with a short one", async () => {
-    for (const [listen, env] of [[`tcp://127.0.0.1:${freePort()}`, {}], [`ws://127.0.0.1:${freePort()}/x`, { SKEIN_SERVE_TOKEN: "short" }]] as const) {
+  it("tcp and ws refuse to start without a token, or with a short one, in words left whole", async () => {
+    for (const [listen, env, said] of [
+      [`tcp://127.0.0.1:${freePort()}`, {}, "skein: tcp needs a token: set SKEIN_SERVE_TOKEN or pass --token-file FILE\n"],
+      [`ws://127.0.0.1:${freePort()}/x`, { SKEIN_SERVE_TOKEN: "short" }, "skein: The token is too short: use at least 16 characters\n"]
+    ] as const) {
       const failed = await serve(listen, env).then(() => undefined, (error: Error) => error.message)
-      expect(failed).toMatch(/exited 2/)
-      expect(failed).toMatch(/token/)
+      expect(failed).toBe(`skein serve exited 2: ${said}`)
     }
+  })
+
+  it("--max-connections caps the connections open at once", async () => {
+    const port = freePort()
+    const url = `tcp://127.0.0.1:${port}`
+    await serve(url, { SKEIN_SERVE_TOKEN: TOKEN, SKEIN_SERVE_MAX_CONNECTIONS: "1" })
+    // One connection holds the only place (it has 5 s to show the token).
+    const holder = net.connect({ host: "127.0.0.1", port })
+    holder.on("error", () => undefined)
+    await new Promise((resolve) => holder.once("connect", resolve))
+    try {
+      const refused = await Effect.runPromise(
+        Effect.scoped(Effect.flatMap(Runtime, (r) => r.listSessions())).pipe(Effect.provide(Skein.remote({ url, token: TOKEN })), Effect.flip)
+      )
+      expect(refused.message).toBe(`The Skein server at ${url} refused the connection: too many connections (at most 1). Close some, or start it with a higher --max-connections.`)
+    } finally {
+      holder.destroy()
+    }
+  })
+
+  it("--max-connections takes a whole number above 0", async () => {
+    const failed = await serve(`tcp://127.0.0.1:${freePort()}`, { SKEIN_SERVE_TOKEN: TOKEN, SKEIN_SERVE_MAX_CONNECTIONS: "0" }).then(() => undefined, (error: Error) => error.message)
+    expect(failed).toBe("skein serve exited 2: skein: --max-connections takes a whole number above 0, not \"0\"\n")
   })
 })
 
@@ -148,19 +175,24 @@ describe("questions travel, and go unanswered when their presenter goes away", (
     expect(() => readFileSync(path.join(server.cwd, "out.txt"))).toThrow()
   })
 
-  it("over tcp with a token: the same program runs; without the token every request is refused", async () => {
+  it("over tcp with a token: the same program runs; a wrong token is refused at the connection, and logged without its value", async () => {
     const port = freePort()
     const server = await serve(`tcp://127.0.0.1:${port}`, { SKEIN_SERVE_TOKEN: TOKEN })
     const url = `tcp://127.0.0.1:${port}`
     const { first } = await Effect.runPromise(Effect.scoped(program(server.cwd)).pipe(Effect.provide(Skein.remote({ url, token: TOKEN }))))
     expect(SessionProtocol.outcomeOf(first.at(-1)!)).toEqual({ stopReason: "end_turn" })
     const refused = await Effect.runPromise(
-      Effect.scoped(Effect.flatMap(Runtime, (r) => r.listSessions())).pipe(Effect.provide(Skein.remote({ url })), Effect.flip, Effect.timeout("10 seconds"))
+      Effect.scoped(Effect.flatMap(Runtime, (r) => r.listSessions())).pipe(
+        Effect.provide(Skein.remote({ url, token: "not-the-token-at-all" })),
+        Effect.flip,
+        Effect.timeout("10 seconds")
+      )
     )
     expect(refused.reason).toBe("unavailable")
-    expect(refused.message).toMatch(/token/)
+    expect(refused.message).toBe(`The Skein server at ${url} refused the token: give the token it was started with (SKEIN_SERVE_TOKEN or --token-file).`)
     // The server's log comes through its stderr pipe, which may trail the refusal on the socket.
-    await waitUntil(() => /refused Info from client \d+: no token/.test(server.stderr), "the refusal in the server's log")
+    await waitUntil(() => /refused a connection from 127\.0\.0\.1:\d+: a wrong token/.test(server.stderr), "the refusal in the server's log")
+    expect(server.stderr).not.toContain("not-the-token-at-all")
     expect(server.stderr).not.toContain(TOKEN)
   })
 })

@@ -242,7 +242,8 @@ describe("skein replay (CLI)", () => {
     const cwd = temp()
     try {
       cpSync(join(GOLDEN, "workspace"), cwd, { recursive: true })
-      const result = skein(["replay", join(GOLDEN, "match.ndjson"), "--rerun", "--cwd", cwd])
+      // Recorded without the sandbox (its commands were asked for): re-run the same way.
+      const result = skein(["replay", join(GOLDEN, "match.ndjson"), "--rerun", "--cwd", cwd, "--sandbox", "off"])
       assert.strictEqual(result.status, 0, result.stderr + result.stdout)
       assert.include(result.stdout, `Re-ran session golden-match in ${cwd}`)
       assert.include(result.stdout, `turn 1  "What do the notes say?"  ✓ same (1 tool result)`)
@@ -257,14 +258,14 @@ describe("skein replay (CLI)", () => {
     const cwd = temp()
     try {
       cpSync(join(GOLDEN, "workspace"), cwd, { recursive: true })
-      const result = skein(["replay", join(GOLDEN, "diverge.ndjson"), "--rerun", "--cwd", cwd])
+      const result = skein(["replay", join(GOLDEN, "diverge.ndjson"), "--rerun", "--cwd", cwd, "--sandbox", "off"])
       assert.strictEqual(result.status, 1, result.stderr + result.stdout)
       assert.include(result.stdout, `turn 1  "What do the notes say?"  ✗ differs`)
       assert.include(result.stdout, "Read notes.txt (call_1_1_1): content differs")
       assert.include(result.stdout, "logged  line 1: 1\tOld notes")
       assert.include(result.stdout, "now     line 1: 1\tHello notes")
       assert.include(result.stdout, "1 of 4 turns differ from the log.")
-      const json = skein(["replay", join(GOLDEN, "diverge.ndjson"), "--rerun", "--cwd", cwd, "--json"])
+      const json = skein(["replay", join(GOLDEN, "diverge.ndjson"), "--rerun", "--cwd", cwd, "--json", "--sandbox", "off"])
       assert.strictEqual(json.status, 1)
       assert.isTrue(JSON.parse(json.stdout).diverged)
     } finally {
@@ -283,7 +284,9 @@ describe("skein replay (CLI)", () => {
     assert.strictEqual(acp.status, 0, acp.stderr)
     const lines = acp.stdout.trimEnd().split("\n").map((l) => JSON.parse(l))
     assert.isTrue(lines.every((l) => l.jsonrpc === "2.0" && l.method === "session/update" && l.params.sessionId === "golden-match"))
-    assert.deepStrictEqual(lines[0].params.update, { sessionUpdate: "user_message_chunk", content: { type: "text", text: "What do the notes say?" } })
+    // The session's title first, as a load shows it; then the first prompt.
+    assert.deepStrictEqual(lines[0].params.update, { sessionUpdate: "session_info_update", title: "What do the notes say?" })
+    assert.deepStrictEqual(lines[1].params.update, { sessionUpdate: "user_message_chunk", content: { type: "text", text: "What do the notes say?" }, messageId: "u1" })
     assert.strictEqual(skein(["replay"]).status, 2)
     assert.strictEqual(skein(["replay", "x", "--acp", "--rerun"]).status, 2)
     const missing = skein(["replay", "no-such-session"])

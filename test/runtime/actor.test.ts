@@ -76,7 +76,7 @@ const start = (script: Scripted.Script, writer: MemoryWriter) =>
         bus,
         writer,
         readLog: Effect.sync(() => writer.lines),
-        close: Scope.close(scope, Exit.void),
+        close: () => Scope.close(scope, Exit.void),
         provider: Scripted.make(script),
         toolkit: Toolkit.builtin(),
         maxTurnRequests: 10,
@@ -111,15 +111,16 @@ describe("Session actor", () => {
       ])
     }))
 
-  it.live("an event that cannot be appended is never published; the prompt still resolves", () =>
+  it.live("an event that cannot be appended is never published; the prompt is answered with the log's refusal", () =>
     Effect.gen(function*() {
       const writer = memoryWriter()
       const { session, published } = yield* start({ turns: [{ calls: [[{ text: "a" }]] }] }, writer)
       writer.failWith = "disk full"
-      const outcome = yield* session.prompt(text("1")).pipe(Effect.timeout("5 seconds"))
-      assert.strictEqual(outcome.stopReason, "end_turn")
-      assert.strictEqual(outcome.error, "The turn failed inside Skein: disk full")
-      assert.deepStrictEqual(yield* published, [])
+      const refused = yield* Effect.flip(session.prompt(text("1"))).pipe(Effect.timeout("5 seconds"))
+      assert.strictEqual(refused.reason, "log")
+      assert.include(refused.message, "disk full")
+      // Only the ephemeral end for its presenter: nothing logged is published.
+      assert.deepStrictEqual(types(yield* published), ["turn_aborted"])
       assert.deepStrictEqual(writer.lines, [])
     }).pipe(quietly))
 

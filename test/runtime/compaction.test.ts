@@ -407,7 +407,8 @@ describe("a compacted session", () => {
       const compactions = ofType(loaded.events, "compaction")
       const [threshold, manual, overflow] = compactions as [typeof compactions[0], typeof compactions[0], typeof compactions[0]]
 
-      // Native: a compaction_update at each compaction's place, the transcript before it whole.
+      // Native: compaction_updates at each compaction's place (started, then done: as it was
+      // seen live), the transcript before it whole.
       const native = Replay.updates(loaded.events, { compaction: true })
       const shown = native.map((u) => {
         switch (u.sessionUpdate) {
@@ -424,20 +425,24 @@ describe("a compacted session", () => {
       })
       const summaryOf = (s: string) => JSON.stringify([{ type: "text", text: s }])
       assert.deepStrictEqual(shown, [
+        "session_info_update",
         "user_message_chunk: first question",
         "agent_message_chunk: Reading.",
         "tool_call: Read notes.txt",
         "tool_call_update",
         "agent_message_chunk: It says hello.",
         "user_message_chunk: second question",
+        `compaction_update: ${threshold.data.id} in_progress undefined`,
         `compaction_update: ${threshold.data.id} completed ${summaryOf(SUMMARY)}`,
         "agent_message_chunk: Reading again.",
         "tool_call: Read notes.txt",
         "tool_call_update",
         "agent_message_chunk: Still hello.",
         "user_message_chunk: /compact keep the file names",
+        `compaction_update: ${manual.data.id} in_progress undefined`,
         `compaction_update: ${manual.data.id} completed ${summaryOf("Manual summary.")}`,
         "user_message_chunk: fourth question",
+        `compaction_update: ${overflow.data.id} in_progress undefined`,
         `compaction_update: ${overflow.data.id} completed ${summaryOf("Overflow summary.")}`,
         "agent_message_chunk: Reading once more.",
         "tool_call: Read notes.txt",
@@ -445,20 +450,24 @@ describe("a compacted session", () => {
         "agent_message_chunk: Done."
       ])
 
-      // Without the capability: the same places hold a finished `think` tool call.
+      // Without the capability: the same places hold a `think` tool call, started then finished
+      // with the summary, as it was seen live.
       const plain = Replay.updates(loaded.events)
       assert.isFalse(plain.some((u) => u.sessionUpdate === "compaction_update"))
-      const thinks = plain.filter((u) => u.sessionUpdate === "tool_call" && u.kind === "think")
-      assert.deepStrictEqual(thinks, [threshold, manual, overflow].map((c) => ({
-        sessionUpdate: "tool_call",
-        kind: "think",
-        toolCallId: `compaction-${c.data.id}`,
-        title: COMPACTED_TITLE,
-        status: "completed",
-        content: [{ type: "content", content: { type: "text", text: c.data.summaryForUser } }]
-      })))
+      const cards = plain.filter((u) => (u.sessionUpdate === "tool_call" || u.sessionUpdate === "tool_call_update") && u.toolCallId.startsWith("compaction-"))
+      assert.deepStrictEqual(cards, [threshold, manual, overflow].flatMap((c) => [
+        { sessionUpdate: "tool_call", kind: "think", toolCallId: `compaction-${c.data.id}`, title: "Compacting the conversation", status: "in_progress" },
+        {
+          sessionUpdate: "tool_call_update",
+          toolCallId: `compaction-${c.data.id}`,
+          title: COMPACTED_TITLE,
+          kind: "think",
+          status: "completed",
+          content: [{ type: "content", content: { type: "text", text: c.data.summaryForUser } }]
+        }
+      ]))
       const at = plain.findIndex((u) => u.sessionUpdate === "tool_call" && u.kind === "think")
-      assert.deepStrictEqual(plain[at - 1], { sessionUpdate: "user_message_chunk", content: { type: "text", text: "second question" } })
+      assert.deepStrictEqual(plain[at - 1], { sessionUpdate: "user_message_chunk", content: { type: "text", text: "second question" }, messageId: "u2" })
     }))
 })
 

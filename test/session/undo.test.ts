@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync
 import { join } from "node:path"
 import type { Canonical, CanonicalBody } from "../../src/log/Event.ts"
 import * as Undo from "../../src/session/Undo.ts"
-import * as SafeFs from "../../src/tools/SafeFs.ts"
+import * as SafeFs from "../../src/fs/SafeFs.ts"
 import { edit } from "../../src/tools/edit.ts"
 import * as Tool from "../../src/tools/Tool.ts"
 import { write } from "../../src/tools/write.ts"

@@ -37,6 +37,7 @@ const skill = (name: string, description: string, extra: Partial<Skills.Skill> =
   dir: `/skills/${name}`,
   path: `/skills/${name}/SKILL.md`,
   scope: "project",
+  root: "/skills",
   userInvocable: true,
   modelInvocable: true,
   ...extra
@@ -58,6 +59,7 @@ describe("Skills.discover", () => {
           dir: join(repo, ".agents/skills/x"),
           path: join(repo, ".agents/skills/x/SKILL.md"),
           scope: "project",
+          root: repo,
           userInvocable: true,
           modelInvocable: true,
           argumentHint: undefined
@@ -68,6 +70,7 @@ describe("Skills.discover", () => {
           dir: join(userHome, ".claude/skills/y"),
           path: join(userHome, ".claude/skills/y/SKILL.md"),
           scope: "user",
+          root: join(userHome, ".claude/skills"),
           userInvocable: false,
           modelInvocable: true,
           argumentHint: undefined
@@ -78,6 +81,7 @@ describe("Skills.discover", () => {
           dir: join(home, "skills/z"),
           path: join(home, "skills/z/SKILL.md"),
           scope: "user",
+          root: join(home, "skills"),
           userInvocable: true,
           modelInvocable: false,
           argumentHint: "[file] [line]"

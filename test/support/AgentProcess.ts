@@ -18,6 +18,8 @@
  *   each response is validated against its method's `…Response` def;
  * - a turn's updates (chunks, tool calls, plans) that arrive while no `session/prompt` of their
  *   session is open are problems too (nothing about a turn after its response);
+ * - so are a permission request about a tool call its session was never told of, a tool call
+ *   update without its title and kind, and a message chunk without a `messageId`;
  * - responses to raw requests (string ids `raw-N`) and `id: null` errors are kept for the test
  *   (`rawResponse`, `nullIdErrors`) instead of being handed to the SDK, which knows nothing of
  *   them.
@@ -46,14 +48,27 @@ export interface Script {
 }
 
 export interface StartOptions {
-  /** The scripted provider's script (written to a temporary JSON file). */
-  readonly script: Script
+  /**
+   * The scripted provider's script (written to a temporary JSON file). Without one the agent
+   * starts without `--script`: with the providers its home and environment configure (none,
+   * unless the test writes a `config.json` or sets `env`).
+   */
+  readonly script: Script | undefined
   /** Files to create in the workspace, by path relative to it. */
   readonly files?: Readonly<Record<string, string>>
-  /** Extra arguments after `acp --home H --script S`. */
+  /** Extra arguments after `acp --home H --script S` (after `acp` alone with `--connect`). */
   readonly args?: ReadonlyArray<string>
+  /**
+   * The command that starts the agent, from its home and script file (default: Node 24 running
+   * the built `dist/skein.mjs acp --home H [--script S]`, then `args`): an installed `skein`.
+   */
+  readonly command?: ((paths: { readonly home: string; readonly script: string | undefined }) => ReadonlyArray<string>) | undefined
+  /** Called with the home before the agent starts (to write a `config.json` there). */
+  readonly prepareHome?: ((home: string) => void) | undefined
   /** Extra environment variables. */
   readonly env?: Readonly<Record<string, string>>
+  /** A command line Skein runs under (e.g. a bwrap that takes user namespaces away), before `node skein.mjs …`. */
+  readonly wrapper?: ReadonlyArray<string>
   /**
    * How the client answers `session/request_permission` (default: the `allow_once` option).
    * May return a promise that never settles, to leave a request pending.
@@ -69,6 +84,8 @@ export interface StartOptions {
     readonly writeTextFile?: boolean
     readonly terminal?: boolean
     readonly subagents?: boolean
+    /** `auth.terminal`: the client runs terminal sign-in methods. */
+    readonly authTerminal?: boolean
   } | undefined
   /** The client's answers to the agent's `fs/*` and `terminal/*` requests, by method. */
   readonly clientMethods?: Readonly<Record<string, (params: any) => unknown>> | undefined
@@ -157,6 +174,8 @@ export class AgentProcess {
   private readonly promptsInFlight = new Map<string, string>()
   /** Child session → the session it was announced on (`subagent_update`). */
   private readonly parents = new Map<string, string>()
+  /** The tool calls announced (`tool_call`) on each session so far. */
+  private readonly cards = new Map<string, Set<string>>()
   private readonly checker: OutboundChecker
   private readonly exited: Promise<Exit>
   private exitValue: Exit | undefined
@@ -164,7 +183,7 @@ export class AgentProcess {
   private disposed = false
 
   private constructor(options: StartOptions) {
-    if (!existsSync(SKEIN)) throw new Error(`${SKEIN} is missing: run \`node scripts/build.mjs\` first`)
+    if (options.command === undefined && !existsSync(SKEIN)) throw new Error(`${SKEIN} is missing: run \`node scripts/build.mjs\` first`)
     this.root = realpathSync(mkdtempSync(path.join(os.tmpdir(), "skein-e2e-")))
     this.home = path.join(this.root, "home")
     this.cwd = path.join(this.root, "workspace")
@@ -176,11 +195,19 @@ export class AgentProcess {
       mkdirSync(path.dirname(target), { recursive: true })
       writeFileSync(target, content)
     }
-    writeFileSync(this.scriptPath, JSON.stringify(options.script))
+    if (options.script !== undefined) writeFileSync(this.scriptPath, JSON.stringify(options.script))
+    options.prepareHome?.(this.home)
     const unstable = options.unstable === true || options.clientCapabilities?.subagents === true
     this.checker = makeOutboundChecker({ unstable })
 
-    this.child = spawn(NODE, [SKEIN, "acp", "--home", this.home, "--script", this.scriptPath, ...(options.args ?? [])], {
+    const script = options.script !== undefined ? this.scriptPath : undefined
+    // An agent whose sessions live in a `skein serve` (`--connect`) has no home or model of its
+    // own: it refuses those options.
+    const remote = (options.args ?? []).some((arg) => arg === "--connect" || arg.startsWith("--connect="))
+    const own = remote ? [] : ["--home", this.home, ...(script !== undefined ? ["--script", script] : [])]
+    const command = options.command?.({ home: this.home, script }) ?? [NODE, SKEIN, "acp", ...own, ...(options.args ?? [])]
+    const wrapped = [...(options.wrapper ?? []), ...command]
+    this.child = spawn(wrapped[0]!, wrapped.slice(1), {
       cwd: this.cwd,
       // The flags decide; SKEIN_* variables of the caller's shell must not leak in.
       // A developer's own provider keys must not make the suite call a real model either.
@@ -306,6 +333,7 @@ export class AgentProcess {
       return // reported by the checker
     }
     if (typeof message !== "object" || message === null) return
+    for (const problem of this.presentationProblems(message)) this.problems.push(`line ${this.lines.length}: ${problem}`)
     if (message.method === "session/update" && message.params !== undefined) {
       const { sessionId, update } = message.params
       this.written.push({ sessionId, update })
@@ -332,6 +360,38 @@ export class AgentProcess {
       this.sdkInput?.enqueue(new TextEncoder().encode(line + "\n"))
     } catch {
       // the SDK side is closed
+    }
+  }
+
+  /**
+   * What every client needs to show a session right, beyond the schema: a permission request is
+   * about a tool call already announced on its session; every update of a tool call repeats its
+   * title and kind; every message chunk says which message it belongs to (`messageId`).
+   */
+  private presentationProblems(message: JsonRpcMessage): Array<string> {
+    const sessionId = message.params?.sessionId
+    if (typeof sessionId !== "string") return []
+    let cards = this.cards.get(sessionId)
+    if (cards === undefined) this.cards.set(sessionId, cards = new Set())
+    if (message.method === "session/request_permission") {
+      const id = message.params.toolCall?.toolCallId
+      return cards.has(id) ? [] : [`session/request_permission about tool call ${JSON.stringify(id)}, never announced on session ${sessionId}`]
+    }
+    if (message.method !== "session/update") return []
+    const update = message.params.update
+    switch (update?.sessionUpdate) {
+      case "tool_call":
+        cards.add(update.toolCallId)
+        return []
+      case "tool_call_update":
+        if (!cards.has(update.toolCallId)) return [`tool_call_update of ${JSON.stringify(update.toolCallId)}, never announced on session ${sessionId}`]
+        return typeof update.title === "string" && typeof update.kind === "string" ? [] : [`tool_call_update of ${JSON.stringify(update.toolCallId)} without its title and kind`]
+      case "agent_message_chunk":
+      case "agent_thought_chunk":
+      case "user_message_chunk":
+        return typeof update.messageId === "string" && update.messageId.length > 0 ? [] : [`${update.sessionUpdate} without a messageId`]
+      default:
+        return []
     }
   }
 
@@ -375,6 +435,7 @@ export class AgentProcess {
       clientCapabilities: {
         fs: { readTextFile: this.offered.readTextFile === true, writeTextFile: this.offered.writeTextFile === true },
         terminal: this.offered.terminal === true,
+        ...(this.offered.authTerminal === true ? { auth: { terminal: true } } : {}),
         ...(this.offered.subagents === true ? { subagents: {} } : {})
       } as acp.ClientCapabilities,
       clientInfo: { name: "skein-e2e", version: "0.0.0" }
@@ -552,6 +613,10 @@ export const expectClean = (agent: AgentProcess): void => {
   expect(agent.unanswered()).toEqual([])
 }
 
-/** A text content chunk update, as the agent writes it. */
-export const message = (text: string) => ({ sessionUpdate: "agent_message_chunk", content: { type: "text", text } })
-export const thought = (text: string) => ({ sessionUpdate: "agent_thought_chunk", content: { type: "text", text } })
+/**
+ * A text content chunk update, as the agent writes it: `messageId` names the message it belongs
+ * to (`m<turn>.<n>`: the n-th run of text or thinking of a turn; `e<seq>`: the text of one
+ * logged event; `u<turn>`: a replayed prompt).
+ */
+export const message = (text: string, messageId: string) => ({ sessionUpdate: "agent_message_chunk", content: { type: "text", text }, messageId })
+export const thought = (text: string, messageId: string) => ({ sessionUpdate: "agent_thought_chunk", content: { type: "text", text }, messageId })

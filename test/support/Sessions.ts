@@ -20,7 +20,7 @@ import { Skein, type SkeinConfig } from "../../src/index.ts"
 import { promptText, type SessionEvent, type UserBlock } from "../../src/log/Event.ts"
 import type * as History from "../../src/log/History.ts"
 import * as MemoryStore from "../../src/log/MemoryStore.ts"
-import { encodeEvent, SessionLog } from "../../src/log/SessionLog.ts"
+import { encodeEvent, type LogError, SessionLog } from "../../src/log/SessionLog.ts"
 import type { ModelRequest, Provider } from "../../src/providers/Provider.ts"
 import * as Scripted from "../../src/providers/Scripted.ts"
 import { Bus } from "../../src/runtime/Bus.ts"
@@ -71,7 +71,8 @@ export const withSkein = <A, E>(
 ) =>
   Effect.gen(function*() {
     const { home, cwd } = yield* makeDirs
-    return yield* run(home, cwd, body).pipe(Effect.provide(Skein.layerLocal({ home, store: "memory", ...config })))
+    // Without the sandbox unless a test asks for it: these tests are about the runtime.
+    return yield* run(home, cwd, body).pipe(Effect.provide(Skein.layerLocal({ home, store: "memory", sandbox: "off", ...config })))
   })
 
 /**
@@ -85,10 +86,20 @@ export const piecesLayer = (options: {
   readonly toolkit: Toolkit
   readonly maxTurnRequests?: number
   readonly sessions?: MemoryStore.Sessions | undefined
+  /** Makes the memory store's writes fail on demand (a full disk, a lost lease). */
+  readonly faults?: MemoryStore.Faults | undefined
+  /** Another store (the Postgres one), in place of the memory or file store. */
+  readonly store?: Layer.Layer<SessionLog, LogError> | undefined
 }) =>
   RuntimeLayer.pipe(
     Layer.provideMerge(Bus.layer),
-    Layer.provide(options.sessions !== undefined ? SessionLog.layerMemory({ sessions: options.sessions }) : SessionLog.layer({ home: options.home })),
+    Layer.provide(
+      options.store !== undefined
+        ? options.store
+        : options.sessions !== undefined
+        ? SessionLog.layerMemory({ sessions: options.sessions, faults: options.faults })
+        : SessionLog.layer({ home: options.home })
+    ),
     Layer.provide(Config.layer({
       home: options.home,
       provider: options.provider,
@@ -171,7 +182,9 @@ export const submit = (session: { readonly id: string; readonly send: Protocol.S
         const events = sub === undefined ? [] : yield* sub.takeAll
         if (events.length === 0) return yield* Deferred.succeed(outcome, { stopReason: "cancelled" })
         for (const event of events) {
-          const ended = event.turn === turn ? Protocol.outcomeOf(event) : undefined
+          if (event.turn !== turn) continue
+          // A turn whose end its log refused ends here for its presenter (`turn_aborted`).
+          const ended = event.type === "turn_aborted" ? { stopReason: event.data.stopReason, error: event.data.error } : Protocol.outcomeOf(event)
           if (ended !== undefined) return yield* Deferred.succeed(outcome, ended)
         }
       }

@@ -171,10 +171,8 @@ describe("bash: process group", () => {
       yield* waitUntil(treeReady(dir), 5_000, "the process tree")
       const pids = readPids(dir)
       assert.isTrue(pids.every(alive))
-      const start = performance.now()
+      // The tree would sleep for minutes: an interruption that waited for it would not end the test.
       yield* Fiber.interrupt(fiber)
-      const elapsed = performance.now() - start
-      assert.isBelow(elapsed, 500)
       // Interruption waited for the kill: nothing may be left even now.
       assert.deepStrictEqual(pids.filter(alive), [])
       assert.isFalse(ProcessGroup.liveGroups().has(pids[0]!))
@@ -183,22 +181,17 @@ describe("bash: process group", () => {
   it.live("a timeout kills the whole group and says so", () =>
     Effect.gen(function*() {
       const dir = yield* TempDir.make()
-      const start = performance.now()
       const out = yield* run({ command: TREE, timeout_ms: 300 }, context(dir))
-      const elapsed = performance.now() - start
       assert.isFalse(out.ok)
       assert.strictEqual(out.content, "started\n[killed by SIGTERM after timeout of 300 ms]")
       assert.strictEqual(out.details?.exitCode, null)
-      assert.isBelow(elapsed, 300 + 500)
       assert.deepStrictEqual(readPids(dir).filter(alive), [])
     }).pipe(Effect.scoped))
 
   it.live("a group that ignores SIGTERM gets SIGKILL after a short grace", () =>
     Effect.gen(function*() {
       const dir = yield* TempDir.make()
-      const start = performance.now()
-      const out = yield* run({ command: "trap '' TERM; sleep 30 & echo $! > grandchild.pid; sleep 30", timeout_ms: 200 }, context(dir))
-      assert.isBelow(performance.now() - start, 200 + 500)
+      const out = yield* run({ command: "trap '' TERM; sleep 600 & echo $! > grandchild.pid; sleep 600", timeout_ms: 200 }, context(dir))
       assert.strictEqual(out.content, "(no output)\n[killed by SIGKILL after timeout of 200 ms]")
       assert.isFalse(alive(Number(readFileSync(join(dir, "grandchild.pid"), "utf8"))))
     }).pipe(Effect.scoped))
@@ -206,9 +199,8 @@ describe("bash: process group", () => {
   it.live("processes a finished command left in the background are killed", () =>
     Effect.gen(function*() {
       const dir = yield* TempDir.make()
-      const start = performance.now()
-      const out = yield* run({ command: "sleep 30 & echo $! > grandchild.pid; echo done" }, context(dir))
-      assert.isBelow(performance.now() - start, 1_000)
+      // The call ends when the command does, not when what it left running would (in ten minutes).
+      const out = yield* run({ command: "sleep 600 & echo $! > grandchild.pid; echo done" }, context(dir))
       assert.isTrue(out.ok)
       assert.strictEqual(out.content, "done\n[exit code 0]\n[background processes still running at exit were killed (SIGTERM)]")
       assert.isFalse(alive(Number(readFileSync(join(dir, "grandchild.pid"), "utf8"))))
@@ -239,7 +231,8 @@ describe("bash: process group", () => {
       })
       assert.strictEqual(stdout, "ready\n")
       const pids = readPids(dir)
-      yield* waitUntil(() => pids.every((pid) => !alive(pid)), 500, "the group to die")
+      // The tree would live for minutes on its own.
+      yield* waitUntil(() => pids.every((pid) => !alive(pid)), 20_000, "the group to die")
     }).pipe(Effect.scoped))
 })
 
@@ -304,16 +297,22 @@ describe("bash: OutputBuffer", () => {
   })
 
   it("keeps a head and a tail, counts the middle, never splits a character", () => {
-    fc.assert(fc.property(fc.string({ unit: "grapheme", minLength: 1, maxLength: 200 }), fc.integer({ min: 1, max: 9 }), (text, chunk) => {
-      const bytes = encoder.encode(text)
-      const buffer = OutputBuffer.make(16, 16)
-      for (let i = 0; i < bytes.length; i += chunk) buffer.push(bytes.subarray(i, i + chunk))
-      const r = buffer.render()
-      if (bytes.length <= 32) return r.text === text
-      const [head, tail] = r.text.split(OutputBuffer.omittedMarker(r.omitted))
-      return !r.text.includes("\uFFFD") && text.startsWith(head!) && text.endsWith(tail!) &&
-        encoder.encode(head!).length + encoder.encode(tail!).length + r.omitted === bytes.length
-    }))
+    // A split character would show as U+FFFD where the text has something else: the head is then
+    // no prefix of the text (or the tail no suffix), or the bytes no longer add up. The text may
+    // hold U+FFFD itself (the generator makes it too, and the examples below always do).
+    fc.assert(
+      fc.property(fc.string({ unit: "grapheme", minLength: 1, maxLength: 200 }), fc.integer({ min: 1, max: 9 }), (text, chunk) => {
+        const bytes = encoder.encode(text)
+        const buffer = OutputBuffer.make(16, 16)
+        for (let i = 0; i < bytes.length; i += chunk) buffer.push(bytes.subarray(i, i + chunk))
+        const r = buffer.render()
+        if (bytes.length <= 32) return r.text === text
+        const [head, tail] = r.text.split(OutputBuffer.omittedMarker(r.omitted))
+        return text.startsWith(head!) && text.endsWith(tail!) &&
+          encoder.encode(head!).length + encoder.encode(tail!).length + r.omitted === bytes.length
+      }),
+      { examples: [["\uFFFD".repeat(20), 2], [`a\uFFFD${"é".repeat(20)}\uFFFDz`, 5], [`${"\uFFFD".repeat(5)}${"🙂".repeat(10)}`, 1]] }
+    )
   })
 })
 

@@ -52,7 +52,8 @@ export type Chosen =
 export type Complete = (state: Editor.State) => { readonly state: Editor.State; readonly candidates: ReadonlyArray<string> }
 
 export interface Input {
-  readonly line: (options: { readonly prompt: string; readonly hint: string }) => Effect.Effect<Line>
+  /** Reads a line at a prompt; an empty one is taken only with `allowEmpty` (a question with a default). */
+  readonly line: (options: { readonly prompt: string; readonly hint: string; readonly allowEmpty?: boolean }) => Effect.Effect<Line>
   /**
    * Keys while a turn runs, until the scope closes. With `typeAhead`, what is typed shows and
    * Enter / Ctrl-S queue or steer it; without, only interrupting and Shift-Tab count.
@@ -131,7 +132,7 @@ export const make = (options: { readonly history: History; readonly complete?: C
       Screen.set("editor", block)
     }
 
-    const line = (o: { readonly prompt: string; readonly hint: string }) =>
+    const line = (o: { readonly prompt: string; readonly hint: string; readonly allowEmpty?: boolean }) =>
       Effect.callback<Line>((resume) => {
         const hint = () => (state.text.length === 0 ? o.hint : "")
         const finish = (result: Line) => {
@@ -143,11 +144,11 @@ export const make = (options: { readonly history: History; readonly complete?: C
           const action = edit(key)
           switch (action) {
             case "submit": {
-              if (state.text.trim() === "") break
+              if (state.text.trim() === "" && o.allowEmpty !== true) break
               const text = state.text
               state = Editor.empty
               recalled = undefined
-              options.history.add(text)
+              if (text.trim() !== "") options.history.add(text)
               Screen.set("editor", undefined)
               Terminal.newline("err")
               Terminal.note(Terminal.bold("err", echo(o.prompt, text)), "\n")

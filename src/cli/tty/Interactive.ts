@@ -194,7 +194,16 @@ export const loop = (first: Session, options: Options) =>
       const expanded = Mentions.expand(text, { cwd: session.cwd, images })
       for (const note of expanded.notes) Terminal.noteLine(note, Terminal.dim)
       const child = (id: string) => runtime.getSession(id)
-      const presented = yield* Present.turn(session, expanded.content, { show: view.event, view, input, child, onKey })
+      const presented = yield* Present.turn(session, expanded.content, { show: view.event, view, input, child, onKey }).pipe(
+        // The session's log could not be written (a full disk): say so, and let the user go on once it can.
+        Effect.catchIf((error) => error.reason === "log", (error) =>
+          Effect.sync(() => {
+            view.pause()
+            Terminal.noteLine(Terminal.clean(error.message), Terminal.red)
+            return undefined
+          }))
+      )
+      if (presented === undefined) continue
       footer(presented.outcome, view)
       if (presented.interrupted && queued.length > 0) {
         // An interrupted turn takes the prompts queued behind it back to the prompt, to edit or send.

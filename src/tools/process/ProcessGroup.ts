@@ -87,6 +87,11 @@ export interface ProgramOptions {
   readonly stdin?: "ignore" | "pipe" | undefined
   /** Gets stdout and stderr in arrival order; without it the caller reads `stdout`/`stderr`. */
   readonly onOutput?: ((chunk: Uint8Array) => void) | undefined
+  /**
+   * Open descriptors the child inherits as 3, 4, … (a sandbox's namespaces and filter: see
+   * `sandbox/Policy.ts`). The program is then named by its path: it is not looked up.
+   */
+  readonly fds?: ReadonlyArray<number> | undefined
 }
 
 /** Why a program could not start: the errno code when there is one. */
@@ -122,7 +127,7 @@ export const spawnProgram = (options: ProgramOptions): Effect.Effect<Group, Cann
         cwd: options.cwd,
         env: { ...options.env, ...tree.env },
         detached: true,
-        stdio: [options.stdin ?? "ignore", "pipe", "pipe"],
+        stdio: [options.stdin ?? "ignore", "pipe", "pipe", ...(options.fds ?? [])],
         windowsHide: true
       })
     } catch (error) {

@@ -1,0 +1,123 @@
+// What the sandbox adds to a command, in-process: the `bash` tool (src/tools/bash.ts, bundled
+// here with esbuild, Effect external) runs the same command with a session's sandbox (bubblewrap:
+// nsenter into the session's namespaces, then bwrap) and without one, interleaved, R runs each
+// after a warm-up (the first sandboxed command also probes the sandbox and makes the session's
+// namespaces: not measured). Times are from the tool's call to its result, as a turn sees them.
+//
+// Commands: `true` (the start alone) and `git status` in a repository of 200 files (a typical
+// one). Prints one JSON object: { true: { plain, sandboxed }, gitStatus: { plain, sandboxed } }
+// with samples in ms, or { skipped: reason } where there is no sandbox. Options: --runs R
+// (default 30).
+import { build } from "esbuild"
+import { execFileSync } from "node:child_process"
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { dirname, join } from "node:path"
+import { fileURLToPath, pathToFileURL } from "node:url"
+import { parseArgs } from "node:util"
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..")
+const { values } = parseArgs({ options: { runs: { type: "string" } } })
+const RUNS = Math.max(1, Number(values.runs ?? 30))
+
+// The bundle lives in node_modules/.cache, where `effect` resolves from.
+const cache = join(root, "node_modules", ".cache", "skein-bench")
+mkdirSync(cache, { recursive: true })
+// Not under /tmp: a sandboxed command sees a /tmp of its own (roots there are bound in, but a
+// workspace is rarely there).
+const base = realpathSync(mkdtempSync(join("/var/tmp", "skein-bench-sandbox-")))
+try {
+  const entry = join(cache, "sandbox-entry.mjs")
+  await build({
+    stdin: {
+      contents: [
+        `export { bash } from "./src/tools/bash.ts"`,
+        `export * as Tool from "./src/tools/Tool.ts"`,
+        `export * as Sandbox from "./src/sandbox/Sandbox.ts"`,
+        `export * as Settings from "./src/sandbox/Settings.ts"`,
+        `export * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"`,
+        `export * as NodePath from "@effect/platform-node/NodePath"`,
+        `export * as Effect from "effect/Effect"`,
+        `export * as Layer from "effect/Layer"`,
+        `export * as Scope from "effect/Scope"`,
+        `export * as Exit from "effect/Exit"`
+      ].join("\n"),
+      resolveDir: root,
+      loader: "ts",
+      sourcefile: "bench-sandbox-entry.ts"
+    },
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node22",
+    external: ["effect", "@effect/*"],
+    outfile: entry,
+    logLevel: "silent"
+  })
+  // The bundle imports effect from this repository's node_modules.
+  const m = await import(pathToFileURL(entry).href)
+  const { bash, Tool, Sandbox, Settings, NodeFileSystem, NodePath, Effect, Layer, Scope, Exit } = m
+
+  const repo = join(base, "repo")
+  mkdirSync(repo)
+  const git = (...args) => execFileSync("git", ["-c", "user.email=b@b", "-c", "user.name=b", ...args], { cwd: repo })
+  git("init", "-q")
+  for (let i = 0; i < 200; i++) {
+    mkdirSync(join(repo, `d${i % 10}`), { recursive: true })
+    writeFileSync(join(repo, `d${i % 10}`, `f${i}.txt`), `file ${i}\n`)
+  }
+  git("add", ".")
+  git("commit", "-q", "-m", "files")
+  writeFileSync(join(repo, "d0", "f0.txt"), "changed\n")
+
+  const platform = Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)
+  const scope = Effect.runSync(Scope.make())
+  const run = (effect) => Effect.runPromise(effect.pipe(Effect.provide(platform)))
+  const manager = await run(Sandbox.make(Settings.DEFAULT, { skeinHome: join(base, "skein-home") }).pipe(Scope.provide(scope)))
+  const availability = await run(manager.availability)
+  if (availability._tag !== "available") {
+    process.stdout.write(JSON.stringify({ skipped: `no sandbox here: ${availability.reason}` }))
+  } else {
+    const sandbox = await run(manager.session({ cwd: repo, roots: [repo] }).pipe(Scope.provide(scope)))
+    const ctx = (withSandbox) => ({
+      sessionId: "bench",
+      toolCallId: "c",
+      cwd: repo,
+      roots: [repo],
+      progress: () => Effect.void,
+      plan: () => Effect.void,
+      ...(withSandbox ? { sandbox } : {})
+    })
+    const time = async (command, withSandbox) => {
+      const started = performance.now()
+      const output = await run(Tool.run(bash, { command }, ctx(withSandbox)))
+      const ms = performance.now() - started
+      if (!output.ok) throw new Error(`${command}${withSandbox ? " (sandboxed)" : ""} failed: ${output.content}`)
+      return ms
+    }
+    const result = {}
+    for (const [key, command] of [["true", "true"], ["gitStatus", "git status"]]) {
+      const plain = []
+      const sandboxed = []
+      // Warm-up: the first sandboxed command makes the session's namespaces.
+      for (let i = 0; i < 3; i++) {
+        await time(command, false)
+        await time(command, true)
+      }
+      for (let i = 0; i < RUNS; i++) {
+        // Interleaved, the order alternating: neither side always runs right after the other.
+        if (i % 2 === 0) {
+          plain.push(await time(command, false))
+          sandboxed.push(await time(command, true))
+        } else {
+          sandboxed.push(await time(command, true))
+          plain.push(await time(command, false))
+        }
+      }
+      result[key] = { command, plain, sandboxed }
+    }
+    process.stdout.write(JSON.stringify(result))
+  }
+  await run(Scope.close(scope, Exit.void))
+} finally {
+  rmSync(base, { recursive: true, force: true })
+}
