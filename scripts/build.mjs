@@ -167,14 +167,24 @@ for (const [name, cli] of [["skein-main.cjs", main], ["skein-remote.cjs", remote
     process.exit(1)
   }
   // One byte per character: V8 keeps a script's source as one-byte string only when all of it is
-  // ASCII, and one other character (say, an ellipsis in a regular expression) doubles the memory
-  // the ~1 MB source takes for as long as the process runs.
-  const source = readFileSync(`dist/${name}`)
-  const wide = source.findIndex((byte) => byte > 0x7f)
-  if (wide >= 0) {
-    process.stderr.write(`build: ${name} is not ASCII at byte ${wide}: ${JSON.stringify(source.subarray(Math.max(0, wide - 60), wide + 20).toString("utf8"))}; write the character as an escape (\\u…) in the source\n`)
-    process.exit(1)
+  // ASCII, and one other character doubles the memory the ~1 MB source takes for as long as the
+  // process runs. esbuild escapes strings and templates, not regular expression literals (an
+  // ellipsis in one, say): what is left is written as \uXXXX here, which means the same code unit
+  // in a regular expression (with or without the u flag, a pair of them one code point) and in an
+  // identifier. One written after a backslash (an identity escape) could not be: the build stops.
+  const text = readFileSync(`dist/${name}`, "utf8")
+  let escaped = ""
+  let from = 0
+  for (const wide of text.matchAll(/[^\x00-\x7f]/g)) {
+    const at = wide.index
+    if (/(^|[^\\])(\\\\)*\\$/.test(text.slice(Math.max(0, at - 16), at))) {
+      process.stderr.write(`build: ${name} has a non-ASCII character after a backslash: ${JSON.stringify(text.slice(Math.max(0, at - 60), at + 20))}; write it as an escape (\\u…) in the source\n`)
+      process.exit(1)
+    }
+    escaped += text.slice(from, at) + `\\u${wide[0].charCodeAt(0).toString(16).padStart(4, "0")}`
+    from = at + 1
   }
+  if (from > 0) writeFileSync(`dist/${name}`, escaped + text.slice(from))
 }
 const rpcInMain = Object.keys(main.metafile.inputs).filter((input) => /effect\/dist\/unstable\/(rpc|socket)\//.test(input))
 if (rpcInMain.length > 0) {
