@@ -1107,7 +1107,7 @@ const buildFigures = (r) => {
       subject: "Skein",
       ...p.idleKB.skein,
       baseline: { name: `${NAMES.relay}, idle`, median: p.idleKB.relay.median, p90: p.idleKB.relay.p90 },
-      note: "the warm-up loads Node's fetch (undici) before the first prompt, on purpose; the relay loads it at its first prompt"
+      note: "the warm-up loads Node's HTTP client before the first prompt, on purpose; the relay loads its fetch (undici) at its first prompt"
     })
   }
   if (r.throughput) {
@@ -1628,7 +1628,7 @@ const render = (json) => {
     "Medians; p90 is the 90th-percentile run on the slow side. Baselines run in the same `npm run bench`, interleaved with Skein:",
     "the plain-Node floor (`bench/floor.mjs`) answers with no library at all; the ACP SDK agent (`bench/sdk-agent.mjs`) is a minimal",
     "agent on `@agentclientprotocol/sdk` that relays deltas with awaited `notify` calls; the plain-Node relay (`bench/relay.mjs`) relays",
-    "a local model server's stream with Node's built-in `fetch`, as Skein's `openai-chat` provider does. How each figure is taken: `scripts/bench.mjs`.",
+    "a local model server's stream with Node's built-in `fetch`, as the vendors' SDKs do (Skein's providers use `node:http`). How each figure is taken: `scripts/bench.mjs`.",
     "The CPU rows (main-thread on-CPU time from `/proc/<pid>/schedstat`, process CPU from `/proc/<pid>/stat`) have no target; they",
     "show the work done, which a busy machine hardly changes, where wall-clock figures also count the wait for a CPU.",
     `Runs: ${runs.join(", ")}.`,

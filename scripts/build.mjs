@@ -84,6 +84,30 @@ const v8StackProbes = {
   }
 }
 
+// @effect/platform-node's HTTP client (the providers' client, src/providers/Dialects.ts) requires
+// node:http and node:https when it loads. node:https brings TLS and crypto (about 5 MB resident),
+// which a provider at an http:// URL (a local model server) never uses: here each is required at
+// its first use instead. Should the file change, the build fails here to be looked at.
+const LAZY_NODE_HTTP = {
+  probe: `export const http = /*#__PURE__*/require("node:http");
+export const https = /*#__PURE__*/require("node:https");`,
+  answer: `const lazy = (name) => { let m; return new Proxy({}, { get: (_, key) => (m ??= require(name))[key] }) };
+export const http = /*#__PURE__*/lazy("node:http");
+export const https = /*#__PURE__*/lazy("node:https");`
+}
+const lazyNodeHttp = {
+  name: "lazy-node-http",
+  setup(b) {
+    b.onLoad({ filter: /\/@effect\/platform-node\/dist\/internal\/http\.js$/ }, (args) => {
+      const text = readFileSync(args.path, "utf8")
+      if (!text.includes(LAZY_NODE_HTTP.probe)) {
+        return { errors: [{ text: `${args.path} no longer requires node:http and node:https as scripts/build.mjs expects (LAZY_NODE_HTTP): look at it again` }] }
+      }
+      return { contents: text.replace(LAZY_NODE_HTTP.probe, LAZY_NODE_HTTP.answer), loader: "js" }
+    })
+  }
+}
+
 // The tool worker (src/tools/worker/worker.ts) is bundled first, on its own, and its code goes
 // into the bundles that start it as a string: a worker needs code it can load, and the CLI is
 // one file run through `vm.Script`. It is small (a regex loop, a glob matcher, exact-match
@@ -137,7 +161,7 @@ const withoutRpc = {
 // one copy of the ~1 MB source, not the file's and a wrapped one.
 const cliBundle = (outfile, plugins) => build({
   entryPoints: ["src/cli/main.ts"],
-  plugins: [lazyBuiltins, v8StackProbes, embeddedWorker, ...plugins],
+  plugins: [lazyBuiltins, v8StackProbes, lazyNodeHttp, embeddedWorker, ...plugins],
   outfile,
   banner: { js: `(function (exports, require, module, __filename, __dirname) {"use strict";` },
   footer: { js: "\n})" },

@@ -133,7 +133,7 @@ export const wizard = (home: string) =>
       return { _tag: "env", name: name.name } as const
     })
 
-    const http = yield* Probe.fetchClient
+    const http = yield* Probe.httpClient
     let key = yield* askKey
     let model: string | undefined
     const choiceOf = (m: string): ConfigWrite.Choice => ({

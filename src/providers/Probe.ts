@@ -98,4 +98,4 @@ export const check = (target: Http.Target, model: string, client: HttpClient.Htt
     )
 }
 
-export { fetchClient } from "./Dialects.ts"
+export { httpClient } from "./Dialects.ts"

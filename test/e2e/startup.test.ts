@@ -8,6 +8,8 @@
  * it (test/fixtures/modules-probe.mjs), at the moment it hands each response to stdout.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -129,5 +131,45 @@ describe("skein acp start-up", () => {
     })
     await openAtOnce(agent, probeFile)
     expect(agent.problems).toEqual([])
+  })
+
+  it("a provider at an http:// URL is called with Node's http client: neither fetch's undici nor TLS is loaded, warm-up and turn included", async () => {
+    const chunk = (delta: object, finish: string | null = null) =>
+      `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 0, model: "m", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`
+    let requests = 0
+    const server = http.createServer((req, res) => {
+      req.resume()
+      req.on("end", () => {
+        requests++
+        res.writeHead(200, { "content-type": "text/event-stream" })
+        res.end(chunk({ role: "assistant", content: "Hello over http" }) + chunk({}, "stop") + "data: [DONE]\n\n")
+      })
+    })
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    try {
+      const { agent, probeFile } = start({
+        args: ["--provider", "openai-chat", "--model", "m"],
+        env: { OPENAI_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, OPENAI_API_KEY: "sk-e2e-startup", ANTHROPIC_API_KEY: "", ANTHROPIC_AUTH_TOKEN: "" }
+      })
+      const sessionId = await openAtOnce(agent, probeFile)
+      // The warm-up (a request to a loopback server of Skein's own) has run once the HTTP client is loaded.
+      let loaded = await loadedNow(agent, probeFile)
+      for (let i = 0; i < 200 && !loaded.includes("_http_client"); i++) {
+        await sleep(50)
+        loaded = await loadedNow(agent, probeFile)
+      }
+      expect(loaded).toContain("_http_client")
+      const response = await agent.prompt(sessionId, "hello?", 30_000)
+      expect(response.result).toEqual({ stopReason: "end_turn" })
+      expect(JSON.stringify(agent.updates(sessionId))).toContain("Hello over http")
+      expect(requests).toBe(1)
+      loaded = await loadedNow(agent, probeFile)
+      expect(loaded).toContain("http")
+      expect(loaded.filter((m) => ["internal/deps/undici/undici", "https", "tls", "http2"].includes(m))).toEqual([])
+      expect(agent.problems).toEqual([])
+    } finally {
+      server.closeAllConnections()
+      server.close()
+    }
   })
 })
