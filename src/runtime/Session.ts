@@ -58,6 +58,7 @@ import * as TurnEnd from "./TurnEnd.ts"
 import * as Commands from "../commands/Commands.ts"
 import * as Skills from "../skills/Skills.ts"
 import * as Undo from "../session/Undo.ts"
+import type * as Workspace from "../trust/Workspace.ts"
 import * as Tool from "../tools/Tool.ts"
 import * as Toolkits from "../tools/Toolkit.ts"
 
@@ -122,6 +123,10 @@ export interface Deps {
   readonly project?: Effect.Effect<Prompt.Project> | undefined
   /** The session's sandbox: its commands run in it, and are asked for accordingly. */
   readonly sandbox?: SessionSandbox | undefined
+  /** Before each presented turn: the folder's trust question (`trust/Workspace.ts`); true when the answer made more load. */
+  readonly trustQuestion?: ((ask: Turn.TurnContext["ask"]) => Effect.Effect<boolean>) | undefined
+  /** The hooks of a turn (`src/hooks`); without it, none run. */
+  readonly hooks?: ReturnType<Workspace.Workspace["hooksFor"]> | undefined
   /** Runs a turn's work in place of the model/tool loop (an external ACP agent). */
   readonly runTurn?: ((ctx: Turn.TurnContext) => Effect.Effect<Turn.TurnOutcome, never, ToolEnv>) | undefined
 }
@@ -430,6 +435,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
               } : undefined).pipe(Effect.andThen(usageAfter(q.turn, body))),
             ephemeral: (body) => emitEphemeral(q.turn, body)
           }
+          // A folder's own definitions load once it is trusted: the question comes before they are read.
+          if (q.presented && deps.trustQuestion !== undefined && (yield* deps.trustQuestion(askFor(q.turn)))) known = undefined
           const extensions = yield* extensionsFor(q.content)
           const resolved = yield* resolve(q.content, extensions)
           const start: CanonicalBody = {
@@ -506,6 +513,9 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
               sandbox: deps.sandbox,
               window,
               compactAt: deps.compactAt,
+              hooks: deps.hooks === undefined
+                ? undefined
+                : yield* Effect.provideContext(deps.hooks({ turn: q.turn, mode: () => reach().mode, record: emit.canonical }), deps.services),
               steering: (final) => {
                 const taken = steered.items
                 steered.items = []

@@ -139,6 +139,10 @@ export const decide = <A>(input: Input<A>): Verdict => {
   return { _tag: "ask", scope }
 }
 
+/** The scope a call is asked about and remembered by: its tool's own, or the tool as a whole. */
+export const scopeOf = <A>(tool: Subject<A>, args: A, cwd: string): PermissionScope =>
+  tool.scope !== undefined ? tool.scope(args, cwd) : toolScope(tool)
+
 /**
  * A command the model asked to run outside the sandbox: it needs a reason, plan mode refuses
  * it, a reject rule refuses it, and otherwise it is asked, whatever the mode.
