@@ -176,8 +176,8 @@ export const status = (options: { readonly cwd: string; readonly home: string; r
       case "trusted":
         return { ...base, loads: true, why: `${state.folder} was trusted on ${new Date(state.at).toISOString()}` }
       case "denied":
-        return { ...base, loads: false, why: `${state.folder} was not trusted on ${new Date(state.at).toISOString()} (\`skein trust\` there trusts it)` }
+        return { ...base, loads: false, why: `${state.folder} was not trusted on ${new Date(state.at).toISOString()} (its entry in trust.json in Skein's home says so; remove it to be asked again)` }
       case "unknown":
-        return { ...base, loads: false, why: "it is not trusted yet: the first prompt of a session there asks (or `skein trust` there, or --trust)" }
+        return { ...base, loads: false, why: "it is not trusted yet: the first prompt of a session there asks (--trust or SKEIN_TRUST=1 trusts every folder)" }
     }
   })
