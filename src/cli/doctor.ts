@@ -329,7 +329,7 @@ export const project = (options: { readonly cwd: string; readonly home: string; 
     const agents = yield* Definitions.load(loads)
     const skills = yield* Skills.discover({ ...loads, userHome: options.userHome })
     const commands = yield* Commands.discover({ ...loads, skills: skills.skills })
-    const hooks = yield* HookSettings.read(loads)
+    const hooks = yield* HookSettings.read({ ...loads, root: trust.project })
     const instructions = yield* Prompt.instructions(options.cwd)
     return { agents, skills, commands, instructions, trust, hooks }
   })

@@ -51,12 +51,16 @@ export const fires = (hook: Hook, point: Point): boolean => {
 }
 
 /** Runs the matching `hooks` for real, in the session's cwd and sandbox. */
-export const live = (hooks: ReadonlyArray<Hook>, where: { readonly cwd: string; readonly sandbox?: SessionSandbox | undefined }): Fire => (point) =>
+export const live = (
+  hooks: ReadonlyArray<Hook>,
+  where: { readonly cwd: string; readonly projectDir?: string | undefined; readonly sandbox?: SessionSandbox | undefined }
+): Fire =>
+(point) =>
   Effect.forEach(
     hooks.filter((hook) => fires(hook, point)),
     (hook) =>
       Effect.map(
-        Runner.run({ command: hook.command, timeoutMs: hook.timeoutMs, input: point.input, cwd: where.cwd, sandbox: where.sandbox }),
+        Runner.run({ command: hook.command, timeoutMs: hook.timeoutMs, input: point.input, cwd: where.cwd, projectDir: where.projectDir, sandbox: where.sandbox }),
         (raw): Fired => ({ command: hook.command, outcome: Decision.decide(point.event, hook.command, raw) })
       ),
     { concurrency: "unbounded" }

@@ -29,6 +29,8 @@ export interface RunOptions {
   /** The event, written to stdin as one line of JSON. */
   readonly input: unknown
   readonly cwd: string
+  /** The project's root (`CLAUDE_PROJECT_DIR`, `SKEIN_PROJECT_DIR`; default: the cwd). */
+  readonly projectDir?: string | undefined
   readonly sandbox?: SessionSandbox | undefined
 }
 
@@ -68,7 +70,8 @@ const supervise = (options: RunOptions, group: ProcessGroup.Group): Effect.Effec
 
 /** Runs the hook to its end (or its timeout); never fails. */
 export const run = (options: RunOptions): Effect.Effect<Raw> => {
-  const env: Record<string, string> = { ...Secrets.childEnv(), CLAUDE_PROJECT_DIR: options.cwd, SKEIN_PROJECT_DIR: options.cwd }
+  const projectDir = options.projectDir ?? options.cwd
+  const env: Record<string, string> = { ...Secrets.childEnv(), CLAUDE_PROJECT_DIR: projectDir, SKEIN_PROJECT_DIR: projectDir }
   const spawnAndWait = (launch: Launch | undefined) =>
     Effect.acquireUseRelease(started(options, launch, env), (group) => supervise(options, group), ProcessGroup.release)
   const program = { file: shell(), args: ["-c", options.command], cwd: options.cwd, env }

@@ -7,8 +7,8 @@
  * ```
  *
  * The files, in order: the user's `$SKEIN_HOME/settings.json`, then the project's
- * `<cwd>/.claude/settings.json` and `<cwd>/.skein/settings.json` (only once the folder is
- * trusted: `src/trust`). Every matching hook of every file runs; the same command under the
+ * `.claude/settings.json` and `.skein/settings.json` at the repository's root and in the cwd
+ * when it is below it (only once the folder is trusted: `src/trust`). Every matching hook of every file runs; the same command under the
  * same event and matcher runs once. A file that is missing is no problem; one that cannot be
  * read, is not JSON or holds a bad entry is a problem (`skein doctor` lists them) and the
  * rest of it still counts. An event Skein does not fire is a problem too, so that a hook
@@ -130,19 +130,31 @@ export const merge = (parsed: ReadonlyArray<Parsed>): Parsed => {
   return { hooks, problems: parsed.flatMap((file) => file.problems) }
 }
 
+export interface Where {
+  readonly cwd: string
+  readonly home: string
+  /** Whether the project's files load (its folder is trusted). */
+  readonly project: boolean
+  /** The repository's root, when the cwd is in one (its files come before the cwd's). */
+  readonly root?: string | undefined
+}
+
 /** The settings files of a session in `cwd`: the user's, and the project's when `project` is true. */
-export const files = (options: { readonly cwd: string; readonly home: string; readonly project: boolean }) => [
-  { file: `${options.home}/settings.json`, scope: "user" as const },
-  ...(options.project
-    ? [
-      { file: `${options.cwd}/.claude/settings.json`, scope: "project" as const },
-      { file: `${options.cwd}/.skein/settings.json`, scope: "project" as const }
-    ]
-    : [])
-]
+export const files = (options: Where) => {
+  const folders = options.root === undefined || options.root === options.cwd ? [options.cwd] : [options.root, options.cwd]
+  return [
+    { file: `${options.home}/settings.json`, scope: "user" as const },
+    ...(options.project
+      ? folders.flatMap((dir) => [
+        { file: `${dir}/.claude/settings.json`, scope: "project" as const },
+        { file: `${dir}/.skein/settings.json`, scope: "project" as const }
+      ])
+      : [])
+  ]
+}
 
 /** Reads and merges the settings files (`files`). Never fails: what cannot be read is a problem. */
-export const read = Effect.fn("HookSettings.read")(function*(options: { readonly cwd: string; readonly home: string; readonly project: boolean }) {
+export const read = Effect.fn("HookSettings.read")(function*(options: Where) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const parsed = yield* Effect.forEach(files(options), ({ file, scope }) => {

@@ -101,10 +101,11 @@ export const make = (options: Options) => {
     }): Effect.Effect<(Hooks.TurnHooks & { readonly starting?: "startup" | "resume" }) | undefined, never, FileSystem.FileSystem | Path.Path> =>
       Effect.gen(function*() {
         const replayed = options.replay?.(session.id)
+        const root = Trust.projectOf(session.cwd)
         const fire = replayed ?? Hooks.live(
-          (yield* HookSettings.read({ cwd: session.cwd, home: options.home, project: yield* loadsProject(session.cwd) })).hooks
+          (yield* HookSettings.read({ cwd: session.cwd, home: options.home, project: yield* loadsProject(session.cwd), root })).hooks
             .filter((hook) => !session.child || hook.event === "PreToolUse" || hook.event === "PostToolUse"),
-          { cwd: session.cwd, sandbox: session.sandbox }
+          { cwd: session.cwd, projectDir: root, sandbox: session.sandbox }
         )
         const starting = session.child || started ? undefined : turn.turn === 1 ? "startup" as const : "resume" as const
         started = true

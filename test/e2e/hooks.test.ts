@@ -5,7 +5,7 @@
  * Skein's home); `skein replay --rerun` repeats the logged decisions without running hooks.
  */
 import { spawnSync } from "node:child_process"
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { expectClean, NODE, SKEIN, useAgents } from "../support/AgentProcess.ts"
@@ -55,7 +55,7 @@ describe("e2e: hooks and workspace trust", () => {
     const agent = await agents.ready({
       script: { turns: [{ calls: [[{ text: "one" }]] }, { calls: [[{ text: "two" }]] }] },
       files: { ".claude/settings.json": settingsJson({ UserPromptSubmit: commandHook("echo ran >> hook-runs; exit 0") }) },
-      permission: (request) => {
+      permission: () => {
         if (trustAnswer === "cancel") return { outcome: { outcome: "cancelled" } }
         return { outcome: { outcome: "selected", optionId: trustAnswer } }
       }
