@@ -8,10 +8,10 @@ import * as Runner from "../../src/hooks/Runner.ts"
 import * as Decision from "../../src/hooks/Decision.ts"
 import * as TempDir from "../support/TempDir.ts"
 
+/** Whether `pid` can still run (a zombie waiting to be reaped cannot). */
 const alive = (pid: number) => {
   try {
-    process.kill(pid, 0)
-    return true
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"))
   } catch {
     return false
   }
