@@ -306,7 +306,8 @@ export const ToolProgress = event("tool_progress", { id: Schema.String, output: 
 export const UsageUpdate = event("usage", { used: Schema.Number, size: Schema.Number, cost: Schema.optionalKey(Schema.Number) })
 export const PermissionAskedEvent = Schema.Struct({ type: Schema.Literal("permission_asked"), data: PermissionAsked })
 export const ClientCallEvent = Schema.Struct({ type: Schema.Literal("client_call"), data: ClientCall })
-export const QuestionWithdrawn = event("question_withdrawn", { requestId: Schema.String })
+/** A question nobody needs to answer any more: withdrawn, or `answered` (by whoever answered first). */
+export const QuestionWithdrawn = event("question_withdrawn", { requestId: Schema.String, answered: Schema.optionalKey(Schema.Boolean) })
 /** A command of this tool call runs in the client's terminal `terminalId`. */
 export const ToolTerminal = event("tool_terminal", { id: Schema.String, terminalId: Schema.String })
 

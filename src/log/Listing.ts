@@ -31,6 +31,8 @@ export interface Entry {
   readonly version: number
   /** A child session's parent (its id). */
   readonly parent?: string | undefined
+  /** The agent a child session runs as. */
+  readonly agent?: string | undefined
   /** The session a fork was made from (its id). */
   readonly forkedFrom?: string | undefined
 }
@@ -91,6 +93,7 @@ export interface Head {
   readonly version: number
   readonly title: string | undefined
   readonly parent?: string | undefined
+  readonly agent?: string | undefined
   readonly forkedFrom?: string | undefined
 }
 
@@ -139,6 +142,7 @@ const headOf = (text: string, complete: boolean): { readonly head: Head | undefi
       version: typeof header.v === "number" ? header.v : 0,
       title: found,
       ...(parentOf(header) !== undefined ? { parent: parentOf(header) } : {}),
+      ...(typeof header.agent === "string" ? { agent: header.agent } : {}),
       ...(forkOf(header) !== undefined ? { forkedFrom: forkOf(header) } : {})
     },
     done

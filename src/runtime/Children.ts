@@ -46,6 +46,7 @@ import type { ModeId, StopReason, UserBlock } from "../Vocabulary.ts"
 import type { Gated } from "./Gate.ts"
 import * as SessionId from "./SessionId.ts"
 import type { AnnouncedCall, Permit } from "./Turn.ts"
+import * as TraceContext from "../telemetry/TraceContext.ts"
 
 export type Limits = Definitions.Limits
 
@@ -223,10 +224,13 @@ export const make = (options: Options): Effect.Effect<Children> =>
             return child.session.cancel
           })
         ))
+        // The child's turn continues the trace of the tool call that started or prompted it.
+        const traceparent = yield* TraceContext.current
         const turn = child.session.turn(content, {
           ...(options.client !== undefined ? { client: options.client } : {}),
           by: `parent:${options.parentId}`,
-          ...(options.presented ? {} : { unattended: true })
+          ...(options.presented ? {} : { unattended: true }),
+          ...(traceparent !== undefined ? { traceparent } : {})
         })
         const exit = yield* Effect.exit(Stream.runForEachArray(turn, (events) => {
           for (const event of events) {

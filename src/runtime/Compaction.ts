@@ -23,6 +23,7 @@ import type { ModelStop } from "../Vocabulary.ts"
 import { promptText } from "../log/Event.ts"
 import type { Message } from "../Vocabulary.ts"
 import type { Emit, TurnContext } from "./Turn.ts"
+import * as Spans from "../telemetry/Spans.ts"
 
 export type Trigger = "manual" | "threshold" | "overflow"
 
@@ -254,4 +255,4 @@ export const run = (ctx: TurnContext, options: Options): Effect.Effect<Outcome, 
       }
     })
     return { _tag: "Compacted", id } satisfies Outcome
-  })
+  }).pipe(Spans.compaction(options.trigger))

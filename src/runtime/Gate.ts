@@ -26,6 +26,7 @@ import type { Tool, ToolEnv } from "../tools/Tool.ts"
 import type { ModeId } from "../Vocabulary.ts"
 import type { Placement, SessionSandbox } from "../sandbox/Sandbox.ts"
 import type { AnnouncedCall, Permit } from "./Turn.ts"
+import * as Spans from "../telemetry/Spans.ts"
 
 /** What a presenter is asked: the live tool call (with the change it would make) and the four options. */
 export interface PermissionRequest {
@@ -173,7 +174,11 @@ export const make = (options: Options) => (call: AnnouncedCall, tool: Gated, arg
         ...(preview.length > 0 ? { content: preview } : {})
       },
       options: choices
-    }).pipe(Effect.timeoutOption(options.timeoutMs))
+    }).pipe(
+      Effect.timeoutOption(options.timeoutMs),
+      Spans.permission(call.name, (answer) =>
+        answer._tag === "None" ? "timeout" : answer.value === undefined ? "unanswerable" : answer.value.outcome === "selected" ? answer.value.optionId : "cancelled")
+    )
     // The presenter went away before answering.
     if (answer._tag === "Some" && answer.value === undefined) return yield* unanswerable
     const given = answer._tag === "Some" ? answer.value : undefined

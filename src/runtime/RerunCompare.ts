@@ -8,6 +8,7 @@
  * refused at a permission question (the wording of a refusal depends on how
  * it was refused: no answer, timeout, cancel).
  */
+import { absurd } from "effect/Function"
 import type { Canonical, ToolDetails } from "../log/Event.ts"
 import { INTERRUPTED_TOOL, INTERRUPTED_TURN } from "../log/Recovery.ts"
 import { CANCELLED_TOOL, NOT_LOGGED_TOOL, NOT_RUN_TOOL } from "./TurnEnd.ts"
@@ -115,6 +116,22 @@ const turnsOf = (events: ReadonlyArray<Canonical>): Array<Turn> => {
       case "turn_end":
         turn.end = event.data
         break
+      case "model_response":
+      case "model_partial":
+      case "mode_changed":
+      case "config_changed":
+      case "plan":
+      case "notice":
+      case "mcp_servers":
+      case "subagent":
+      case "compaction":
+      case "skill_activation":
+      case "turn_input":
+      case "undo":
+      case "hook":
+        break
+      default:
+        absurd(event)
     }
   }
   return out

@@ -56,6 +56,8 @@ import * as Questions from "./Questions.ts"
 import * as Turn from "./Turn.ts"
 import * as TurnEnd from "./TurnEnd.ts"
 import * as Commands from "../commands/Commands.ts"
+import * as Latest from "./Latest.ts"
+import * as Spans from "../telemetry/Spans.ts"
 import * as Skills from "../skills/Skills.ts"
 import * as Undo from "../session/Undo.ts"
 import type * as Workspace from "../trust/Workspace.ts"
@@ -240,8 +242,9 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
       const cost = usage === undefined ? undefined : Models.cost(usage, model?.price)
       if (cost !== undefined) spent += cost
       const size = contextWindow()
-      if (size === undefined || used === undefined) return Effect.void
-      return emitEphemeral(turn, { type: "usage", data: { used, size, ...(spent > 0 || cost !== undefined ? { cost: spent } : {}) } })
+      const costed = Spans.cost(cost === undefined ? undefined : spent)
+      if (size === undefined || used === undefined) return costed
+      return Effect.andThen(costed, emitEphemeral(turn, { type: "usage", data: { used, size, ...(spent > 0 || cost !== undefined ? { cost: spent } : {}) } }))
     }
 
     /** The usage update that follows a logged event, if any. */
@@ -316,30 +319,10 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
      * refreshes it meanwhile (at most once a second), off the path to its first token (a new
      * skill file reaches the catalog a prompt later). The first read starts with the session.
      */
-    let known: Extensions | undefined
-    let readAt = 0
-    let reading = false
-    const read: Effect.Effect<Extensions> = deps.extensions === undefined
-      ? Effect.succeed(noExtensions)
-      : Effect.tap(deps.extensions, (found) => Effect.sync(() => {
-        known = found
-        readAt = Date.now()
-      }))
-    // Read again at most once a second: prompts in quick succession (a script, a benchmark) share one read.
-    const refresh = Effect.suspend(() => {
-      if (reading || Date.now() - readAt < 1_000) return Effect.void
-      reading = true
-      return Effect.forkIn(Effect.ensuring(read, Effect.sync(() => {
-        reading = false
-      })), scope)
-    })
+    const extensionsOf = Latest.make(deps.extensions ?? Effect.succeed(noExtensions), { everyMs: 1_000, scope })
     const extensionsFor = (content: ReadonlyArray<UserBlock>): Effect.Effect<Extensions> =>
-      Effect.suspend(() => {
-        if (known === undefined || Commands.mayName(content)) return read
-        const last = known
-        return Effect.as(refresh, last)
-      })
-    if (deps.extensions !== undefined) yield* refresh
+      Commands.mayName(content) ? extensionsOf.fresh : extensionsOf.last
+    if (deps.extensions !== undefined) yield* extensionsOf.refresh
 
     /**
      * A prompt with a text block that starts with `/name` of a known command (the last one)
@@ -436,8 +419,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
             ephemeral: (body) => emitEphemeral(q.turn, body)
           }
           // A folder's own definitions load once it is trusted: the question comes before they are read.
-          if (q.presented && deps.trustQuestion !== undefined && (yield* deps.trustQuestion(askFor(q.turn)))) known = undefined
-          const extensions = yield* extensionsFor(q.content)
+          const trusted = q.presented && deps.trustQuestion !== undefined && (yield* deps.trustQuestion(askFor(q.turn)))
+          const extensions = yield* (trusted ? extensionsOf.fresh : extensionsFor(q.content))
           const resolved = yield* resolve(q.content, extensions)
           const start: CanonicalBody = {
             type: "turn_start",
@@ -550,10 +533,12 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
           if (children !== undefined) yield* children.shutdown
           children = undefined
           const ended = yield* finalize(q, state, exit, startLogged ? undefined : start)
+          // A turn whose end the log refused counts as failed.
+          yield* Spans.turnEnded(Exit.isSuccess(ended) ? ended.value : { stopReason: "end_turn", error: "its end was not logged" })
           const waiter = outcomes.get(q.turn)
           outcomes.delete(q.turn)
           if (waiter !== undefined) yield* Deferred.done(waiter, ended)
-        })
+        }).pipe(Spans.turn({ sessionId: info.id, turn: q.turn, agent: deps.agent, parentSessionId: info.parent?.sessionId, traceparent: q.traceparent }))
       ).pipe(Effect.ensuring(Queue.offer(mailbox, { _tag: "Turns", input: { _tag: "TurnDone", turn: q.turn } })))
 
     /**
@@ -768,7 +753,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
             presented: options?.unattended !== true,
             client: options?.client,
             by: options?.by,
-            ...(options?.key !== undefined ? { key: options.key } : {})
+            ...(options?.key !== undefined ? { key: options.key } : {}),
+            ...(options?.traceparent !== undefined ? { traceparent: options.traceparent } : {})
           })
           // However the stream ends, its presenter lets go of the turn (the next one may start).
           yield* Effect.addFinalizer(() => released(turn))

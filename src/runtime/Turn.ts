@@ -30,6 +30,7 @@ import type { Gated, PermissionAnswer, Prior } from "./Gate.ts"
 import type { TurnHooks } from "../hooks/Hooks.ts"
 import type { Children } from "./Children.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
+import * as Spans from "../telemetry/Spans.ts"
 import * as Checkpoint from "./Checkpoint.ts"
 import * as Compaction from "./Compaction.ts"
 
@@ -212,6 +213,12 @@ const priorOf = (decision: string | undefined): Prior | undefined =>
  * said so (`continue: false`).
  */
 export const runToolCall = (ctx: TurnContext, call: { readonly id: string; readonly name: string; readonly args: unknown }) =>
+  Effect.suspend(() => {
+    const known = ctx.toolkit.get(call.name) !== undefined
+    return executeToolCall(ctx, call, known).pipe(Spans.toolCall({ id: call.id, name: call.name, known }))
+  })
+
+const executeToolCall = (ctx: TurnContext, call: { readonly id: string; readonly name: string; readonly args: unknown }, known: boolean) =>
   Effect.gen(function*() {
     const tool = ctx.toolkit.get(call.name)
     const decoded = tool === undefined ? undefined : yield* Effect.option(Tool.decodeArgs(tool, call.args))
@@ -231,11 +238,13 @@ export const runToolCall = (ctx: TurnContext, call: { readonly id: string; reado
     if (pre?.decision === "deny" || pre?.stop !== undefined) {
       const why = pre.decision === "deny" ? pre.reason ?? "" : `the turn was stopped: ${pre.stop}`
       yield* ctx.emit.canonical({ type: "tool_result", data: { id: call.id, title: announced.title, ok: false, content: `A PreToolUse hook blocked ${announced.title}, so it was not run: ${why}` } })
+      yield* Spans.toolEnded(call.name, known, "denied")
       return pre.stop
     }
     const permit: Permit = runnable ? yield* ctx.permit(announced, tool, args, priorOf(pre?.decision)) : { _tag: "allow" }
     if (permit._tag === "deny") {
       yield* ctx.emit.canonical({ type: "tool_result", data: { id: call.id, title: announced.title, ok: false, content: permit.reason } })
+      yield* Spans.toolEnded(call.name, known, "denied")
       return undefined
     }
     yield* ctx.emit.ephemeral({ type: "tool_running", data: { id: call.id } })
@@ -267,6 +276,7 @@ export const runToolCall = (ctx: TurnContext, call: { readonly id: string; reado
         ...(output.details !== undefined ? { details: output.details } : {})
       }
     })
+    yield* Spans.toolEnded(call.name, known, output.ok ? "ok" : "error")
     const post = runnable && ctx.hooks !== undefined ? yield* ctx.hooks.postToolUse(call, output) : undefined
     return post?.stop
   })
@@ -326,22 +336,25 @@ export const run = (ctx: TurnContext) =>
         yield* failedCompaction(ctx, yield* Compaction.run(ctx, { trigger: "threshold", call: ++calls, window: ctx.window }))
       }
       const call = ++calls
-      const result = yield* modelCall(ctx, call)
-      // The response is complete; what follows (its log, the tools or the turn's end) waits one
-      // turn of the event loop, so that streams still running elsewhere (other sessions, a
-      // parent's other children) are read first: calls that end together then delay
-      // everyone's deltas by one call's end each, not by all of theirs.
-      yield* Effect.yieldNow
-      yield* ctx.emit.canonical({
-        type: "model_response",
-        data: {
-          call,
-          parts: result.parts,
-          stop: result.stop,
-          ...(result.usage !== undefined ? { usage: result.usage } : {}),
-          ...(result.failure !== undefined ? { error: result.failure } : {})
-        }
-      })
+      const result = yield* Effect.gen(function*() {
+        const result = yield* modelCall(ctx, call)
+        // The response is complete; what follows (its log, the tools or the turn's end) waits one
+        // turn of the event loop, so that streams still running elsewhere (other sessions, a
+        // parent's other children) are read first: calls that end together then delay
+        // everyone's deltas by one call's end each, not by all of theirs.
+        yield* Effect.yieldNow
+        yield* ctx.emit.canonical({
+          type: "model_response",
+          data: {
+            call,
+            parts: result.parts,
+            stop: result.stop,
+            ...(result.usage !== undefined ? { usage: result.usage } : {}),
+            ...(result.failure !== undefined ? { error: result.failure } : {})
+          }
+        })
+        return result
+      }).pipe(Spans.modelCall({ dialect: ctx.provider.name, model: ctx.model, call }))
       ctx.state.partial = undefined
       if (result.failure !== undefined) {
         // The context is full: compact, then try the call again, once in a turn.

@@ -197,7 +197,9 @@ export const handlers = (
       yield* notChild(s)
       const content = yield* userBlocks(params.prompt)
       const ran = { tools: false }
-      const outcome = yield* presentTurn(s, content, (outcome) => ctx.respond({ stopReason: outcome.stopReason }), ran)
+      // A client's W3C trace context (ACP's telemetry RFD): the turn's span continues its trace.
+      const traceparent = params._meta?.["traceparent"]
+      const outcome = yield* presentTurn(s, content, (outcome) => ctx.respond({ stopReason: outcome.stopReason }), ran, typeof traceparent === "string" ? traceparent : undefined)
       // A turn that ran tools (or a child's) may have added a prompt file or a skill; one that only talked did not.
       if (ran.tools) yield* announceCommands(s, true)
       return outcome
@@ -212,7 +214,8 @@ export const handlers = (
     s: Session,
     content: ReadonlyArray<UserBlock>,
     done: (outcome: { readonly stopReason: StopReason }) => Effect.Effect<void>,
-    ran?: { tools: boolean }
+    ran?: { tools: boolean },
+    traceparent?: string
   ) =>
     Effect.gen(function*() {
       presenting.set(s.id, (presenting.get(s.id) ?? 0) + 1)
@@ -275,7 +278,7 @@ export const handlers = (
           // Let the turn publish more before the next take: one wake-up per burst, not per delta.
           yield* Effect.yieldNow
         })
-      yield* s.turn(content, turnOptions()).pipe(Stream.runForEachArray(present), Effect.mapError(sessionError))
+      yield* s.turn(content, { ...turnOptions(), ...(traceparent !== undefined ? { traceparent } : {}) }).pipe(Stream.runForEachArray(present), Effect.mapError(sessionError))
       // The turn ended without its turn_end (the session closed under it).
       return { stopReason: "cancelled" as StopReason }
     }).pipe(Effect.scoped)

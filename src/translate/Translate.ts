@@ -7,6 +7,7 @@
  * - `replay` is what `session/load` sends for a logged event: the canonical
  *   events alone, with the full texts the deltas added up to.
  */
+import { absurd } from "effect/Function"
 import type * as Config from "../acp/Config.ts"
 import type * as Content from "../acp/Content.ts"
 import type * as AcpUpdates from "../acp/Update.ts"
@@ -264,8 +265,23 @@ export const live = (event: SessionEvent, options: Options = noOptions): Readonl
     case "turn_start":
     case "model_partial":
       return none
-    default:
+    case "tool_call":
+    case "turn_end":
+    case "mode_changed":
+    case "config_changed":
+    case "plan":
+    case "permission":
+    case "notice":
+    case "mcp_servers":
+    case "subagent":
+    case "skill_activation":
+    case "undo":
+    case "hook":
+    case "child_event":
+    case "turn_aborted":
       return common(event)
+    default:
+      return absurd(event)
   }
 }
 

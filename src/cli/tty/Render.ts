@@ -5,6 +5,7 @@
  * the diff of edits and a one-line summary of its result, the plan, notices, the error of a
  * failed turn). The status line (`Spinner.ts`) runs for the whole turn.
  */
+import { absurd } from "effect/Function"
 import type { SessionEvent, ToolDetails } from "../../log/Event.ts"
 import * as Diff from "../../text/Diff.ts"
 import * as Markdown from "./Markdown.ts"
@@ -190,8 +191,24 @@ export const make = (spinner: Spinner, markdown?: Markdown.Lexer | undefined): V
         Terminal.newline("out")
         if (e.data.error !== undefined) Terminal.noteLine(`Error: ${Terminal.clean(e.data.error)}`, Terminal.red)
         return
-      default:
+      case "turn_start":
+      case "model_response":
+      case "model_partial":
+      case "config_changed":
+      case "permission":
+      case "mcp_servers":
+      case "subagent":
+      case "skill_activation":
+      case "undo":
+      case "permission_asked":
+      case "client_call":
+      case "question_withdrawn":
+      case "tool_terminal":
+      case "child_event":
+      case "turn_aborted":
         return
+      default:
+        return absurd(e)
     }
   }
 
