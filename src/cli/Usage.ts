@@ -66,7 +66,7 @@ export type Command = "acp" | "run" | "sessions" | "replay" | "doctor" | "serve"
 export type Values = Readonly<Record<string, string | boolean | undefined>>
 
 /** What a command, in the form it was given, uses; why it has no use for some of the others. */
-export interface Use {
+interface Use {
   /** The command as people read it: `skein replay --rerun`. */
   readonly as: string
   readonly options: ReadonlyArray<Option>

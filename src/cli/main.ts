@@ -16,7 +16,7 @@ import * as Options from "./Options.ts"
 
 type Command = (args: ReadonlyArray<string>) => Effect.Effect<number, unknown>
 
-export interface CommandModule {
+interface CommandModule {
   readonly run: Command
   /**
    * Exit code after SIGINT/SIGTERM: `acp` shuts down cleanly (0), `run` was interrupted (130).

@@ -15,7 +15,7 @@
  */
 import * as Effect from "effect/Effect"
 import type { Canonical, CanonicalBody } from "../log/Event.ts"
-import type { LogError } from "../log/SessionLog.ts"
+import type { LogError } from "../log/LogError.ts"
 import type { SessionSandbox } from "../tools/Sandboxed.ts"
 import * as Decision from "./Decision.ts"
 import * as Match from "./Match.ts"

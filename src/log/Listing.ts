@@ -14,10 +14,10 @@ import * as Effect from "effect/Effect"
 import * as nodeFs from "node:fs"
 import type * as FileSystem from "effect/FileSystem"
 import type * as Path from "effect/Path"
-import { promptText, type UserBlock } from "./Event.ts"
+import { promptText, type UserBlock } from "../Vocabulary.ts"
 import { LogError } from "./LogError.ts"
 
-export interface Entry {
+interface Entry {
   readonly id: string
   readonly cwd: string
   readonly additionalDirectories: ReadonlyArray<string>
@@ -53,8 +53,8 @@ export interface Query {
   readonly children?: boolean | undefined
 }
 
-export const DEFAULT_PAGE = 50
-export const TITLE_LENGTH = 80
+const DEFAULT_PAGE = 50
+const TITLE_LENGTH = 80
 const HEAD_BYTES = 16 * 1024
 const MAX_HEAD_BYTES = 1024 * 1024
 const LOG_SUFFIX = ".ndjson"
@@ -106,7 +106,7 @@ const parse = (text: string): unknown => {
 }
 
 /** A child session's parent id, from its header. */
-export const parentOf = (header: { readonly parent?: unknown }): string | undefined => {
+const parentOf = (header: { readonly parent?: unknown }): string | undefined => {
   const parent = header.parent as { sessionId?: unknown } | undefined
   return typeof parent === "object" && parent !== null && typeof parent.sessionId === "string" ? parent.sessionId : undefined
 }

@@ -48,7 +48,7 @@ import * as SessionId from "./SessionId.ts"
 import type { AnnouncedCall, Permit } from "./Turn.ts"
 import * as TraceContext from "../telemetry/TraceContext.ts"
 
-export type Limits = Definitions.Limits
+type Limits = Definitions.Limits
 
 /** What a child session is opened with. */
 export interface OpenRequest {
@@ -80,7 +80,7 @@ export interface Factory {
   readonly started: () => number
 }
 
-export interface Options {
+interface Options {
   readonly parentId: string
   readonly cwd: string
   readonly additionalDirectories: ReadonlyArray<string>
@@ -111,7 +111,7 @@ export interface Children extends Agents {
 }
 
 /** Characters of an answer given at once; the rest is read with `offset`. */
-export const ANSWER_CHARS = 8_000
+const ANSWER_CHARS = 8_000
 /** How long a cancelled child may take to finalize before its scope is closed under it. */
 const SHUTDOWN_WAIT_MS = 10_000
 

@@ -28,7 +28,7 @@ export interface Queued {
   readonly epoch: number
 }
 
-export interface Running {
+interface Running {
   readonly turn: number
   readonly presented: boolean
   /** Its loop has ended (`turn_end` logged). */

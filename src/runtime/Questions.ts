@@ -19,7 +19,7 @@ import type { EphemeralBody } from "../log/Event.ts"
 import { SessionError } from "../session/Protocol.ts"
 import type { Answer } from "../Vocabulary.ts"
 
-export interface Questions {
+interface Questions {
   /** Asks the presenter of turn `turn`; None when nobody presents it (or it went away meanwhile). */
   readonly ask: (turn: number, body: (requestId: string) => EphemeralBody) => Effect.Effect<Option.Option<Answer>>
   readonly answer: (requestId: string, answer: Answer) => Effect.Effect<void, SessionError>

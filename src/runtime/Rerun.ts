@@ -38,7 +38,8 @@ import { Config } from "./Config.ts"
 import { isModeId, type McpServer, type ModeId, type PermissionAsked } from "../Vocabulary.ts"
 import * as Compare from "./RerunCompare.ts"
 import * as Hooks from "../hooks/Hooks.ts"
-import { layer as RuntimeLayer, Runtime } from "./Runtime.ts"
+import { Runtime } from "./Api.ts"
+import { layer as RuntimeLayer } from "./Runtime.ts"
 
 export type { Difference, Report, TurnReport } from "./RerunCompare.ts"
 

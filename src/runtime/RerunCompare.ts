@@ -9,7 +9,8 @@
  * it was refused: no answer, timeout, cancel).
  */
 import { absurd } from "effect/Function"
-import type { Canonical, ToolDetails } from "../log/Event.ts"
+import type { Canonical } from "../log/Event.ts"
+import type { ToolDetails } from "../Vocabulary.ts"
 import { INTERRUPTED_TOOL, INTERRUPTED_TURN } from "../log/Recovery.ts"
 import { CANCELLED_TOOL, NOT_LOGGED_TOOL, NOT_RUN_TOOL } from "./TurnEnd.ts"
 
@@ -140,7 +141,7 @@ const turnsOf = (events: ReadonlyArray<Canonical>): Array<Turn> => {
 const replaceAll = (text: string, from: string, to: string) => (from === to || from.length === 0 ? text : text.split(from).join(to))
 
 /** The first line where two texts differ, each side shortened, for a report. */
-export const firstDifference = (a: string, b: string): { readonly recorded: string; readonly rerun: string } => {
+const firstDifference = (a: string, b: string): { readonly recorded: string; readonly rerun: string } => {
   const la = a.split("\n")
   const lb = b.split("\n")
   let i = 0

@@ -28,11 +28,12 @@ import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { type Canonical, type CanonicalBody, type CommandRun, isEphemeral, type SessionEvent } from "../log/Event.ts"
 import * as History from "../log/History.ts"
-import type { LogError, Writer } from "../log/SessionLog.ts"
+import type { Writer } from "../log/Store.ts"
+import type { LogError } from "../log/LogError.ts"
 import * as Models from "../providers/Models.ts"
 import * as Prompt from "../providers/Prompt.ts"
 import type { Provider } from "../providers/Provider.ts"
-import type { SessionSandbox } from "../sandbox/Sandbox.ts"
+import type { SessionSandbox } from "../tools/Sandboxed.ts"
 import * as ClientCalls from "../session/ClientCalls.ts"
 import {
   type Command,
@@ -40,7 +41,6 @@ import {
   type Session as ProtocolSession,
   SessionError,
   type SessionInfo,
-  type Settings,
   type TurnOutcome
 } from "../session/Protocol.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
@@ -63,9 +63,6 @@ import * as Undo from "../session/Undo.ts"
 import type * as Workspace from "../trust/Workspace.ts"
 import * as Tool from "../tools/Tool.ts"
 import * as Toolkits from "../tools/Toolkit.ts"
-
-export { SessionError }
-export type { SessionInfo, Settings, TurnOutcome }
 
 /** A session live in this process: the protocol, and what the runtime that hosts it reads. */
 export interface Session extends ProtocolSession {
@@ -167,8 +164,6 @@ type Message =
   }
   | { readonly _tag: "SetMode"; readonly mode: ModeId; readonly reply: Deferred.Deferred<void, SessionError> }
   | { readonly _tag: "SetConfig"; readonly id: string; readonly value: string; readonly reply: Deferred.Deferred<void, SessionError> }
-
-export { CANCELLED_TOOL, NOT_RUN_TOOL } from "./TurnEnd.ts"
 
 const defaultClosed = new SessionError({ reason: "closed", message: "The session is closed" })
 

@@ -9,23 +9,23 @@
  */
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
+import type { CanonicalBody, EphemeralBody } from "../log/Event.ts"
 import {
   type AssistantPart,
-  type CanonicalBody,
-  type EphemeralBody,
   type Location,
   type ModelStop,
+  type PermissionOption,
+  type PermissionToolCall,
   promptText,
   type StopReason,
   type ToolKind,
   type Usage,
   type UserBlock
-} from "../log/Event.ts"
+} from "../Vocabulary.ts"
 import { appendPart, type History } from "../log/History.ts"
-import type { LogError } from "../log/SessionLog.ts"
+import type { LogError } from "../log/LogError.ts"
 import type { Provider, StreamPart } from "../providers/Provider.ts"
 import * as Tool from "../tools/Tool.ts"
-import type { PermissionOption, PermissionToolCall } from "../Vocabulary.ts"
 import type { Gated, PermissionAnswer, Prior } from "./Gate.ts"
 import type { TurnHooks } from "../hooks/Hooks.ts"
 import type { Children } from "./Children.ts"
@@ -212,7 +212,7 @@ const priorOf = (decision: string | undefined): Prior | undefined =>
  * Runs one tool call: announce, execute, report. Returns why the turn must stop when a hook
  * said so (`continue: false`).
  */
-export const runToolCall = (ctx: TurnContext, call: { readonly id: string; readonly name: string; readonly args: unknown }) =>
+const runToolCall = (ctx: TurnContext, call: { readonly id: string; readonly name: string; readonly args: unknown }) =>
   Effect.suspend(() => {
     const known = ctx.toolkit.get(call.name) !== undefined
     return executeToolCall(ctx, call, known).pipe(Spans.toolCall({ id: call.id, name: call.name, known }))
@@ -416,5 +416,3 @@ export const compactNow = (ctx: TurnContext, focus: string | undefined) =>
     (outcome): TurnOutcome =>
       outcome._tag === "Compacted" ? { stopReason: "end_turn" } : { stopReason: "end_turn", error: `Could not compact the conversation: ${outcome.reason}.` }
   )
-
-export type { UserBlock }

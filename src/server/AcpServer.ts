@@ -19,12 +19,13 @@ import * as Stream from "effect/Stream"
 import * as Acp from "../acp/index.ts"
 import * as Peer from "../jsonrpc/Peer.ts"
 import * as Protocol from "../jsonrpc/Protocol.ts"
-import type { Canonical, SessionEvent, UserBlock } from "../log/Event.ts"
+import type { Canonical, SessionEvent } from "../log/Event.ts"
+import type { Answer, StopReason, UserBlock } from "../Vocabulary.ts"
 import * as Present from "../translate/Present.ts"
 import * as Replay from "../translate/Replay.ts"
 import { Runtime, RuntimeError } from "../runtime/Api.ts"
+import type { Capabilities } from "../session/ClientCalls.ts"
 import { outcomeOf, type Session, type SessionError } from "../session/Protocol.ts"
-import type { Answer, StopReason } from "../Vocabulary.ts"
 import * as Translate from "../translate/Translate.ts"
 import * as Auth from "./Auth.ts"
 import * as ClientBridge from "./ClientBridge.ts"
@@ -172,7 +173,7 @@ export const handlers = (
       : Effect.fail(Protocol.invalidParams(`${s.id} is a child session (a subagent of ${s.parent.sessionId}); it is driven by its parent`))
 
   // What the client offered in `initialize` (nothing until it says otherwise).
-  let offered: ClientBridge.Capabilities = { readTextFile: false, writeTextFile: false, terminal: false }
+  let offered: Capabilities = { readTextFile: false, writeTextFile: false, terminal: false }
   const clientSettings = options.clientAccess ?? { useClientFs: true, useClientTerminal: true }
   /** What this client offers a turn's tools, under the agent's settings. */
   const turnOptions = () => ({ client: ClientBridge.capabilities(offered, clientSettings), by: connection })

@@ -20,7 +20,8 @@
  */
 import { absurd } from "effect/Function"
 import type * as Update from "../acp/Update.ts"
-import type { Canonical, Location, SessionEvent, ToolKind } from "../log/Event.ts"
+import type { Canonical, SessionEvent } from "../log/Event.ts"
+import type { Location, ToolKind } from "../Vocabulary.ts"
 import { supersededPartials } from "../log/Replay.ts"
 import type { Action, SessionMessage, Shown } from "./Shown.ts"
 import * as Translate from "./Translate.ts"

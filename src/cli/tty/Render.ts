@@ -6,7 +6,8 @@
  * failed turn). The status line (`Spinner.ts`) runs for the whole turn.
  */
 import { absurd } from "effect/Function"
-import type { SessionEvent, ToolDetails } from "../../log/Event.ts"
+import type { SessionEvent } from "../../log/Event.ts"
+import type { ToolDetails } from "../../Vocabulary.ts"
 import * as Diff from "../../text/Diff.ts"
 import * as Markdown from "./Markdown.ts"
 import * as OutputTail from "./OutputTail.ts"
@@ -14,7 +15,7 @@ import type { Spinner } from "./Spinner.ts"
 import { summary as resultSummary } from "./Summary.ts"
 import * as Terminal from "./Terminal.ts"
 
-export interface Usage {
+interface Usage {
   readonly used: number
   readonly size: number
   readonly cost?: number | undefined
