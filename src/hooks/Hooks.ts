@@ -42,7 +42,7 @@ export interface Fired {
 export type Fire = (point: Point) => Effect.Effect<ReadonlyArray<Fired>>
 
 /** Whether `hook` runs at `point`. */
-export const fires = (hook: Hook, point: Point): boolean => {
+const fires = (hook: Hook, point: Point): boolean => {
   if (hook.event !== point.event) return false
   if (point.call !== undefined) return Match.matches(hook.matcher, Match.namesOf(point.call.name))
   if (point.source !== undefined) return Match.matches(hook.matcher, [point.source])

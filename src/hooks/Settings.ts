@@ -21,13 +21,13 @@ import * as FileSystem from "effect/FileSystem"
 import * as Path from "effect/Path"
 
 /** The events Skein fires (Claude Code's names). */
-export const EVENTS = ["PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionStart"] as const
+const EVENTS = ["PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionStart"] as const
 export type HookEvent = (typeof EVENTS)[number]
 
-export const isEvent = (name: string): name is HookEvent => (EVENTS as ReadonlyArray<string>).includes(name)
+const isEvent = (name: string): name is HookEvent => (EVENTS as ReadonlyArray<string>).includes(name)
 
 /** How long a hook may run when its entry says nothing (seconds, as Claude Code counts). */
-export const DEFAULT_TIMEOUT_S = 60
+const DEFAULT_TIMEOUT_S = 60
 /** The longest timeout an entry may ask for (seconds). */
 export const MAX_TIMEOUT_S = 600
 
@@ -140,7 +140,7 @@ export interface Where {
 }
 
 /** The settings files of a session in `cwd`: the user's, and the project's when `project` is true. */
-export const files = (options: Where) => {
+const files = (options: Where) => {
   const folders = options.root === undefined || options.root === options.cwd ? [options.cwd] : [options.root, options.cwd]
   return [
     { file: `${options.home}/settings.json`, scope: "user" as const },

@@ -21,7 +21,7 @@ import * as Effect from "effect/Effect"
 import { mayExist } from "../text/FileErrors.ts"
 
 /** What a project may ship, relative to a folder of it. */
-export const SHIPPED = [
+const SHIPPED = [
   ".claude/settings.json",
   ".claude/commands",
   ".claude/agents",
@@ -76,7 +76,7 @@ const realpath = (dir: string): string => {
 }
 
 /** The folders from the cwd up to its repository's root, nearest first (just the cwd outside a repository). */
-export const chain = (cwd: string): { readonly folders: ReadonlyArray<string>; readonly inRepository: boolean } => {
+const chain = (cwd: string): { readonly folders: ReadonlyArray<string>; readonly inRepository: boolean } => {
   const folders: Array<string> = []
   for (let dir = realpath(cwd); ; dir = NodePath.dirname(dir)) {
     folders.push(dir)
@@ -127,13 +127,13 @@ export const parse = (text: string): { readonly store: Store; readonly problem?:
   return { store }
 }
 
-export const render = (store: Store): string =>
+const render = (store: Store): string =>
   `${JSON.stringify({ folders: Object.fromEntries([...store].sort(([a], [b]) => (a < b ? -1 : 1))) }, null, 2)}\n`
 
 const fileOf = (home: string) => NodePath.join(home, "trust.json")
 
 /** Reads `trust.json` (none yet: an empty store). Never fails. */
-export const read = (home: string): Effect.Effect<{ readonly store: Store; readonly problem?: string | undefined }> =>
+const read = (home: string): Effect.Effect<{ readonly store: Store; readonly problem?: string | undefined }> =>
   Effect.sync(() => {
     let text: string
     try {

@@ -29,13 +29,13 @@ export type Ask = (question: { readonly toolCall: PermissionToolCall; readonly o
   { readonly outcome: "selected"; readonly optionId: string } | { readonly outcome: "cancelled" } | undefined
 >
 
-export const TRUST_OPTIONS: ReadonlyArray<PermissionOption> = [
+const TRUST_OPTIONS: ReadonlyArray<PermissionOption> = [
   { optionId: "allow_always", name: "Trust this folder", kind: "allow_always" },
   { optionId: "reject_always", name: "Don't trust", kind: "reject_always" }
 ]
 
 /** The question's pseudo tool call: the folder and what it ships (as locations), and what trusting it means. */
-export const question = (status: Trust.Status, id: string): PermissionToolCall => {
+const question = (status: Trust.Status, id: string): PermissionToolCall => {
   const listed = status.ships.map((file) => NodePath.relative(status.project, file) || file)
   return {
     toolCallId: id,
