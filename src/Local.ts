@@ -67,6 +67,12 @@ export interface SkeinConfig {
   readonly sandbox?: SandboxSettings.Mode | SandboxSettings.Settings | undefined
   /** MCP servers every session uses, with those a client sends (`mcp/Config.ts`). */
   readonly mcpServers?: ReadonlyArray<McpServer> | undefined
+  /**
+   * Workspace trust (see README, "Workspace trust"): `"ask"` loads a folder's own hooks,
+   * agents, commands and skills once the user trusted it; `"all"` trusts every folder. Without
+   * it, every folder's definitions load.
+   */
+  readonly trust?: "ask" | "all" | undefined
 }
 
 /** The session store a configuration names; the Postgres one is loaded only when asked for. */
@@ -107,7 +113,8 @@ export const layerLocalWithoutPlatform = (config: SkeinConfig) =>
       compactAt: config.compactAt,
       userHome: config.userHome,
       sandbox: SandboxSettings.normalize(config.sandbox),
-      mcpServers: config.mcpServers
+      mcpServers: config.mcpServers,
+      trust: config.trust
     }))
   )
 

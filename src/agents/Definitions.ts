@@ -354,7 +354,7 @@ export interface Loaded {
 }
 
 export const load = Effect.fn("Definitions.load")(function*(
-  options: { readonly cwd: string; readonly home: string }
+  options: { readonly cwd: string; readonly home: string; readonly project?: boolean | undefined }
 ): Effect.gen.Return<Loaded, never, FileSystem.FileSystem | Path.Path> {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
@@ -363,9 +363,12 @@ export const load = Effect.fn("Definitions.load")(function*(
   // A project's files stay inside the project; the user's inside their folder.
   const project = yield* Confined.root(options.cwd)
   const user = path.join(options.home, "agents")
+  // A folder not trusted yet (`src/trust`): its agents do not load.
   const dirs = [
-    { dir: path.join(options.cwd, ".skein", "agents"), root: project },
-    { dir: path.join(options.cwd, ".claude", "agents"), root: project },
+    ...(options.project === false ? [] : [
+      { dir: path.join(options.cwd, ".skein", "agents"), root: project },
+      { dir: path.join(options.cwd, ".claude", "agents"), root: project }
+    ]),
     { dir: user, root: yield* Confined.root(user) }
   ]
   // The folders are read at once; their agents and problems are taken in precedence order.

@@ -85,6 +85,7 @@ const limitsOf = (common: Options.Common) =>
       // The user's MCP servers (config.json `mcpServers`), for every session.
       mcpServers: McpConfig.load(common.home).servers,
       sandbox: yield* sandboxSettings(common),
+      trust: common.trust ? "all" as const : "ask" as const,
       ...(common.store !== undefined ? { store: { postgres: common.store } } : {})
     }
   })

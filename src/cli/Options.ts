@@ -30,6 +30,8 @@ export interface Common {
   readonly store: string | undefined
   /** `--sandbox` (auto, required, off), else `SKEIN_SANDBOX`: checked with config.json's by `Config.skeinConfig`. */
   readonly sandbox: string | undefined
+  /** `--trust`, `SKEIN_TRUST=1`: every folder's hooks, agents, commands and skills load, without asking. */
+  readonly trust: boolean
 }
 
 export const HELP = `skein — an ACP coding agent on Effect
@@ -83,6 +85,9 @@ Options (each also an environment variable):
   --sandbox MODE           Where commands run: auto (in the sandbox where it works, else asked
                            for), required (only in the sandbox), off (SKEIN_SANDBOX; config.json
                            "sandbox"; default auto). See skein doctor
+  --trust                  Trust every folder's own hooks, agents, commands and skills without
+                           asking (SKEIN_TRUST=1; for CI). Otherwise the first prompt in a
+                           folder that ships some asks; see skein doctor
 
 skein acp options:
   --local-fs               Read and write files locally even when the client offers fs/*
@@ -183,7 +188,8 @@ export const common = (values: Record<string, string | boolean | undefined>): Co
     maxLineBytes: positiveInt("max-line-bytes", "SKEIN_MAX_LINE_BYTES"),
     maxLiveSessions: positiveInt("max-live-sessions", "SKEIN_MAX_LIVE_SESSIONS"),
     store: storeUrl(str("store") ?? env("SKEIN_STORE")),
-    sandbox: str("sandbox")
+    sandbox: str("sandbox"),
+    trust: flag("trust", "SKEIN_TRUST")
   }
 }
 

@@ -24,6 +24,7 @@ export const OPTIONS = {
   "max-live-sessions": { type: "string" },
   store: { type: "string" },
   sandbox: { type: "string" },
+  trust: { type: "boolean" },
   // acp
   "local-fs": { type: "boolean" },
   "local-terminal": { type: "boolean" },
@@ -83,11 +84,22 @@ const RUNTIME: ReadonlyArray<Option> = [
   "permission-timeout-ms",
   "max-live-sessions",
   "store",
-  "sandbox"
+  "sandbox",
+  "trust"
+]
+const SESSION_SETTINGS: ReadonlyArray<Option> = [
+  "provider",
+  "model",
+  "script",
+  "mode",
+  "max-turn-requests",
+  "permission-timeout-ms",
+  "max-live-sessions",
+  "sandbox",
+  "trust"
 ]
 /** The web monitor's options (`src/cli/Web.ts`). */
 const WEB: ReadonlyArray<Option> = ["web", "web-approve"]
-const SESSION_SETTINGS: ReadonlyArray<Option> = ["provider", "model", "script", "mode", "max-turn-requests", "permission-timeout-ms", "max-live-sessions", "sandbox"]
 
 const each = (options: ReadonlyArray<Option>, why: string): Partial<Record<Option, string>> => Object.fromEntries(options.map((o) => [o, why]))
 

@@ -31,6 +31,9 @@ import * as Registry from "../providers/Registry.ts"
 import * as Guarantees from "../sandbox/Guarantees.ts"
 import * as Sandbox from "../sandbox/Sandbox.ts"
 import * as Skills from "../skills/Skills.ts"
+import * as HookSettings from "../hooks/Settings.ts"
+import * as Trust from "../trust/Trust.ts"
+import * as TrustReport from "./TrustReport.ts"
 import * as Checks from "./Checks.ts"
 import * as CodeCache from "./CodeCache.ts"
 import { loadScriptFile, sandboxSettings, scripted as isScripted } from "./Config.ts"
@@ -264,7 +267,12 @@ export const run = (args: ReadonlyArray<string>) =>
     if (unknown !== undefined) return yield* Effect.fail(new Options.UsageError(unknown))
     const script = scripted ? common.script : undefined
     const mcp = typeof parsed.values.mcp === "string" ? yield* mcpSession(common.home, parsed.values.mcp) : undefined
-    const { agents, skills, commands, instructions } = yield* project({ cwd: process.cwd(), home: common.home, userHome: homedir() }).pipe(
+    const { agents, skills, commands, instructions, trust, hooks } = yield* project({
+      cwd: process.cwd(),
+      home: common.home,
+      userHome: homedir(),
+      trust: common.trust ? "all" : "ask"
+    }).pipe(
       Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer))
     )
     process.stdout.write(report(setup, process.env, {
@@ -277,6 +285,7 @@ export const run = (args: ReadonlyArray<string>) =>
       commands,
       instructions
     }))
+    process.stdout.write(`\n${[...TrustReport.trustReport(trust), "", ...TrustReport.hooksReport(hooks)].join("\n")}\n`)
     process.stdout.write(yield* sandboxReport(common))
     process.stdout.write(configuredMcp(common.home, process.cwd()))
     if (mcp !== undefined) process.stdout.write(yield* mcpReport(mcp))
@@ -308,14 +317,21 @@ const sandboxReport = (common: Options.Common) =>
     return `\n${Guarantees.report(settings.success, probe).join("\n")}\n`
   })
 
-/** What a session started in `cwd` would find: its agents, skills, commands and project instructions. `userHome` is the OS user's home. */
-export const project = (options: { readonly cwd: string; readonly home: string; readonly userHome: string }) =>
+/**
+ * What a session started in `cwd` would find: where the folder stands for workspace trust, and
+ * the agents, skills, commands, hooks and project instructions that load (a folder's own only
+ * once trusted). `userHome` is the OS user's home.
+ */
+export const project = (options: { readonly cwd: string; readonly home: string; readonly userHome: string; readonly trust?: Trust.Policy | undefined }) =>
   Effect.gen(function*() {
-    const agents = yield* Definitions.load({ cwd: options.cwd, home: options.home })
-    const skills = yield* Skills.discover(options)
-    const commands = yield* Commands.discover({ cwd: options.cwd, home: options.home, skills: skills.skills })
+    const trust = yield* Trust.status({ cwd: options.cwd, home: options.home, userHome: options.userHome, policy: options.trust ?? "ask" })
+    const loads = { cwd: options.cwd, home: options.home, project: trust.loads }
+    const agents = yield* Definitions.load(loads)
+    const skills = yield* Skills.discover({ ...loads, userHome: options.userHome })
+    const commands = yield* Commands.discover({ ...loads, skills: skills.skills })
+    const hooks = yield* HookSettings.read({ ...loads, root: trust.project })
     const instructions = yield* Prompt.instructions(options.cwd)
-    return { agents, skills, commands, instructions }
+    return { agents, skills, commands, instructions, trust, hooks }
   })
 
 /**

@@ -246,7 +246,7 @@ const readFolder = Effect.fnUntraced(function*(dir: string, root: string) {
  * `$SKEIN_HOME`. Never fails.
  */
 export const discover = Effect.fn("Commands.discover")(function*(
-  options: { readonly cwd: string; readonly home: string; readonly skills: ReadonlyArray<Skills.Skill> }
+  options: { readonly cwd: string; readonly home: string; readonly skills: ReadonlyArray<Skills.Skill>; readonly project?: boolean | undefined }
 ): Effect.gen.Return<Discovered, never, Path.Path> {
   const path = yield* Path.Path
   const problems: Array<Problem> = []
@@ -268,9 +268,12 @@ export const discover = Effect.fn("Commands.discover")(function*(
   // A project's files stay inside the project; the user's inside their folder.
   const project = yield* Confined.root(options.cwd)
   const user = path.join(options.home, "commands")
+  // A folder not trusted yet (`src/trust`): its commands do not load.
   const folders = [
-    { dir: path.join(options.cwd, ".skein", "commands"), root: project },
-    { dir: path.join(options.cwd, ".claude", "commands"), root: project },
+    ...(options.project === false ? [] : [
+      { dir: path.join(options.cwd, ".skein", "commands"), root: project },
+      { dir: path.join(options.cwd, ".claude", "commands"), root: project }
+    ]),
     { dir: user, root: yield* Confined.root(user) }
   ]
   for (const { dir, root } of folders) {

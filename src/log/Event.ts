@@ -230,6 +230,28 @@ const Undo = event("undo", {
   refused: Schema.optionalKey(Schema.String)
 })
 
+/** The events hooks run at (`src/hooks/Settings.ts`). */
+export const HookEventName = Schema.Literals(["PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionStart"])
+
+/**
+ * A hook command that ran, and what it decided (`src/hooks/Decision.ts`): `decision` (`none`,
+ * `allow`, `ask`, `deny`, `block`), `reason` (what the model read: a denial, why it must go on),
+ * `context` (text added to the model's view), `message` (what the user was told), `stop` (the
+ * turn stopped: why). `toolCallId`: the call of a tool event. One event per command, logged in
+ * the turn it ran in; the hooks of one point are consecutive. `skein replay --rerun` uses these
+ * decisions instead of running the commands again.
+ */
+export const Hook = event("hook", {
+  event: HookEventName,
+  command: Schema.String,
+  decision: Schema.Literals(["none", "allow", "ask", "deny", "block"]),
+  toolCallId: Schema.optionalKey(Schema.String),
+  reason: Schema.optionalKey(Schema.String),
+  context: Schema.optionalKey(Schema.String),
+  message: Schema.optionalKey(Schema.String),
+  stop: Schema.optionalKey(Schema.String)
+})
+
 export const CanonicalBody = Schema.Union([
   TurnStart,
   ModelPartial,
@@ -247,7 +269,8 @@ export const CanonicalBody = Schema.Union([
   Compaction,
   SkillActivation,
   TurnInput,
-  Undo
+  Undo,
+  Hook
 ])
 export type CanonicalBody = typeof CanonicalBody.Type
 
@@ -332,11 +355,11 @@ export type Canonical = SessionEvent<CanonicalBody>
  * The log format. 2: `model_partial` events (a Skein that reads only v1 would refuse them).
  * 3: `subagent` events, and child sessions' headers (`parent`, `agent`).
  * 4: `compaction`, `skill_activation`, `turn_input` and `undo` events, `turn_start.command`,
- * `model_response.compaction`, and a forked session's header (`forkedFrom`).
+ * `model_response.compaction`, and a forked session's header (`forkedFrom`). 5: `hook` events.
  * A new canonical event type bumps it (with an identity entry in `Migrations.formats`): an older
  * Skein then refuses the log by its header, where it would otherwise call the new lines corrupt.
  */
-export const LOG_VERSION = 4
+export const LOG_VERSION = 5
 
 /** Line 1 of a log file. */
 export const LogHeader = Schema.Struct({

@@ -54,6 +54,8 @@ export interface History {
   readonly keys: Map<string, number>
   /** The session's title: its first prompt, shortened (as `session/list` shows it). */
   title: string | undefined
+  /** The `seq` of the last `turn_start` (a `UserPromptSubmit` hook that blocks takes its prompt out of the model's view). */
+  promptSeq: number | undefined
 }
 
 /**
@@ -93,7 +95,8 @@ export const make = (): History => ({
   plan: undefined,
   skills: new Map(),
   compactions: 0,
-  title: undefined
+  title: undefined,
+  promptSeq: undefined
 })
 
 /** Appends streamed text to parts the way the stream built them: a part of the same kind goes on from the last. */
@@ -130,6 +133,7 @@ export const apply = (history: History, event: CanonicalBody, seq?: number): voi
         if (history.keys.size > KEYS_KEPT) history.keys.delete(history.keys.keys().next().value!)
       }
       history.partial = undefined
+      history.promptSeq = at
       // The title `session/list` shows: the first prompt's.
       if (history.turns === 1) history.title = titleOf(event.data.content)
       // A command the model never sees (`/compact`, `/undo`) is not part of its conversation.
@@ -219,6 +223,30 @@ export const apply = (history: History, event: CanonicalBody, seq?: number): voi
     case "plan":
       history.plan = event.data.entries
       return
+    case "hook": {
+      const { event: name, decision, reason, context } = event.data
+      // A blocked prompt is not answered: it leaves the model's view (as in Claude Code).
+      if (name === "UserPromptSubmit" && decision === "block" && history.promptSeq !== undefined) {
+        const i = history.seqs.lastIndexOf(history.promptSeq)
+        if (i >= 0 && history.messages[i]?.role === "user") {
+          history.messages.splice(i, 1)
+          history.seqs.splice(i, 1)
+        }
+      }
+      // What the model reads: a Stop hook's reason to go on, a PostToolUse hook's note, added context.
+      const said = [
+        ...(decision === "block" && (name === "Stop" || name === "PostToolUse") && reason !== undefined ? [reason] : []),
+        ...(context !== undefined ? [context] : [])
+      ]
+      if (said.length === 0) return
+      const note = `[${name} hook]\n${said.join("\n")}`
+      // A tool event's note goes with the call's result (tool results stay together for every provider).
+      const result = event.data.toolCallId === undefined ? -1 : history.messages.findLastIndex((m) => m.role === "tool" && m.id === event.data.toolCallId)
+      const found = result >= 0 ? history.messages[result] : undefined
+      if (found?.role === "tool") history.messages[result] = { ...found, content: `${found.content}\n\n${note}` }
+      else push({ role: "user", content: [{ type: "text", text: note }] })
+      return
+    }
     case "notice":
     case "mcp_servers":
       return

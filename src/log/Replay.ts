@@ -95,6 +95,11 @@ export const transcript = (header: LogHeader, events: ReadonlyArray<Canonical>):
       case "turn_input":
         out.push(indent(promptText(event.data.content), ">> "))
         break
+      case "hook": {
+        const said = [event.data.reason, event.data.context, event.data.message, event.data.stop].filter((line) => line !== undefined)
+        out.push(`  [${event.data.event} hook \`${event.data.command}\`: ${event.data.decision}${said.length > 0 ? ` — ${said.join("; ")}` : ""}]`)
+        break
+      }
       case "undo":
         out.push(event.data.refused !== undefined
           ? `  [undo of turn ${event.data.turn} refused: ${event.data.refused}]`

@@ -130,6 +130,7 @@ export const applyEvent = (state: State, changes: Changes, event: SessionEvent):
     case "skill_activation":
     case "turn_input":
     case "undo":
+    case "hook":
     case "text_delta":
     case "thinking_delta":
     case "tool_running":

@@ -52,6 +52,7 @@ const weightOf = (event: SessionEvent): number => {
     case "skill_activation":
     case "turn_input":
     case "undo":
+    case "hook":
     case "tool_running":
     case "usage":
     case "permission_asked":
@@ -95,6 +96,7 @@ const coalesce = (last: SessionEvent, next: SessionEvent): SessionEvent | undefi
     case "skill_activation":
     case "turn_input":
     case "undo":
+    case "hook":
     case "tool_running":
     case "permission_asked":
     case "client_call":

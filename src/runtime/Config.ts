@@ -16,6 +16,8 @@ import type { Settings as SandboxSettings } from "../sandbox/Settings.ts"
 import type { Provider } from "../providers/Provider.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
 import type { McpServer, ModeId } from "../Vocabulary.ts"
+import type { Fire } from "../hooks/Hooks.ts"
+import type { Policy as TrustPolicy } from "../trust/Trust.ts"
 
 interface Settings {
   /** `$SKEIN_HOME`: sessions live in `<home>/sessions`. */
@@ -57,6 +59,14 @@ interface Settings {
   readonly sandbox?: SandboxSettings | undefined
   /** MCP servers every session uses (the user's configuration); a client's server of the same name wins. */
   readonly mcpServers?: ReadonlyArray<McpServer> | undefined
+  /**
+   * Workspace trust (`src/trust`): `ask` (the CLI's default) loads a folder's own hooks, agents,
+   * commands and skills once the user trusted it, asking at the first prompt there; `all`
+   * trusts every folder. Without it, every folder's definitions load (the program decides).
+   */
+  readonly trust?: TrustPolicy | undefined
+  /** Hooks answered from a log instead of run, by session (`skein replay --rerun`). */
+  readonly hookReplay?: ((sessionId: string) => Fire) | undefined
 }
 
 /** Starts an external ACP agent (lazily) in the scope, and gives what runs a turn through it. */

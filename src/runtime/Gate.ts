@@ -75,6 +75,8 @@ export interface Prior {
    * It never lifts a denial, and a protected file is asked about anyway.
    */
   readonly granted?: boolean | undefined
+  /** A PreToolUse hook said to ask: the user is asked even where the policy would allow it (never where it denies). */
+  readonly ask?: boolean | undefined
 }
 
 const denied = (reason: string): Permit => ({ _tag: "deny", reason })
@@ -152,7 +154,10 @@ export const make = (options: Options) => (call: AnnouncedCall, tool: Gated, arg
     const sandboxAdmits = yield* admits(options.sandbox, tool, args, options.cwd)
     const decide = (mode: ModeId, rules: ReadonlyArray<Permissions.Rule>) =>
       Permissions.decide({ mode, rules, tool, args, cwd: options.cwd, command, placement, outsideReason, sandboxAdmits, ...known })
-    const verdict = decide(ceiling.mode, rules)
+    const decided = decide(ceiling.mode, rules)
+    const verdict: Permissions.Verdict = decided._tag === "allow" && prior?.ask === true
+      ? { _tag: "ask", scope: Permissions.scopeOf(tool, args, options.cwd) }
+      : decided
     if (verdict._tag === "allow") return { _tag: "allow", ...(verdict.readOnly === true ? { readOnly: true } : {}) } as Permit
     if (verdict._tag === "deny") return denied(verdict.reason)
     if (prior?.granted === true && known.protectedEdit === undefined && verdict.outside !== true) return { _tag: "allow" } as Permit
@@ -212,7 +217,8 @@ export const make = (options: Options) => (call: AnnouncedCall, tool: Gated, arg
           return denied(`This session became read-only while you were asked: ${call.title} was not run. Report what should change instead.`)
         }
         const again = decide(now.ceiling.mode, now.rules)
-        return again._tag === "deny" ? denied(again.reason) : { _tag: "allow" } as Permit
+        // A command the policy allows only confined (read-only) stays confined, whatever was answered.
+        return again._tag === "deny" ? denied(again.reason) : { _tag: "allow", ...(again._tag === "allow" && again.readOnly === true ? { readOnly: true } : {}) } as Permit
       }
       case "reject_once":
       case "reject_always":

@@ -15,6 +15,8 @@
  * - Tools run in `cwd` (default: the logged cwd); paths under it are compared
  *   as if they were under the logged cwd.
  * - The re-run writes its own log in `home`; the original is never touched.
+ * - Hooks are not run again: each point of a turn gets the decisions its hooks logged there
+ *   (`hook` events), and a point the log has none for fires none.
  * - The session's MCP servers (as recorded beside its log) are started again, and the first
  *   turn waits until each is ready or has failed, so that their tools are there as they were.
  */
@@ -35,6 +37,7 @@ import type { Session } from "../session/Protocol.ts"
 import { Config } from "./Config.ts"
 import { isModeId, type McpServer, type ModeId, type PermissionAsked } from "../Vocabulary.ts"
 import * as Compare from "./RerunCompare.ts"
+import * as Hooks from "../hooks/Hooks.ts"
 import { Runtime } from "./Api.ts"
 import { layer as RuntimeLayer } from "./Runtime.ts"
 
@@ -181,6 +184,17 @@ export const run = (options: Options) =>
         logged !== undefined && allowAnswers.has(logged) ? { outcome: "selected", optionId: logged } : { outcome: "cancelled" }
       ))
     }
+    // Hooks answer as the log says (the parent's, and each child's as its logged child's did).
+    const parentHooks = Hooks.logged(events)
+    const childHooks = new Map<string, Hooks.Fire>()
+    const hookReplay = (sessionId: string): Hooks.Fire => {
+      if (current === undefined || sessionId === current.id) return parentHooks
+      const original = standsFor.get(sessionId)
+      if (original === undefined) return () => Effect.succeed([])
+      let fire = childHooks.get(original)
+      if (fire === undefined) childHooks.set(original, fire = Hooks.logged(children.get(original)?.events ?? []))
+      return fire
+    }
     // A turn the log stopped at the cap stops there again; otherwise the log says when to stop.
     const capped = turns.filter((t) => t.stopReason === "max_turn_requests").map((t) => t.calls.size)
     const maxTurnRequests = capped.length > 0 ? Math.max(...capped) : 10_000
@@ -199,7 +213,8 @@ export const run = (options: Options) =>
         permissionTimeoutMs: 24 * 60 * 60 * 1000,
         toolkit,
         version: VERSION,
-        sandbox: options.sandbox
+        sandbox: options.sandbox,
+        hookReplay
       }))
     )
 

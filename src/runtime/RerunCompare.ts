@@ -129,6 +129,7 @@ const turnsOf = (events: ReadonlyArray<Canonical>): Array<Turn> => {
       case "skill_activation":
       case "turn_input":
       case "undo":
+      case "hook":
         break
       default:
         absurd(event)

@@ -41,6 +41,7 @@ import type { ToolEnv } from "../tools/Tool.ts"
 import * as Definitions from "../agents/Definitions.ts"
 import * as Commands from "../commands/Commands.ts"
 import * as Skills from "../skills/Skills.ts"
+import * as Workspace from "../trust/Workspace.ts"
 import * as Prompt from "../providers/Prompt.ts"
 import { AGENT_TOOLS } from "../tools/agents.ts"
 import * as Toolkit from "../tools/Toolkit.ts"
@@ -99,6 +100,8 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
     const parent = yield* Effect.scope
     // Nothing is probed or made until a session runs a command.
     const sandboxes = config.sandbox === undefined ? undefined : yield* Sandbox.make(config.sandbox, { skeinHome: config.home, userHome: config.userHome })
+    /** What may load from a session's folder (workspace trust), and its hooks. */
+    const workspace = Workspace.make({ home: config.home, userHome: config.userHome ?? os.homedir(), policy: config.trust, replay: config.hookReplay })
     /** A session's sandbox, in its scope. */
     const sandboxFor = (cwd: string, additionalDirectories: ReadonlyArray<string>, scope: Scope.Scope) =>
       sandboxes === undefined ? Effect.succeed(undefined) : sandboxes.session({ cwd, roots: [cwd, ...additionalDirectories] }).pipe(Scope.provide(scope))
@@ -146,7 +149,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
 
     /** The agents and limits for sessions in `cwd` (read at the first use in each turn: a new agent file counts from the next turn). */
     const catalog = (cwd: string) =>
-      Definitions.load({ cwd, home: config.home }).pipe(
+      Effect.flatMap(workspace.loadsProject(cwd), (project) => Definitions.load({ cwd, home: config.home, project })).pipe(
         Effect.map((loaded) => ({ agents: loaded.agents, limits: loaded.limits })),
         Effect.provideService(FileSystem.FileSystem, fs),
         Effect.provideService(Path.Path, path)
@@ -205,7 +208,10 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         const base = {
           ...depsFor(id, request.cwd, writer, { session: undefined, record: [] }, sandbox),
           extensions: extensionsFor(request.cwd, false),
-          project: childProject(request.cwd)
+          project: childProject(request.cwd),
+          // A child asks nothing about trust (its parent's turn did), and runs only the tool hooks.
+          trustQuestion: undefined,
+          hooks: workspace.hooksFor({ id, cwd: request.cwd, sandbox, child: true })
         }
         // The child's ceiling as the gate reads it (an external agent's questions are held to it too).
         const reach = () =>
@@ -243,8 +249,10 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
 
     const provideFs = <A, E>(effect: Effect.Effect<A, E, FileSystem.FileSystem | Path.Path>) =>
       effect.pipe(Effect.provideService(FileSystem.FileSystem, fs), Effect.provideService(Path.Path, path))
+    // A folder's own skills only once it is trusted (`trust/Workspace.ts`).
     const discoverSkills = (cwd: string) =>
-      provideFs(Skills.discover({ cwd, home: config.home, userHome: config.userHome ?? os.homedir() }))
+      Effect.flatMap(workspace.loadsProject(cwd), (project) =>
+        provideFs(Skills.discover({ cwd, home: config.home, userHome: config.userHome ?? os.homedir(), project })))
     const childReads = yield* ChildReads.make({
       skills: (cwd) => Effect.map(discoverSkills(cwd), (found) => found.skills),
       project: (cwd) => provideFs(Prompt.load(cwd))
@@ -256,7 +264,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         if (!commands) return { skills: yield* childReads.skills(cwd), commands: [] }
         const found = yield* discoverSkills(cwd)
         yield* childReads.remember(cwd, found.skills)
-        const listed = yield* provideFs(Commands.discover({ cwd, home: config.home, skills: found.skills }))
+        const listed = yield* provideFs(Commands.discover({ cwd, home: config.home, skills: found.skills, project: yield* workspace.loadsProject(cwd) }))
         return { skills: found.skills, commands: listed.commands }
       })
 
@@ -287,7 +295,9 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         extensions: extensionsFor(cwd, true),
         compactAt: config.compactAt,
         userHome: config.userHome,
-        sandbox
+        sandbox,
+        trustQuestion: workspace.questionFor(cwd),
+        hooks: workspace.hooksFor({ id, cwd, sandbox, child: false })
       }
     }
 

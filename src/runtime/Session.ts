@@ -60,6 +60,7 @@ import * as Latest from "./Latest.ts"
 import * as Spans from "../telemetry/Spans.ts"
 import * as Skills from "../skills/Skills.ts"
 import * as Undo from "../session/Undo.ts"
+import type * as Workspace from "../trust/Workspace.ts"
 import * as Background from "../tools/process/Background.ts"
 import * as Tool from "../tools/Tool.ts"
 import * as Toolkits from "../tools/Toolkit.ts"
@@ -122,6 +123,10 @@ export interface Deps {
   readonly project?: Effect.Effect<Prompt.Project> | undefined
   /** The session's sandbox: its commands run in it, and are asked for accordingly. */
   readonly sandbox?: SessionSandbox | undefined
+  /** Before each presented turn: the folder's trust question (`trust/Workspace.ts`); true when the answer made more load. */
+  readonly trustQuestion?: ((ask: Turn.TurnContext["ask"]) => Effect.Effect<boolean>) | undefined
+  /** The hooks of a turn (`src/hooks`); without it, none run. */
+  readonly hooks?: ReturnType<Workspace.Workspace["hooksFor"]> | undefined
   /** Runs a turn's work in place of the model/tool loop (an external ACP agent). */
   readonly runTurn?: ((ctx: Turn.TurnContext) => Effect.Effect<Turn.TurnOutcome, never, ToolEnv>) | undefined
 }
@@ -312,10 +317,10 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
      * refreshes it meanwhile (at most once a second), off the path to its first token (a new
      * skill file reaches the catalog a prompt later). The first read starts with the session.
      */
-    const extensions = Latest.make(deps.extensions ?? Effect.succeed(noExtensions), { everyMs: 1_000, scope })
+    const extensionsOf = Latest.make(deps.extensions ?? Effect.succeed(noExtensions), { everyMs: 1_000, scope })
     const extensionsFor = (content: ReadonlyArray<UserBlock>): Effect.Effect<Extensions> =>
-      Commands.mayName(content) ? extensions.fresh : extensions.last
-    if (deps.extensions !== undefined) yield* extensions.refresh
+      Commands.mayName(content) ? extensionsOf.fresh : extensionsOf.last
+    if (deps.extensions !== undefined) yield* extensionsOf.refresh
 
     /**
      * A prompt with a text block that starts with `/name` of a known command (the last one)
@@ -411,7 +416,9 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
               } : undefined).pipe(Effect.andThen(usageAfter(q.turn, body))),
             ephemeral: (body) => emitEphemeral(q.turn, body)
           }
-          const extensions = yield* extensionsFor(q.content)
+          // A folder's own definitions load once it is trusted: the question comes before they are read.
+          const trusted = q.presented && deps.trustQuestion !== undefined && (yield* deps.trustQuestion(askFor(q.turn)))
+          const extensions = yield* (trusted ? extensionsOf.fresh : extensionsFor(q.content))
           const resolved = yield* resolve(q.content, extensions)
           const start: CanonicalBody = {
             type: "turn_start",
@@ -487,6 +494,9 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
               sandbox: deps.sandbox,
               window,
               compactAt: deps.compactAt,
+              hooks: deps.hooks === undefined
+                ? undefined
+                : yield* Effect.provideContext(deps.hooks({ turn: q.turn, mode: () => reach().mode, record: emit.canonical }), deps.services),
               steering: (final) => {
                 const taken = steered.items
                 steered.items = []

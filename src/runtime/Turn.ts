@@ -10,22 +10,24 @@
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import type { CanonicalBody, EphemeralBody } from "../log/Event.ts"
-import type {
-  AssistantPart,
-  Location,
-  ModelStop,
-  PermissionOption,
-  PermissionToolCall,
-  StopReason,
-  ToolKind,
-  Usage,
-  UserBlock
+import {
+  type AssistantPart,
+  type Location,
+  type ModelStop,
+  type PermissionOption,
+  type PermissionToolCall,
+  promptText,
+  type StopReason,
+  type ToolKind,
+  type Usage,
+  type UserBlock
 } from "../Vocabulary.ts"
 import { appendPart, type History } from "../log/History.ts"
 import type { LogError } from "../log/LogError.ts"
 import type { Provider, StreamPart } from "../providers/Provider.ts"
 import * as Tool from "../tools/Tool.ts"
 import type { Gated, PermissionAnswer, Prior } from "./Gate.ts"
+import type { TurnHooks } from "../hooks/Hooks.ts"
 import type { Children } from "./Children.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
 import * as Spans from "../telemetry/Spans.ts"
@@ -108,6 +110,11 @@ export interface TurnContext {
    * (`final`: nothing taken then means the turn takes no more). Logged as `turn_input` there.
    */
   readonly steering?: ((final: boolean) => ReadonlyArray<ReadonlyArray<UserBlock>>) | undefined
+  /**
+   * The session's hooks (`src/hooks`), when it has some: `starting` says the turn is the first
+   * of the session in this process (SessionStart fires before UserPromptSubmit).
+   */
+  readonly hooks?: (TurnHooks & { readonly starting?: "startup" | "resume" | undefined }) | undefined
 }
 
 export interface AnnouncedCall {
@@ -194,7 +201,17 @@ const modelCall = (ctx: TurnContext, call: number): Effect.Effect<CallResult> =>
   )
 }
 
-/** Runs one tool call: announce, execute, report. */
+/** How many times in one turn a Stop hook may send the model back to work. */
+export const MAX_STOP_CONTINUATIONS = 5
+
+/** What the gate is told of a PreToolUse hook's decision: `allow` spares the question (never a refusal), `ask` asks anyway. */
+const priorOf = (decision: string | undefined): Prior | undefined =>
+  decision === "allow" ? { granted: true } : decision === "ask" ? { ask: true } : undefined
+
+/**
+ * Runs one tool call: announce, execute, report. Returns why the turn must stop when a hook
+ * said so (`continue: false`).
+ */
 const runToolCall = (ctx: TurnContext, call: { readonly id: string; readonly name: string; readonly args: unknown }) =>
   Effect.suspend(() => {
     const known = ctx.toolkit.get(call.name) !== undefined
@@ -215,11 +232,20 @@ const executeToolCall = (ctx: TurnContext, call: { readonly id: string; readonly
       ...(tool !== undefined && args !== undefined ? { locations: tool.locations(args, ctx.cwd) } : {})
     }
     yield* ctx.emit.canonical({ type: "tool_call", data: announced })
-    // Bad arguments and unknown tools are reported without asking: nothing would run.
-    const permit: Permit = tool !== undefined && args !== undefined ? yield* ctx.permit(announced, tool, args) : { _tag: "allow" }
+    // Bad arguments and unknown tools are reported without asking (nor hooks): nothing would run.
+    const runnable = tool !== undefined && args !== undefined
+    const pre = runnable && ctx.hooks !== undefined ? yield* ctx.hooks.preToolUse(call) : undefined
+    if (pre?.decision === "deny" || pre?.stop !== undefined) {
+      const why = pre.decision === "deny" ? pre.reason ?? "" : `the turn was stopped: ${pre.stop}`
+      yield* ctx.emit.canonical({ type: "tool_result", data: { id: call.id, title: announced.title, ok: false, content: `A PreToolUse hook blocked ${announced.title}, so it was not run: ${why}` } })
+      yield* Spans.toolEnded(call.name, known, "denied")
+      return pre.stop
+    }
+    const permit: Permit = runnable ? yield* ctx.permit(announced, tool, args, priorOf(pre?.decision)) : { _tag: "allow" }
     if (permit._tag === "deny") {
       yield* ctx.emit.canonical({ type: "tool_result", data: { id: call.id, title: announced.title, ok: false, content: permit.reason } })
-      return yield* Spans.toolEnded(call.name, known, "denied")
+      yield* Spans.toolEnded(call.name, known, "denied")
+      return undefined
     }
     yield* ctx.emit.ephemeral({ type: "tool_running", data: { id: call.id } })
     const output = tool === undefined
@@ -251,6 +277,23 @@ const executeToolCall = (ctx: TurnContext, call: { readonly id: string; readonly
       }
     })
     yield* Spans.toolEnded(call.name, known, output.ok ? "ok" : "error")
+    const post = runnable && ctx.hooks !== undefined ? yield* ctx.hooks.postToolUse(call, output) : undefined
+    return post?.stop
+  })
+
+/**
+ * The hooks before the model's first call: SessionStart (the session's first turn here), then
+ * UserPromptSubmit. The outcome when one of them ends the turn (a blocked prompt, `continue: false`).
+ */
+const opening = (ctx: TurnContext) =>
+  Effect.gen(function*() {
+    const hooks = ctx.hooks
+    if (hooks === undefined) return undefined
+    const started = hooks.starting === undefined ? undefined : yield* hooks.sessionStart(hooks.starting)
+    if (started?.stop !== undefined) return { stopReason: "end_turn" } satisfies TurnOutcome
+    const submitted = yield* hooks.promptSubmit(promptText(ctx.content))
+    if (submitted?.decision === "block" || submitted?.stop !== undefined) return { stopReason: "end_turn" } satisfies TurnOutcome
+    return undefined
   })
 
 /** Whether the conversation is compacted before call `call`: the provider says (a replay), or the threshold. */
@@ -284,6 +327,9 @@ export const run = (ctx: TurnContext) =>
     // Model calls are numbered in the turn, compaction calls included.
     let calls = 0
     let overflowed = false
+    let stops = 0
+    const ended = yield* opening(ctx)
+    if (ended !== undefined) return ended
     for (let n = 1; n <= ctx.maxTurnRequests; n++) {
       for (const notice of ctx.notices?.() ?? []) yield* ctx.emit.canonical({ type: "notice", data: notice })
       if (compactionDue(ctx, calls + 1)) {
@@ -333,11 +379,28 @@ export const run = (ctx: TurnContext) =>
         // Children still working, or finished without the model having read them: the turn
         // waits for them and goes on with their results as the model's next input.
         const input = ctx.agents === undefined ? undefined : yield* ctx.agents.settle
-        if (input === undefined) return { stopReason: stopReasonOf(result.stop) } satisfies TurnOutcome
+        if (input === undefined) {
+          // A Stop hook may send the model back to work, with its reason as the next input (a few times at most).
+          const stop = ctx.hooks === undefined ? undefined : yield* ctx.hooks.stop(stops > 0)
+          if (stop?.decision === "block" && stop.stop === undefined && stops < MAX_STOP_CONTINUATIONS) {
+            stops++
+            continue
+          }
+          return { stopReason: stopReasonOf(result.stop) } satisfies TurnOutcome
+        }
         yield* ctx.emit.canonical({ type: "subagent", data: { event: "input", id: input.ids.join(","), text: input.text } })
         continue
       }
-      for (const toolCall of toolCalls) yield* runToolCall(ctx, toolCall)
+      for (const toolCall of toolCalls) {
+        if ((yield* runToolCall(ctx, toolCall)) !== undefined) {
+          // A hook stopped the turn: the calls left are reported as not run (the model may call them again later).
+          for (const left of toolCalls.slice(toolCalls.indexOf(toolCall) + 1)) {
+            yield* ctx.emit.canonical({ type: "tool_call", data: { id: left.id, name: left.name, args: left.args, title: left.name, kind: "other" } })
+            yield* ctx.emit.canonical({ type: "tool_result", data: { id: left.id, title: left.name, ok: false, content: "Not run: a hook stopped the turn." } })
+          }
+          return { stopReason: "end_turn" } satisfies TurnOutcome
+        }
+      }
       yield* steer(ctx, call, false)
     }
     return {

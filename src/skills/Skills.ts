@@ -198,7 +198,7 @@ const readRoot = Effect.fnUntraced(function*(folder: { readonly root: string; re
  * must stay inside: the repository root (the cwd outside a repository) for the project's, the
  * folder itself for the user's.
  */
-const roots = Effect.fnUntraced(function*(options: { readonly cwd: string; readonly home: string; readonly userHome: string }) {
+const roots = Effect.fnUntraced(function*(options: { readonly cwd: string; readonly home: string; readonly userHome: string; readonly project?: boolean | undefined }) {
   const path = yield* Path.Path
   const cwd = path.resolve(options.cwd)
   // The directories from the cwd up to the repository root; just the cwd outside a repository.
@@ -216,7 +216,8 @@ const roots = Effect.fnUntraced(function*(options: { readonly cwd: string; reado
   const projectBound = yield* Confined.root(project.at(-1)!)
   const user = [path.join(options.userHome, ".agents", "skills"), path.join(options.userHome, ".claude", "skills"), path.join(options.home, "skills")]
   return [
-    ...project.flatMap((dir) => [path.join(dir, ".agents", "skills"), path.join(dir, ".claude", "skills")]).map((root) => ({
+    // A folder not trusted yet (`src/trust`): its skills do not load.
+    ...(options.project === false ? [] : project).flatMap((dir) => [path.join(dir, ".agents", "skills"), path.join(dir, ".claude", "skills")]).map((root) => ({
       root,
       bound: projectBound,
       scope: "project" as const
@@ -231,7 +232,7 @@ const roots = Effect.fnUntraced(function*(options: { readonly cwd: string; reado
  * `$SKEIN_HOME`; `userHome` the user's home directory. Never fails.
  */
 export const discover = Effect.fn("Skills.discover")(function*(
-  options: { readonly cwd: string; readonly home: string; readonly userHome: string }
+  options: { readonly cwd: string; readonly home: string; readonly userHome: string; readonly project?: boolean | undefined }
 ): Effect.gen.Return<Discovered, never, Path.Path> {
   const problems: Array<Problem> = []
   const byName = new Map<string, Skill>()

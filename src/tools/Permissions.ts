@@ -46,7 +46,7 @@ export interface Rule {
   readonly label: string
 }
 
-type Verdict =
+export type Verdict =
   /** `readOnly`: allowed because the command only reads; it runs in its confined form. */
   | { readonly _tag: "allow"; readonly readOnly?: true | undefined }
   | { readonly _tag: "deny"; readonly reason: string }
@@ -157,6 +157,10 @@ const fetch = <A>(input: Input<A>, scope: PermissionScope): Verdict => {
   if (covering.some((rule) => rule.decision === "allow")) return { _tag: "allow" }
   return { _tag: "ask", scope }
 }
+
+/** The scope a call is asked about and remembered by: its tool's own, or the tool as a whole. */
+export const scopeOf = <A>(tool: Subject<A>, args: A, cwd: string): PermissionScope =>
+  tool.scope !== undefined ? tool.scope(args, cwd) : toolScope(tool)
 
 /**
  * A command the model asked to run outside the sandbox: it needs a reason, plan mode refuses

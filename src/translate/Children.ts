@@ -286,6 +286,7 @@ export const presenter = (parentId: string, native: boolean, viewOf: (sessionId:
       case "skill_activation":
       case "turn_input":
       case "undo":
+      case "hook":
       case "text_delta":
       case "thinking_delta":
       case "tool_running":
@@ -339,6 +340,7 @@ export const presenter = (parentId: string, native: boolean, viewOf: (sessionId:
       case "skill_activation":
       case "turn_input":
       case "undo":
+      case "hook":
       case "text_delta":
       case "thinking_delta":
       case "tool_progress":

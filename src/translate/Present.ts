@@ -104,6 +104,7 @@ export const make = (sessionId: string, options: Options): Presenter => {
       case "skill_activation":
       case "turn_input":
       case "undo":
+      case "hook":
       case "tool_running":
       case "tool_progress":
       case "usage":
@@ -143,6 +144,7 @@ export const make = (sessionId: string, options: Options): Presenter => {
       case "skill_activation":
       case "turn_input":
       case "undo":
+      case "hook":
         break
       default:
         absurd(event)

@@ -277,6 +277,7 @@ export const live = (event: SessionEvent, options: Options = noOptions): Readonl
     case "subagent":
     case "skill_activation":
     case "undo":
+    case "hook":
     case "child_event":
     case "turn_aborted":
       return common(event)
@@ -350,6 +351,11 @@ const common = (event: SessionEvent): ReadonlyArray<AcpUpdate> => {
     case "notice":
       // Its own paragraph: what the model writes next starts below it.
       return [{ sessionUpdate: "agent_message_chunk", content: text(`${event.data.text}\n\n`) }]
+    case "hook": {
+      // What a hook told the user (a failure, a blocked prompt, why it stopped the turn); its decisions show where they act.
+      const shown = [event.data.message, event.data.stop].filter((line) => line !== undefined)
+      return shown.length === 0 ? none : [{ sessionUpdate: "agent_message_chunk", content: text(`${shown.join("\n")}\n\n`) }]
+    }
     case "mode_changed":
       return [
         { sessionUpdate: "current_mode_update", currentModeId: event.data.mode },

@@ -147,6 +147,7 @@ export const make = (options: Translate.Options = {}): View => {
       case "skill_activation":
       case "turn_input":
       case "undo":
+      case "hook":
       case "tool_running":
       case "tool_progress":
       case "usage":
@@ -194,6 +195,7 @@ export const make = (options: Translate.Options = {}): View => {
       case "skill_activation":
       case "turn_input":
       case "undo":
+      case "hook":
         return stamped(Translate.replay(event, options), own(event))
       default:
         return absurd(event)

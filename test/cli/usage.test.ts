@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest"
 import * as Usage from "../../src/cli/Usage.ts"
 
 const WEB = ["web", "web-approve"]
-const RUNTIME = ["home", "provider", "model", "script", "mode", "max-turn-requests", "permission-timeout-ms", "max-live-sessions", "store", "sandbox"]
+const RUNTIME = ["home", "provider", "model", "script", "mode", "max-turn-requests", "permission-timeout-ms", "max-live-sessions", "store", "sandbox", "trust"]
 
 interface Form {
   readonly name: string

@@ -12,7 +12,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import * as acp from "@agentclientprotocol/sdk"
-import { type AgentProcess, expectClean, type Script, useAgents } from "../support/AgentProcess.ts"
+import { type AgentProcess, expectClean, type Script, useAgents, waitUntil } from "../support/AgentProcess.ts"
 
 const agents = useAgents()
 
@@ -170,6 +170,8 @@ describe("e2e: compaction", () => {
 describe("e2e: slash commands", () => {
   it("are announced after session/new; a prompt file runs expanded, an unknown /name goes to the model as typed", async () => {
     const agent = await agents.ready({
+      // These tests are about commands and skills: the folder is trusted (workspace trust has its own tests).
+      args: ["--trust"],
       script: {
         turns: [
           { expect: "^Say hello to world, politely\\.$", calls: [[{ text: "Hello, world." }]] },
@@ -262,6 +264,8 @@ describe("e2e: a command after other text (a client that sends a stopped prompt 
 describe("e2e: slash commands change", () => {
   it("a prompt file a turn adds is announced once that turn has ended; an unchanged set is not sent again", async () => {
     const agent = await agents.ready({
+      // These tests are about commands and skills: the folder is trusted (workspace trust has its own tests).
+      args: ["--trust"],
       script: {
         turns: [
           { calls: [[{ tool: "write", args: { path: ".skein/commands/ship.md", content: "Ship it: $ARGUMENTS\n" }, id: "w1" }], [{ text: "Added." }]] },
@@ -271,8 +275,9 @@ describe("e2e: slash commands change", () => {
     })
     const sessionId = await agent.newSession()
     await setMode(agent, sessionId, "bypassPermissions")
-    await agent.waitForUpdate(sessionId, (u) => u.sessionUpdate === "available_commands_update")
     const lists = () => agent.allUpdates(sessionId).filter((u) => u.sessionUpdate === "available_commands_update") as Array<any>
+    // What the client received (the agent may have written it a moment before the client read it).
+    await waitUntil(() => lists().length > 0, "the first list of commands")
     expect(lists()[0].availableCommands.map((c: any) => c.name)).not.toContain("ship")
     expect((await agent.prompt(sessionId, "add a command")).stopReason).toBe("end_turn")
     await agent.waitForUpdate(sessionId, (u) => u.sessionUpdate === "available_commands_update" && (u as any).availableCommands.some((c: any) => c.name === "ship"))
@@ -304,6 +309,8 @@ describe("e2e: skills", () => {
     const projectBody = "PROJECT X BODY: format the changelog."
 
     const agent = agents.start({
+      // These tests are about commands and skills: the folder is trusted (workspace trust has its own tests).
+      args: ["--trust"],
       script: {
         turns: [
           {

@@ -53,7 +53,8 @@ describe("skein acp --connect", () => {
   })
 
   it("a window on a server is told the slash commands of the session's directory, as the server reads them", async () => {
-    const server = await serve(script, undefined)
+    // The server trusts every folder (workspace trust has its own tests).
+    const server = await serve(script, undefined, { SKEIN_TRUST: "1" })
     mkdirSync(path.join(server.cwd, ".skein", "commands"), { recursive: true })
     writeFileSync(path.join(server.cwd, ".skein", "commands", "ship.md"), "---\ndescription: Ship it\n---\nShip $ARGUMENTS\n")
     const a = await agents.ready({ script: { turns: [] }, args: ["--connect", `unix:${server.home}/skein.sock`] })

@@ -36,7 +36,7 @@ describe("skein doctor: skills and commands", () => {
       write(join(cwd, ".claude/commands/ship.md"), "Ship it: $ARGUMENTS\n")
       write(join(cwd, ".claude/commands/init.md"), "Mine\n")
       const setup = yield* Registry.setup({ home, env: {} })
-      const found = yield* Doctor.project({ cwd, home, userHome })
+      const found = yield* Doctor.project({ cwd, home, userHome, trust: "all" })
       const text = Doctor.report(setup, {}, { home, ...found })
       assert.strictEqual(
         section(text, "Skills"),

@@ -145,6 +145,16 @@ const canonicalBody: fc.Arbitrary<CanonicalBody> = fc.oneof(
     opt("rule", fc.record({ decision: fc.constantFrom("allow", "reject" as const), kind: fc.constantFrom("path", "command", "tool", "host" as const), value: str, label: str }))
   ).map(([toolCallId, outcome, r]) => ({ type: "permission" as const, data: { toolCallId, outcome, ...r } })),
   fc.tuple(str, opt("source", str)).map(([text, r]) => ({ type: "notice" as const, data: { text, ...r } })),
+  fc.tuple(
+    fc.constantFrom("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionStart" as const),
+    str,
+    fc.constantFrom("none", "allow", "ask", "deny", "block" as const),
+    opt("toolCallId", str),
+    opt("reason", str),
+    opt("context", str),
+    opt("message", str),
+    opt("stop", str)
+  ).map(([event, command, decision, t, r, c, m, s]) => ({ type: "hook" as const, data: { event, command, decision, ...t, ...r, ...c, ...m, ...s } })),
   fc.record({
     type: fc.constant("mcp_servers" as const),
     data: fc.record({

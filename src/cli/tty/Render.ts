@@ -172,6 +172,10 @@ export const make = (spinner: Spinner, markdown?: Markdown.Lexer | undefined): V
         return Terminal.noteLine(`[mode: ${Terminal.oneLine(e.data.mode)}]`, Terminal.dim)
       case "notice":
         return Terminal.noteLine(Terminal.clean(e.data.text))
+      case "hook": {
+        const shown = [e.data.message, e.data.stop].filter((line) => line !== undefined)
+        return shown.length === 0 ? undefined : Terminal.noteLine(Terminal.clean(shown.join("\n")))
+      }
       case "compacting":
         return spinner.start("compacting the conversation")
       case "compaction":
