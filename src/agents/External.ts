@@ -5,8 +5,8 @@
  * replays and is presented like any session; its questions reach the child's presenter.
  *
  * The seam is the session's `runTurn`: `Runner.run(io)` replaces the model/tool loop of one
- * turn. `TurnIO` is written here, structurally, so that this folder never imports the
- * runtime (which imports it); `Turn.TurnContext` is one.
+ * turn. `TurnIO` is the part of the turn's contract (`session/TurnContract.ts`) it uses, so
+ * that this folder never imports the runtime (which imports it).
  *
  * - **Process.** Started on the first `run` (a child that never runs costs nothing), in the
  *   scope given to `make`, as the leader of its own process group (`ProcessGroup`), with
@@ -72,8 +72,6 @@ import * as Peer from "../jsonrpc/Peer.ts"
 import * as Rpc from "../jsonrpc/Protocol.ts"
 import type {
   AssistantPart,
-  CanonicalBody,
-  EphemeralBody,
   Location,
   ModelStop,
   StopReason,
@@ -81,7 +79,7 @@ import type {
   ToolKind,
   UserBlock
 } from "../log/Event.ts"
-import { appendPart, type History } from "../log/History.ts"
+import { appendPart } from "../log/History.ts"
 import type { LogError } from "../log/SessionLog.ts"
 import * as Diagnostics from "../mcp/Diagnostics.ts"
 import * as ProcEnviron from "../secrets/ProcEnviron.ts"
@@ -93,72 +91,14 @@ import * as SafeFs from "../fs/SafeFs.ts"
 import * as Tool from "../tools/Tool.ts"
 import * as Workspace from "../tools/Workspace.ts"
 import { describeError, write } from "../tools/write.ts"
+import type { TurnOutcome } from "../session/Protocol.ts"
+import type { AnnouncedCall, Permit, TurnIO } from "../session/TurnContract.ts"
 import { userContent } from "../translate/Translate.ts"
 import { type PermissionOption, type PermissionToolCall, promptText } from "../Vocabulary.ts"
 
 // ---------------------------------------------------------------------------
 // The seam
 // ---------------------------------------------------------------------------
-
-/** A tool call as the permission gate is shown it (the runtime's `AnnouncedCall`). */
-export interface PermitCall {
-  readonly id: string
-  readonly name: string
-  readonly args: unknown
-  readonly title: string
-  readonly kind: ToolKind
-  readonly locations?: ReadonlyArray<Location> | undefined
-}
-
-/** The gate's verdict (the runtime's `Permit`). */
-export type Permit =
-  | { readonly _tag: "allow"; readonly readOnly?: true | undefined }
-  | { readonly _tag: "deny"; readonly reason: string }
-
-/** An answer to a permission question (the runtime's `PermissionAnswer`). */
-export type PermissionAnswer =
-  | { readonly outcome: "selected"; readonly optionId: string }
-  | { readonly outcome: "cancelled" }
-
-/** What a turn run elsewhere gets from its session; `Turn.TurnContext` is one. */
-export interface TurnIO {
-  readonly sessionId: string
-  readonly turn: number
-  /** The prompt (already in `history`). */
-  readonly content: ReadonlyArray<UserBlock>
-  readonly cwd: string
-  /** Every directory the session may touch, the cwd first. */
-  readonly roots: ReadonlyArray<string>
-  /** Read only: the session folds into it what `emit` logs. */
-  readonly history: History
-  readonly emit: {
-    /** Logs then publishes a canonical event of this turn. */
-    readonly canonical: (body: CanonicalBody) => Effect.Effect<void, LogError>
-    /** Publishes an ephemeral event of this turn. */
-    readonly ephemeral: (body: EphemeralBody) => Effect.Effect<void>
-  }
-  /**
-   * Shared with the session's supervisor: `partial` holds what the current model call
-   * streamed and is not logged yet, so that a cancel logs it; `requested` the arguments of
-   * tool calls of a logged response, by id.
-   */
-  readonly state: { partial: Array<AssistantPart> | undefined; call: number; readonly requested: Map<string, unknown> }
-  /**
-   * The permission gate. `granted`: the user allowed this very change already (in the agent's
-   * own question about it); where the gate would ask, it does not ask again.
-   */
-  readonly permit: (
-    call: PermitCall,
-    tool: Tool.Tool,
-    args: unknown,
-    prior?: { readonly granted?: boolean | undefined }
-  ) => Effect.Effect<Permit, never, Tool.ToolEnv>
-  /** Asks whoever presents the turn a permission question as it is; `undefined` when nobody can answer. */
-  readonly ask: (question: {
-    readonly toolCall: PermissionToolCall
-    readonly options: ReadonlyArray<PermissionOption>
-  }) => Effect.Effect<PermissionAnswer | undefined>
-}
 
 /** An external agent as configured (`"agents": {"codex": {"acp": {command, args, env}}}`). */
 export interface ExternalAgent {
@@ -183,15 +123,9 @@ export interface Options {
   readonly ceiling?: (() => Pick<Ceiling.Ceiling, "mode" | "readOnly">) | undefined
 }
 
-export interface Outcome {
-  readonly stopReason: StopReason
-  /** The text shown to the user when the turn failed. */
-  readonly error?: string | undefined
-}
-
 export interface Runner {
   /** Runs one turn through the agent. Never fails: a problem is an outcome with an `error`. */
-  readonly run: (io: TurnIO) => Effect.Effect<Outcome, never, Tool.ToolEnv>
+  readonly run: (io: TurnIO) => Effect.Effect<TurnOutcome, never, Tool.ToolEnv>
   /** The agent's process id while it runs. */
   readonly pid: () => number | undefined
 }
@@ -699,7 +633,7 @@ export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runn
      * The gate for a write of the agent, told whether the user allowed this very edit in the
      * agent's own question: a grant of another kind (a read) or of other files covers nothing.
      */
-    const permitWrite = (io: TurnIO, owner: Tracked | undefined, call: PermitCall, args: { readonly path: string; readonly content: string }) =>
+    const permitWrite = (io: TurnIO, owner: Tracked | undefined, call: AnnouncedCall, args: { readonly path: string; readonly content: string }) =>
       io.permit(call, write, args, { granted: owner?.grant?.kind === "edit" && owner.grant.paths.has(args.path) })
 
     const writeTextFile = (conn: Connection) => (params: AcpClient.WriteTextFileRequest) =>
@@ -724,7 +658,7 @@ export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runn
           ))
         const subject = owner ?? own
         if (subject === undefined) return yield* noPrompt()
-        const call: PermitCall = { id: subject.id, name: write.name, args, title: subject.title, kind: "edit", locations: [{ path: target }] }
+        const call: AnnouncedCall = { id: subject.id, name: write.name, args, title: subject.title, kind: "edit", locations: [{ path: target }] }
         const permit = yield* Effect.raceFirst(
           permitWrite(io, owner, call, args),
           Effect.as(Deferred.await(p.ended), { _tag: "deny", reason: "The turn was cancelled" } satisfies Permit)
@@ -974,7 +908,7 @@ export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runn
     /** What a settled prompt leaves in the log, and the turn's outcome. */
     const finish = (conn: Connection, p: Prompt, settled: Settled) =>
       Effect.gen(function*() {
-        let outcome: Outcome
+        let outcome: TurnOutcome
         switch (settled._tag) {
           case "answered":
             yield* conclude(p, modelStopOf(settled.stopReason))
@@ -1006,13 +940,13 @@ export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runn
         // The log refused an event: the agent is stopped (it would go on alone).
         yield* conn.peer.notify(AgentMethod.sessionCancel, { sessionId: conn.sessionId })
         yield* drop(conn)
-        return { stopReason: "end_turn", error: `The turn failed inside Skein: ${p.broken}` } satisfies Outcome
+        return { stopReason: "end_turn", error: `The turn failed inside Skein: ${p.broken}` } satisfies TurnOutcome
       })
 
     const run = Effect.fn("External.run")(function*(io: TurnIO) {
       const services = yield* Effect.context<Tool.ToolEnv>()
       const connected = yield* Effect.result(connect(io, services))
-      if (Result.isFailure(connected)) return { stopReason: "end_turn", error: connected.failure } satisfies Outcome
+      if (Result.isFailure(connected)) return { stopReason: "end_turn", error: connected.failure } satisfies TurnOutcome
       return yield* runPrompt(connected.success, io)
     })
 

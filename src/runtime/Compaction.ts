@@ -22,7 +22,7 @@ import type { LogError } from "../log/SessionLog.ts"
 import type { ModelStop } from "../Vocabulary.ts"
 import { promptText } from "../log/Event.ts"
 import type { Message } from "../Vocabulary.ts"
-import type { Emit, TurnContext } from "./Turn.ts"
+import type { Emit, TurnContext } from "../session/TurnContract.ts"
 
 export type Trigger = "manual" | "threshold" | "overflow"
 

@@ -22,10 +22,10 @@ import * as Confine from "../tools/commands/Confine.ts"
 import * as Permissions from "../tools/Permissions.ts"
 import type { PermissionToolCall } from "../Vocabulary.ts"
 import * as Protected from "../tools/Protected.ts"
-import type { Tool, ToolEnv } from "../tools/Tool.ts"
+import type { ToolEnv } from "../tools/Tool.ts"
 import type { ModeId } from "../Vocabulary.ts"
 import type { Placement, SessionSandbox } from "../sandbox/Sandbox.ts"
-import type { AnnouncedCall, Permit } from "./Turn.ts"
+import type { AnnouncedCall, Gated, PermissionAnswer, Permit, Prior } from "../session/TurnContract.ts"
 
 /** What a presenter is asked: the live tool call (with the change it would make) and the four options. */
 export interface PermissionRequest {
@@ -33,10 +33,6 @@ export interface PermissionRequest {
   readonly toolCall: PermissionToolCall
   readonly options: ReadonlyArray<Permissions.Option>
 }
-
-export type PermissionAnswer =
-  | { readonly outcome: "selected"; readonly optionId: string }
-  | { readonly outcome: "cancelled" }
 
 /** Asks the user. Must not fail; a problem is `cancelled`; `undefined` when nobody is there to answer. */
 export type Asker = (request: PermissionRequest) => Effect.Effect<PermissionAnswer | undefined>
@@ -59,19 +55,6 @@ export interface Options {
   readonly above?: (() => Ceiling.Ceiling) | undefined
   /** The session's sandbox: where its commands run decides whether they are asked for. */
   readonly sandbox?: SessionSandbox | undefined
-}
-
-/** What a call's tool is to the gate: the policy's subject, and the change it would make, to show. */
-export type Gated = Permissions.Subject & Pick<Tool, "preview">
-
-/** What is known of a call before the gate decides. */
-export interface Prior {
-  /**
-   * The user allowed this very change already, in a question about it (an external agent's
-   * own question about an edit of this file): where the gate would ask, it does not ask again.
-   * It never lifts a denial, and a protected file is asked about anyway.
-   */
-  readonly granted?: boolean | undefined
 }
 
 const denied = (reason: string): Permit => ({ _tag: "deny", reason })

@@ -13,7 +13,7 @@ import type { Path } from "effect/Path"
 import type { Location, ToolDetails, ToolKind } from "../log/Event.ts"
 import type { SessionSandbox } from "./Sandboxed.ts"
 import type { ProposedDiff } from "../Vocabulary.ts"
-import type { Agents } from "./agents.ts"
+import type { Agents } from "./Delegation.ts"
 
 /** What a tool returns: text for the model, details for presenters. */
 export interface ToolOutput {
