@@ -42,6 +42,7 @@ import * as Prompt from "../providers/Prompt.ts"
 import { AGENT_TOOLS } from "../tools/agents.ts"
 import * as Toolkit from "../tools/Toolkit.ts"
 import * as Bus from "./Bus.ts"
+import * as ChildReads from "./ChildReads.ts"
 import * as Ceiling from "../tools/Ceiling.ts"
 import type * as Children from "./Children.ts"
 import { Config, DEFAULT_MAX_LIVE_SESSIONS, EVICT_AFTER_IDLE_MS } from "./Config.ts"
@@ -238,45 +239,27 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         return session
       }).pipe(asSession(request.id))
 
-    /**
-     * What a child reads once its parent has: the skills of the parent's turn (a child runs
-     * inside it) and what the system prompt says of the project, by cwd, kept for a minute.
-     */
-    const recent = new Map<string, { readonly at: number; skills?: ReadonlyArray<Skills.Skill>; project?: Prompt.Project }>()
-    const RECENT_MS = 60_000
-    const recentFor = (cwd: string) => {
-      const now = Date.now()
-      for (const [key, entry] of recent) if (now - entry.at > RECENT_MS) recent.delete(key)
-      let entry = recent.get(cwd)
-      if (entry === undefined) recent.set(cwd, entry = { at: now })
-      return entry
-    }
+    const provideFs = <A, E>(effect: Effect.Effect<A, E, FileSystem.FileSystem | Path.Path>) =>
+      effect.pipe(Effect.provideService(FileSystem.FileSystem, fs), Effect.provideService(Path.Path, path))
+    const discoverSkills = (cwd: string) =>
+      provideFs(Skills.discover({ cwd, home: config.home, userHome: config.userHome ?? os.homedir() }))
+    const childReads = yield* ChildReads.make({
+      skills: (cwd) => Effect.map(discoverSkills(cwd), (found) => found.skills),
+      project: (cwd) => provideFs(Prompt.load(cwd))
+    })
 
     /** The skills and commands of a session in `cwd` (children get the skills only: nobody types their prompts). */
     const extensionsFor = (cwd: string, commands: boolean): Effect.Effect<Session.Extensions> =>
       Effect.gen(function*() {
-        if (!commands) {
-          const known = recent.get(cwd)?.skills
-          if (known !== undefined) return { skills: known, commands: [] }
-        }
-        const found = yield* Skills.discover({ cwd, home: config.home, userHome: config.userHome ?? os.homedir() })
-        recentFor(cwd).skills = found.skills
-        if (!commands) return { skills: found.skills, commands: [] }
-        const listed = yield* Commands.discover({ cwd, home: config.home, skills: found.skills })
+        if (!commands) return { skills: yield* childReads.skills(cwd), commands: [] }
+        const found = yield* discoverSkills(cwd)
+        yield* childReads.remember(cwd, found.skills)
+        const listed = yield* provideFs(Commands.discover({ cwd, home: config.home, skills: found.skills }))
         return { skills: found.skills, commands: listed.commands }
-      }).pipe(Effect.provideService(FileSystem.FileSystem, fs), Effect.provideService(Path.Path, path))
+      })
 
     /** A child's project (its parent's, read once a minute at most per cwd). */
-    const childProject = (cwd: string): Effect.Effect<Prompt.Project> =>
-      Effect.suspend(() => {
-        const known = recent.get(cwd)?.project
-        if (known !== undefined) return Effect.succeed(known)
-        return Prompt.load(cwd).pipe(
-          Effect.tap((project) => Effect.sync(() => void (recentFor(cwd).project = project))),
-          Effect.provideService(FileSystem.FileSystem, fs),
-          Effect.provideService(Path.Path, path)
-        )
-      })
+    const childProject = childReads.project
 
     const depsFor = (id: string, cwd: string, writer: Writer, mcp: Mcp, sandbox: Sandbox.SessionSandbox | undefined): Session.Deps => {
       const servers = mcp.session

@@ -57,6 +57,7 @@ import * as Questions from "./Questions.ts"
 import * as Turn from "./Turn.ts"
 import * as TurnEnd from "./TurnEnd.ts"
 import * as Commands from "../commands/Commands.ts"
+import * as Latest from "./Latest.ts"
 import * as Skills from "../skills/Skills.ts"
 import * as Undo from "../session/Undo.ts"
 import * as Tool from "../tools/Tool.ts"
@@ -312,30 +313,10 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
      * refreshes it meanwhile (at most once a second), off the path to its first token (a new
      * skill file reaches the catalog a prompt later). The first read starts with the session.
      */
-    let known: Extensions | undefined
-    let readAt = 0
-    let reading = false
-    const read: Effect.Effect<Extensions> = deps.extensions === undefined
-      ? Effect.succeed(noExtensions)
-      : Effect.tap(deps.extensions, (found) => Effect.sync(() => {
-        known = found
-        readAt = Date.now()
-      }))
-    // Read again at most once a second: prompts in quick succession (a script, a benchmark) share one read.
-    const refresh = Effect.suspend(() => {
-      if (reading || Date.now() - readAt < 1_000) return Effect.void
-      reading = true
-      return Effect.forkIn(Effect.ensuring(read, Effect.sync(() => {
-        reading = false
-      })), scope)
-    })
+    const extensions = Latest.make(deps.extensions ?? Effect.succeed(noExtensions), { everyMs: 1_000, scope })
     const extensionsFor = (content: ReadonlyArray<UserBlock>): Effect.Effect<Extensions> =>
-      Effect.suspend(() => {
-        if (known === undefined || Commands.mayName(content)) return read
-        const last = known
-        return Effect.as(refresh, last)
-      })
-    if (deps.extensions !== undefined) yield* refresh
+      Commands.mayName(content) ? extensions.fresh : extensions.last
+    if (deps.extensions !== undefined) yield* extensions.refresh
 
     /**
      * A prompt with a text block that starts with `/name` of a known command (the last one)
