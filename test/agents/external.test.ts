@@ -15,6 +15,9 @@ import * as Scope from "effect/Scope"
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
 import * as External from "../../src/agents/External.ts"
+import type * as Connection from "../../src/agents/ExternalConnection.ts"
+import * as Files from "../../src/agents/ExternalFiles.ts"
+import * as Fold from "../../src/agents/ExternalFold.ts"
 import { type Canonical, CanonicalBody, type EphemeralBody } from "../../src/log/Event.ts"
 import * as History from "../../src/log/History.ts"
 import type { TurnOutcome } from "../../src/session/Protocol.ts"
@@ -46,7 +49,7 @@ interface Question {
 /** The session side of the test: its log, its history, its answers. */
 interface Harness {
   readonly cwd: string
-  readonly agent: External.ExternalAgent
+  readonly agent: Connection.ExternalAgent
   readonly history: History.History
   readonly events: Array<Canonical>
   readonly ephemeral: Array<{ readonly turn: number; readonly body: EphemeralBody }>
@@ -216,7 +219,7 @@ const deltas = (h: Harness, turn: number) =>
 const withRunner = <A, E, R>(
   h: Harness,
   body: (runner: External.Runner, scope: Scope.Closeable) => Effect.Effect<A, E, R>,
-  ceiling?: External.Options["ceiling"]
+  ceiling?: Connection.Options["ceiling"]
 ) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
@@ -631,7 +634,7 @@ describe("External", () => {
             h.permit = () => ({ _tag: "deny", reason: "The user denied permission for Write new.txt. It was not run." })
             yield* turn(h, runner, steps({ request: "fs/write_text_file", params: { path: file, content: "two" } }))
             assert.strictEqual(readFileSync(file, "utf8"), "one")
-            assert.deepStrictEqual(answers(h, 2), [{ error: { code: External.REFUSED, message: "The user denied permission for Write new.txt. It was not run." } }])
+            assert.deepStrictEqual(answers(h, 2), [{ error: { code: Files.REFUSED, message: "The user denied permission for Write new.txt. It was not run." } }])
             const denied = ofType(h, "tool_result").filter((e) => e.turn === 2).map((e) => e.data)
             assert.deepStrictEqual(denied, [{ id: "write-2-1", title: "Write new.txt", ok: false, content: "The user denied permission for Write new.txt. It was not run." }])
             assertConsistent(h)
@@ -682,7 +685,7 @@ describe("External", () => {
             assert.deepStrictEqual(ofType(h, "tool_result").map((e) => e.data), [
               // Its last content stands when the final update brings none.
               { id: "ext-1-t1", title: "Run tests", ok: true, content: "3 passed" },
-              { id: "ext-1-t2", title: "Delete tmp", ok: false, content: External.UNFINISHED_TOOL }
+              { id: "ext-1-t2", title: "Delete tmp", ok: false, content: Fold.UNFINISHED_TOOL }
             ])
             assert.deepStrictEqual(
               h.ephemeral.filter((e) => e.body.type !== "text_delta").map((e) => e.body),
@@ -803,7 +806,7 @@ describe("External", () => {
             ])
             assert.deepStrictEqual(["a.txt", "b.txt", "c.txt", "d.txt"].map((f) => existsSync(at(f))), [false, true, false, false])
             const refused = answers(h, 1).filter((a) => (a as { error?: unknown }).error !== undefined)
-            assert.deepStrictEqual(refused, [1, 2, 3].map(() => ({ error: { code: External.REFUSED, message: "asked again, and refused" } })))
+            assert.deepStrictEqual(refused, [1, 2, 3].map(() => ({ error: { code: Files.REFUSED, message: "asked again, and refused" } })))
             assertConsistent(h)
           }))
       }))
