@@ -363,6 +363,8 @@ export const make = (agent: Connection.ExternalAgent, options: Connection.Option
             yield* drop(conn)
             outcome = { stopReason: "end_turn", error: settled.message }
             break
+          default:
+            return settled satisfies never
         }
         if (p.broken === undefined) return outcome
         // The log refused an event: the agent is stopped (it would go on alone).

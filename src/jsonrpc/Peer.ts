@@ -381,6 +381,8 @@ export const make = Effect.fnUntraced(function*(
             return Response.isResponseShaped(json)
               ? onBadResponse(message.id)
               : reply(message.id, Protocol.invalidRequest())
+          default:
+            return message satisfies never
         }
       }
 

@@ -69,6 +69,8 @@ const tokensOf = (message: Message): number => {
       return Math.ceil(message.parts.reduce((n, p) => n + (p.type === "tool_call" ? JSON.stringify(p.args ?? null).length + p.name.length : p.text.length), 0) / 4) + 4
     case "tool":
       return Math.ceil(message.content.length / 4) + 4
+    default:
+      return message satisfies never
   }
 }
 
@@ -213,8 +215,12 @@ export const run = (ctx: TurnContext, options: Options): Effect.Effect<Outcome, 
             failure = part.message
             stop = "error"
             return
-          default:
+          // A summary call offers no tools, and its reasoning is not part of the note.
+          case "ThinkingDelta":
+          case "ToolCall":
             return
+          default:
+            return part satisfies never
         }
       })
     ))

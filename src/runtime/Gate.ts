@@ -189,5 +189,7 @@ export const make = (options: Options) => (call: AnnouncedCall, tool: Gated, arg
         return denied(`No answer to the permission request for ${call.title} in time; it was not run.`)
       case "cancelled":
         return denied(`The permission request for ${call.title} was cancelled; it was not run.`)
+      default:
+        return outcome satisfies never
     }
   })

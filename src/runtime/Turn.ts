@@ -68,6 +68,8 @@ const modelCall = (ctx: TurnContext, call: number): Effect.Effect<CallResult> =>
         overflow = part.overflow === true
         stop = "error"
         return Effect.void
+      default:
+        return part satisfies never
     }
   }
   return ctx.provider.stream({
