@@ -152,7 +152,7 @@ export const initial = (agent: string, turn: number, cwd: string): State => ({
 // ---------------------------------------------------------------------------
 
 /** A content block as text. */
-export const blockText = (block: AcpContent.ContentBlock): string => {
+const blockText = (block: AcpContent.ContentBlock): string => {
   switch (block.type) {
     case "text":
       return block.text

@@ -9,7 +9,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
-import type { AssistantPart, ModelStop, StopReason, Usage, UserBlock } from "../log/Event.ts"
+import type { AssistantPart, ModelStop, StopReason, Usage } from "../log/Event.ts"
 import { appendPart } from "../log/History.ts"
 import type { StreamPart } from "../providers/Provider.ts"
 import * as Tool from "../tools/Tool.ts"
@@ -239,5 +239,3 @@ export const compactNow = (ctx: TurnContext, focus: string | undefined) =>
     (outcome): TurnOutcome =>
       outcome._tag === "Compacted" ? { stopReason: "end_turn" } : { stopReason: "end_turn", error: `Could not compact the conversation: ${outcome.reason}.` }
   )
-
-export type { UserBlock }
