@@ -76,7 +76,7 @@ export interface AgentDefinition {
 }
 
 /** Something wrong with one source; that file or entry (or that value) is skipped. */
-export interface Problem {
+interface Problem {
   readonly file: string
   readonly message: string
 }

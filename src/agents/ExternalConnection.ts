@@ -22,7 +22,7 @@ import { AgentMethod, PROTOCOL_VERSION } from "../acp/Methods.ts"
 import * as AcpSession from "../acp/Session.ts"
 import * as Peer from "../jsonrpc/Peer.ts"
 import * as Diagnostics from "../mcp/Diagnostics.ts"
-import type { Launch, SessionSandbox } from "../sandbox/Sandbox.ts"
+import type { Launch, SessionSandbox } from "../tools/Sandboxed.ts"
 import * as ProcEnviron from "../secrets/ProcEnviron.ts"
 import * as Secrets from "../secrets/Secrets.ts"
 import type * as Ceiling from "../tools/Ceiling.ts"
@@ -52,9 +52,9 @@ export interface Options {
 }
 
 /** How long `initialize` and `session/new` (or `session/load`) may take: agents may start slowly. */
-export const START_TIMEOUT_MS = 60_000
+const START_TIMEOUT_MS = 60_000
 /** Once its stdin is closed, how long the agent may take to exit by itself. */
-export const STDIN_GRACE_MS = 500
+const STDIN_GRACE_MS = 500
 
 const STDERR_LINES_SHOWN = 8
 
@@ -76,7 +76,7 @@ const describeExit = (exit: ProcessGroup.LeaderExit | undefined): string =>
   exit === undefined ? "closed its output" : exit.signal !== null ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`
 
 /** What a connection is opened with, besides the agent and its options. */
-export interface Opening<H extends Peer.Handlers> {
+interface Opening<H extends Peer.Handlers> {
   /** The scope the connection's own is forked from. */
   readonly parent: Scope.Scope
   /** The agent's session of a connection that was lost, to resume. */

@@ -12,7 +12,7 @@ import * as Effect from "effect/Effect"
 import type * as AcpClient from "../acp/Client.ts"
 import * as Rpc from "../jsonrpc/Protocol.ts"
 import * as SafeFs from "../fs/SafeFs.ts"
-import type { ToolDetails } from "../log/Event.ts"
+import type { ToolDetails } from "../Vocabulary.ts"
 import type { Permit, TurnIO } from "../session/TurnContract.ts"
 import * as Tool from "../tools/Tool.ts"
 import * as Workspace from "../tools/Workspace.ts"
@@ -20,7 +20,7 @@ import { describeError, write } from "../tools/write.ts"
 import type * as Fold from "./ExternalFold.ts"
 
 /** The largest file an agent may read through `fs/read_text_file`. */
-export const MAX_READ_BYTES = 8 * 1024 * 1024
+const MAX_READ_BYTES = 8 * 1024 * 1024
 /** A JSON-RPC error code of Skein's own (the implementation-defined range): the request was refused. */
 export const REFUSED = -32010
 

@@ -25,17 +25,8 @@
 import * as NodePath from "node:path"
 import type * as AcpContent from "../acp/Content.ts"
 import type * as AcpUpdate from "../acp/Update.ts"
-import type {
-  AssistantPart,
-  CanonicalBody,
-  EphemeralBody,
-  Location,
-  ModelStop,
-  Permission,
-  StopReason,
-  ToolDetails,
-  ToolKind
-} from "../log/Event.ts"
+import type { CanonicalBody, EphemeralBody } from "../log/Event.ts"
+import type { AssistantPart, Location, ModelStop, StopReason, ToolDetails, ToolKind } from "../Vocabulary.ts"
 import { appendPart } from "../log/History.ts"
 import type { AnnouncedCall } from "../session/TurnContract.ts"
 import * as Ceiling from "../tools/Ceiling.ts"
@@ -49,7 +40,7 @@ const MAX_RAW_OUTPUT_CHARS = 20_000
 type ToolCallContent = AcpUpdate.ToolCallContent
 
 /** What the user allowed in the agent's question about a call: its kind and the files it showed. */
-export interface Grant {
+interface Grant {
   readonly kind: ToolKind
   readonly paths: ReadonlySet<string>
 }
@@ -100,7 +91,7 @@ export type Input =
     readonly agentId: string
     /** The call's id in the log. */
     readonly id: string
-    readonly outcome: typeof Permission.Type["data"]["outcome"]
+    readonly outcome: Extract<CanonicalBody, { readonly type: "permission" }>["data"]["outcome"]
     readonly granted?: Pick<Tracked, "kind" | "locations"> | undefined
   }
   /** The agent writes a file through Skein (`fs/write_text_file`). */

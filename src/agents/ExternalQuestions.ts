@@ -12,8 +12,7 @@
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import type * as AcpClient from "../acp/Client.ts"
-import type { ToolKind } from "../log/Event.ts"
-import type { PermissionOption, PermissionToolCall } from "../Vocabulary.ts"
+import type { PermissionOption, PermissionToolCall, ToolKind } from "../Vocabulary.ts"
 import type { Served } from "./ExternalFiles.ts"
 import * as Fold from "./ExternalFold.ts"
 

@@ -44,8 +44,9 @@ import * as Ceiling from "../tools/Ceiling.ts"
 import type { ModeId, StopReason, UserBlock } from "../Vocabulary.ts"
 import * as SessionId from "./SessionId.ts"
 import type { AnnouncedCall, Gated, Permit, TurnAgents } from "../session/TurnContract.ts"
+import * as TraceContext from "../telemetry/TraceContext.ts"
 
-export type Limits = Definitions.Limits
+type Limits = Definitions.Limits
 
 /** What a child session is opened with. */
 export interface OpenRequest {
@@ -77,7 +78,7 @@ export interface Factory {
   readonly started: () => number
 }
 
-export interface Options {
+interface Options {
   readonly parentId: string
   readonly cwd: string
   readonly additionalDirectories: ReadonlyArray<string>
@@ -103,7 +104,7 @@ export interface Children extends TurnAgents {
 }
 
 /** Characters of an answer given at once; the rest is read with `offset`. */
-export const ANSWER_CHARS = 8_000
+const ANSWER_CHARS = 8_000
 /** How long a cancelled child may take to finalize before its scope is closed under it. */
 const SHUTDOWN_WAIT_MS = 10_000
 
@@ -216,10 +217,13 @@ export const make = (options: Options): Effect.Effect<Children> =>
             return child.session.cancel
           })
         ))
+        // The child's turn continues the trace of the tool call that started or prompted it.
+        const traceparent = yield* TraceContext.current
         const turn = child.session.turn(content, {
           ...(options.client !== undefined ? { client: options.client } : {}),
           by: `parent:${options.parentId}`,
-          ...(options.presented ? {} : { unattended: true })
+          ...(options.presented ? {} : { unattended: true }),
+          ...(traceparent !== undefined ? { traceparent } : {})
         })
         const exit = yield* Effect.exit(Stream.runForEachArray(turn, (events) => {
           for (const event of events) {

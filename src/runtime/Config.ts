@@ -17,7 +17,7 @@ import type { Provider } from "../providers/Provider.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
 import type { McpServer, ModeId } from "../Vocabulary.ts"
 
-export interface Settings {
+interface Settings {
   /** `$SKEIN_HOME`: sessions live in `<home>/sessions`. */
   readonly home: string
   readonly provider: Provider
@@ -60,7 +60,7 @@ export interface Settings {
 }
 
 /** Starts an external ACP agent (lazily) in the scope, and gives what runs a turn through it. */
-export type ExternalRunner = (
+type ExternalRunner = (
   agent: ExternalAgent,
   options: ExternalOptions
 ) => Effect.Effect<{ readonly run: (ctx: TurnContext) => Effect.Effect<TurnOutcome, never, ToolEnv> }, never, Scope.Scope>

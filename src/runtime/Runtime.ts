@@ -27,13 +27,16 @@ import * as History from "../log/History.ts"
 import * as Recovery from "../log/Recovery.ts"
 import { isSessionId } from "../log/Listing.ts"
 import type * as Reader from "../log/Reader.ts"
-import { LogError, SessionLog, type Writer } from "../log/SessionLog.ts"
+import { SessionLog } from "../log/SessionLog.ts"
+import type { Writer } from "../log/Store.ts"
+import { LogError } from "../log/LogError.ts"
 import * as DynamicToolkit from "../mcp/DynamicToolkit.ts"
 import * as McpSession from "../mcp/McpSession.ts"
 import * as McpConfig from "../mcp/Config.ts"
 import * as McpRecord from "../mcp/Record.ts"
 import * as ProviderConfig from "../providers/ProviderConfig.ts"
 import * as Sandbox from "../sandbox/Sandbox.ts"
+import type { SessionSandbox } from "../tools/Sandboxed.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
 import * as Definitions from "../agents/Definitions.ts"
 import * as Commands from "../commands/Commands.ts"
@@ -62,8 +65,6 @@ import {
   RuntimeError,
   type SessionRecord
 } from "./Api.ts"
-
-export * from "./Api.ts"
 
 const fromLogError = (error: LogError): RuntimeError =>
   new RuntimeError({
@@ -261,7 +262,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
     /** A child's project (its parent's, read once a minute at most per cwd). */
     const childProject = childReads.project
 
-    const depsFor = (id: string, cwd: string, writer: Writer, mcp: Mcp, sandbox: Sandbox.SessionSandbox | undefined): Session.Deps => {
+    const depsFor = (id: string, cwd: string, writer: Writer, mcp: Mcp, sandbox: SessionSandbox | undefined): Session.Deps => {
       const servers = mcp.session
       return {
         bus,
@@ -301,7 +302,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
      * session answers), and records them when they changed: their settings
      * beside the log, what identifies them in it.
      */
-    const startMcp = (servers: ReadonlyArray<McpServer>, changed: boolean, writer: Writer, cwd: string, scope: Scope.Scope, sandbox: Sandbox.SessionSandbox | undefined) =>
+    const startMcp = (servers: ReadonlyArray<McpServer>, changed: boolean, writer: Writer, cwd: string, scope: Scope.Scope, sandbox: SessionSandbox | undefined) =>
       Effect.gen(function*() {
         if (changed) yield* McpRecord.save(writer, servers)
         const record: ReadonlyArray<CanonicalBody> = changed ? [{ type: "mcp_servers", data: { servers: McpRecord.summary(servers) } }] : []

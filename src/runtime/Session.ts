@@ -28,11 +28,12 @@ import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { type Canonical, type CanonicalBody, type CommandRun, isEphemeral, type SessionEvent } from "../log/Event.ts"
 import * as History from "../log/History.ts"
-import type { LogError, Writer } from "../log/SessionLog.ts"
+import type { Writer } from "../log/Store.ts"
+import type { LogError } from "../log/LogError.ts"
 import * as Models from "../providers/Models.ts"
 import * as Prompt from "../providers/Prompt.ts"
 import type { Provider } from "../providers/Provider.ts"
-import type { SessionSandbox } from "../sandbox/Sandbox.ts"
+import type { SessionSandbox } from "../tools/Sandboxed.ts"
 import * as ClientCalls from "../session/ClientCalls.ts"
 import {
   type Command,
@@ -40,7 +41,6 @@ import {
   type Session as ProtocolSession,
   SessionError,
   type SessionInfo,
-  type Settings,
   type TurnOutcome
 } from "../session/Protocol.ts"
 import type * as TurnContract from "../session/TurnContract.ts"
@@ -58,13 +58,11 @@ import * as Turn from "./Turn.ts"
 import * as TurnEnd from "./TurnEnd.ts"
 import * as Commands from "../commands/Commands.ts"
 import * as Latest from "./Latest.ts"
+import * as Spans from "../telemetry/Spans.ts"
 import * as Skills from "../skills/Skills.ts"
 import * as Undo from "../session/Undo.ts"
 import * as Tool from "../tools/Tool.ts"
 import * as Toolkits from "../tools/Toolkit.ts"
-
-export { SessionError }
-export type { SessionInfo, Settings, TurnOutcome }
 
 /** A session live in this process: the protocol, and what the runtime that hosts it reads. */
 export interface Session extends ProtocolSession {
@@ -163,8 +161,6 @@ type Message =
   | { readonly _tag: "SetMode"; readonly mode: ModeId; readonly reply: Deferred.Deferred<void, SessionError> }
   | { readonly _tag: "SetConfig"; readonly id: string; readonly value: string; readonly reply: Deferred.Deferred<void, SessionError> }
 
-export { CANCELLED_TOOL, NOT_RUN_TOOL } from "./TurnEnd.ts"
-
 const defaultClosed = new SessionError({ reason: "closed", message: "The session is closed" })
 
 /**
@@ -237,8 +233,9 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
       const cost = usage === undefined ? undefined : Models.cost(usage, model?.price)
       if (cost !== undefined) spent += cost
       const size = contextWindow()
-      if (size === undefined || used === undefined) return Effect.void
-      return emitEphemeral(turn, { type: "usage", data: { used, size, ...(spent > 0 || cost !== undefined ? { cost: spent } : {}) } })
+      const costed = Spans.cost(cost === undefined ? undefined : spent)
+      if (size === undefined || used === undefined) return costed
+      return Effect.andThen(costed, emitEphemeral(turn, { type: "usage", data: { used, size, ...(spent > 0 || cost !== undefined ? { cost: spent } : {}) } }))
     }
 
     /** The usage update that follows a logged event, if any. */
@@ -522,10 +519,12 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
           if (children !== undefined) yield* children.shutdown
           children = undefined
           const ended = yield* finalize(q, state, exit, startLogged ? undefined : start)
+          // A turn whose end the log refused counts as failed.
+          yield* Spans.turnEnded(Exit.isSuccess(ended) ? ended.value : { stopReason: "end_turn", error: "its end was not logged" })
           const waiter = outcomes.get(q.turn)
           outcomes.delete(q.turn)
           if (waiter !== undefined) yield* Deferred.done(waiter, ended)
-        })
+        }).pipe(Spans.turn({ sessionId: info.id, turn: q.turn, agent: deps.agent, parentSessionId: info.parent?.sessionId, traceparent: q.traceparent }))
       ).pipe(Effect.ensuring(Queue.offer(mailbox, { _tag: "Turns", input: { _tag: "TurnDone", turn: q.turn } })))
 
     /**
@@ -740,7 +739,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
             presented: options?.unattended !== true,
             client: options?.client,
             by: options?.by,
-            ...(options?.key !== undefined ? { key: options.key } : {})
+            ...(options?.key !== undefined ? { key: options.key } : {}),
+            ...(options?.traceparent !== undefined ? { traceparent: options.traceparent } : {})
           })
           // However the stream ends, its presenter lets go of the turn (the next one may start).
           yield* Effect.addFinalizer(() => released(turn))

@@ -19,12 +19,13 @@ import * as Stream from "effect/Stream"
 import * as Acp from "../acp/index.ts"
 import * as Peer from "../jsonrpc/Peer.ts"
 import * as Protocol from "../jsonrpc/Protocol.ts"
-import type { Canonical, SessionEvent, UserBlock } from "../log/Event.ts"
+import type { Canonical, SessionEvent } from "../log/Event.ts"
+import type { Answer, StopReason, UserBlock } from "../Vocabulary.ts"
 import * as Present from "../translate/Present.ts"
 import * as Replay from "../translate/Replay.ts"
 import { Runtime, RuntimeError } from "../runtime/Api.ts"
+import type { Capabilities } from "../session/ClientCalls.ts"
 import { outcomeOf, type Session, type SessionError } from "../session/Protocol.ts"
-import type { Answer, StopReason } from "../Vocabulary.ts"
 import * as Translate from "../translate/Translate.ts"
 import * as Auth from "./Auth.ts"
 import * as ClientBridge from "./ClientBridge.ts"
@@ -172,7 +173,7 @@ export const handlers = (
       : Effect.fail(Protocol.invalidParams(`${s.id} is a child session (a subagent of ${s.parent.sessionId}); it is driven by its parent`))
 
   // What the client offered in `initialize` (nothing until it says otherwise).
-  let offered: ClientBridge.Capabilities = { readTextFile: false, writeTextFile: false, terminal: false }
+  let offered: Capabilities = { readTextFile: false, writeTextFile: false, terminal: false }
   const clientSettings = options.clientAccess ?? { useClientFs: true, useClientTerminal: true }
   /** What this client offers a turn's tools, under the agent's settings. */
   const turnOptions = () => ({ client: ClientBridge.capabilities(offered, clientSettings), by: connection })
@@ -197,7 +198,9 @@ export const handlers = (
       yield* notChild(s)
       const content = yield* userBlocks(params.prompt)
       const ran = { tools: false }
-      const outcome = yield* presentTurn(s, content, (outcome) => ctx.respond({ stopReason: outcome.stopReason }), ran)
+      // A client's W3C trace context (ACP's telemetry RFD): the turn's span continues its trace.
+      const traceparent = params._meta?.["traceparent"]
+      const outcome = yield* presentTurn(s, content, (outcome) => ctx.respond({ stopReason: outcome.stopReason }), ran, typeof traceparent === "string" ? traceparent : undefined)
       // A turn that ran tools (or a child's) may have added a prompt file or a skill; one that only talked did not.
       if (ran.tools) yield* announceCommands(s, true)
       return outcome
@@ -212,7 +215,8 @@ export const handlers = (
     s: Session,
     content: ReadonlyArray<UserBlock>,
     done: (outcome: { readonly stopReason: StopReason }) => Effect.Effect<void>,
-    ran?: { tools: boolean }
+    ran?: { tools: boolean },
+    traceparent?: string
   ) =>
     Effect.gen(function*() {
       presenting.set(s.id, (presenting.get(s.id) ?? 0) + 1)
@@ -275,7 +279,7 @@ export const handlers = (
           // Let the turn publish more before the next take: one wake-up per burst, not per delta.
           yield* Effect.yieldNow
         })
-      yield* s.turn(content, turnOptions()).pipe(Stream.runForEachArray(present), Effect.mapError(sessionError))
+      yield* s.turn(content, { ...turnOptions(), ...(traceparent !== undefined ? { traceparent } : {}) }).pipe(Stream.runForEachArray(present), Effect.mapError(sessionError))
       // The turn ended without its turn_end (the session closed under it).
       return { stopReason: "cancelled" as StopReason }
     }).pipe(Effect.scoped)

@@ -14,7 +14,7 @@ import type * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { type CanonicalBody, type EphemeralBody, ToolCall } from "../log/Event.ts"
 import type { History } from "../log/History.ts"
-import type { LogError } from "../log/SessionLog.ts"
+import type { LogError } from "../log/LogError.ts"
 import type { Provider } from "../providers/Provider.ts"
 import type { Agents } from "../tools/Delegation.ts"
 import type { Subject } from "../tools/Permissions.ts"
@@ -55,10 +55,10 @@ export interface Prior {
 }
 
 /** The permission gate of a turn: may this announced call run? */
-export type PermitFn = (call: AnnouncedCall, tool: Gated, args: unknown, prior?: Prior) => Effect.Effect<Permit, never, ToolEnv>
+type PermitFn = (call: AnnouncedCall, tool: Gated, args: unknown, prior?: Prior) => Effect.Effect<Permit, never, ToolEnv>
 
 /** A permission question as it is, for whoever presents the turn. */
-export interface Question {
+interface Question {
   readonly toolCall: PermissionToolCall
   readonly options: ReadonlyArray<PermissionOption>
 }

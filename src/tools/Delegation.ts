@@ -32,7 +32,7 @@ export interface SpawnRequest {
   readonly toolCallId: string
 }
 
-export interface WorkflowStep {
+interface WorkflowStep {
   readonly id: string
   readonly task: string
   readonly agent?: string | undefined

@@ -26,11 +26,11 @@ import type * as Sandbox from "./Sandboxed.ts"
 import * as Tool from "./Tool.ts"
 
 export const DEFAULT_TIMEOUT_MS = 120_000
-export const MAX_TIMEOUT_MS = 600_000
-export const HEAD_BYTES = OutputBuffer.DEFAULT_HEAD_BYTES
-export const TAIL_BYTES = OutputBuffer.DEFAULT_TAIL_BYTES
+const MAX_TIMEOUT_MS = 600_000
+const HEAD_BYTES = OutputBuffer.DEFAULT_HEAD_BYTES
+const TAIL_BYTES = OutputBuffer.DEFAULT_TAIL_BYTES
 /** How often running output is pushed to presenters (at most). */
-export const PROGRESS_INTERVAL_MS = 150
+const PROGRESS_INTERVAL_MS = 150
 /** After the shell exits, how long output may keep arriving before leftovers are killed. */
 const DRAIN_MS = 100
 
