@@ -31,6 +31,7 @@ import type * as Duration from "effect/Duration"
 import type * as Scope from "effect/Scope"
 import * as Framing from "./Framing.ts"
 import * as Protocol from "./Protocol.ts"
+import * as Response from "./Response.ts"
 import type { Id, RpcError } from "./Protocol.ts"
 import * as Writer from "./Writer.ts"
 
@@ -93,7 +94,7 @@ type ServicesOf<X> = X extends RequestHandler<infer R> ? R : X extends Notificat
 type ValuesOf<T> = T extends Readonly<Record<string, infer V>> ? V : never
 
 /** The services the handlers of a `Handlers` record need. */
-type HandlerServices<H extends Handlers> =
+export type HandlerServices<H extends Handlers> =
   | ServicesOf<ValuesOf<NonNullable<H["requests"]>>>
   | ServicesOf<ValuesOf<NonNullable<H["notifications"]>>>
 
@@ -185,33 +186,6 @@ interface InFlight {
 }
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null
-
-/** An object with `result` or `error` and no `method`: meant as a response to one of our requests. */
-const isResponseShaped = (u: unknown): boolean =>
-  isRecord(u) && !Array.isArray(u) && !Object.hasOwn(u, "method") && (Object.hasOwn(u, "result") || Object.hasOwn(u, "error"))
-
-/** Encodes a response; a result or error data JSON cannot represent becomes an internal error. */
-const encodeResponse = (id: Id, exit: Exit.Exit<unknown, RpcError>): Effect.Effect<string> => {
-  const encoded = (message: () => Protocol.Message) =>
-    Effect.try({ try: () => Framing.encode(message()), catch: (e) => e }).pipe(
-      Effect.catchCause((cause) =>
-        Effect.logError("response is not JSON-serializable", cause).pipe(
-          Effect.as(Framing.encode(Protocol.makeError(id, Protocol.internalError())))
-        )
-      )
-    )
-  if (Exit.isSuccess(exit)) return encoded(() => Protocol.makeSuccess(id, exit.value))
-  const cause = exit.cause
-  const error = Cause.findErrorOption(cause)
-  if (error._tag === "Some" && error.value instanceof Protocol.RpcError) {
-    const rpcError = error.value
-    return encoded(() => Protocol.makeError(id, rpcError))
-  }
-  if (Cause.hasInterruptsOnly(cause)) return encoded(() => Protocol.makeError(id, Protocol.requestCancelled()))
-  return Effect.logError("request handler failed", cause).pipe(
-    Effect.as(Framing.encode(Protocol.makeError(id, Protocol.internalError())))
-  )
-}
 
 export const make = Effect.fnUntraced(function*(
   transport: Transport,
@@ -314,7 +288,7 @@ export const make = Effect.fnUntraced(function*(
             if (entry.answered) return Effect.void
             entry.answered = true
             MutableHashMap.remove(inflight, id)
-            return Effect.flatMap(encodeResponse(id, exit), send).pipe(
+            return Effect.flatMap(Response.encode(id, exit), send).pipe(
               Effect.andThen(Effect.suspend(() => Effect.forEach(entry.responded, (effect) => effect, { discard: true })))
             )
           })
@@ -404,9 +378,11 @@ export const make = Effect.fnUntraced(function*(
               ? Effect.logWarning("peer reported an error", message.error.code, message.error.message)
               : resolve(message.id, Exit.fail(Protocol.fromErrorObject(message.error)))
           case "Invalid":
-            return isResponseShaped(json)
+            return Response.isResponseShaped(json)
               ? onBadResponse(message.id)
               : reply(message.id, Protocol.invalidRequest())
+          default:
+            return message satisfies never
         }
       }
 

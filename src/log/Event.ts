@@ -80,7 +80,7 @@ const ModelPartial = event("model_partial", {
   ]))
 })
 /** The model asked for a tool; logged before it runs. */
-const ToolCall = event("tool_call", {
+export const ToolCall = event("tool_call", {
   id: Schema.String,
   name: Schema.String,
   args: Schema.Unknown,

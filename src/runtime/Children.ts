@@ -34,18 +34,16 @@ import type { Capabilities } from "../session/ClientCalls.ts"
 import type { Session } from "../session/Protocol.ts"
 import type {
   AgentInfo,
-  Agents,
   ChildReport,
   SpawnRequest,
   StepReport,
   WorkflowReport,
   WorkflowRequest
-} from "../tools/agents.ts"
+} from "../tools/Delegation.ts"
 import * as Ceiling from "../tools/Ceiling.ts"
 import type { ModeId, StopReason, UserBlock } from "../Vocabulary.ts"
-import type { Gated } from "./Gate.ts"
 import * as SessionId from "./SessionId.ts"
-import type { AnnouncedCall, Permit } from "./Turn.ts"
+import type { AnnouncedCall, Gated, Permit, TurnAgents } from "../session/TurnContract.ts"
 import * as TraceContext from "../telemetry/TraceContext.ts"
 
 type Limits = Definitions.Limits
@@ -99,13 +97,8 @@ interface Options {
   readonly permit: (call: AnnouncedCall, subject: Gated, args: unknown) => Effect.Effect<Permit>
 }
 
-/** The children of a turn: what the agent tools use, and what the turn's supervisor needs. */
-export interface Children extends Agents {
-  /**
-   * Waits for the children still working and gives back, once, the results the model has not
-   * read (as the text of its next input); `undefined` when there are none.
-   */
-  readonly settle: Effect.Effect<{ readonly ids: ReadonlyArray<string>; readonly text: string } | undefined>
+/** The children of a turn: what the turn uses (the agent tools, `settle`), and what its supervisor needs. */
+export interface Children extends TurnAgents {
   /** Stops and closes every child (the turn is ending). Never fails. */
   readonly shutdown: Effect.Effect<void>
 }

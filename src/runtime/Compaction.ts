@@ -21,7 +21,7 @@ import type { History } from "../log/History.ts"
 import type { LogError } from "../log/LogError.ts"
 import type { Message, ModelStop } from "../Vocabulary.ts"
 import { promptText } from "../Vocabulary.ts"
-import type { Emit, TurnContext } from "./Turn.ts"
+import type { Emit, TurnContext } from "../session/TurnContract.ts"
 import * as Spans from "../telemetry/Spans.ts"
 
 type Trigger = "manual" | "threshold" | "overflow"
@@ -76,6 +76,8 @@ const tokensOf = (message: Message): number => {
       return Math.ceil(message.parts.reduce((n, p) => n + (p.type === "tool_call" ? JSON.stringify(p.args ?? null).length + p.name.length : p.text.length), 0) / 4) + 4
     case "tool":
       return Math.ceil(message.content.length / 4) + 4
+    default:
+      return message satisfies never
   }
 }
 
@@ -220,8 +222,12 @@ export const run = (ctx: TurnContext, options: Options): Effect.Effect<Outcome, 
             failure = part.message
             stop = "error"
             return
-          default:
+          // A summary call offers no tools, and its reasoning is not part of the note.
+          case "ThinkingDelta":
+          case "ToolCall":
             return
+          default:
+            return part satisfies never
         }
       })
     ))

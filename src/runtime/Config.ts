@@ -7,11 +7,11 @@ import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
+import type { ExternalAgent, Options as ExternalOptions } from "../agents/ExternalConnection.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
-import type { Ceiling } from "../tools/Ceiling.ts"
-import type { TurnContext, TurnOutcome } from "./Turn.ts"
+import type { TurnOutcome } from "../session/Protocol.ts"
+import type { TurnContext } from "../session/TurnContract.ts"
 import type { Catalog } from "../providers/Models.ts"
-import type { SessionSandbox } from "../tools/Sandboxed.ts"
 import type { Settings as SandboxSettings } from "../sandbox/Settings.ts"
 import type { Provider } from "../providers/Provider.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
@@ -71,23 +71,8 @@ interface Settings {
 
 /** Starts an external ACP agent (lazily) in the scope, and gives what runs a turn through it. */
 type ExternalRunner = (
-  agent: {
-    readonly name: string
-    readonly command: string
-    readonly args: ReadonlyArray<string>
-    readonly env: Readonly<Record<string, string>>
-    /** Its process runs in the session's sandbox (`"sandbox": true` in its settings). */
-    readonly sandbox?: boolean | undefined
-  },
-  options: {
-    readonly cwd: string
-    readonly clientInfo: { readonly name: string; readonly version: string }
-    readonly permissionTimeoutMs?: number | undefined
-    /** The child session's sandbox, for an agent that runs in it. */
-    readonly sandbox?: SessionSandbox | undefined
-    /** The child session's ceiling as it is now: the agent's questions and reported changes are held to it. */
-    readonly ceiling?: (() => Ceiling) | undefined
-  }
+  agent: ExternalAgent,
+  options: ExternalOptions
 ) => Effect.Effect<{ readonly run: (ctx: TurnContext) => Effect.Effect<TurnOutcome, never, ToolEnv> }, never, Scope.Scope>
 
 export class Config extends Context.Service<Config, Settings>()("skein/runtime/Config") {

@@ -24,10 +24,10 @@ import type { PermissionToolCall } from "../Vocabulary.ts"
 import * as Protected from "../tools/Protected.ts"
 import * as Hosts from "../sandbox/Hosts.ts"
 import * as Address from "../tools/web/Address.ts"
-import type { Tool, ToolEnv } from "../tools/Tool.ts"
+import type { ToolEnv } from "../tools/Tool.ts"
 import type { ModeId } from "../Vocabulary.ts"
 import type { Placement, SessionSandbox } from "../tools/Sandboxed.ts"
-import type { AnnouncedCall, Permit } from "./Turn.ts"
+import type { AnnouncedCall, Gated, PermissionAnswer, Permit, Prior } from "../session/TurnContract.ts"
 import * as Spans from "../telemetry/Spans.ts"
 
 /** What a presenter is asked: the live tool call (with the change it would make) and the four options. */
@@ -36,10 +36,6 @@ interface PermissionRequest {
   readonly toolCall: PermissionToolCall
   readonly options: ReadonlyArray<Permissions.Option>
 }
-
-export type PermissionAnswer =
-  | { readonly outcome: "selected"; readonly optionId: string }
-  | { readonly outcome: "cancelled" }
 
 /** Asks the user. Must not fail; a problem is `cancelled`; `undefined` when nobody is there to answer. */
 type Asker = (request: PermissionRequest) => Effect.Effect<PermissionAnswer | undefined>
@@ -62,21 +58,6 @@ interface Options {
   readonly above?: (() => Ceiling.Ceiling) | undefined
   /** The session's sandbox: where its commands run decides whether they are asked for. */
   readonly sandbox?: SessionSandbox | undefined
-}
-
-/** What a call's tool is to the gate: the policy's subject, and the change it would make, to show. */
-export type Gated = Permissions.Subject & Pick<Tool, "preview">
-
-/** What is known of a call before the gate decides. */
-export interface Prior {
-  /**
-   * The user allowed this very change already, in a question about it (an external agent's
-   * own question about an edit of this file): where the gate would ask, it does not ask again.
-   * It never lifts a denial, and a protected file is asked about anyway.
-   */
-  readonly granted?: boolean | undefined
-  /** A PreToolUse hook said to ask: the user is asked even where the policy would allow it (never where it denies). */
-  readonly ask?: boolean | undefined
 }
 
 const denied = (reason: string): Permit => ({ _tag: "deny", reason })
@@ -227,5 +208,7 @@ export const make = (options: Options) => (call: AnnouncedCall, tool: Gated, arg
         return denied(`No answer to the permission request for ${call.title} in time; it was not run.`)
       case "cancelled":
         return denied(`The permission request for ${call.title} was cancelled; it was not run.`)
+      default:
+        return outcome satisfies never
     }
   })

@@ -43,6 +43,7 @@ import {
   type SessionInfo,
   type TurnOutcome
 } from "../session/Protocol.ts"
+import type * as TurnContract from "../session/TurnContract.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
 import { isModeId, type McpServerStatus, type ModeId, type Usage, type UserBlock } from "../Vocabulary.ts"
@@ -124,11 +125,11 @@ export interface Deps {
   /** The session's sandbox: its commands run in it, and are asked for accordingly. */
   readonly sandbox?: SessionSandbox | undefined
   /** Before each presented turn: the folder's trust question (`trust/Workspace.ts`); true when the answer made more load. */
-  readonly trustQuestion?: ((ask: Turn.TurnContext["ask"]) => Effect.Effect<boolean>) | undefined
+  readonly trustQuestion?: ((ask: TurnContract.TurnContext["ask"]) => Effect.Effect<boolean>) | undefined
   /** The hooks of a turn (`src/hooks`); without it, none run. */
   readonly hooks?: ReturnType<Workspace.Workspace["hooksFor"]> | undefined
   /** Runs a turn's work in place of the model/tool loop (an external ACP agent). */
-  readonly runTurn?: ((ctx: Turn.TurnContext) => Effect.Effect<Turn.TurnOutcome, never, ToolEnv>) | undefined
+  readonly runTurn?: ((ctx: TurnContract.TurnContext) => Effect.Effect<TurnOutcome, never, ToolEnv>) | undefined
 }
 
 /** What a session can run besides its tools: skills, and slash commands. */
@@ -262,7 +263,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
     })
 
     /** Asks the presenter of `turn` a permission question; `undefined` when nobody answers. */
-    const askFor = (turn: number): Turn.TurnContext["ask"] => (request) =>
+    const askFor = (turn: number): TurnContract.TurnContext["ask"] => (request) =>
       Effect.map(
         questions.ask(turn, (requestId) => ({ type: "permission_asked", data: { requestId, toolCall: request.toolCall, options: request.options } })),
         Option.match({
@@ -405,9 +406,9 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
     const supervise = (q: Mailbox.Queued, cancelled: boolean) =>
       Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
-          const state: Turn.TurnState = { partial: undefined, call: 0, requested: new Map() }
+          const state: TurnContract.TurnState = { partial: undefined, call: 0, requested: new Map() }
           let children: Children.Children | undefined
-          const emit: Turn.Emit = {
+          const emit: TurnContract.Emit = {
             // A logged model response is no longer partial: cleared in the same step, so
             // a cancel right after it cannot log it twice.
             canonical: (body) =>
@@ -468,7 +469,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
             // Without a skill the model may load, the `skill` tool is not offered.
             const toolkit = extensions.skills.some((s) => s.modelInvocable) ? deps.toolkit : Toolkits.only(deps.toolkit, (name) => name !== "skill")
             const system = withInstructions(Prompt.render(yield* project, { mode: reach().mode, tools: toolkit.specs() }))
-            const ctx: Turn.TurnContext = {
+            const ctx: TurnContract.TurnContext = {
               sessionId: info.id,
               turn: q.turn,
               content: resolved.content,
@@ -544,7 +545,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
      * when it was never logged). When the log refuses them, the turn's presenter is told so
      * (`turn_aborted`), and its outcome is that refusal, unless the turn was cancelled. Never fails.
      */
-    const finalize = (q: Mailbox.Queued, state: Turn.TurnState, exit: Exit.Exit<TurnOutcome, unknown>, start: CanonicalBody | undefined) =>
+    const finalize = (q: Mailbox.Queued, state: TurnContract.TurnState, exit: Exit.Exit<TurnOutcome, unknown>, start: CanonicalBody | undefined) =>
       Effect.gen(function*() {
         const outcome = TurnEnd.outcomeOf(exit)
         if (Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause)) yield* logProblem(`turn ${q.turn} failed`)(exit.cause)

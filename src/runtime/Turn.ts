@@ -9,127 +9,15 @@
  */
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
-import type { CanonicalBody, EphemeralBody } from "../log/Event.ts"
-import {
-  type AssistantPart,
-  type Location,
-  type ModelStop,
-  type PermissionOption,
-  type PermissionToolCall,
-  promptText,
-  type StopReason,
-  type ToolKind,
-  type Usage,
-  type UserBlock
-} from "../Vocabulary.ts"
-import { appendPart, type History } from "../log/History.ts"
-import type { LogError } from "../log/LogError.ts"
-import type { Provider, StreamPart } from "../providers/Provider.ts"
+import { type AssistantPart, type ModelStop, promptText, type StopReason, type Usage } from "../Vocabulary.ts"
+import { appendPart } from "../log/History.ts"
+import type { StreamPart } from "../providers/Provider.ts"
 import * as Tool from "../tools/Tool.ts"
-import type { Gated, PermissionAnswer, Prior } from "./Gate.ts"
-import type { TurnHooks } from "../hooks/Hooks.ts"
-import type { Children } from "./Children.ts"
-import type { Toolkit } from "../tools/Toolkit.ts"
+import type { TurnOutcome } from "../session/Protocol.ts"
+import type { AnnouncedCall, Permit, Prior, TurnContext } from "../session/TurnContract.ts"
 import * as Spans from "../telemetry/Spans.ts"
 import * as Checkpoint from "./Checkpoint.ts"
 import * as Compaction from "./Compaction.ts"
-
-export interface TurnOutcome {
-  readonly stopReason: StopReason
-  /** The text shown to the user when the turn failed. */
-  readonly error?: string | undefined
-}
-
-/** What the loop shares with its supervisor, so an interrupted call can be finalized honestly. */
-export interface TurnState {
-  /** Parts of the model call in progress, streamed but not yet logged. */
-  partial: Array<AssistantPart> | undefined
-  call: number
-  /** The id of the compaction whose summary call is in progress (its `partial` is that summary). */
-  compaction?: string | undefined
-  /** Arguments of the tool calls of the current call, by id (for finalizing unstarted ones). */
-  readonly requested: Map<string, unknown>
-}
-
-export interface Emit {
-  /** Logs then publishes a canonical event of this turn. */
-  readonly canonical: (body: CanonicalBody) => Effect.Effect<void, LogError>
-  /** Publishes an ephemeral event of this turn. */
-  readonly ephemeral: (body: EphemeralBody) => Effect.Effect<void>
-}
-
-export interface TurnContext {
-  readonly sessionId: string
-  readonly turn: number
-  /** The prompt this turn answers (already in `history`). */
-  readonly content: ReadonlyArray<UserBlock>
-  readonly cwd: string
-  readonly roots: ReadonlyArray<string>
-  readonly system: string
-  readonly model?: string | undefined
-  /** The session's reasoning effort (`thought_level`), if it chose one. */
-  readonly reasoningEffort?: string | undefined
-  readonly provider: Provider
-  readonly toolkit: Toolkit
-  readonly history: History
-  readonly maxTurnRequests: number
-  readonly emit: Emit
-  readonly state: TurnState
-  /** The client's file and terminal access, when it offers them. */
-  readonly client?: Tool.ClientAccess | undefined
-  /** The permission gate: may this announced call run? A denial's reason goes to the model. */
-  readonly permit: (call: AnnouncedCall, tool: Gated, args: unknown, prior?: Prior) => Effect.Effect<Permit, never, Tool.ToolEnv>
-  /**
-   * Asks whoever presents the turn a permission question as it is (for a turn run elsewhere:
-   * an external agent's own questions). `undefined` when nobody can answer; never fails.
-   */
-  readonly ask: (question: { readonly toolCall: PermissionToolCall; readonly options: ReadonlyArray<PermissionOption> }) => Effect.Effect<PermissionAnswer | undefined>
-  /** The agent a child session runs as (the provider is told). */
-  readonly agent?: string | undefined
-  /** The session's children, when it may start some (the agent tools use them). */
-  readonly agents?: Children | undefined
-  /** The session's skills, when it has some (the `skill` tool loads one). */
-  readonly skills?: Tool.SkillAccess | undefined
-  /** Folders tools that only read may read without asking, besides the roots (the skills' folders). */
-  readonly readRoots?: ReadonlyArray<string> | undefined
-  /** The session's sandbox, which its commands start through. */
-  readonly sandbox?: Tool.ToolContext["sandbox"]
-  /**
-   * Messages for the user that arose outside the model (an MCP server failed),
-   * each given out once; the loop logs them as `notice` events before each
-   * model call, so they are shown inside a turn.
-   */
-  readonly notices?: (() => ReadonlyArray<{ readonly text: string; readonly source?: string }>) | undefined
-  /** The model's context window (tokens), when known: compaction is measured against it. */
-  readonly window?: number | undefined
-  /** The share of the window at which the conversation is compacted before a model call (default 0.8). */
-  readonly compactAt?: number | undefined
-  /**
-   * Content the user sent while the turn ran (steering), taken at each safe point: after the
-   * tool calls of a model call, before the next call, and once more when the model stopped
-   * (`final`: nothing taken then means the turn takes no more). Logged as `turn_input` there.
-   */
-  readonly steering?: ((final: boolean) => ReadonlyArray<ReadonlyArray<UserBlock>>) | undefined
-  /**
-   * The session's hooks (`src/hooks`), when it has some: `starting` says the turn is the first
-   * of the session in this process (SessionStart fires before UserPromptSubmit).
-   */
-  readonly hooks?: (TurnHooks & { readonly starting?: "startup" | "resume" | undefined }) | undefined
-}
-
-export interface AnnouncedCall {
-  readonly id: string
-  readonly name: string
-  readonly args: unknown
-  readonly title: string
-  readonly kind: ToolKind
-  readonly locations?: ReadonlyArray<Location> | undefined
-}
-
-/** `readOnly`: the gate allowed it without asking because it only reads; the tool runs it confined. */
-export type Permit =
-  | { readonly _tag: "allow"; readonly readOnly?: true | undefined }
-  | { readonly _tag: "deny"; readonly reason: string }
 
 const stopReasonOf = (stop: ModelStop): StopReason =>
   stop === "max_tokens" ? "max_tokens" : stop === "refusal" ? "refusal" : "end_turn"
@@ -181,6 +69,8 @@ const modelCall = (ctx: TurnContext, call: number): Effect.Effect<CallResult> =>
         overflow = part.overflow === true
         stop = "error"
         return Effect.void
+      default:
+        return part satisfies never
     }
   }
   return ctx.provider.stream({

@@ -19,7 +19,7 @@ import type { History } from "../log/History.ts"
 import { LogError } from "../log/LogError.ts"
 import { SessionError, type TurnOutcome } from "../session/Protocol.ts"
 import type { Subscription } from "./Bus.ts"
-import type { TurnState } from "./Turn.ts"
+import type { TurnState } from "../session/TurnContract.ts"
 
 /** The result logged for a tool call a cancel stopped, and for one a failed turn never ran. */
 export const CANCELLED_TOOL = "Cancelled by the user"

@@ -31,7 +31,9 @@ import * as OtlpTracer from "effect/observability/OtlpTracer"
 import * as Secrets from "../secrets/Secrets.ts"
 import * as Stderr from "../secrets/Stderr.ts"
 import { VERSION } from "../version.ts"
-import type { Env } from "./Telemetry.ts"
+
+/** The environment the settings are read from (`process.env`). */
+export type Env = Readonly<Record<string, string | undefined>>
 
 export type Signal = "traces" | "metrics" | "logs"
 export type Protocol = "http/json" | "http/protobuf"

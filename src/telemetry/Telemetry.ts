@@ -7,8 +7,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-
-export type Env = Readonly<Record<string, string | undefined>>
+import type { Env } from "./Otlp.ts"
 
 const set = (value: string | undefined) => value !== undefined && value.trim() !== ""
 

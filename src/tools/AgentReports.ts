@@ -2,7 +2,7 @@
  * What a person is shown of the delegation tools' results (`details.output`): the model reads
  * the JSON reports, a card shows a few readable lines instead. Pure.
  */
-import type { AgentInfo, ChildReport, StepReport, WorkflowReport } from "./agents.ts"
+import type { AgentInfo, ChildReport, StepReport, WorkflowReport } from "./Delegation.ts"
 
 const firstLine = (text: string, n = 100) => {
   const line = text.trim().split("\n", 1)[0]!.trim()

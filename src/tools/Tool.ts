@@ -12,7 +12,7 @@ import type { FileSystem } from "effect/FileSystem"
 import type { Path } from "effect/Path"
 import type { Location, ProposedDiff, ToolDetails, ToolKind } from "../Vocabulary.ts"
 import type { SessionSandbox } from "./Sandboxed.ts"
-import type { Agents } from "./agents.ts"
+import type { Agents } from "./Delegation.ts"
 
 /** What a tool returns: text for the model, details for presenters. */
 export interface ToolOutput {

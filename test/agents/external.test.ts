@@ -15,9 +15,13 @@ import * as Scope from "effect/Scope"
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
 import * as External from "../../src/agents/External.ts"
+import type * as Connection from "../../src/agents/ExternalConnection.ts"
+import * as Files from "../../src/agents/ExternalFiles.ts"
+import * as Fold from "../../src/agents/ExternalFold.ts"
 import { type Canonical, CanonicalBody, type EphemeralBody } from "../../src/log/Event.ts"
 import * as History from "../../src/log/History.ts"
-import type * as Turn from "../../src/runtime/Turn.ts"
+import type { TurnOutcome } from "../../src/session/Protocol.ts"
+import type * as TurnContract from "../../src/session/TurnContract.ts"
 import type { ToolEnv } from "../../src/tools/Tool.ts"
 import * as Replay from "../../src/translate/Replay.ts"
 import type { PermissionOption, PermissionToolCall } from "../../src/Vocabulary.ts"
@@ -45,19 +49,19 @@ interface Question {
 /** The session side of the test: its log, its history, its answers. */
 interface Harness {
   readonly cwd: string
-  readonly agent: External.ExternalAgent
+  readonly agent: Connection.ExternalAgent
   readonly history: History.History
   readonly events: Array<Canonical>
   readonly ephemeral: Array<{ readonly turn: number; readonly body: EphemeralBody }>
   readonly asked: Array<Question>
   /** What the gate was asked; `granted` when told the user allowed this very edit in the agent's question. */
-  readonly permits: Array<{ readonly call: External.PermitCall; readonly tool: string; readonly args: unknown; readonly granted?: true }>
+  readonly permits: Array<{ readonly call: TurnContract.AnnouncedCall; readonly tool: string; readonly args: unknown; readonly granted?: true }>
   /** How the user answers the agent's questions. */
-  answer: (question: Question) => External.PermissionAnswer | undefined
+  answer: (question: Question) => TurnContract.PermissionAnswer | undefined
   /** Overrides `answer` with an effect (one that never ends: a question nobody answers yet). */
-  askWith: ((question: Question) => Effect.Effect<External.PermissionAnswer | undefined>) | undefined
+  askWith: ((question: Question) => Effect.Effect<TurnContract.PermissionAnswer | undefined>) | undefined
   /** What the permission gate says (`granted`: it was told the user allowed this very edit). */
-  permit: (call: External.PermitCall, granted: boolean) => External.Permit
+  permit: (call: TurnContract.AnnouncedCall, granted: boolean) => TurnContract.Permit
 }
 
 /** Whether a process can still run (a zombie counts as dead). */
@@ -121,7 +125,7 @@ const log = (h: Harness, turn: number, body: CanonicalBody) =>
     h.events.push({ ...body, sessionId: "child", seq: h.events.length + 1, ts: 0, turn } as Canonical)
   })
 
-const ioFor = (h: Harness, turn: number, state: Turn.TurnState): External.TurnIO => ({
+const ioFor = (h: Harness, turn: number, state: TurnContract.TurnState): TurnContract.TurnIO => ({
   sessionId: "child",
   turn,
   content: [],
@@ -157,17 +161,17 @@ const turn = (
   h: Harness,
   runner: External.Runner,
   text: string,
-  meanwhile?: (fiber: Fiber.Fiber<External.Outcome>, turn: number) => Effect.Effect<void>
+  meanwhile?: (fiber: Fiber.Fiber<TurnOutcome>, turn: number) => Effect.Effect<void>
 ) =>
   Effect.gen(function*() {
     const n = h.history.turns + 1
     const content = [{ type: "text" as const, text }]
     yield* log(h, n, { type: "turn_start", data: { content } })
-    const state: Turn.TurnState = { partial: undefined, call: 0, requested: new Map() }
+    const state: TurnContract.TurnState = { partial: undefined, call: 0, requested: new Map() }
     const fiber = yield* Effect.forkChild(runner.run({ ...ioFor(h, n, state), content }))
     if (meanwhile !== undefined) yield* meanwhile(fiber, n)
     const exit = yield* Fiber.await(fiber)
-    const outcome: External.Outcome = Exit.isSuccess(exit) ? exit.value : { stopReason: "cancelled" }
+    const outcome: TurnOutcome = Exit.isSuccess(exit) ? exit.value : { stopReason: "cancelled" }
     if (state.partial !== undefined) {
       yield* log(h, n, { type: "model_response", data: { call: state.call, parts: state.partial, stop: outcome.stopReason === "cancelled" ? "cancelled" : "error" } })
     }
@@ -215,7 +219,7 @@ const deltas = (h: Harness, turn: number) =>
 const withRunner = <A, E, R>(
   h: Harness,
   body: (runner: External.Runner, scope: Scope.Closeable) => Effect.Effect<A, E, R>,
-  ceiling?: External.Options["ceiling"]
+  ceiling?: Connection.Options["ceiling"]
 ) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
@@ -229,7 +233,7 @@ const live = <A, E>(name: string, body: () => Effect.Effect<A, E, Scope.Scope | 
 
 describe("External", () => {
   it("a turn's context is a TurnIO (the runtime's seam)", () => {
-    expectTypeOf<Turn.TurnContext>().toExtend<External.TurnIO>()
+    expectTypeOf<TurnContract.TurnContext>().toExtend<TurnContract.TurnIO>()
   })
 
   it("the built agent is there", () => {
@@ -326,7 +330,7 @@ describe("External", () => {
         Effect.gen(function*() {
           const n = 1
           yield* log(h, n, { type: "turn_start", data: { content: [{ type: "text", text: "read it" }] } })
-          const state: Turn.TurnState = { partial: undefined, call: 0, requested: new Map() }
+          const state: TurnContract.TurnState = { partial: undefined, call: 0, requested: new Map() }
           // The agent runs in the workspace, but this session may only touch `sub/`.
           const outcome = yield* runner.run({ ...ioFor(h, n, state), roots: [inner], content: [{ type: "text", text: "read it" }] })
           yield* log(h, n, { type: "turn_end", data: { stopReason: outcome.stopReason } })
@@ -609,7 +613,7 @@ describe("External", () => {
           Effect.gen(function*() {
             yield* turn(h, runner, steps(text("Writing. "), { request: "fs/write_text_file", params: { path: file, content: "one" } }))
             assert.strictEqual(readFileSync(file, "utf8"), "one")
-            const call: External.PermitCall = { id: "write-1-1", name: "write", args: { path: file, content: "one" }, title: "Write new.txt", kind: "edit", locations: [{ path: file }] }
+            const call: TurnContract.AnnouncedCall = { id: "write-1-1", name: "write", args: { path: file, content: "one" }, title: "Write new.txt", kind: "edit", locations: [{ path: file }] }
             assert.deepStrictEqual(h.permits, [{ call, tool: "write", args: call.args }])
             assert.deepStrictEqual(answers(h, 1), [{ result: {} }])
             assert.deepStrictEqual(types(h, 1), ["turn_start", "model_response", "tool_call", "tool_result", "model_response", "turn_end"])
@@ -630,7 +634,7 @@ describe("External", () => {
             h.permit = () => ({ _tag: "deny", reason: "The user denied permission for Write new.txt. It was not run." })
             yield* turn(h, runner, steps({ request: "fs/write_text_file", params: { path: file, content: "two" } }))
             assert.strictEqual(readFileSync(file, "utf8"), "one")
-            assert.deepStrictEqual(answers(h, 2), [{ error: { code: External.REFUSED, message: "The user denied permission for Write new.txt. It was not run." } }])
+            assert.deepStrictEqual(answers(h, 2), [{ error: { code: Files.REFUSED, message: "The user denied permission for Write new.txt. It was not run." } }])
             const denied = ofType(h, "tool_result").filter((e) => e.turn === 2).map((e) => e.data)
             assert.deepStrictEqual(denied, [{ id: "write-2-1", title: "Write new.txt", ok: false, content: "The user denied permission for Write new.txt. It was not run." }])
             assertConsistent(h)
@@ -681,7 +685,7 @@ describe("External", () => {
             assert.deepStrictEqual(ofType(h, "tool_result").map((e) => e.data), [
               // Its last content stands when the final update brings none.
               { id: "ext-1-t1", title: "Run tests", ok: true, content: "3 passed" },
-              { id: "ext-1-t2", title: "Delete tmp", ok: false, content: External.UNFINISHED_TOOL }
+              { id: "ext-1-t2", title: "Delete tmp", ok: false, content: Fold.UNFINISHED_TOOL }
             ])
             assert.deepStrictEqual(
               h.ephemeral.filter((e) => e.body.type !== "text_delta").map((e) => e.body),
@@ -802,7 +806,7 @@ describe("External", () => {
             ])
             assert.deepStrictEqual(["a.txt", "b.txt", "c.txt", "d.txt"].map((f) => existsSync(at(f))), [false, true, false, false])
             const refused = answers(h, 1).filter((a) => (a as { error?: unknown }).error !== undefined)
-            assert.deepStrictEqual(refused, [1, 2, 3].map(() => ({ error: { code: External.REFUSED, message: "asked again, and refused" } })))
+            assert.deepStrictEqual(refused, [1, 2, 3].map(() => ({ error: { code: Files.REFUSED, message: "asked again, and refused" } })))
             assertConsistent(h)
           }))
       }))

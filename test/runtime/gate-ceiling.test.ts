@@ -12,6 +12,7 @@ import * as History from "../../src/log/History.ts"
 import type { PermissionRule } from "../../src/log/Event.ts"
 import type * as Ceiling from "../../src/tools/Ceiling.ts"
 import * as Gate from "../../src/runtime/Gate.ts"
+import type * as TurnContract from "../../src/session/TurnContract.ts"
 import type { ModeId } from "../../src/Vocabulary.ts"
 import { bash } from "../../src/tools/bash.ts"
 import type * as Tool from "../../src/tools/Tool.ts"
@@ -24,7 +25,7 @@ interface Setup {
   /** The parent's ceiling, read at each call. */
   readonly above?: () => Ceiling.Ceiling
   /** The user's answer; may change the world first (the parent switching mode while asked). */
-  readonly answer?: () => Gate.PermissionAnswer | undefined
+  readonly answer?: () => TurnContract.PermissionAnswer | undefined
 }
 
 const gate = (cwd: string, setup: Setup) => {
@@ -41,7 +42,7 @@ const gate = (cwd: string, setup: Setup) => {
     readOnly: setup.readOnly,
     above: setup.above
   })
-  const call = (tool: Tool.Tool, args: any, prior?: Gate.Prior) =>
+  const call = (tool: Tool.Tool, args: any, prior?: TurnContract.Prior) =>
     permit({ id: "c1", name: tool.name, args, title: tool.title(args), kind: tool.kind, locations: tool.locations(args, cwd) }, tool, args, prior)
   return { asked, call }
 }
@@ -54,7 +55,7 @@ const workspace = Effect.map(TempDir.make(), (base) => {
   return cwd
 })
 
-const yes = (): Gate.PermissionAnswer => ({ outcome: "selected", optionId: "allow_once" })
+const yes = (): TurnContract.PermissionAnswer => ({ outcome: "selected", optionId: "allow_once" })
 
 describe("Gate: the ceiling", () => {
   it.effect("below a read-only session nothing changes, whatever the mode; read-only commands still run", () =>
