@@ -70,7 +70,7 @@ import * as AcpSession from "../acp/Session.ts"
 import * as AcpUpdate from "../acp/Update.ts"
 import * as Peer from "../jsonrpc/Peer.ts"
 import * as Rpc from "../jsonrpc/Protocol.ts"
-import type { CanonicalBody, EphemeralBody } from "../log/Event.ts"
+import type { CanonicalBody, EphemeralBody, ToolStatus } from "../log/Event.ts"
 import type { AssistantPart, Location, ModelStop, StopReason, ToolDetails, ToolKind, UserBlock } from "../Vocabulary.ts"
 import { appendPart, type History } from "../log/History.ts"
 import type { LogError } from "../log/LogError.ts"
@@ -471,6 +471,7 @@ export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runn
               id: tracked.id,
               title: tracked.title,
               ok: update.status === "completed",
+              status: update.status === "completed" ? "done" : "failed",
               content: result.text,
               ...(result.details !== undefined ? { details: result.details } : {})
             }
@@ -552,7 +553,7 @@ export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runn
           const { io } = p
           const why = error ?? UNFINISHED_TOOL
           for (const tracked of [...p.open.values(), ...p.own.values()]) {
-            yield* io.emit.canonical({ type: "tool_result", data: { id: tracked.id, title: tracked.title, ok: false, content: why } })
+            yield* io.emit.canonical({ type: "tool_result", data: { id: tracked.id, title: tracked.title, ok: false, status: "unfinished", content: why } })
           }
           p.open.clear()
           p.own.clear()
@@ -721,17 +722,17 @@ export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runn
           Effect.as(Deferred.await(p.ended), { _tag: "deny", reason: "The turn was cancelled" } satisfies Permit)
         )
         /** Ends Skein's own call of this write, if it is one. */
-        const report = (ok: boolean, content: string, details?: ToolDetails) =>
+        const report = (status: ToolStatus, content: string, details?: ToolDetails) =>
           own === undefined || ownId === undefined ? Effect.void : step(p, () =>
             Effect.suspend(() => {
               if (!p.own.delete(ownId)) return Effect.void
               return io.emit.canonical({
                 type: "tool_result",
-                data: { id: own.id, title: own.title, ok, content, ...(details !== undefined ? { details } : {}) }
+                data: { id: own.id, title: own.title, ok: status === "done", status, content, ...(details !== undefined ? { details } : {}) }
               })
             }))
         if (permit._tag === "deny") {
-          yield* report(false, permit.reason)
+          yield* report("denied", permit.reason)
           return yield* Effect.fail(refused(permit.reason))
         }
         const output = yield* Tool.run(write, args, {
@@ -742,7 +743,7 @@ export const make = (agent: ExternalAgent, options: Options): Effect.Effect<Runn
           progress: () => Effect.void,
           plan: () => Effect.void
         })
-        yield* report(output.ok, output.content, output.details)
+        yield* report(output.ok ? "done" : "failed", output.content, output.details)
         if (!output.ok) return yield* Effect.fail(refused(output.content))
         return {}
       })

@@ -218,7 +218,7 @@ const executeToolCall = (ctx: TurnContext, call: { readonly id: string; readonly
     // Bad arguments and unknown tools are reported without asking: nothing would run.
     const permit: Permit = tool !== undefined && args !== undefined ? yield* ctx.permit(announced, tool, args) : { _tag: "allow" }
     if (permit._tag === "deny") {
-      yield* ctx.emit.canonical({ type: "tool_result", data: { id: call.id, title: announced.title, ok: false, content: permit.reason } })
+      yield* ctx.emit.canonical({ type: "tool_result", data: { id: call.id, title: announced.title, ok: false, status: "denied", content: permit.reason } })
       return yield* Spans.toolEnded(call.name, known, "denied")
     }
     yield* ctx.emit.ephemeral({ type: "tool_running", data: { id: call.id } })
@@ -246,6 +246,7 @@ const executeToolCall = (ctx: TurnContext, call: { readonly id: string; readonly
         id: call.id,
         title: announced.title,
         ok: output.ok,
+        status: output.ok ? "done" : "failed",
         content: output.content,
         ...(output.details !== undefined ? { details: output.details } : {})
       }

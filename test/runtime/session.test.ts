@@ -118,7 +118,7 @@ describe("Session: a turn with a tool", () => {
           kind: "read",
           locations: [{ path: `${cwd}/notes.txt` }]
         })
-        assert.deepStrictEqual(result!.data, { id: "call_1_1_1", title: "Read notes.txt", ok: true, content: "1\tHello notes" })
+        assert.deepStrictEqual(result!.data, { id: "call_1_1_1", title: "Read notes.txt", ok: true, status: "done", content: "1\tHello notes" })
         assert.deepStrictEqual(response2!.data, {
           call: 2,
           parts: [{ type: "thinking", text: "short" }, { type: "text", text: "Done." }],
@@ -488,7 +488,7 @@ describe("Session: failures", () => {
 
         assert.deepStrictEqual(yield* a.prompt(text("boom")), { stopReason: "end_turn" })
         const boomResult = (yield* recA.drain).find((e) => e.type === "tool_result")!
-        assert.deepStrictEqual(boomResult.data, { id: "b1", title: "Run boom", ok: false, content: "Tool boom crashed: kaboom" })
+        assert.deepStrictEqual(boomResult.data, { id: "b1", title: "Run boom", ok: false, status: "failed", content: "Tool boom crashed: kaboom" })
 
         // Session B runs concurrently with A's failing turn: it pauses until the clock moves.
         const other = yield* Effect.forkChild(b.prompt(text("other")))
