@@ -16,7 +16,7 @@ import type * as Exit from "effect/Exit"
 import * as Stream from "effect/Stream"
 import type { CanonicalBody, SessionEvent, ToolStatus } from "../log/Event.ts"
 import type { History } from "../log/History.ts"
-import { LogError } from "../log/LogError.ts"
+import { isFull, LogError } from "../log/LogError.ts"
 import { SessionError, type TurnOutcome } from "../session/Protocol.ts"
 import type { Subscription } from "./Bus.ts"
 import type { TurnState } from "./Turn.ts"
@@ -93,7 +93,7 @@ export const refusal = (error: LogError, what: string): SessionError =>
     message: error.reason === "locked"
       ? `${what}: ${error.message}. This Skein writes nothing more to the session and has closed it: load it again to go on.`
       : `${what}: the session's log cannot be written (${error.message}). Once it can${
-        /ENOSPC|EDQUOT/.test(error.message) ? " (free some disk space)" : ""
+        isFull(error) ? " (free some disk space)" : ""
       }, the session goes on: its next request first writes what is missing.`
   })
 

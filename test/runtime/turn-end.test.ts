@@ -6,7 +6,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { CanonicalBody } from "../../src/log/Event.ts"
 import * as History from "../../src/log/History.ts"
-import { CANCELLED_TOOL, closing, NOT_LOGGED_TOOL, NOT_RUN_TOOL } from "../../src/runtime/TurnEnd.ts"
+import { ioFailure, LogError } from "../../src/log/LogError.ts"
+import { CANCELLED_TOOL, closing, NOT_LOGGED_TOOL, NOT_RUN_TOOL, refusal } from "../../src/runtime/TurnEnd.ts"
 
 /** A history with call `a` announced and call `b` only asked for by the model. */
 const open = () => {
@@ -45,5 +46,20 @@ describe("TurnEnd.closing", () => {
       ["a", false, "not_logged", NOT_LOGGED_TOOL],
       ["b", false, "not_run", NOT_RUN_TOOL]
     ])
+  })
+})
+
+describe("TurnEnd.refusal", () => {
+  const errno = (code: string) => Object.assign(new Error("system"), { code })
+
+  it("tells the user to free disk space by the failure's code, not by its text", () => {
+    const full = ioFailure("Cannot append to session log x", errno("ENOSPC"))
+    assert.deepStrictEqual([full.reason, full.code, full.message], ["io", "ENOSPC", "Cannot append to session log x: the disk is full (ENOSPC)"])
+    assert.include(refusal(full, "The prompt was not run").message, "(free some disk space)")
+    assert.include(refusal(ioFailure("Cannot sync", errno("EDQUOT")), "The prompt was not run").message, "(free some disk space)")
+    // A message that only mentions the code (a path, a database's text) is not a full disk.
+    const named = new LogError({ reason: "io", message: "Cannot append to session log /logs/ENOSPC/x: permission denied (EACCES)" })
+    assert.notInclude(refusal(named, "The prompt was not run").message, "free some disk space")
+    assert.notInclude(refusal(ioFailure("Cannot append", errno("EACCES")), "The prompt was not run").message, "free some disk space")
   })
 })
