@@ -44,6 +44,7 @@ import * as Skills from "../skills/Skills.ts"
 import * as Prompt from "../providers/Prompt.ts"
 import { AGENT_TOOLS } from "../tools/agents.ts"
 import * as Toolkit from "../tools/Toolkit.ts"
+import * as BackgroundTools from "../tools/background.ts"
 import * as Bus from "./Bus.ts"
 import * as ChildReads from "./ChildReads.ts"
 import * as Ceiling from "../tools/Ceiling.ts"
@@ -163,7 +164,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
     /** The tools an agent gets: its list (or all of its parent's), without the agent tools at the last depth. */
     const toolsOf = (agent: Definitions.AgentDefinition, parentTools: Toolkit.Toolkit, depth: number, maxDepth: number) =>
       Toolkit.only(parentTools, (name) =>
-        (agent.tools === undefined || agent.tools.includes(name)) && (!AGENT_TOOLS.has(name) || depth < maxDepth))
+        (agent.tools === undefined || BackgroundTools.listed(agent.tools, name)) && (!AGENT_TOOLS.has(name) || depth < maxDepth))
 
     const childPrompt = (agent: Definitions.AgentDefinition) =>
       [
