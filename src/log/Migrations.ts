@@ -53,7 +53,14 @@ const v4: Upgrade = {
   header: (header) => ({ ...header, v: 5 }),
   event: (event) => {
     if (event.type !== "tool_result" || !isRecord(event.data) || typeof event.data.ok !== "boolean" || "status" in event.data) return event
-    return { ...event, data: { ...event.data, status: statusOf(event.data.ok, event.data.content) } }
+    // Right after `ok`, where a v5 Skein writes it, so an upgraded line reads as a new one does.
+    const status = statusOf(event.data.ok, event.data.content)
+    const data: Line = {}
+    for (const [key, value] of Object.entries(event.data)) {
+      data[key] = value
+      if (key === "ok") data.status = status
+    }
+    return { ...event, data }
   }
 }
 
