@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import type * as AcpClient from "../acp/Client.ts"
 import * as Rpc from "../jsonrpc/Protocol.ts"
 import * as SafeFs from "../fs/SafeFs.ts"
+import type { ToolStatus } from "../log/Event.ts"
 import type { ToolDetails } from "../Vocabulary.ts"
 import type { Permit, TurnIO } from "../session/TurnContract.ts"
 import * as Tool from "../tools/Tool.ts"
@@ -98,10 +99,10 @@ export const writeTextFile = (served: Served, params: AcpClient.WriteTextFileReq
       Effect.as(Deferred.await(served.ended), { _tag: "deny", reason: "The turn was cancelled" } satisfies Permit)
     )
     /** Ends Skein's own call of this write, if it is one. */
-    const report = (ok: boolean, content: string, details?: ToolDetails) =>
-      own === undefined ? Effect.void : served.step({ _tag: "Wrote", id: own, ok, content, details })
+    const report = (status: ToolStatus, content: string, details?: ToolDetails) =>
+      own === undefined ? Effect.void : served.step({ _tag: "Wrote", id: own, status, content, details })
     if (permit._tag === "deny") {
-      yield* report(false, permit.reason)
+      yield* report("denied", permit.reason)
       return yield* Effect.fail(refused(permit.reason))
     }
     const output = yield* Tool.run(write, args, {
@@ -112,7 +113,7 @@ export const writeTextFile = (served: Served, params: AcpClient.WriteTextFileReq
       progress: () => Effect.void,
       plan: () => Effect.void
     })
-    yield* report(output.ok, output.content, output.details)
+    yield* report(output.ok ? "done" : "failed", output.content, output.details)
     if (!output.ok) return yield* Effect.fail(refused(output.content))
     return {}
   })

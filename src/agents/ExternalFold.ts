@@ -25,7 +25,7 @@
 import * as NodePath from "node:path"
 import type * as AcpContent from "../acp/Content.ts"
 import type * as AcpUpdate from "../acp/Update.ts"
-import type { CanonicalBody, EphemeralBody } from "../log/Event.ts"
+import type { CanonicalBody, EphemeralBody, ToolStatus } from "../log/Event.ts"
 import type { AssistantPart, Location, ModelStop, StopReason, ToolDetails, ToolKind } from "../Vocabulary.ts"
 import { appendPart } from "../log/History.ts"
 import type { AnnouncedCall } from "../session/TurnContract.ts"
@@ -97,7 +97,7 @@ export type Input =
   /** The agent writes a file through Skein (`fs/write_text_file`). */
   | { readonly _tag: "Write"; readonly path: string; readonly content: string }
   /** Skein's own call of a write (`Writing.own`) ended. */
-  | { readonly _tag: "Wrote"; readonly id: string; readonly ok: boolean; readonly content: string; readonly details?: ToolDetails | undefined }
+  | { readonly _tag: "Wrote"; readonly id: string; readonly status: ToolStatus; readonly content: string; readonly details?: ToolDetails | undefined }
   /** The prompt was answered (or failed with `error`). */
   | { readonly _tag: "Conclude"; readonly stop: ModelStop; readonly error?: string | undefined }
 
@@ -272,6 +272,7 @@ const progress = (state: State, agentId: string, known: Tracked, update: AcpUpda
           id: tracked.id,
           title: tracked.title,
           ok: update.status === "completed",
+          status: update.status === "completed" ? "done" : "failed",
           content: result.text,
           ...(result.details !== undefined ? { details: result.details } : {})
         }
@@ -392,7 +393,7 @@ const conclude = (state: State, stop: ModelStop, error: string | undefined): Ste
   const why = error ?? UNFINISHED_TOOL
   const results = [...state.open.values(), ...state.own.values()].map((tracked): Output => ({
     _tag: "Canonical",
-    body: { type: "tool_result", data: { id: tracked.id, title: tracked.title, ok: false, content: why } }
+    body: { type: "tool_result", data: { id: tracked.id, title: tracked.title, ok: false, status: "unfinished", content: why } }
   }))
   return [{ ...state, open: new Map(), own: new Map() }, [
     ...results,
@@ -425,7 +426,7 @@ export const step = (state: State, input: Input): Step => {
         _tag: "Canonical",
         body: {
           type: "tool_result",
-          data: { id: own.id, title: own.title, ok: input.ok, content: input.content, ...(input.details !== undefined ? { details: input.details } : {}) }
+          data: { id: own.id, title: own.title, ok: input.status === "done", status: input.status, content: input.content, ...(input.details !== undefined ? { details: input.details } : {}) }
         }
       }]]
     }

@@ -88,11 +88,27 @@ export const ToolCall = event("tool_call", {
   kind: ToolKind,
   locations: Schema.optionalKey(Schema.Array(Location))
 })
+/**
+ * How a tool call ended (`ok`, what the model is told, is true only for `done`):
+ * - `done`: it ran and succeeded; `failed`: it ran and failed, or could not start (bad
+ *   arguments, an unknown tool);
+ * - `denied`: a permission (a question, a rule, the mode) refused it: it never ran;
+ * - `cancelled`: the user cancelled the turn before it ended;
+ * - `not_run`: the turn failed before it ran;
+ * - `not_logged`: the log refused its result, so what it did is unknown;
+ * - `interrupted`: Skein stopped (a crash, a kill) before it ended;
+ * - `unfinished`: an external agent ended its turn before this call did.
+ */
+export const ToolStatus = Schema.Literals(["done", "failed", "denied", "cancelled", "not_run", "not_logged", "interrupted", "unfinished"])
+export type ToolStatus = typeof ToolStatus.Type
+
 /** A tool call ended: its result for the model and details for presenters (and the call's title again). */
 export const ToolResult = event("tool_result", {
   id: Schema.String,
   title: Schema.optionalKey(Schema.String),
   ok: Schema.Boolean,
+  /** How it ended; code decides by this, never by the text. */
+  status: ToolStatus,
   content: Schema.String,
   details: Schema.optionalKey(ToolDetails)
 })
@@ -355,7 +371,8 @@ export type Canonical = SessionEvent<CanonicalBody>
  * The log format. 2: `model_partial` events (a Skein that reads only v1 would refuse them).
  * 3: `subagent` events, and child sessions' headers (`parent`, `agent`).
  * 4: `compaction`, `skill_activation`, `turn_input` and `undo` events, `turn_start.command`,
- * `model_response.compaction`, and a forked session's header (`forkedFrom`). 5: `hook` events.
+ * `model_response.compaction`, and a forked session's header (`forkedFrom`).
+ * 5: `hook` events; `tool_result.status` (required; an older log's results get theirs from their texts).
  * A new canonical event type bumps it (with an identity entry in `Migrations.formats`): an older
  * Skein then refuses the log by its header, where it would otherwise call the new lines corrupt.
  */

@@ -32,7 +32,7 @@ import { LOG_VERSION, type LogHeader } from "./Event.ts"
 import * as Files from "./Files.ts"
 import * as Listing from "./Listing.ts"
 import * as Lock from "./Lock.ts"
-import { describeCode, LogError } from "./LogError.ts"
+import { ioFailure, LogError } from "./LogError.ts"
 import type * as Migrations from "./Migrations.ts"
 import * as Reader from "./Reader.ts"
 import { encodeEvent, type Opened, refuse, type Side, type Store, type Writer } from "./Store.ts"
@@ -110,7 +110,7 @@ export const make = (config: Config): Effect.Effect<Store, never, FileSystem.Fil
         const serial = yield* Semaphore.make(1)
         let length = size
         const syncError = (error: NodeJS.ErrnoException) =>
-          new LogError({ reason: "io", message: `Cannot sync session log ${file}: ${describeCode(error)}` })
+          ioFailure(`Cannot sync session log ${file}`, error)
         const fsync = pooled
           ? Effect.callback<void, LogError>((resume) => {
             nodeFs.fsync(fd, (error) => resume(error === null ? Effect.void : Effect.fail(syncError(error))))
@@ -141,7 +141,7 @@ export const make = (config: Config): Effect.Effect<Store, never, FileSystem.Fil
                 } catch {
                   // reported below
                 }
-                return Effect.fail(new LogError({ reason: "io", message: `Cannot append to session log ${file}: ${describeCode(error)}` }))
+                return Effect.fail(ioFailure(`Cannot append to session log ${file}`, error))
               }
             }),
           sync: serial.withPermits(1)(sync),
@@ -197,7 +197,7 @@ export const make = (config: Config): Effect.Effect<Store, never, FileSystem.Fil
         if (contents.version !== LOG_VERSION) size = yield* rewrite(contents)
         const fd = yield* Effect.try({
           try: () => nodeFs.openSync(file, "a"),
-          catch: (error) => new LogError({ reason: "io", message: `Cannot open session log ${file}: ${describeCode(error)}` })
+          catch: (error) => ioFailure(`Cannot open session log ${file}`, error)
         })
         // A log an older Skein wrote with the umask's mode.
         Files.tightenFile(fd)

@@ -25,7 +25,7 @@
 import * as Effect from "effect/Effect"
 import * as nodeFs from "node:fs"
 import * as nodePath from "node:path"
-import { describeCode, LogError } from "./LogError.ts"
+import { ioFailure, LogError } from "./LogError.ts"
 
 const DIRECTORY_MODE = 0o700
 const FILE_MODE = 0o600
@@ -56,7 +56,7 @@ export type Faults = (point: FaultPoint) => void
 const code = (error: unknown) => (error as NodeJS.ErrnoException).code ?? "error"
 
 const io = (what: string, file: string) => (error: unknown) =>
-  new LogError({ reason: "io", message: `Cannot ${what} ${file}: ${describeCode(error)}` })
+  ioFailure(`Cannot ${what} ${file}`, error)
 
 /** Whether a mode lets anyone but the owner in. */
 const loose = (mode: number) => (mode & 0o077) !== 0

@@ -191,7 +191,7 @@ export const page = (
     const limit = Math.max(1, query.limit ?? DEFAULT_PAGE)
     const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor)
     if (query.cursor !== undefined && after === undefined) {
-      return yield* new LogError({ reason: "corrupt", message: "Invalid cursor" })
+      return yield* new LogError({ reason: "cursor", message: "Invalid cursor" })
     }
     const candidates = stamped
       .filter((s) => after === undefined || before(after, s))
@@ -225,7 +225,7 @@ export const list = (
 ): Effect.Effect<Page, LogError> =>
   Effect.gen(function*() {
     if (query.cursor !== undefined && decodeCursor(query.cursor) === undefined) {
-      return yield* new LogError({ reason: "corrupt", message: "Invalid cursor" })
+      return yield* new LogError({ reason: "cursor", message: "Invalid cursor" })
     }
     const names = yield* fs.readDirectory(directory).pipe(
       Effect.catch((error) =>

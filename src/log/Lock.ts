@@ -15,7 +15,7 @@ import type * as FileSystem from "effect/FileSystem"
 import type * as Scope from "effect/Scope"
 import * as nodeFs from "node:fs"
 import * as os from "node:os"
-import { describeCode, LogError } from "./LogError.ts"
+import { ioFailure, LogError } from "./LogError.ts"
 
 interface Owner {
   readonly pid: number
@@ -153,7 +153,7 @@ export const acquire = (lockFile: string, sessionId: string): Effect.Effect<void
     }
     const mine = JSON.stringify(me)
     const io = (what: string, error: unknown) =>
-      new LogError({ reason: "io", message: `Cannot ${what} the lock ${lockFile}: ${describeCode(error)}` })
+      ioFailure(`Cannot ${what} the lock ${lockFile}`, error)
     const read = (): string | undefined => {
       try {
         return nodeFs.readFileSync(lockFile, "utf8")

@@ -48,6 +48,8 @@ export interface Options {
 
 export const DEFAULT_LEASE_MS = 30_000
 export const DIRECTORY = "postgres:sessions"
+/** Rows per statement when a log is rewritten (three parameters a row, within Postgres's 65,535). */
+const REWRITE_BATCH = 1_000
 
 /** The schema, as migrations: each runs once, in order, in a transaction. */
 export const migrations = Migrator.fromRecord({
@@ -226,6 +228,25 @@ export const make = (options?: Options): Effect.Effect<Store, never, SqlClient |
       return makeWriter(header.id, file)
     })
 
+    /**
+     * Rewrites a log of an older format in the current one, in one transaction: the header and
+     * every event line as the reader upgraded it (as the file store rewrites its file).
+     */
+    const rewrite = (sessionId: string, file: string, contents: Reader.Contents) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const header = JSON.stringify({ ...contents.header, v: LOG_VERSION })
+        yield* sql`UPDATE skein_sessions SET header = ${header}, version = ${LOG_VERSION} WHERE id = ${sessionId}`
+        yield* sql`DELETE FROM skein_events WHERE session_id = ${sessionId}`
+        for (let at = 0; at < contents.events.length; at += REWRITE_BATCH) {
+          const rows = contents.events.slice(at, at + REWRITE_BATCH).map((event) => ({
+            session_id: sessionId,
+            seq: event.seq,
+            line: encodeEvent(event).slice(0, -1)
+          }))
+          yield* sql`INSERT INTO skein_events ${sql.insert(rows as [typeof rows[0], ...typeof rows])}`
+        }
+      })).pipe(Effect.mapError(io(`upgrade session log ${file}`)))
+
     const open = <E = never>(sessionId: string, check?: (contents: Reader.Contents) => Effect.Effect<void, E>) =>
       Effect.gen(function*() {
         yield* checkId(sessionId)
@@ -236,13 +257,7 @@ export const make = (options?: Options): Effect.Effect<Store, never, SqlClient |
         const contents = yield* readLog(sessionId, file)
         // Whatever refuses the session does so before anything changes.
         if (check !== undefined) yield* check(contents)
-        if (contents.version !== LOG_VERSION) {
-          // An older format: the header (and so the lines' format) says the current one from now on.
-          const header = JSON.stringify({ ...contents.header, v: LOG_VERSION })
-          yield* sql`UPDATE skein_sessions SET header = ${header}, version = ${LOG_VERSION} WHERE id = ${sessionId}`.pipe(
-            Effect.mapError(io(`upgrade session log ${file}`))
-          )
-        }
+        if (contents.version !== LOG_VERSION) yield* rewrite(sessionId, file, contents)
         return { contents, writer: makeWriter(sessionId, file) } satisfies Opened
       }).pipe(Effect.withSpan("SessionLog.open"))
 

@@ -33,7 +33,7 @@ export const closing = (events: ReadonlyArray<Canonical>, history: History): { r
     bodies.push({ type: "model_response", data: { call: history.partial.call, parts: history.partial.parts, stop: "cancelled" } })
   }
   for (const [id, name] of history.openToolCalls) {
-    bodies.push({ type: "tool_result", data: { id, title: history.announced.get(id) ?? name, ok: false, content: INTERRUPTED_TOOL } })
+    bodies.push({ type: "tool_result", data: { id, title: history.announced.get(id) ?? name, ok: false, status: "interrupted", content: INTERRUPTED_TOOL } })
   }
   bodies.push({ type: "turn_end", data: { stopReason: "cancelled", error: INTERRUPTED_TURN } })
   return { turn, bodies }

@@ -3,16 +3,16 @@
  * against the re-run's result for the same call id (`ok`, content, diffs, exit
  * code), then how each turn ended. Pure.
  *
- * Equal by design: two results that both say "not run" because the call was
- * interrupted (cancel, crash, failed turn), and two results that were both
- * refused at a permission question (the wording of a refusal depends on how
- * it was refused: no answer, timeout, cancel).
+ * Equal by design: two results whose status says the call did not run to its
+ * end (cancelled, crashed, a failed turn, a refused log write), and two results
+ * that were both refused (the wording of a refusal depends on how it was
+ * refused: no answer, timeout, cancel). One that stopped against one that ran
+ * differs in its `status`, whatever their texts say.
  */
 import { absurd } from "effect/Function"
-import type { Canonical } from "../log/Event.ts"
+import type { Canonical, ToolStatus } from "../log/Event.ts"
+import { INTERRUPTED_TURN } from "../log/Recovery.ts"
 import type { ToolDetails } from "../Vocabulary.ts"
-import { INTERRUPTED_TOOL, INTERRUPTED_TURN } from "../log/Recovery.ts"
-import { CANCELLED_TOOL, NOT_LOGGED_TOOL, NOT_RUN_TOOL } from "./TurnEnd.ts"
 
 export interface Difference {
   /** `changed`: both ran, results differ; `missing`: only the log has it; `extra`: only the re-run; `outcome`: the turn ended otherwise. */
@@ -20,7 +20,7 @@ export interface Difference {
   readonly toolCallId?: string | undefined
   /** The tool call's title, e.g. "Read notes.txt". */
   readonly tool?: string | undefined
-  readonly field?: "ok" | "content" | "diff" | "exitCode" | "stopReason" | "error" | undefined
+  readonly field?: "ok" | "status" | "content" | "diff" | "exitCode" | "stopReason" | "error" | undefined
   readonly recorded?: string | undefined
   readonly rerun?: string | undefined
 }
@@ -60,14 +60,16 @@ export interface ChildReport {
 
 interface Result {
   readonly ok: boolean
+  readonly status: ToolStatus
   readonly content: string
   readonly details?: ToolDetails | undefined
 }
 
-const interruptedTexts: ReadonlySet<string> = new Set([CANCELLED_TOOL, NOT_RUN_TOOL, NOT_LOGGED_TOOL, INTERRUPTED_TOOL])
+/** The ends of a call stopped from outside before it ended (an external agent's unfinished calls are its own). */
+const stopped: ReadonlySet<ToolStatus> = new Set<ToolStatus>(["cancelled", "not_run", "not_logged", "interrupted"])
 
 /** A result that says the call did not run to its end. */
-export const isInterrupted = (result: Result): boolean => !result.ok && interruptedTexts.has(result.content)
+export const isInterrupted = (result: Result): boolean => stopped.has(result.status)
 
 const allowed: ReadonlySet<string> = new Set(["allow_once", "allow_always"])
 
@@ -156,6 +158,7 @@ const compareResults = (id: string, tool: string | undefined, logged: Result, no
   const changed = (field: Difference["field"], recorded: string, rerun: string) =>
     out.push({ kind: "changed", toolCallId: id, tool, field, recorded, rerun })
   if (logged.ok !== now.ok) changed("ok", String(logged.ok), String(now.ok))
+  if (isInterrupted(logged) !== isInterrupted(now)) changed("status", logged.status, now.status)
   if (logged.content !== now.content) {
     const d = firstDifference(logged.content, now.content)
     changed("content", d.recorded, d.rerun)
@@ -179,7 +182,7 @@ const normalize = (result: Result, from: string, to: string): Result => {
       ? { diff: result.details.diff.map((d) => ({ ...d, path: replaceAll(d.path, from, to) })) }
       : {})
   }
-  return { ok: result.ok, content: replaceAll(result.content, from, to), ...(details !== undefined ? { details } : {}) }
+  return { ok: result.ok, status: result.status, content: replaceAll(result.content, from, to), ...(details !== undefined ? { details } : {}) }
 }
 
 export const compare = (input: {
@@ -209,8 +212,8 @@ export const compare = (input: {
       let b = normalize(raw, input.rerunCwd, input.recordedCwd)
       for (const [from, to] of input.renamed ?? []) b = normalize(b, from, to)
       if (isInterrupted(a) && isInterrupted(b)) continue
-      const refusedA = turn.permissions.has(id) && !allowed.has(turn.permissions.get(id)!)
-      const refusedB = other.permissions.has(id) && !allowed.has(other.permissions.get(id)!)
+      const refusedA = a.status === "denied" || (turn.permissions.has(id) && !allowed.has(turn.permissions.get(id)!))
+      const refusedB = b.status === "denied" || (other.permissions.has(id) && !allowed.has(other.permissions.get(id)!))
       if (refusedA && refusedB && !a.ok && !b.ok) continue
       differences.push(...compareResults(id, tool, a, b))
     }

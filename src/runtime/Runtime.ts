@@ -537,7 +537,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
     const listSessions = (query?: ListQuery) =>
       log.list(query ?? {}).pipe(
         Effect.mapError((error) =>
-          error.message === "Invalid cursor" ? new RuntimeError({ reason: "invalid_request", message: error.message }) : fromLogError(error)
+          error.reason === "cursor" ? new RuntimeError({ reason: "invalid_request", message: error.message }) : fromLogError(error)
         )
       )
 

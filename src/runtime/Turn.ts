@@ -127,13 +127,13 @@ const executeToolCall = (ctx: TurnContext, call: { readonly id: string; readonly
     const pre = runnable && ctx.hooks !== undefined ? yield* ctx.hooks.preToolUse(call) : undefined
     if (pre?.decision === "deny" || pre?.stop !== undefined) {
       const why = pre.decision === "deny" ? pre.reason ?? "" : `the turn was stopped: ${pre.stop}`
-      yield* ctx.emit.canonical({ type: "tool_result", data: { id: call.id, title: announced.title, ok: false, content: `A PreToolUse hook blocked ${announced.title}, so it was not run: ${why}` } })
+      yield* ctx.emit.canonical({ type: "tool_result", data: { id: call.id, title: announced.title, ok: false, status: "denied", content: `A PreToolUse hook blocked ${announced.title}, so it was not run: ${why}` } })
       yield* Spans.toolEnded(call.name, known, "denied")
       return pre.stop
     }
     const permit: Permit = runnable ? yield* ctx.permit(announced, tool, args, priorOf(pre?.decision)) : { _tag: "allow" }
     if (permit._tag === "deny") {
-      yield* ctx.emit.canonical({ type: "tool_result", data: { id: call.id, title: announced.title, ok: false, content: permit.reason } })
+      yield* ctx.emit.canonical({ type: "tool_result", data: { id: call.id, title: announced.title, ok: false, status: "denied", content: permit.reason } })
       yield* Spans.toolEnded(call.name, known, "denied")
       return undefined
     }
@@ -162,6 +162,7 @@ const executeToolCall = (ctx: TurnContext, call: { readonly id: string; readonly
         id: call.id,
         title: announced.title,
         ok: output.ok,
+        status: output.ok ? "done" : "failed",
         content: output.content,
         ...(output.details !== undefined ? { details: output.details } : {})
       }
@@ -286,7 +287,7 @@ export const run = (ctx: TurnContext) =>
           // A hook stopped the turn: the calls left are reported as not run (the model may call them again later).
           for (const left of toolCalls.slice(toolCalls.indexOf(toolCall) + 1)) {
             yield* ctx.emit.canonical({ type: "tool_call", data: { id: left.id, name: left.name, args: left.args, title: left.name, kind: "other" } })
-            yield* ctx.emit.canonical({ type: "tool_result", data: { id: left.id, title: left.name, ok: false, content: "Not run: a hook stopped the turn." } })
+            yield* ctx.emit.canonical({ type: "tool_result", data: { id: left.id, title: left.name, ok: false, status: "not_run", content: "Not run: a hook stopped the turn." } })
           }
           return { stopReason: "end_turn" } satisfies TurnOutcome
         }

@@ -14,9 +14,9 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
 import * as Stream from "effect/Stream"
-import type { CanonicalBody, SessionEvent } from "../log/Event.ts"
+import type { CanonicalBody, SessionEvent, ToolStatus } from "../log/Event.ts"
 import type { History } from "../log/History.ts"
-import { LogError } from "../log/LogError.ts"
+import { isFull, LogError } from "../log/LogError.ts"
 import { SessionError, type TurnOutcome } from "../session/Protocol.ts"
 import type { Subscription } from "./Bus.ts"
 import type { TurnState } from "../session/TurnContract.ts"
@@ -55,8 +55,12 @@ export const outcomeOf = (exit: Exit.Exit<TurnOutcome, unknown>): TurnOutcome =>
 export const closing = (history: History, state: TurnState, outcome: TurnOutcome, storeFailed: boolean): Array<CanonicalBody> => {
   const bodies: Array<CanonicalBody> = []
   // An announced call may have run when the log refused its result; one never announced never ran.
-  const why = (id: string) =>
-    outcome.stopReason === "cancelled" ? CANCELLED_TOOL : storeFailed && history.announced.has(id) ? NOT_LOGGED_TOOL : NOT_RUN_TOOL
+  const ended = (id: string): { readonly status: ToolStatus; readonly content: string } =>
+    outcome.stopReason === "cancelled"
+      ? { status: "cancelled", content: CANCELLED_TOOL }
+      : storeFailed && history.announced.has(id)
+      ? { status: "not_logged", content: NOT_LOGGED_TOOL }
+      : { status: "not_run", content: NOT_RUN_TOOL }
   // The calls left open, with those of the call cut short (its response, logged here, opens them).
   const open = new Map(history.openToolCalls)
   if (state.partial !== undefined) {
@@ -76,7 +80,7 @@ export const closing = (history: History, state: TurnState, outcome: TurnOutcome
     // client sees belongs to a tool call it was told about.
     const title = history.announced.get(id) ?? name
     if (!history.announced.has(id)) bodies.push({ type: "tool_call", data: { id, name, args: state.requested.get(id) ?? {}, title, kind: "other" } })
-    bodies.push({ type: "tool_result", data: { id, title, ok: false, content: why(id) } })
+    bodies.push({ type: "tool_result", data: { id, title, ok: false, ...ended(id) } })
   }
   bodies.push({ type: "turn_end", data: { stopReason: outcome.stopReason, ...(outcome.error !== undefined ? { error: outcome.error } : {}) } })
   return bodies
@@ -89,7 +93,7 @@ export const refusal = (error: LogError, what: string): SessionError =>
     message: error.reason === "locked"
       ? `${what}: ${error.message}. This Skein writes nothing more to the session and has closed it: load it again to go on.`
       : `${what}: the session's log cannot be written (${error.message}). Once it can${
-        /ENOSPC|EDQUOT/.test(error.message) ? " (free some disk space)" : ""
+        isFull(error) ? " (free some disk space)" : ""
       }, the session goes on: its next request first writes what is missing.`
   })
 

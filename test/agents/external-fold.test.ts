@@ -89,7 +89,7 @@ describe("ExternalFold", () => {
         data: { call: 1, parts: [{ type: "text", text: "Reading." }, { type: "tool_call", id: "ext-3-t1", name: "codex:read", args: { path: "a.txt" } }], stop: "tool_use" }
       },
       { type: "tool_call", data: { id: "ext-3-t1", name: "codex:read", args: { path: "a.txt" }, title: "Read a.txt", kind: "read", locations: [{ path: "a.txt" }] } },
-      { type: "tool_result", data: { id: "ext-3-t1", title: "Read a.txt", ok: true, content: "contents" } },
+      { type: "tool_result", data: { id: "ext-3-t1", title: "Read a.txt", ok: true, status: "done", content: "contents" } },
       { type: "model_response", data: { call: 2, parts: [{ type: "text", text: "Done." }], stop: "end_turn" } }
     ])
     assert.strictEqual(state.open.size, 0)
@@ -131,14 +131,14 @@ describe("ExternalFold", () => {
       own: undefined
     })
     // Another file: a call of Skein's own, announced, and ended by what the write did.
-    const own = run([{ _tag: "Write", path: "b.txt", content: "b" }, { _tag: "Wrote", id: "write-3-1", ok: true, content: "Wrote b.txt" }, {
+    const own = run([{ _tag: "Write", path: "b.txt", content: "b" }, { _tag: "Wrote", id: "write-3-1", status: "done", content: "Wrote b.txt" }, {
       _tag: "Wrote",
       id: "write-3-1",
-      ok: false,
+      status: "failed",
       content: "twice"
     }], inside.state)
     assert.deepStrictEqual(shape(own.outputs), ["Requested", "model_response", "Streaming", "tool_call", "Writing", "tool_result"])
-    assert.deepStrictEqual(canonical(own.outputs).at(-1), { type: "tool_result", data: { id: "write-3-1", title: "Write b.txt", ok: true, content: "Wrote b.txt" } })
+    assert.deepStrictEqual(canonical(own.outputs).at(-1), { type: "tool_result", data: { id: "write-3-1", title: "Write b.txt", ok: true, status: "done", content: "Wrote b.txt" } })
   })
 
   it("an allowed edit grants a write of the files the question showed, not a file reported later, nor after a read", () => {
@@ -207,7 +207,7 @@ describe("ExternalFold", () => {
       { _tag: "Conclude", stop: "error", error: "The agent went away" }
     ])
     assert.deepStrictEqual(canonical(outputs).slice(-2), [
-      { type: "tool_result", data: { id: "ext-3-t1", title: "Build", ok: false, content: "The agent went away" } },
+      { type: "tool_result", data: { id: "ext-3-t1", title: "Build", ok: false, status: "unfinished", content: "The agent went away" } },
       { type: "model_response", data: { call: 2, parts: [{ type: "text", text: "half" }], stop: "error", error: "The agent went away" } }
     ])
     assert.strictEqual(state.open.size, 0)

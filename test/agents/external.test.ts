@@ -177,7 +177,7 @@ const turn = (
     }
     for (const [id, name] of [...h.history.openToolCalls]) {
       if (!h.history.announced.has(id)) yield* log(h, n, { type: "tool_call", data: { id, name, args: state.requested.get(id) ?? {}, title: name, kind: "other" } })
-      yield* log(h, n, { type: "tool_result", data: { id, ok: false, content: "Cancelled by the user" } })
+      yield* log(h, n, { type: "tool_result", data: { id, ok: false, status: "cancelled", content: "Cancelled by the user" } })
     }
     yield* log(h, n, { type: "turn_end", data: { stopReason: outcome.stopReason, ...(outcome.error !== undefined ? { error: outcome.error } : {}) } })
     return outcome
@@ -627,6 +627,7 @@ describe("External", () => {
               id: "write-1-1",
               title: "Write new.txt",
               ok: true,
+              status: "done",
               content: "Created new.txt (1 line)",
               details: { diff: [{ path: file, oldText: null, newText: "one" }] }
             })
@@ -636,7 +637,7 @@ describe("External", () => {
             assert.strictEqual(readFileSync(file, "utf8"), "one")
             assert.deepStrictEqual(answers(h, 2), [{ error: { code: Files.REFUSED, message: "The user denied permission for Write new.txt. It was not run." } }])
             const denied = ofType(h, "tool_result").filter((e) => e.turn === 2).map((e) => e.data)
-            assert.deepStrictEqual(denied, [{ id: "write-2-1", title: "Write new.txt", ok: false, content: "The user denied permission for Write new.txt. It was not run." }])
+            assert.deepStrictEqual(denied, [{ id: "write-2-1", title: "Write new.txt", ok: false, status: "denied", content: "The user denied permission for Write new.txt. It was not run." }])
             assertConsistent(h)
           }))
       }))
@@ -684,8 +685,8 @@ describe("External", () => {
             ])
             assert.deepStrictEqual(ofType(h, "tool_result").map((e) => e.data), [
               // Its last content stands when the final update brings none.
-              { id: "ext-1-t1", title: "Run tests", ok: true, content: "3 passed" },
-              { id: "ext-1-t2", title: "Delete tmp", ok: false, content: Fold.UNFINISHED_TOOL }
+              { id: "ext-1-t1", title: "Run tests", ok: true, status: "done", content: "3 passed" },
+              { id: "ext-1-t2", title: "Delete tmp", ok: false, status: "unfinished", content: Fold.UNFINISHED_TOOL }
             ])
             assert.deepStrictEqual(
               h.ephemeral.filter((e) => e.body.type !== "text_delta").map((e) => e.body),
@@ -739,7 +740,7 @@ describe("External", () => {
             assert.deepStrictEqual(outcome, { stopReason: "cancelled" })
             assert.deepStrictEqual(answers(h, 1), [{ result: { outcome: { outcome: "cancelled" } } }])
             assert.deepStrictEqual(ofType(h, "permission").map((e) => e.data), [{ toolCallId: "ext-1-t1", outcome: "cancelled" }])
-            assert.deepStrictEqual(ofType(h, "tool_result").map((e) => e.data), [{ id: "ext-1-t1", ok: false, content: "Cancelled by the user" }])
+            assert.deepStrictEqual(ofType(h, "tool_result").map((e) => e.data), [{ id: "ext-1-t1", ok: false, status: "cancelled", content: "Cancelled by the user" }])
             assertConsistent(h)
           }))
       }))

@@ -81,7 +81,7 @@ describe("embedding Skein in an Effect program", () => {
       const streamed = events.flatMap((e) => e.type === "text_delta" ? [e.data.text] : []).join("")
       assert.strictEqual(streamed, "Reading it.It says hello.")
       const result = events.find((e) => e.type === "tool_result")
-      assert.deepStrictEqual(result?.data, { id: "call_1_1_1", title: "Read notes.txt", ok: true, content: "1\tHello from the notes" })
+      assert.deepStrictEqual(result?.data, { id: "call_1_1_1", title: "Read notes.txt", ok: true, status: "done", content: "1\tHello from the notes" })
       const last = events.at(-2)
       assert.deepStrictEqual(last?.type === "model_response" ? last.data.usage : undefined, { input: 100, output: 5 })
       // What a presenter would show, via the public Translate.

@@ -47,7 +47,7 @@ describe("Reader: each event type's data is held to its Schema", () => {
   const cases: ReadonlyArray<readonly [string, unknown, string]> = [
     ["tool_call", { id: "c1", name: "read", title: "Read", kind: SECRET, args: {} }, "kind: Expected"],
     ["tool_call", { id: "c1", name: "read", title: "Read", kind: "read" }, "args: Missing key"],
-    ["tool_result", { id: "c1", ok: true, content: "x", details: { exitCode: SECRET } }, "details.exitCode: Expected"],
+    ["tool_result", { id: "c1", ok: true, status: "done", content: "x", details: { exitCode: SECRET } }, "details.exitCode: Expected"],
     ["turn_end", { stopReason: SECRET }, "stopReason: Expected"],
     ["model_response", { call: 1, parts: [{ type: "text", text: "a" }], stop: SECRET }, "stop: Expected"],
     ["model_response", { call: 1, parts: [{ type: "tool_call", id: SECRET, name: "x" }], stop: "tool_use" }, "parts[0].args: Missing key"],
@@ -169,7 +169,7 @@ describe("a new event type needs no change in the reader", () => {
           const writer = yield* store.create({ type: "session", v: LOG_VERSION, id: "b2", cwd: "/w", created: 1 })
           const bad = [
             stamp(1, "turn_start", { content: [{ type: "text", text: "hi" }] }),
-            stamp(2, "tool_result", { id: "c", ok: true, content: "x", details: { exitCode: SECRET } })
+            stamp(2, "tool_result", { id: "c", ok: true, status: "done", content: "x", details: { exitCode: SECRET } })
           ]
           const refused = yield* Effect.flip(writer.append(bad))
           assert.strictEqual(refused.reason, "invalid")

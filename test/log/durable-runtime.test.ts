@@ -167,7 +167,7 @@ describe("Runtime.loadSession", () => {
             ["tool_result", 4, 1],
             ["turn_end", 5, 1]
           ])
-          assert.deepStrictEqual(events[3]!.data, { id: "s1", title: "Run slow", ok: false, content: INTERRUPTED_TOOL })
+          assert.deepStrictEqual(events[3]!.data, { id: "s1", title: "Run slow", ok: false, status: "interrupted", content: INTERRUPTED_TOOL })
           assert.deepStrictEqual(events[4]!.data, { stopReason: "cancelled", error: INTERRUPTED_TURN })
           assert.strictEqual(historyOf(session).openToolCalls.size, 0)
           // Replay shows the call as failed and says why the turn stopped.

@@ -92,7 +92,7 @@ describe("History.apply", () => {
       { type: "tool_call", data: { id: "a", name: "read", args: {}, title: "Read", kind: "read" } },
       { type: "permission", data: { toolCallId: "b", outcome: "allow_always", rule: { decision: "allow", kind: "command", value: "ls", label: "`ls`" } } },
       { type: "permission", data: { toolCallId: "b", outcome: "reject_once" } },
-      { type: "tool_result", data: { id: "a", ok: true, content: "A" } },
+      { type: "tool_result", data: { id: "a", ok: true, status: "done", content: "A" } },
       { type: "plan", data: { entries: [{ content: "x", status: "pending", priority: "low" }] } }
     ]
     for (const e of events) History.apply(h, e)
@@ -117,7 +117,7 @@ describe("History.apply", () => {
     const h = History.make()
     History.apply(h, { type: "model_response", data: { call: 1, parts: [], stop: "error", error: "x" } })
     assert.deepStrictEqual(h.messages, [])
-    History.apply(h, { type: "tool_result", data: { id: "zz", ok: false, content: "?" } })
+    History.apply(h, { type: "tool_result", data: { id: "zz", ok: false, status: "failed", content: "?" } })
     assert.deepStrictEqual(h.messages, [{ role: "tool", id: "zz", name: "unknown", ok: false, content: "?" }])
   })
 })

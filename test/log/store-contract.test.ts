@@ -136,7 +136,8 @@ const contract = (name: string, store: Effect.Effect<Store, unknown, Scope.Scope
         assert.deepStrictEqual(pages.flat(), all.sessions.map((s) => s.id))
         assert.deepStrictEqual(pages.map((p) => p.length), [2, 2, 1])
         assert.deepStrictEqual((yield* log.list({ cwd: "/elsewhere" })).sessions.map((s) => s.id), ["a3"])
-        assert.strictEqual((yield* Effect.flip(log.list({ cursor: "not a cursor" }))).message, "Invalid cursor")
+        const badCursor = yield* Effect.flip(log.list({ cursor: "not a cursor" }))
+        assert.deepStrictEqual([badCursor.reason, badCursor.message], ["cursor", "Invalid cursor"])
       }).pipe(Effect.provide(TempDir.platform)))
 
     it.effect("keeps side records with their session and removes them with it", () =>

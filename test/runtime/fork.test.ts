@@ -223,7 +223,7 @@ describe("Runtime.forkSession", () => {
           at(4, 2, { type: "turn_start", data: { content: [{ type: "text", text: "two" }] } }),
           at(5, 2, { type: "model_response", data: { call: 1, parts: [{ type: "tool_call", id: "c1", name: "read", args: { path: "notes.txt" } }], stop: "tool_use" } }),
           at(6, 2, { type: "tool_call", data: { id: "c1", name: "read", args: { path: "notes.txt" }, title: "Read notes.txt", kind: "read" } }),
-          at(7, 2, { type: "tool_result", data: { id: "c1", ok: true, content: "Hello notes" } }),
+          at(7, 2, { type: "tool_result", data: { id: "c1", ok: true, status: "done", content: "Hello notes" } }),
           at(8, 2, { type: "model_partial", data: { call: 2, parts: [{ type: "text", text: "Half an ans" }] } })
         ])
         yield* writer.saveSide("mcp", side)

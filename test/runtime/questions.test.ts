@@ -79,8 +79,12 @@ describe("Session questions", () => {
           const withdrawals = events.filter((e) => e.type === "question_withdrawn")
           assert.deepStrictEqual(withdrawals.map((e) => e.data), [{ requestId, answered: true }])
         }
-        const permission = (yield* readLog(session.id)).events.find((e) => e.type === "permission")!
+        const logged = (yield* readLog(session.id)).events
+        const permission = logged.find((e) => e.type === "permission")!
         assert.deepStrictEqual(permission.data, { toolCallId: "w1", outcome: "reject_once" })
+        // The refused call's result says it was denied (it never ran).
+        const result = logged.find((e) => e.type === "tool_result")?.data as { readonly ok: boolean; readonly status: string } | undefined
+        assert.deepStrictEqual([result?.ok, result?.status], [false, "denied"])
         assert.isFalse(existsSync(join(cwd, "out.txt")))
       })))
 

@@ -118,7 +118,7 @@ describe("Session: a turn with a tool", () => {
           kind: "read",
           locations: [{ path: `${cwd}/notes.txt` }]
         })
-        assert.deepStrictEqual(result!.data, { id: "call_1_1_1", title: "Read notes.txt", ok: true, content: "1\tHello notes" })
+        assert.deepStrictEqual(result!.data, { id: "call_1_1_1", title: "Read notes.txt", ok: true, status: "done", content: "1\tHello notes" })
         assert.deepStrictEqual(response2!.data, {
           call: 2,
           parts: [{ type: "thinking", text: "short" }, { type: "text", text: "Done." }],
@@ -293,7 +293,7 @@ describe("Session: the mailbox", () => {
           }],
           // Never started: announced as it is finalized, so clients see a call for every result.
           ["tool_call", { id: "t1", name: "read", args: { path: "notes.txt" }, title: "read", kind: "other" }],
-          ["tool_result", { id: "t1", title: "read", ok: false, content: "Cancelled by the user" }],
+          ["tool_result", { id: "t1", title: "read", ok: false, status: "cancelled", content: "Cancelled by the user" }],
           ["turn_end", { stopReason: "cancelled" }]
         ])
         assert.deepStrictEqual((yield* readLog(session.id)).events, canonical.map(logged))
@@ -340,7 +340,7 @@ describe("Session: the mailbox", () => {
         assert.deepStrictEqual(yield* Deferred.await(ticket.outcome), { stopReason: "cancelled" })
         const events = yield* rec.drain
         assert.deepStrictEqual(types(events), ["turn_start", "model_response", "tool_call", "tool_running", "tool_result", "turn_end"])
-        assert.deepStrictEqual(events[4]!.data, { id: "s1", title: "Run slow", ok: false, content: "Cancelled by the user" })
+        assert.deepStrictEqual(events[4]!.data, { id: "s1", title: "Run slow", ok: false, status: "cancelled", content: "Cancelled by the user" })
       })))
 
   it.effect("closing a session resolves its running and queued prompts as cancelled and leaves a complete log", () =>
@@ -422,7 +422,7 @@ describe("Session: failures", () => {
             error: "overloaded"
           }],
           ["tool_call", { id: "t9", name: "read", args: { path: "notes.txt" }, title: "read", kind: "other" }],
-          ["tool_result", { id: "t9", title: "read", ok: false, content: "Not run: the turn failed" }],
+          ["tool_result", { id: "t9", title: "read", ok: false, status: "not_run", content: "Not run: the turn failed" }],
           ["turn_end", { stopReason: "end_turn", error: "The model call failed: overloaded" }]
         ])
         assert.strictEqual(historyOf(session).openToolCalls.size, 0)
@@ -488,7 +488,7 @@ describe("Session: failures", () => {
 
         assert.deepStrictEqual(yield* a.prompt(text("boom")), { stopReason: "end_turn" })
         const boomResult = (yield* recA.drain).find((e) => e.type === "tool_result")!
-        assert.deepStrictEqual(boomResult.data, { id: "b1", title: "Run boom", ok: false, content: "Tool boom crashed: kaboom" })
+        assert.deepStrictEqual(boomResult.data, { id: "b1", title: "Run boom", ok: false, status: "failed", content: "Tool boom crashed: kaboom" })
 
         // Session B runs concurrently with A's failing turn: it pauses until the clock moves.
         const other = yield* Effect.forkChild(b.prompt(text("other")))
@@ -504,7 +504,7 @@ describe("Session: failures", () => {
             stop: "tool_use"
           }],
           ["tool_call", { id: "x1", name: "bad_title", args: {}, title: "bad_title", kind: "other" }],
-          ["tool_result", { id: "x1", title: "bad_title", ok: false, content: "Not run: the turn failed" }],
+          ["tool_result", { id: "x1", title: "bad_title", ok: false, status: "not_run", content: "Not run: the turn failed" }],
           ["turn_end", { stopReason: "end_turn", error: "The turn failed inside Skein: title exploded" }]
         ])
         // B is still in its pause: let it end.

@@ -32,7 +32,7 @@ const makeLog = () => {
     push(turn, { type: "tool_call", data: { id, name, args: {}, title: name, kind: name === "bash" ? "execute" : "edit" } })
     push(turn, {
       type: "tool_result",
-      data: { id, ok: result.ok, content: result.ok ? "done" : "failed", ...(result.diff ? { details: { diff: result.diff } } : {}) }
+      data: { id, ok: result.ok, status: result.ok ? "done" : "failed", content: result.ok ? "done" : "failed", ...(result.diff ? { details: { diff: result.diff } } : {}) }
     })
   }
   return {

@@ -36,9 +36,9 @@ describe("Present", () => {
     const shown = [
       e({ type: "tool_call", data: { id: "s1", name: "spawn_agent", args: { task: "Look" }, title: "Spawn explorer — Look", kind: "think" } }),
       e({ type: "subagent", data: { event: "spawned", id: "c", toolCallId: "s1", agent: "explorer", task: "Look" } }),
-      e({ type: "tool_result", data: { id: "s1", ok: true, content: "{\"id\":\"c\"}", details: { output: "Started explorer c" } } }),
+      e({ type: "tool_result", data: { id: "s1", ok: true, status: "done", content: "{\"id\":\"c\"}", details: { output: "Started explorer c" } } }),
       child({ type: "tool_call", data: { id: "r", name: "read", args: {}, title: "Read a.txt", kind: "read" } }),
-      child({ type: "tool_result", data: { id: "r", ok: true, content: "a" } }),
+      child({ type: "tool_result", data: { id: "r", ok: true, status: "done", content: "a" } }),
       e({ type: "turn_end", data: { stopReason: "cancelled" } })
     ].flatMap((event) => updatesOf(presenter.live(event)))
     const card = shown.filter((u) => u.toolCallId === "s1")

@@ -15,7 +15,8 @@ import {
   type EphemeralBody,
   type EventBody,
   isEphemeral,
-  type SessionEvent
+  type SessionEvent,
+  ToolStatus
 } from "../../src/log/Event.ts"
 import { type AssistantPart, type ModeId, modes, type ToolDetails, type UserBlock } from "../../src/Vocabulary.ts"
 import * as Translate from "../../src/translate/Translate.ts"
@@ -118,8 +119,8 @@ const canonicalBody: fc.Arbitrary<CanonicalBody> = fc.oneof(
     fc.constantFrom("read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other" as const),
     opt("locations", fc.array(fc.tuple(str, opt("line", fc.integer({ min: 1, max: 2 ** 32 - 1 }))).map(([path, l]) => ({ path, ...l })), { maxLength: 3 }))
   ).map(([id, name, args, title, kind, l]) => ({ type: "tool_call" as const, data: { id, name, args, title, kind, ...l } })),
-  fc.tuple(str, opt("title", str), fc.boolean(), str, opt("details", toolDetails)).map(
-    ([id, t, ok, content, d]) => ({ type: "tool_result" as const, data: { id, ...t, ok, content, ...d } })
+  fc.tuple(str, opt("title", str), fc.constantFrom(...ToolStatus.literals), str, opt("details", toolDetails)).map(
+    ([id, t, status, content, d]) => ({ type: "tool_result" as const, data: { id, ...t, ok: status === "done", status, content, ...d } })
   ),
   fc.tuple(fc.constantFrom("end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled" as const), opt("error", str)).map(
     ([stopReason, e]) => ({ type: "turn_end" as const, data: { stopReason, ...e } })
@@ -454,6 +455,7 @@ describe("Translate: examples", () => {
       data: {
         id: "c2",
         ok: true,
+        status: "done",
         content: "Edited a.txt",
         details: {
           diff: [{ path: "/w/a.txt", oldText: "x", newText: "y" }, { path: "/w/new.txt", oldText: null, newText: "n" }],
@@ -476,7 +478,7 @@ describe("Translate: examples", () => {
     assertValid("s-1", update!)
     assert.deepStrictEqual(Translate.replay(result), Translate.live(result))
 
-    const failed = Translate.live(ev({ type: "tool_result", data: { id: "c3", ok: false, content: "boom", details: { output: "out", exitCode: 2 } } }))
+    const failed = Translate.live(ev({ type: "tool_result", data: { id: "c3", ok: false, status: "failed", content: "boom", details: { output: "out", exitCode: 2 } } }))
     assert.deepStrictEqual(failed, [{
       sessionUpdate: "tool_call_update",
       toolCallId: "c3",
@@ -489,7 +491,7 @@ describe("Translate: examples", () => {
   it("a finished call repeats its title; one that ran in a client terminal keeps the terminal live, and shows its output in replay", () => {
     const result = ev({
       type: "tool_result",
-      data: { id: "b1", title: "`make`", ok: true, content: "built\n[exit code 0]", details: { output: "built\n", exitCode: 0, terminalId: "term-1" } }
+      data: { id: "b1", title: "`make`", ok: true, status: "done", content: "built\n[exit code 0]", details: { output: "built\n", exitCode: 0, terminalId: "term-1" } }
     })
     const [live] = Translate.live(result)
     assert.deepStrictEqual(live, {

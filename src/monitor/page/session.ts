@@ -198,7 +198,8 @@ export const mount = (root: HTMLElement, header: HTMLElement, sessionId: string)
         const tool = tools.get(event.data.id)
         if (tool === undefined) return
         tool.status.className = `status ${event.data.ok ? "ok" : "failed"}`
-        setText(tool.status, event.data.ok ? "done" : "failed")
+        // How it ended, in words: "done", "failed", "denied", "cancelled", "not run"…
+        setText(tool.status, event.data.status.replace("_", " "))
         tool.progress?.element.remove()
         const details = event.data.details
         for (const change of details?.diff ?? []) tool.body.append(Diff.view(change))
