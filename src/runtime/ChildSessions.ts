@@ -18,6 +18,7 @@ import * as History from "../log/History.ts"
 import type { SessionLog } from "../log/SessionLog.ts"
 import type { Writer } from "../log/Store.ts"
 import { AGENT_TOOLS } from "../tools/agents.ts"
+import * as BackgroundTools from "../tools/background.ts"
 import * as Ceiling from "../tools/Ceiling.ts"
 import type { SessionSandbox } from "../tools/Sandboxed.ts"
 import * as Toolkit from "../tools/Toolkit.ts"
@@ -45,7 +46,7 @@ interface Options {
 
 /** The tools an agent gets: its list (or all of its parent's), without the agent tools at the last depth. */
 const toolsOf = (agent: Definitions.AgentDefinition, parentTools: Toolkit.Toolkit, depth: number, maxDepth: number) =>
-  Toolkit.only(parentTools, (name) => (agent.tools === undefined || agent.tools.includes(name)) && (!AGENT_TOOLS.has(name) || depth < maxDepth))
+  Toolkit.only(parentTools, (name) => (agent.tools === undefined || BackgroundTools.listed(agent.tools, name)) && (!AGENT_TOOLS.has(name) || depth < maxDepth))
 
 const childPrompt = (agent: Definitions.AgentDefinition) =>
   [

@@ -60,6 +60,7 @@ import * as Latest from "./Latest.ts"
 import * as Spans from "../telemetry/Spans.ts"
 import * as Skills from "../skills/Skills.ts"
 import * as Undo from "../session/Undo.ts"
+import * as Background from "../tools/process/Background.ts"
 import * as Tool from "../tools/Tool.ts"
 import * as Toolkits from "../tools/Toolkit.ts"
 
@@ -201,6 +202,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
     // Completed when the session starts closing: requests waiting on the mailbox give up.
     const closing = yield* Deferred.make<void>()
     yield* deps.bus.register(info.id).pipe(Scope.provide(scope))
+    // The session's background commands: its turns start and read them; its scope's close kills them.
+    const background = yield* Background.make().pipe(Scope.provide(scope))
 
     /** Stamps, logs, folds and publishes events; keeps a turn's end the store refused for later (`Journal.ts`). */
     const journal = yield* Journal.make({ sessionId: info.id, writer: deps.writer, bus: deps.bus, history, lastSeq })
@@ -499,7 +502,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
               : deps.runTurn !== undefined
               ? deps.runTurn(ctx)
               : Turn.run(ctx)
-            const fiber = yield* Effect.forkChild(restore(work.pipe(Effect.provideContext(deps.services))))
+            const fiber = yield* Effect.forkChild(restore(work.pipe(Effect.provideContext(deps.services), Effect.provideService(Background.Current, background))))
             loop = fiber
             // A cancel that arrived while the loop was being started.
             if (turns.epoch > q.epoch) yield* Fiber.interrupt(fiber)
