@@ -6,7 +6,7 @@
 import type { Canonical, EventBody, SessionEvent } from "./Event.ts"
 
 /** Where an event goes: its session, its number, its time and its turn (`null`: session-level). */
-export interface At {
+interface At {
   readonly sessionId: string
   readonly seq: number
   readonly ts: number

@@ -46,7 +46,7 @@ type Found =
  * The session to close to make room at `now`: the top-level one used least recently among
  * those idle (no turn running or queued) for at least `EVICT_AFTER_IDLE_MS`; none when none is.
  */
-export const toEvict = (live: Iterable<Entry>, now: number): Entry | undefined => {
+const toEvict = (live: Iterable<Entry>, now: number): Entry | undefined => {
   let oldest: Entry | undefined
   let oldestUse = Infinity
   for (const entry of live) {
