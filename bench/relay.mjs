@@ -2,8 +2,8 @@
 // stream over ACP. No imports, no dependencies, no validation, no log, no tools.
 // Answers `initialize` and `session/new` like the floor; on `session/prompt` it POSTs a Chat
 // Completions request to $OPENAI_BASE_URL/chat/completions with Node's built-in `fetch` (the
-// client Skein's providers use, through Effect's FetchHttpClient, and the one the vendors' SDKs
-// use on Node), reads the Server-Sent Events body, writes each `delta.content` as one
+// client the vendors' SDKs use on Node; Skein's providers use `node:http`, through Effect's
+// NodeHttpClient), reads the Server-Sent Events body, writes each `delta.content` as one
 // `agent_message_chunk` update, and answers `end_turn` at `[DONE]`.
 // Nothing is loaded or warmed before the prompt: a plain program pays for `fetch` (undici) on
 // its first use.

@@ -15,6 +15,8 @@
 // 1. cold start: spawn → `initialize` response, and → `session/new` response (initialize first);
 //    fresh processes, interleaved; baseline: the floor (target ≤ 2×), context: the SDK agent, and
 //    the main thread's on-CPU time to the `session/new` response (robust to a busy machine).
+//    The same against the previous commit (bench/previous.mjs: the merge-base with main, built in
+//    this run's temporary directory), interleaved with the rest in the same run.
 // 2. first chunk: `session/prompt` written → first `agent_message_chunk` line read, on an
 //    initialized agent with a session; one scripted turn per prompt (one text delta); baseline:
 //    the SDK agent answering with one chunk.
@@ -23,13 +25,17 @@
 //    `initialize`, `session/new`, a pause, then `session/prompt` written → first
 //    `agent_message_chunk` read; baseline: bench/relay.mjs, plain Node relaying the same stream
 //    with the built-in `fetch` (target ≤ 1.1×). Two pauses after `session/new`: an editor's (the
-//    user types; the target row) and none (a script that prompts at once).
+//    user types; the target row) and none (a script that prompts at once). Then a second prompt
+//    in the same process, as soon as the first is answered (a warm process). And the RSS after the
+//    editor's pause, the provider's warm-up done, before the prompt.
 // 3. streaming throughput: one turn of 100,000 scripted text deltas; `session/update` lines per
 //    second from the prompt written to its response read; baseline: the SDK agent relaying as
 //    many deltas (target ≥ 1×); context: the agent's CPU time per turn, and the floor, which only
 //    writes lines (the reader's ceiling).
-// 4. memory: VmRSS (/proc/<pid>/status) after initialize and a settle, then with 100 and 1,000
-//    live idle sessions; the added RSS per session (target < 1 MB); also after a forced GC.
+// 4. memory: VmRSS (/proc/<pid>/status) after initialize and a settle, after the first
+//    `session/new` and a settle (target ≤ 1.3× the floor's; also against the previous commit),
+//    then with 100 and 1,000 live idle sessions; the added RSS per session (target < 1 MB); also
+//    after a forced GC.
 // 5. sessions: `session/list` over 1,000 logged sessions (target < 50 ms for a page) and
 //    `session/load` of a 100,000-event log (target < 1 s), by scripts/bench-sessions.mjs; the
 //    same over the floor by scripts/bench-sessions-floor.mjs.
@@ -74,6 +80,8 @@
 //   --spawns N      subagents: spawn timings (20)
 //   --sub-deltas N  subagents: deltas per stream (200)     --sub-pace MS  between two deltas of a stream (10)
 //   --only LIST     comma-separated sections: cold,chunk,prompt,throughput,memory,sessions,log,remote,subagents,compaction,cluster,stops,sandbox,telemetry,monitor
+//   --previous REF  the commit to compare with (BENCH_PREVIOUS; default: the merge-base with main,
+//                   or HEAD^ on main); "none": no comparison
 //   --merge         with --only: put the sections run into the recorded results (bench/results.*),
 //                   keeping the other sections' figures as they were recorded
 //   --no-readme     do not touch README.md
@@ -86,6 +94,7 @@ import { dirname, join, relative } from "node:path"
 import { parseArgs } from "node:util"
 import { fileURLToPath } from "node:url"
 import { Agent, msSince, now, sleep } from "../bench/client.mjs"
+import { buildPrevious } from "../bench/previous.mjs"
 import { warmCodeCache } from "./warm-code-cache.mjs"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
@@ -106,6 +115,7 @@ const { values } = parseArgs({
     "sub-pace": { type: "string" },
     merge: { type: "boolean" },
     only: { type: "string" },
+    previous: { type: "string" },
     "no-readme": { type: "boolean" }
   }
 })
@@ -139,10 +149,12 @@ for (const s of only) {
   }
 }
 const MEM_COUNTS = [100, 1000]
+const PREVIOUS = values.previous ?? process.env.BENCH_PREVIOUS
 const SETTLE_MS = 500
 
 const TARGETS = {
   coldStart: 2, // × the floor, initialize and session/new
+  idleRss: 1.3, // × the floor's RSS, idle after session/new
   firstPrompt: 1.1, // × the plain-Node relay, first prompt of a fresh process
   throughput: 1, // × the SDK agent, at least
   sessionKB: 1024, // added RSS per idle session, under
@@ -185,7 +197,10 @@ for (const k of Object.keys(env)) if (/^(SKEIN|OPENAI|ANTHROPIC)_/.test(k)) dele
 env.SKEIN_CODE_CACHE_DIR = join(tmp, "code-cache")
 const envNoCache = { ...env, SKEIN_NO_CODE_CACHE: "1" }
 
-const NAMES = { skein: "Skein", "skein-nocache": "Skein without its code cache", floor: "plain-Node floor", sdk: "ACP SDK agent", relay: "plain-Node relay" }
+const NAMES = { skein: "Skein", "skein-nocache": "Skein without its code cache", "skein-prev": "the previous commit", floor: "plain-Node floor", sdk: "ACP SDK agent", relay: "plain-Node relay" }
+
+/** The previous commit's build (bench/previous.mjs), once `main` has built it; undefined with `--previous none`. */
+let previous
 
 /**
  * A provider for Skein when no script answers: an OpenAI-compatible server on a closed port,
@@ -196,15 +211,16 @@ const PROVIDER_ENV = { OPENAI_BASE_URL: "http://127.0.0.1:9/v1", SKEIN_MODEL: "b
 
 /** Starts an agent; Skein gets a fresh home (or `home`) and, when given, a script (else `PROVIDER_ENV`). */
 const start = (id, { script, nodeArgs, args: extra = [], env: more, home, Class = Agent } = {}) => {
-  if (id === "skein" || id === "skein-nocache") {
-    const args = [SKEIN, "acp", "--home", home ?? freshHome(), ...extra]
+  if (id === "skein" || id === "skein-nocache" || id === "skein-prev") {
+    const args = [id === "skein-prev" ? previous.skein : SKEIN, "acp", "--home", home ?? freshHome(), ...extra]
     if (script !== undefined) {
       const file = join(tmp, `script-${homes}.json`)
       writeFileSync(file, JSON.stringify(script))
       args.push("--script", file)
     }
+    const base = id === "skein" ? env : id === "skein-prev" ? previous.env : envNoCache
     const provider = script === undefined ? PROVIDER_ENV : {}
-    return new Class(NAMES[id], args, { cwd: workspace, env: { ...(id === "skein" ? env : envNoCache), ...provider, ...more }, nodeArgs })
+    return new Class(NAMES[id], args, { cwd: workspace, env: { ...base, ...provider, ...more }, nodeArgs })
   }
   return new Agent(NAMES[id], [id === "floor" ? FLOOR : id === "relay" ? RELAY : SDK], { cwd: workspace, env: { ...env, ...more }, nodeArgs })
 }
@@ -266,7 +282,7 @@ const coldOnce = async (id) => {
 }
 
 const coldStart = async () => {
-  const ids = ["skein", "floor", "sdk", "skein-nocache"]
+  const ids = ["skein", ...(previous !== undefined ? ["skein-prev"] : []), "floor", "sdk", "skein-nocache"]
   section(`cold start: ${WARMUP} warm-up + ${RUNS} runs per agent, interleaved`)
   const keys = ["initialize", "ready", "initializeCpu", "readyCpu", "readyWait"]
   const samples = Object.fromEntries(ids.map((id) => [id, Object.fromEntries(keys.map((k) => [k, []]))]))
@@ -364,16 +380,26 @@ const firstPromptOnce = async (id, url, pauseMs) => {
     const opened = await agent.request("session/new", { cwd: workspace, mcpServers: [] })
     const sessionId = opened.result.sessionId
     if (pauseMs > 0) await sleep(pauseMs)
-    let first
-    agent.onChunk = (t) => {
-      if (first === undefined) first = t
+    // Idle after the pause: Skein's provider warm-up is done by then.
+    const idleKB = agent.rssKB()
+    /** Prompt written → its first chunk read. */
+    const promptOnce = async () => {
+      let first
+      agent.onChunk = (t) => {
+        if (first === undefined) first = t
+      }
+      const r = await agent.prompt(sessionId, "Say hello.", 10_000)
+      agent.onChunk = undefined
+      if (first === undefined) throw new Error(`${agent.name}: no agent_message_chunk before the prompt response${agent.stderrTail()}`)
+      if (r.result?.stopReason !== "end_turn") throw new Error(`${agent.name}: prompt ended ${JSON.stringify(r.result)}${agent.stderrTail()}`)
+      return msSince(r.sent, first)
     }
-    const r = await agent.prompt(sessionId, "Say hello.", 10_000)
-    if (first === undefined) throw new Error(`${agent.name}: no agent_message_chunk before the prompt response${agent.stderrTail()}`)
-    if (r.result?.stopReason !== "end_turn") throw new Error(`${agent.name}: prompt ended ${JSON.stringify(r.result)}${agent.stderrTail()}`)
+    const firstMs = await promptOnce()
+    // The same process, warm: the next prompt as soon as the first is answered.
+    const secondMs = await promptOnce()
     const exit = await agent.close()
     if (exit.code !== 0) throw new Error(`${agent.name} exited with ${exit.signal ?? `code ${exit.code}`}${agent.stderrTail()}`)
-    return { first: msSince(r.sent, first), ready: msSince(agent.t0, opened.t) }
+    return { first: firstMs, second: secondMs, ready: msSince(agent.t0, opened.t), idleKB }
   } finally {
     agent.kill()
   }
@@ -387,6 +413,8 @@ const firstPrompt = async () => {
   try {
     const samples = Object.fromEntries(pauses.map((p) => [p, Object.fromEntries(ids.map((id) => [id, []]))]))
     const ready = Object.fromEntries(ids.map((id) => [id, []]))
+    const second = Object.fromEntries(ids.map((id) => [id, []]))
+    const idle = Object.fromEntries(ids.map((id) => [id, []]))
     for (let i = 0; i < WARMUP; i++) for (const id of ids) await firstPromptOnce(id, server.url, 0)
     for (let i = 0; i < FIRST; i++) {
       for (let k = 0; k < ids.length * pauses.length; k++) {
@@ -396,15 +424,19 @@ const firstPrompt = async () => {
         const r = await firstPromptOnce(id, server.url, pause)
         samples[pause][id].push(r.first)
         ready[id].push(r.ready)
+        second[id].push(r.second)
+        if (pause === PAUSE_MS) idle[id].push(r.idleKB)
       }
       progress(`  run ${i + 1}/${FIRST}`)
     }
     // Every model request is a prompt's: nothing else (a warm-up) reaches the model's server.
-    const expected = (WARMUP + FIRST * pauses.length) * ids.length
+    const expected = (WARMUP + FIRST * pauses.length) * ids.length * 2
     if (server.requests() !== expected) throw new Error(`the model server got ${server.requests()} requests for ${expected} prompts`)
     return {
       ...Object.fromEntries(pauses.map((p) => [p, Object.fromEntries(ids.map((id) => [id, summarize(samples[p][id])]))])),
-      ready: Object.fromEntries(ids.map((id) => [id, summarize(ready[id])]))
+      ready: Object.fromEntries(ids.map((id) => [id, summarize(ready[id])])),
+      second: Object.fromEntries(ids.map((id) => [id, summarize(second[id])])),
+      idleKB: Object.fromEntries(ids.map((id) => [id, summarize(idle[id])]))
     }
   } finally {
     await server.close()
@@ -473,14 +505,22 @@ const probe = async (agent) => {
   throw new Error(`${agent.name}: the GC probe did not answer${agent.stderrTail()}`)
 }
 
+/**
+ * RSS idle after `initialize` (0 sessions), after the first `session/new` (1), then with each of
+ * `counts` live sessions; each point after a settle, and from the first session on also after a
+ * forced GC (the probe loads modules of its own at its first use: none is counted before it).
+ */
 const memoryOnce = async (id, counts) => {
   // Skein keeps every session live here (its default cap would close idle ones past 256).
-  const agent = start(id, { nodeArgs: ["--expose-gc", "--import", GC_PROBE], args: id === "skein" ? ["--max-live-sessions", String(Math.max(...counts) + 1)] : [] })
+  const agent = start(id, { nodeArgs: ["--import", GC_PROBE], args: id === "skein" ? ["--max-live-sessions", String(Math.max(1, ...counts) + 1)] : [] })
   try {
     await agent.initialize()
     await sleep(SETTLE_MS)
-    const points = [{ sessions: 0, rssKB: agent.rssKB(), gc: await probe(agent) }]
-    let live = 0
+    const points = [{ sessions: 0, rssKB: agent.rssKB() }]
+    await agent.newSession(workspace)
+    let live = 1
+    await sleep(SETTLE_MS)
+    points.push({ sessions: 1, rssKB: agent.rssKB(), gc: await probe(agent) })
     for (const n of counts) {
       while (live < n) {
         const batch = Math.min(50, n - live)
@@ -498,27 +538,33 @@ const memoryOnce = async (id, counts) => {
 
 const memory = async () => {
   section(`memory: ${MEM_RUNS} runs; RSS idle, then with ${MEM_COUNTS.join(" and ")} live sessions`)
-  const runs = { skein: [], floor: [], sdk: [] }
+  const ids = ["skein", ...(previous !== undefined ? ["skein-prev"] : []), "floor", "sdk"]
+  const runs = Object.fromEntries(ids.map((id) => [id, []]))
   for (let i = 0; i < MEM_RUNS; i++) {
-    runs.floor.push(await memoryOnce("floor", []))
-    runs.sdk.push(await memoryOnce("sdk", []))
-    runs.skein.push(await memoryOnce("skein", MEM_COUNTS))
+    for (let k = 0; k < ids.length; k++) {
+      const id = ids[(i + k) % ids.length]
+      runs[id].push(await memoryOnce(id, id === "skein" ? MEM_COUNTS : []))
+    }
     progress(`  run ${i + 1}/${MEM_RUNS}`)
   }
-  const idle = (id) => summarize(runs[id].map((p) => p[0].rssKB))
-  const idleGc = (id) => summarize(runs[id].map((p) => p[0].gc.rssKB))
-  const perSession = Object.fromEntries(MEM_COUNTS.map((n, j) => [n, {
-    rssKB: summarize(runs.skein.map((p) => p[j + 1].rssKB)),
-    addedKBPerSession: summarize(runs.skein.map((p) => (p[j + 1].rssKB - p[0].rssKB) / n)),
+  const at = (points, n) => points.find((p) => p.sessions === n)
+  const over = (f) => Object.fromEntries(ids.map((id) => [id, f(id)]))
+  const idle = (id, n = 0) => summarize(runs[id].map((p) => at(p, n).rssKB))
+  const idleGc = (id, n) => summarize(runs[id].map((p) => at(p, n).gc.rssKB))
+  // After a forced GC: from the first session's point (the first with the probe), per session added since.
+  const perSession = Object.fromEntries(MEM_COUNTS.map((n) => [n, {
+    rssKB: summarize(runs.skein.map((p) => at(p, n).rssKB)),
+    addedKBPerSession: summarize(runs.skein.map((p) => (at(p, n).rssKB - at(p, 0).rssKB) / n)),
     afterGc: {
-      rssKB: summarize(runs.skein.map((p) => p[j + 1].gc.rssKB)),
-      addedKBPerSession: summarize(runs.skein.map((p) => (p[j + 1].gc.rssKB - p[0].gc.rssKB) / n)),
-      addedHeapKBPerSession: summarize(runs.skein.map((p) => (p[j + 1].gc.heapUsedKB - p[0].gc.heapUsedKB) / n))
+      rssKB: summarize(runs.skein.map((p) => at(p, n).gc.rssKB)),
+      addedKBPerSession: summarize(runs.skein.map((p) => (at(p, n).gc.rssKB - at(p, 1).gc.rssKB) / (n - 1))),
+      addedHeapKBPerSession: summarize(runs.skein.map((p) => (at(p, n).gc.heapUsedKB - at(p, 1).gc.heapUsedKB) / (n - 1)))
     }
   }]))
   return {
-    idleKB: { skein: idle("skein"), floor: idle("floor"), sdk: idle("sdk") },
-    idleAfterGcKB: { skein: idleGc("skein"), floor: idleGc("floor"), sdk: idleGc("sdk") },
+    idleKB: over((id) => idle(id)),
+    sessionIdleKB: over((id) => idle(id, 1)),
+    sessionIdleAfterGcKB: over((id) => idleGc(id, 1)),
     sessions: perSession,
     raw: runs
   }
@@ -649,12 +695,14 @@ const subMemoryOnce = async (scenario) => {
       busy: { turns: [{ calls: [[{ text: "working" }, { sleep_ms: SUB_SLEEP_MS }]] }] }
     }
   }
-  const agent = start("skein", { script, home: subHome(), Class: Watched, nodeArgs: ["--expose-gc", "--import", GC_PROBE] })
+  const agent = start("skein", { script, home: subHome(), Class: Watched, nodeArgs: ["--import", GC_PROBE] })
   try {
     await subInitialize(agent)
     const sessionId = await agent.newSession(workspace)
     const warm = await agent.prompt(sessionId, "warm up", 30_000)
     if (warm.result?.stopReason !== "end_turn") throw new Error(`subagents: the warm-up turn ended ${JSON.stringify(warm.result)}${agent.stderrTail()}`)
+    // The probe loads its modules at its first use: before both points, not between them.
+    await probe(agent)
     const said = new Set() // the sessions that sent a chunk in this turn
     let firstSpawn
     let lastChild
@@ -992,6 +1040,15 @@ const buildFigures = (r) => {
     }
     const nocache = c["skein-nocache"]
     addFigure({ group: "cold start", id: "cold.initialize.nocache", label: "spawn → `initialize`, without the code cache (first start)", unit: "ms", subject: "Skein", ...nocache.initialize, baseline: floor("initialize"), note: "SKEIN_NO_CODE_CACHE=1: what the first start after an install or upgrade costs, before its exit writes the cache" })
+    const prev = c["skein-prev"]
+    if (prev !== undefined) {
+      const was = (m) => ({ name: NAMES["skein-prev"], median: prev[m].median, p90: prev[m].p90 })
+      addFigure({ group: "cold start", id: "cold.initialize.previous", label: "spawn → `initialize` (vs the previous commit)", unit: "ms", subject: "Skein", ...c.skein.initialize, baseline: was("initialize") })
+      addFigure({ group: "cold start", id: "cold.ready.previous", label: "spawn → `session/new` (vs the previous commit)", unit: "ms", subject: "Skein", ...c.skein.ready, baseline: was("ready") })
+      if (c.skein.readyCpu && prev.readyCpu) {
+        addFigure({ group: "cold start", id: "cold.ready.cpu.previous", label: "main-thread CPU to `session/new` (vs the previous commit)", unit: "ms", subject: "Skein", ...c.skein.readyCpu, baseline: was("readyCpu") })
+      }
+    }
     addFigure({ group: "cold start", id: "cold.initialize.sdk", label: "spawn → `initialize` (vs SDK agent)", unit: "ms", subject: "Skein", ...c.skein.initialize, baseline: sdk("initialize") })
     addFigure({ group: "cold start", id: "cold.ready.sdk", label: "spawn → `session/new` (vs SDK agent)", unit: "ms", subject: "Skein", ...c.skein.ready, baseline: sdk("ready") })
   }
@@ -1035,6 +1092,26 @@ const buildFigures = (r) => {
       ...p.ready.skein,
       baseline: { name: NAMES.relay, median: p.ready.relay.median, p90: p.ready.relay.p90 },
       note: "the warm-up must not delay it: it starts after this answer"
+    })
+    addFigure({
+      group: "first prompt",
+      id: "prompt.second",
+      label: "the second prompt of the process over HTTP, as soon as the first is answered → first chunk",
+      unit: "ms",
+      subject: "Skein",
+      ...p.second.skein,
+      baseline: { name: `${NAMES.relay}, its second prompt`, median: p.second.relay.median, p90: p.second.relay.p90 },
+      note: "a warm process: what each prompt costs once everything is loaded"
+    })
+    addFigure({
+      group: "first prompt",
+      id: "prompt.idleRss",
+      label: `RSS idle ${PAUSE_MS} ms after \`session/new\`, with the HTTP provider (its warm-up done)`,
+      unit: "KB",
+      subject: "Skein",
+      ...p.idleKB.skein,
+      baseline: { name: `${NAMES.relay}, idle`, median: p.idleKB.relay.median, p90: p.idleKB.relay.p90 },
+      note: "the warm-up loads Node's HTTP client before the first prompt, on purpose; the relay loads its fetch (undici) at its first prompt"
     })
   }
   if (r.throughput) {
@@ -1081,6 +1158,23 @@ const buildFigures = (r) => {
     const m = r.memory
     addFigure({ group: "memory", id: "memory.idle", label: "RSS idle (after `initialize`)", unit: "KB", subject: "Skein", ...m.idleKB.skein, baseline: { name: NAMES.floor, median: m.idleKB.floor.median, p90: m.idleKB.floor.p90 } })
     addFigure({ group: "memory", id: "memory.idle.sdk", label: "RSS idle (vs SDK agent)", unit: "KB", subject: "Skein", ...m.idleKB.skein, baseline: { name: NAMES.sdk, median: m.idleKB.sdk.median, p90: m.idleKB.sdk.p90 } })
+    if (m.sessionIdleKB !== undefined) {
+      const session = (id) => ({ median: m.sessionIdleKB[id].median, p90: m.sessionIdleKB[id].p90 })
+      addFigure({
+        group: "memory",
+        id: "memory.session",
+        label: "RSS idle after the first `session/new`",
+        unit: "KB",
+        subject: "Skein",
+        ...session("skein"),
+        baseline: { name: NAMES.floor, ...session("floor") },
+        target: { kind: "ratio<=", value: TARGETS.idleRss, text: `≤ ${TARGETS.idleRss}× floor` },
+        note: "the scripted provider: nothing to warm"
+      })
+      if (m.sessionIdleKB["skein-prev"] !== undefined) {
+        addFigure({ group: "memory", id: "memory.session.previous", label: "RSS idle after the first `session/new` (vs the previous commit)", unit: "KB", subject: "Skein", ...session("skein"), baseline: { name: NAMES["skein-prev"], ...session("skein-prev") } })
+      }
+    }
     for (const n of MEM_COUNTS) {
       const s = m.sessions[n]
       addFigure({
@@ -1599,10 +1693,11 @@ const render = (json) => {
     "Medians; p90 is the 90th-percentile run on the slow side. Baselines run in the same `npm run bench`, interleaved with Skein:",
     "the plain-Node floor (`bench/floor.mjs`) answers with no library at all; the ACP SDK agent (`bench/sdk-agent.mjs`) is a minimal",
     "agent on `@agentclientprotocol/sdk` that relays deltas with awaited `notify` calls; the plain-Node relay (`bench/relay.mjs`) relays",
-    "a local model server's stream with Node's built-in `fetch`, as Skein's `openai-chat` provider does. How each figure is taken: `scripts/bench.mjs`.",
+    "a local model server's stream with Node's built-in `fetch`, as the vendors' SDKs do (Skein's providers use `node:http`). How each figure is taken: `scripts/bench.mjs`.",
     "The CPU rows (main-thread on-CPU time from `/proc/<pid>/schedstat`, process CPU from `/proc/<pid>/stat`) have no target; they",
     "show the work done, which a busy machine hardly changes, where wall-clock figures also count the wait for a CPU.",
     `Runs: ${runs.join(", ")}.`,
+    ...(m.previous ? ["", `The previous commit is ${m.previous.commit.slice(0, 10)} (${m.previous.subject}), built in the same run from the same dependencies (\`bench/previous.mjs\`) and measured interleaved with this one.`] : []),
     ...(memoryNote ? ["", memoryNote] : []),
     ...(subagentsNote ? ["", subagentsNote] : []),
     ""
@@ -1629,6 +1724,12 @@ const main = async () => {
   process.stdout.write(`bench: node ${process.version}, sections ${only.join(", ")}\n`)
   const unwarmed = await warmCodeCache({ env })
   if (unwarmed !== undefined) throw new Error(`the code cache was not filled: ${unwarmed}`)
+  if (PREVIOUS !== "none" && (only.includes("cold") || only.includes("memory"))) {
+    section(`the previous commit: building ${PREVIOUS || "the merge-base with main"} (bench/previous.mjs)`)
+    previous = await buildPrevious({ root, tmp, asked: PREVIOUS, env })
+    NAMES["skein-prev"] = `the previous commit (${previous.short})`
+    section(`  ${previous.short} ${previous.subject}`)
+  }
   const results = {}
   if (only.includes("cold")) results.cold = await coldStart()
   if (only.includes("chunk")) results.chunk = await firstChunk()
@@ -1672,7 +1773,7 @@ const main = async () => {
     chunk: { prompts: PROMPTS, warmup: PROMPT_WARMUP, note: "one agent process each, one session, one scripted turn (one text delta) per prompt" },
     prompt: { runs: FIRST, warmup: WARMUP, pauseMs: [PAUSE_MS, 0], note: "fresh process per run, interleaved; --provider openai-chat at a local SSE server in the bench process; the relay (bench/relay.mjs) POSTs with the built-in fetch" },
     throughput: { deltas: DELTAS, turns: TURNS, warmupTurns: 1, note: "Skein: script {text:'x', repeat}; SDK agent: awaited client.notify per delta; floor: synchronous writes" },
-    memory: { runs: MEM_RUNS, settleMs: SETTLE_MS, counts: MEM_COUNTS, note: "VmRSS from /proc after a settle; afterGc: process.memoryUsage() after a forced GC (bench/gc-probe.mjs preloaded into every agent)" },
+    memory: { runs: MEM_RUNS, settleMs: SETTLE_MS, counts: MEM_COUNTS, note: "VmRSS from /proc after a settle: after initialize, after the first session/new, then with each count of live sessions; afterGc: process.memoryUsage() after a forced GC (bench/gc-probe.mjs preloaded into every agent, without --expose-gc, which would keep Skein from its code cache), from the first session on, per session added since it" },
     sessions: { runs: SESSIONS_RUNS, skein: "scripts/bench-sessions.mjs", floor: "scripts/bench-sessions-floor.mjs" },
     log: { script: "scripts/bench-log.mjs", note: "in-process; default durability: no fsync per event, one at the turn's end" },
     compaction: { script: "scripts/bench-compaction.mjs", note: "in-process (dist/index.mjs, file store, scripted provider): a log of 100,000 events written afresh for each run; load = runtime.loadSession of it (the baseline), compact = the prompt `/compact` to its outcome; model input sizes are the logged compaction's estimates (4 characters a token)" },
@@ -1703,6 +1804,7 @@ const main = async () => {
       ratio: "Skein's median ÷ the baseline's median (memory per session: RSS with N sessions ÷ idle RSS; per child: RSS with the children ÷ RSS with none)",
       client: "bench/client.mjs: one raw reader for every agent; session/update lines are counted by a byte search, other lines parsed",
       ...Object.fromEntries(Object.entries(sectionMethods).filter(([k]) => only.includes(k))),
+      ...(previous !== undefined ? { previous: { commit: previous.commit, subject: previous.subject, note: "bench/previous.mjs: git archive of the commit into the run's temporary directory, built there over this checkout's node_modules, its code cache filled in a directory of its own; started interleaved with this build" } } : {}),
       codeCache: "dist/skein.mjs loads dist/skein-main.cjs through a V8 code cache written at exit by a run that served; here in the run's temporary directory, filled first as the build fills a user's (scripts/warm-code-cache.mjs: initialize, session/new, one scripted turn)"
     },
     targets: TARGETS,

@@ -11,23 +11,24 @@ import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:
 import { resolve } from "node:path"
 import { warmCodeCache } from "./warm-code-cache.mjs"
 
-// Built-in modules that start-up does not need are loaded on first use instead: each import of
-// them becomes a module of functions that fetch the real one when called.
-// - node:crypto (~5 ms): only @effect/platform-node's NodeFileSystem imports it, for
-//   temporary file names (Skein's own session ids use it once a session starts);
+// Built-in modules that start-up does not need are loaded on first use instead, whoever imports
+// them: each import becomes a module of functions that fetch the real one when called.
+// - node:crypto (~5 ms, and its modules' memory): temporary file names (@effect/platform-node's
+//   NodeFileSystem), hashes of skills and of the compaction prompt, the containment of commands'
+//   processes, the tokens of `serve`: none of it before a session does something;
 // - node:child_process (~1.2 ms): bash and MCP stdio servers spawn only within a session;
 // - node:readline: only `skein run` asks questions at a terminal.
-// Only functions (and classes) are forwarded; importing anything else fails the build.
+// node:v8 and node:perf_hooks are never imported: src/cli/Heap.ts takes them with
+// process.getBuiltinModule once a session is open (a static import would not be lazy).
+// Only functions (and classes) are forwarded; importing anything else fails the build. A call
+// at a module's top level would still load the real module at start-up: test/e2e/startup.test.ts
+// checks which built-ins are loaded when `session/new` answers.
+const LAZY_BUILTINS = ["node:crypto", "node:child_process", "node:readline"]
 const lazyBuiltins = {
   name: "lazy-builtins",
   setup(b) {
-    const lazy = {
-      "node:crypto": (importer) => importer.includes("node_modules"),
-      "node:child_process": () => true,
-      "node:readline": () => true
-    }
     b.onResolve({ filter: /^node:(crypto|child_process|readline)$/ }, (args) =>
-      lazy[args.path](args.importer) ? { path: args.path, namespace: "skein-lazy" } : undefined)
+      LAZY_BUILTINS.includes(args.path) ? { path: args.path, namespace: "skein-lazy" } : undefined)
     b.onLoad({ filter: /.*/, namespace: "skein-lazy" }, (args) => {
       const real = process.getBuiltinModule(args.path)
       const names = Object.keys(real).filter((name) => typeof real[name] === "function" && /^[A-Za-z_$][\w$]*$/.test(name))
@@ -37,6 +38,72 @@ const lazyBuiltins = {
         contents: [`const m = () => process.getBuiltinModule(${JSON.stringify(args.path)})`, ...names.map(forward)].join("\n"),
         loader: "js"
       }
+    })
+  }
+}
+
+// Effect finds out at load how V8 prints two kinds of stack frames, by formatting a stack trace
+// (effect/Utils: `internalCall`; effect/internal/effect: `continuationMarksStack`). The first
+// stack trace a process formats makes V8 find every line end of the script it is in: for the
+// 1 MB bundle that and the formatting are about 6% of what `initialize` costs. The CLI bundles
+// run on Node, so on V8, whose answers are known (checked by test/e2e/startup.test.ts): each probe
+// is replaced by its answer, with the probes' own rule for a stack trace limit of 0 kept. Effect
+// is pinned; should a new version change these lines, the build fails here to be looked at.
+const V8_STACK_PROBES = [
+  {
+    file: /\/effect\/dist\/Utils\.js$/,
+    probe: `  // Only the callback and internal call frames are needed for detection.
+  setStackTraceLimit(2);
+  const error = standard[InternalTypeId](() => new Error());
+  setStackTraceLimit(limit);
+  return error.stack?.includes(InternalTypeId) === true ? standard[InternalTypeId] : forced[InternalTypeId];`,
+    answer: "  return standard[InternalTypeId];"
+  },
+  {
+    file: /\/effect\/dist\/internal\/effect\.js$/,
+    probe: `  // Only the probe frame is needed to detect the continuation property name.
+  setStackTraceLimit(1);
+  const error = /*#__PURE__*/probe[marker]();
+  setStackTraceLimit(limit);
+  return error.stack?.includes("[as " + marker + "]") === true;`,
+    answer: "  return true;"
+  }
+]
+const v8StackProbes = {
+  name: "v8-stack-probes",
+  setup(b) {
+    b.onLoad({ filter: /\/effect\/dist\/(Utils|internal\/effect)\.js$/ }, (args) => {
+      const known = V8_STACK_PROBES.find((p) => p.file.test(args.path))
+      if (known === undefined) return undefined
+      const text = readFileSync(args.path, "utf8")
+      if (!text.includes(known.probe)) {
+        return { errors: [{ text: `${args.path} no longer has the stack probe scripts/build.mjs replaces (V8_STACK_PROBES): look at it again` }] }
+      }
+      return { contents: text.replace(known.probe, known.answer), loader: "js" }
+    })
+  }
+}
+
+// @effect/platform-node's HTTP client (the providers' client, src/providers/Dialects.ts) requires
+// node:http and node:https when it loads. node:https brings TLS and crypto (about 5 MB resident),
+// which a provider at an http:// URL (a local model server) never uses: here each is required at
+// its first use instead. Should the file change, the build fails here to be looked at.
+const LAZY_NODE_HTTP = {
+  probe: `export const http = /*#__PURE__*/require("node:http");
+export const https = /*#__PURE__*/require("node:https");`,
+  answer: `const lazy = (name) => { let m; return new Proxy({}, { get: (_, key) => (m ??= require(name))[key] }) };
+export const http = /*#__PURE__*/lazy("node:http");
+export const https = /*#__PURE__*/lazy("node:https");`
+}
+const lazyNodeHttp = {
+  name: "lazy-node-http",
+  setup(b) {
+    b.onLoad({ filter: /\/@effect\/platform-node\/dist\/internal\/http\.js$/ }, (args) => {
+      const text = readFileSync(args.path, "utf8")
+      if (!text.includes(LAZY_NODE_HTTP.probe)) {
+        return { errors: [{ text: `${args.path} no longer requires node:http and node:https as scripts/build.mjs expects (LAZY_NODE_HTTP): look at it again` }] }
+      }
+      return { contents: text.replace(LAZY_NODE_HTTP.probe, LAZY_NODE_HTTP.answer), loader: "js" }
     })
   }
 }
@@ -122,10 +189,15 @@ const withoutRpc = {
   }
 }
 
+// Each CLI bundle is one function expression, the launcher's module wrapper in strict mode (as
+// the ES modules it was bundled from): the launcher compiles the file's text as it is, so V8 holds
+// one copy of the ~1 MB source, not the file's and a wrapped one.
 const cliBundle = (outfile, plugins) => build({
   entryPoints: ["src/cli/main.ts"],
-  plugins: [lazyBuiltins, embeddedWorker, embeddedPage, ...plugins],
+  plugins: [lazyBuiltins, v8StackProbes, lazyNodeHttp, embeddedWorker, embeddedPage, ...plugins],
   outfile,
+  banner: { js: `(function (exports, require, module, __filename, __dirname) {"use strict";` },
+  footer: { js: "\n})" },
   metafile: true,
   bundle: true,
   platform: "node",
@@ -145,6 +217,31 @@ for (const [name, cli] of [["skein-main.cjs", main], ["skein-remote.cjs", remote
     process.stderr.write(`build: import.meta in ${name} (${importMeta.map((w) => w.location?.file).join(", ")})\n`)
     process.exit(1)
   }
+  // Something other than a function taken from a lazily loaded built-in would be undefined.
+  const undefinedImports = cli.warnings.filter((w) => w.id === "import-is-undefined")
+  if (undefinedImports.length > 0) {
+    process.stderr.write(`build: imports that would be undefined in ${name}: ${undefinedImports.map((w) => `${w.location?.file}: ${w.text}`).join("; ")}\n`)
+    process.exit(1)
+  }
+  // One byte per character: V8 keeps a script's source as one-byte string only when all of it is
+  // ASCII, and one other character doubles the memory the ~1 MB source takes for as long as the
+  // process runs. esbuild escapes strings and templates, not regular expression literals (an
+  // ellipsis in one, say): what is left is written as \uXXXX here, which means the same code unit
+  // in a regular expression (with or without the u flag, a pair of them one code point) and in an
+  // identifier. One written after a backslash (an identity escape) could not be: the build stops.
+  const text = readFileSync(`dist/${name}`, "utf8")
+  let escaped = ""
+  let from = 0
+  for (const wide of text.matchAll(/[^\x00-\x7f]/g)) {
+    const at = wide.index
+    if (/(^|[^\\])(\\\\)*\\$/.test(text.slice(Math.max(0, at - 16), at))) {
+      process.stderr.write(`build: ${name} has a non-ASCII character after a backslash: ${JSON.stringify(text.slice(Math.max(0, at - 60), at + 20))}; write it as an escape (\\u…) in the source\n`)
+      process.exit(1)
+    }
+    escaped += text.slice(from, at) + `\\u${wide[0].charCodeAt(0).toString(16).padStart(4, "0")}`
+    from = at + 1
+  }
+  if (from > 0) writeFileSync(`dist/${name}`, escaped + text.slice(from))
 }
 const rpcInMain = Object.keys(main.metafile.inputs).filter((input) => /effect\/dist\/unstable\/(rpc|socket)\//.test(input))
 if (rpcInMain.length > 0) {

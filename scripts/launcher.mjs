@@ -32,7 +32,6 @@ const BUILD = "__SKEIN_BUILD__"
 const command = process.argv[2]
 const rpc = command === "serve" || command === "monitor" || (command === "acp" && process.argv.slice(3).some((a) => a === "--connect" || a.startsWith("--connect=")))
 const bundle = fileURLToPath(new URL(rpc ? "./skein-remote.cjs" : "./skein-main.cjs", import.meta.url))
-const source = fs.readFileSync(bundle, "utf8")
 
 // Only the commands whose start-up a user waits on keep a cache of their own (`acp --connect`
 // one for the remote bundle, which `serve` borrows); the others borrow `acp`'s (most of what
@@ -99,13 +98,15 @@ const readCache = () => {
   return header(data).equals(content.subarray(0, HEADER)) ? data : undefined
 }
 
-const cachedData = file === undefined ? undefined : readCache()
-
-// Strict, as the ES modules it was bundled from.
-const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {"use strict";${source}\n})`, {
-  filename: bundle,
-  cachedData
-})
+// The bundle is one function expression (scripts/build.mjs), compiled from the file's text as it
+// is: V8 keeps that one copy of the source. Compiled in a function so that the cache's bytes (over
+// 1 MB) are garbage as soon as V8 has read them, not a constant of this module.
+const compile = () => {
+  const cachedData = file === undefined ? undefined : readCache()
+  const script = new vm.Script(fs.readFileSync(bundle, "utf8"), { filename: bundle, cachedData })
+  return { script, loaded: cachedData !== undefined && script.cachedDataRejected !== true }
+}
+const { script, loaded } = compile()
 
 // Caches of other builds are removed once they have gone unused for a week.
 const removeStale = () => {
@@ -123,11 +124,14 @@ const removeStale = () => {
 //   start-up runs, not just argument parsing;
 // - snapshotSoon: start-up is over (`skein acp` built its runtime, right after `initialize`), so
 //   take the cache shortly, before a long session compiles much more than start-up needs.
+//   Not in the run that fills the cache for a build (scripts/warm-code-cache.mjs sets
+//   SKEIN_CODE_CACHE_AT_EXIT=1): that run ends right after its first turn, and its cache, taken at
+//   exit, then holds all of it (start-up, session/new, the turn) however slow the machine is.
 const status = {
   disabled,
   directory,
   file,
-  loaded: cachedData !== undefined && script.cachedDataRejected !== true,
+  loaded,
   markWarm: () => {},
   snapshotSoon: () => {}
 }
@@ -154,9 +158,10 @@ if (file !== undefined && own && !status.loaded) {
   status.markWarm = () => {
     warm = true
   }
+  const atExit = process.env.SKEIN_CODE_CACHE_AT_EXIT === "1"
   status.snapshotSoon = () => {
     warm = true
-    setTimeout(write, 200).unref()
+    if (!atExit) setTimeout(write, 200).unref()
   }
   process.once("exit", () => {
     if (warm) write()

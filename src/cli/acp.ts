@@ -61,6 +61,19 @@ const warmOnFirstWrite = (transport: Transport, firstWritten: Deferred.Deferred<
 export const WARM_AFTER_MS = 50
 
 /**
+ * `work`, forked into `scope` `WARM_AFTER_MS` after the first time the result runs, and never
+ * again: for what the first prompt's turn needs soon but not before its model call has gone out.
+ */
+export const onceSoonAfter = (work: Effect.Effect<void>, scope: Scope.Scope): Effect.Effect<void> => {
+  let started = false
+  return Effect.suspend(() => {
+    if (started) return Effect.void
+    started = true
+    return Effect.asVoid(Effect.forkIn(Effect.andThen(Effect.sleep(WARM_AFTER_MS), work), scope))
+  })
+}
+
+/**
  * The provider's warm-up (`Provider.warm`: Node's HTTP client and the whole path of a model
  * call, run once without calling the model) starts while the client is idle after the first
  * session opened: `WARM_AFTER_MS` after the answer that opened it is written. An editor's
@@ -160,9 +173,7 @@ export const run = (args: ReadonlyArray<string>) =>
           : Effect.promise(() => import("../Local.ts")).pipe(
             Effect.flatMap((local) => Layer.build(local.layerLocal(config))),
             Scope.provide(scope),
-            Effect.map((context) => Context.get(context, Runtime)),
-            // Sessions run in this process: their streams want short scavenges.
-            Effect.tap(() => Effect.sync(capYoungGeneration))
+            Effect.map((context) => Context.get(context, Runtime))
           )).pipe(
             // Start-up ends here: the code cache is taken shortly after.
             Effect.tap(() => Effect.sync(snapshotSoon)),
@@ -182,11 +193,16 @@ export const run = (args: ReadonlyArray<string>) =>
         config.provider?.warm,
         scope
       )
+      // Sessions run in this process unless it connects to a server: their streams want short
+      // scavenges. The cap (node:v8 and node:perf_hooks, about 3 MB) comes with the first prompt,
+      // once its model call has gone out: a session that was only opened streams nothing.
+      const capHeap = connect === undefined ? onceSoonAfter(Effect.sync(() => void capYoungGeneration()), scope) : undefined
       yield* serveWith(warming.transport, {
         version: VERSION,
         clientAccess: { useClientFs: !common.localFs, useClientTerminal: !common.localTerminal },
         maxLineBytes: common.maxLineBytes,
         onSessionOpened: warming.opened,
+        onPrompt: capHeap,
         // Sessions on a server may be shown in other windows too: their turns are shown here.
         watchOthers: connect !== undefined,
         // A server's sessions use its configuration, not the one here: nothing to sign in to.

@@ -134,7 +134,7 @@ export const wizard = (home: string) =>
       return { _tag: "env", name: name.name } as const
     })
 
-    const http = yield* Dialects.fetchClient
+    const http = yield* Dialects.httpClient
     let key = yield* askKey
     let model: string | undefined
     const choiceOf = (m: string): ConfigWrite.Choice => ({

@@ -113,7 +113,7 @@ const Plan = event("plan", {
 
 export const PermissionRule = Schema.Struct({
   decision: Schema.Literals(["allow", "reject"]),
-  kind: Schema.Literals(["path", "command", "tool"]),
+  kind: Schema.Literals(["path", "command", "tool", "host"]),
   value: Schema.String,
   label: Schema.String
 })

@@ -377,7 +377,7 @@ const provider = (s: Setup, client?: HttpClient, env: Env = {}): Provider => {
       const existing = made.get(p.target.name)
       if (existing !== undefined) return existing
       const Dialects = yield* Effect.promise(() => import("./Dialects.ts"))
-      http ??= yield* Dialects.fetchClient
+      http ??= yield* Dialects.httpClient
       const created = Dialects.make(p.target, http)
       made.set(p.target.name, created)
       return created
@@ -391,7 +391,7 @@ const provider = (s: Setup, client?: HttpClient, env: Env = {}): Provider => {
       if (Deferred.isDoneUnsafe(called)) return Effect.void
       const warmUp = Effect.gen(function*() {
         const Dialects = yield* Effect.promise(() => import("./Dialects.ts"))
-        http ??= yield* Dialects.fetchClient
+        http ??= yield* Dialects.httpClient
         yield* Dialects.warm(chosen.target, http, env)
       })
       return Effect.raceFirst(warmUp, Deferred.await(called))

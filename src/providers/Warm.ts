@@ -2,22 +2,20 @@
  * Warming a provider's HTTP path while `skein acp` waits for the first prompt.
  *
  * A fresh process pays for its first model call in compute before any byte
- * goes out: Node loads its HTTP client (undici, with `tls` and `http2`) on the
- * first `fetch`, and compiles the fetch algorithm, the HTTP/1 client, its
- * parser (WebAssembly), Effect's client, the SSE decoder and the dialect as
- * they first run. `warm` runs one whole attempt of the dialect, through the
- * same client, against a server of its own on the loopback interface that
- * answers an empty event stream. No provider is contacted, nothing leaves the
- * host, and the request carries no key. When a proxy is configured (where a
- * loopback request could be routed through it), the attempt goes to a `data:`
- * URL instead, which never touches a socket. For an `https` provider it also
- * loads the root certificates that the first TLS connection would.
+ * goes out: Node's HTTP client (`node:http`), Effect's client over it, the SSE
+ * decoder and the dialect are compiled as they first run. `warm` runs one
+ * whole attempt of the dialect, through the same client, against a server of
+ * its own on the loopback interface that answers an empty event stream. No
+ * provider is contacted, nothing leaves the host, and the request carries no
+ * key. When a proxy is configured (where a loopback request could be routed
+ * through it), or nothing can listen on 127.0.0.1, no request is made: only
+ * the modules are loaded. For an `https` provider it also loads TLS and the
+ * root certificates that the first TLS connection would.
  */
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import type { HttpClient } from "effect/http/HttpClient"
 import * as net from "node:net"
-import * as tls from "node:tls"
 import * as Http from "./Http.ts"
 import * as Models from "./Models.ts"
 
@@ -67,8 +65,6 @@ const loopback = Effect.map(
   ({ server }) => `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`
 )
 
-const DATA_URL = `data:text/event-stream,${encodeURIComponent(EVENTS)}`
-
 /** One attempt of `dialect` at `baseUrl` (no key, no headers of the target), drained. */
 const attemptAt = (dialect: Http.Dialect, target: Http.Target, client: HttpClient, baseUrl: string, path: string) => {
   const model = Models.modelOf(target, undefined) ?? Models.builtin(target.dialect, "warm")
@@ -93,12 +89,10 @@ export const warm = (
   env: Readonly<Record<string, string | undefined>>
 ): Effect.Effect<void> =>
   Effect.gen(function*() {
-    if (target.baseUrl.startsWith("https:")) yield* Effect.sync(() => tls.createSecureContext())
-    // Without a loopback server (a proxy configured, or no 127.0.0.1 to listen on): the data: URL.
+    if (target.baseUrl.startsWith("https:")) yield* Effect.sync(() => process.getBuiltinModule("node:tls").createSecureContext())
+    // Without a loopback server (a proxy configured, or no 127.0.0.1 to listen on): no request.
     const server = proxied(env) ? undefined : yield* Effect.orElseSucceed(loopback, () => undefined)
-    yield* server === undefined
-      ? attemptAt(dialect, target, client, DATA_URL, "")
-      : attemptAt(dialect, target, client, server, dialect.path)
+    if (server !== undefined) yield* attemptAt(dialect, target, client, server, dialect.path)
   }).pipe(
     Effect.scoped,
     Effect.timeout(LIMIT_MS),

@@ -50,8 +50,15 @@ export const instruction = (focus: string | undefined): string =>
     ? "Write the hand-over note for the conversation above now, following your instructions."
     : `Write the hand-over note for the conversation above now, following your instructions. The user asks that it focus on: ${focus.trim()}`
 
-/** The sha256 of the prompt's text (its version), logged in each `compaction` event. */
-export const PROMPT_HASH = createHash("sha256").update(SYSTEM).update("\n").update(instruction(undefined)).digest("hex")
+let promptHashValue: string | undefined
+
+/**
+ * The sha256 of the prompt's text (its version), logged in each `compaction` event. Taken at the
+ * first compaction, not when this module loads: the session's code loads it, and node:crypto
+ * has no business at start-up.
+ */
+export const promptHash = (): string =>
+  promptHashValue ??= createHash("sha256").update(SYSTEM).update("\n").update(instruction(undefined)).digest("hex")
 
 /** The threshold: a model call is preceded by a compaction once the last one used this share of the window. */
 export const DEFAULT_THRESHOLD = 0.8
@@ -244,7 +251,7 @@ export const run = (ctx: TurnContext, options: Options): Effect.Effect<Outcome, 
         fromSeq: where.fromSeq,
         toSeq: where.toSeq,
         keepFromSeq: where.keepFromSeq,
-        promptHash: PROMPT_HASH,
+        promptHash: promptHash(),
         summaryForModel: summary,
         summaryForUser: summary,
         usageBefore: before,

@@ -22,6 +22,8 @@ import * as Confine from "../tools/commands/Confine.ts"
 import * as Permissions from "../tools/Permissions.ts"
 import type { PermissionToolCall } from "../Vocabulary.ts"
 import * as Protected from "../tools/Protected.ts"
+import * as Hosts from "../sandbox/Hosts.ts"
+import * as Address from "../tools/web/Address.ts"
 import type { Tool, ToolEnv } from "../tools/Tool.ts"
 import type { ModeId } from "../Vocabulary.ts"
 import type { Placement, SessionSandbox } from "../tools/Sandboxed.ts"
@@ -108,6 +110,13 @@ const current = (options: Options) => {
   return { ceiling, rules }
 }
 
+/** Whether a fetch goes to a host the session's sandbox admits (`sandbox.network.allow`), with the sandbox on. */
+const admits = (sandbox: SessionSandbox | undefined, tool: Gated, args: unknown, cwd: string): Effect.Effect<boolean> => {
+  const scope = tool.kind === "fetch" && sandbox !== undefined ? tool.scope?.(args, cwd) : undefined
+  if (sandbox === undefined || scope?.kind !== "host" || Hosts.admittedBy(sandbox.allow, Address.nameOf(scope.value)) === undefined) return Effect.succeed(false)
+  return Effect.map(sandbox.placement(false), (placement) => placement._tag === "inside")
+}
+
 /** Said once per session when `auto` finds no sandbox: commands are asked for, as before. */
 const fallbackNotice = (reason: string | undefined): string =>
   `Commands run without a sandbox in this session${reason === undefined ? "" : ` (${reason})`}, so each is asked for as before. ` +
@@ -140,8 +149,9 @@ export const make = (options: Options) => (call: AnnouncedCall, tool: Gated, arg
         : denied(`This session is read-only (a read-only agent, or one started below it): ${call.title} was not run. Report what should change instead.`)
     }
     const known = yield* facts(options, ceiling.mode, call, tool, command, placement)
+    const sandboxAdmits = yield* admits(options.sandbox, tool, args, options.cwd)
     const decide = (mode: ModeId, rules: ReadonlyArray<Permissions.Rule>) =>
-      Permissions.decide({ mode, rules, tool, args, cwd: options.cwd, command, placement, outsideReason, ...known })
+      Permissions.decide({ mode, rules, tool, args, cwd: options.cwd, command, placement, outsideReason, sandboxAdmits, ...known })
     const verdict = decide(ceiling.mode, rules)
     if (verdict._tag === "allow") return { _tag: "allow", ...(verdict.readOnly === true ? { readOnly: true } : {}) } as Permit
     if (verdict._tag === "deny") return denied(verdict.reason)

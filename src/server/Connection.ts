@@ -26,6 +26,8 @@ export interface Options {
   readonly clientAccess?: ClientBridge.Settings | undefined
   /** Runs each time a session was opened (new, load, resume), once its answer is in the write queue. */
   readonly onSessionOpened?: Effect.Effect<void> | undefined
+  /** Runs each time a prompt starts, before its turn is submitted (keep it short, or fork). */
+  readonly onPrompt?: Effect.Effect<void> | undefined
   /**
    * Shows the client the turns others run in the sessions it opened (another editor window
    * on the same `skein serve`), as they happen: its own prompts show only their own turns.

@@ -110,6 +110,7 @@ export const prompt = (c: Connection.Connection) => (params: Acp.Session.PromptR
     const s = yield* Connection.session(c, params.sessionId)
     yield* Connection.notChild(s)
     const content = yield* userBlocks(params.prompt)
+    if (c.options.onPrompt !== undefined) yield* c.options.onPrompt
     const ran = { tools: false }
     // A client's W3C trace context (ACP's telemetry RFD): the turn's span continues its trace.
     const traceparent = params._meta?.["traceparent"]

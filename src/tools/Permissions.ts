@@ -13,6 +13,10 @@
  *   ask for everything else.
  * - An edit of a protected file (git's own files, see `Protected.ts`) always
  *   asks, unless a rule made for that very file allows it.
+ * - A web fetch (a tool of kind `fetch` whose scope is a `host`) is not a change, but a URL
+ *   can carry out what the model read: it asks per host in `default`, `acceptEdits` and
+ *   `plan` alike; a rule covers its host alone; with the sandbox on, the hosts its network
+ *   admits (`sandbox.network.allow`) need no question.
  *
  * With the sandbox (`src/sandbox`), a command's `placement` decides first:
  * - one it refuses (the sandbox is `required` and cannot take it) is denied, in every mode;
@@ -66,6 +70,7 @@ const covers = (rule: Rule, tool: Subject, scope: PermissionScope, command: stri
   if (rule.kind === "tool") return rule.value === tool.name
   if (scope.kind !== rule.kind) return false
   if (rule.kind === "path") return tool.kind === "edit" && isInside(rule.value, scope.value)
+  if (rule.kind === "host") return tool.kind === "fetch" && rule.value === scope.value
   // A command rule covers its prefix word by word, with nothing chained after it
   // ("npm test" never covers "npm test && rm -rf ~"; it does cover "npm test 2>&1 | tail").
   return command !== undefined && matchesCommandPrefix(command, rule.value)
@@ -87,6 +92,8 @@ interface Input<A> {
   readonly placement?: Placement | undefined
   /** The reason the model gave for running a command outside the sandbox. */
   readonly outsideReason?: string | undefined
+  /** A fetch's host is one the session's sandbox admits, and the sandbox is on: it is not asked for. */
+  readonly sandboxAdmits?: boolean | undefined
 }
 
 const relative = (cwd: string, path: string): string =>
@@ -111,6 +118,8 @@ export const decide = <A>(input: Input<A>): Verdict => {
   if (placement?._tag === "refused") return { _tag: "deny", reason: placement.reason }
   if (placement?._tag === "outside" && placement.why === "requested") return outside(input)
   if (mode === "bypassPermissions") return { _tag: "allow" }
+  const fetchScope = tool.kind === "fetch" && tool.scope !== undefined ? tool.scope(input.args, input.cwd) : undefined
+  if (fetchScope?.kind === "host") return fetch(input, fetchScope)
   if (mode === "plan") {
     // A read-only command runs in plan mode only where the sandbox makes it read-only.
     return placement?._tag === "inside" && input.readOnlyCommand === true ? { _tag: "allow", readOnly: true } : PLAN_DENIED(tool)
@@ -136,6 +145,16 @@ export const decide = <A>(input: Input<A>): Verdict => {
   if (placement?._tag === "inside") return { _tag: "allow" }
   if (covering.some((rule) => rule.decision === "allow")) return { _tag: "allow" }
   if (mode === "acceptEdits" && tool.kind === "edit" && protectedEdit === undefined) return { _tag: "allow" }
+  return { _tag: "ask", scope }
+}
+
+/** A web fetch: a reject rule for its host refuses it; the sandbox's hosts or an allow rule let it run; else it asks. */
+const fetch = <A>(input: Input<A>, scope: PermissionScope): Verdict => {
+  const covering = input.rules.filter((rule) => covers(rule, input.tool, scope, undefined))
+  const reject = covering.find((rule) => rule.decision === "reject")
+  if (reject !== undefined) return { _tag: "deny", reason: `The user chose to always reject ${reject.label}.` }
+  if (input.sandboxAdmits === true) return { _tag: "allow" }
+  if (covering.some((rule) => rule.decision === "allow")) return { _tag: "allow" }
   return { _tag: "ask", scope }
 }
 

@@ -132,8 +132,11 @@ export interface Tool<A = any> {
 
 /** The reach of a remembered permission, shown to the user in the option's name. */
 export interface PermissionScope {
-  readonly kind: "path" | "command" | "tool"
-  /** An absolute directory (`path`), a command prefix (`command`), or the tool's name (`tool`: every call of it). */
+  readonly kind: "path" | "command" | "tool" | "host"
+  /**
+   * An absolute directory (`path`), a command prefix (`command`), the tool's name (`tool`: every
+   * call of it), or a web host with its port when not the default (`host`: `web_fetch`).
+   */
   readonly value: string
   /** How the user reads it, e.g. "edits in src/" or "`npm test`". */
   readonly label: string

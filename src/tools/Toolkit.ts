@@ -12,6 +12,7 @@ import { read } from "./read.ts"
 import * as Tool from "./Tool.ts"
 import { skill } from "./skill.ts"
 import { update_plan } from "./update_plan.ts"
+import { web_fetch } from "./web_fetch.ts"
 import { write } from "./write.ts"
 
 export interface Toolkit {
@@ -33,7 +34,7 @@ export const make = (tools: ReadonlyArray<Tool.Tool>): Toolkit => {
 }
 
 /** The built-in tools: the workspace's, and those that delegate to subagents. */
-export const builtin = (): Toolkit => make([read, write, edit, bash, ...backgroundTools, grep, glob, update_plan, skill, ...agentTools])
+export const builtin = (): Toolkit => make([read, write, edit, bash, ...backgroundTools, grep, glob, update_plan, web_fetch, skill, ...agentTools])
 
 /** The same tools without some (a child that may not delegate, an agent with a tool list). */
 export const only = (toolkit: Toolkit, keep: (name: string) => boolean): Toolkit => ({

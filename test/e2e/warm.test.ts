@@ -46,13 +46,14 @@ const startServer = async () => {
   return { calls, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1` }
 }
 
-/** Whether the agent has loaded Node's HTTP client, by the probe. */
-const undiciLoaded = async (agent: RawAgent, file: string): Promise<boolean> => {
+/** Whether the agent has loaded Node's HTTP client (`node:http`'s, which providers use), by the probe. */
+const httpClientLoaded = async (agent: RawAgent, file: string): Promise<boolean> => {
   const count = () => (existsSync(file) ? readFileSync(file, "utf8").trim().split("\n").length : 0)
   const before = count()
   agent.child.kill("SIGUSR2")
   await until(() => count() > before, "the modules probe", 10_000, 10)
-  return JSON.parse(readFileSync(file, "utf8").trim().split("\n").at(-1)!).undici === true
+  const { builtins } = JSON.parse(readFileSync(file, "utf8").trim().split("\n").at(-1)!) as { builtins: ReadonlyArray<string> }
+  return builtins.includes("_http_client")
 }
 
 /** The agent with `openai-chat` at `url`, and the file its probe writes to. */
@@ -82,13 +83,13 @@ describe("skein acp warms its HTTP provider while idle", () => {
     expect(init.error).toBeUndefined()
     // Idle after `initialize`, with no session: nothing is warmed.
     await sleep(300)
-    expect(await undiciLoaded(agent, probeFile)).toBe(false)
+    expect(await httpClientLoaded(agent, probeFile)).toBe(false)
 
     // Idle after the session opened: the HTTP client loads (within seconds, however busy the machine).
     const sessionId = await agent.newSession()
     let loaded = false
     for (let i = 0; i < 200 && !loaded; i++) {
-      loaded = await undiciLoaded(agent, probeFile)
+      loaded = await httpClientLoaded(agent, probeFile)
       if (!loaded) await sleep(50)
     }
     expect(loaded).toBe(true)

@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as FetchHttpClient from "effect/http/FetchHttpClient"
+import { httpLayer } from "../../src/providers/Dialects.ts"
 import * as HttpClient from "effect/http/HttpClient"
 import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import * as Stream from "effect/Stream"
@@ -160,7 +160,7 @@ describe("Registry", () => {
     Effect.gen(function*() {
       const server = yield* SseServer.make
       server.queue({ file: "openai-chat/text.sse" })
-      const client = (yield* Effect.provide(HttpClient.HttpClient, FetchHttpClient.layer)).pipe(
+      const client = (yield* Effect.provide(HttpClient.HttpClient, httpLayer)).pipe(
         HttpClient.mapRequest(HttpClientRequest.setHeader("x-via", "my-proxy"))
       )
       const resolved = yield* resolve({ env: { OPENAI_BASE_URL: `${server.url}/v1` }, provider: "openai-chat", model: "m", httpClient: client })

@@ -8,7 +8,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
-import * as FetchHttpClient from "effect/http/FetchHttpClient"
+import { httpLayer } from "../../src/providers/Dialects.ts"
 import * as Logger from "effect/Logger"
 import * as Stream from "effect/Stream"
 import type { StreamPart } from "../../src/providers/Provider.ts"
@@ -210,7 +210,7 @@ describe.each(D.specs)("$dialect", (spec) => {
         )
         yield* D.collect(provider)
         assert.strictEqual(server.requests.length, 2)
-      }).pipe(Effect.provide(FetchHttpClient.layer), Effect.provide(Logger.layer([collect])))
+      }).pipe(Effect.provide(httpLayer), Effect.provide(Logger.layer([collect])))
       assert.strictEqual(lines.length, 1)
       assert.include(lines[0], `provider ${spec.dialect}: rate_limit (HTTP 429); attempt 2 of 3`)
       assert.notInclude(lines.join("\n"), D.SECRET)

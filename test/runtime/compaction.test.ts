@@ -168,7 +168,7 @@ describe("compaction", () => {
         assert.strictEqual(compaction.data.keepFromSeq, turnStart2.seq, "kept from the new prompt on")
         assert.strictEqual(compaction.data.fromSeq, ofType(log, "turn_start")[0]!.seq)
         assert.strictEqual(compaction.data.toSeq, turnStart2.seq - 1)
-        assert.strictEqual(compaction.data.promptHash, Compaction.PROMPT_HASH)
+        assert.strictEqual(compaction.data.promptHash, Compaction.promptHash())
         assert.match(compaction.data.promptHash, /^[0-9a-f]{64}$/)
         assert.strictEqual(compaction.data.summaryForModel, SUMMARY)
         // Before and after are estimated alike: the conversation the turn's call would have sent, then the compacted one.

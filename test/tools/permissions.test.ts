@@ -8,6 +8,7 @@ import * as fc from "fast-check"
 import * as Permissions from "../../src/tools/Permissions.ts"
 import { bash } from "../../src/tools/bash.ts"
 import { edit } from "../../src/tools/edit.ts"
+import { web_fetch } from "../../src/tools/web_fetch.ts"
 import { write } from "../../src/tools/write.ts"
 
 const cwd = "/ws"
@@ -76,5 +77,56 @@ describe("Permissions", () => {
       }),
       { numRuns: 2000 }
     )
+  })
+
+  describe("web_fetch", () => {
+    const fetchIn = (mode: Parameters<typeof Permissions.decide>[0]["mode"], rules: ReadonlyArray<Permissions.Rule>, url: string, sandboxAdmits?: boolean) =>
+      Permissions.decide({ mode, rules, tool: web_fetch, args: { url }, cwd, sandboxAdmits })
+
+    it("asks per host, naming it, in default, acceptEdits and plan; bypassPermissions does not ask", () => {
+      for (const mode of ["default", "acceptEdits", "plan"] as const) {
+        const verdict = fetchIn(mode, [], "http://127.0.0.1:8080/page")
+        assert.deepStrictEqual(verdict, {
+          _tag: "ask",
+          scope: { kind: "host", value: "127.0.0.1:8080", label: "fetches from 127.0.0.1:8080 (this machine)" }
+        }, mode)
+      }
+      assert.deepStrictEqual(fetchIn("bypassPermissions", [], "http://127.0.0.1:8080/page"), { _tag: "allow" })
+      const asked = fetchIn("default", [], "https://docs.example.com/a")
+      if (asked._tag !== "ask") return assert.fail("expected a question")
+      assert.deepStrictEqual(Permissions.options(web_fetch, asked.scope).map((o) => o.name), [
+        "Allow once",
+        "Always allow fetches from docs.example.com",
+        "Reject",
+        "Always reject fetches from docs.example.com"
+      ])
+    })
+
+    it("an \"always\" answer covers that host alone: not another port, not the same machine by another name", () => {
+      const asked = fetchIn("default", [], "http://127.0.0.1:8080/page")
+      if (asked._tag !== "ask") return assert.fail("expected a question")
+      const allow = Permissions.ruleFor(web_fetch, asked.scope, "allow")
+      assert.deepStrictEqual(allow, { decision: "allow", kind: "host", value: "127.0.0.1:8080", label: "fetches from 127.0.0.1:8080 (this machine)" })
+      assert.strictEqual(fetchIn("default", [allow], "http://127.0.0.1:8080/other?q=1")._tag, "allow")
+      assert.strictEqual(fetchIn("plan", [allow], "http://127.0.0.1:8080/")._tag, "allow")
+      for (const other of ["http://localhost:8080/page", "http://127.0.0.1:5432/", "http://127.0.0.1/", "http://127.0.0.1.nip.io:8080/"]) {
+        assert.strictEqual(fetchIn("default", [allow], other)._tag, "ask", other)
+      }
+      // Nor does it cover anything but a fetch, whatever its value reads like.
+      assert.strictEqual(decide([allow], bash, { command: "127.0.0.1:8080" }, "127.0.0.1:8080")._tag, "ask")
+      const reject = Permissions.ruleFor(web_fetch, asked.scope, "reject")
+      assert.deepStrictEqual(fetchIn("acceptEdits", [allow, reject], "http://127.0.0.1:8080/"), {
+        _tag: "deny",
+        reason: "The user chose to always reject fetches from 127.0.0.1:8080 (this machine)."
+      })
+    })
+
+    it("a host the sandbox admits runs without a question, in plan too; a reject rule still refuses it", () => {
+      assert.strictEqual(fetchIn("default", [], "https://registry.npmjs.org/skein", true)._tag, "allow")
+      assert.strictEqual(fetchIn("plan", [], "https://registry.npmjs.org/skein", true)._tag, "allow")
+      assert.strictEqual(fetchIn("default", [], "https://registry.npmjs.org/skein", false)._tag, "ask")
+      const reject: Permissions.Rule = { decision: "reject", kind: "host", value: "registry.npmjs.org", label: "fetches from registry.npmjs.org" }
+      assert.strictEqual(fetchIn("default", [reject], "https://registry.npmjs.org/skein", true)._tag, "deny")
+    })
   })
 })

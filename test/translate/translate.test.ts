@@ -142,7 +142,7 @@ const canonicalBody: fc.Arbitrary<CanonicalBody> = fc.oneof(
   fc.tuple(
     str,
     fc.constantFrom("allow_once", "allow_always", "reject_once", "reject_always", "cancelled", "timeout", "unanswerable" as const),
-    opt("rule", fc.record({ decision: fc.constantFrom("allow", "reject" as const), kind: fc.constantFrom("path", "command", "tool" as const), value: str, label: str }))
+    opt("rule", fc.record({ decision: fc.constantFrom("allow", "reject" as const), kind: fc.constantFrom("path", "command", "tool", "host" as const), value: str, label: str }))
   ).map(([toolCallId, outcome, r]) => ({ type: "permission" as const, data: { toolCallId, outcome, ...r } })),
   fc.tuple(str, opt("source", str)).map(([text, r]) => ({ type: "notice" as const, data: { text, ...r } })),
   fc.record({

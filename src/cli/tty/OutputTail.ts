@@ -15,8 +15,9 @@ export interface Seen {
 
 export const start: Seen = { position: 0, text: "" }
 
-// The marker OutputBuffer puts where it dropped the middle (`omittedMarker`).
-const MARKER = /\n… (\d+) bytes omitted …\n/
+// The marker OutputBuffer puts where it dropped the middle (`omittedMarker`); the ellipsis as an
+// escape, so the bundle stays ASCII (scripts/build.mjs).
+const MARKER = /\n\u2026 (\d+) bytes omitted \u2026\n/
 
 const bytes = (s: string) => Buffer.byteLength(s, "utf8")
 

@@ -1,6 +1,6 @@
 /**
  * CPU-bound tool work (a model's regular expression over file contents, its
- * glob over paths, many edits of a large file) runs on worker threads, never
+ * glob over paths, many edits of a large file, a web page turned into Markdown) runs on worker threads, never
  * on the thread that serves the protocol: a pattern such as `(a+)+$` can take
  * exponential time, and while it runs no session gets an update and no
  * `session/cancel` is read.
@@ -174,6 +174,7 @@ interface Results {
   readonly grep: TextResult
   readonly glob: ReadonlyArray<number>
   readonly edit: Edits.Applied
+  readonly markdown: string
 }
 
 const request = <Op extends Request["op"]>(
@@ -215,6 +216,10 @@ export const rewrite = (original: string, edits: ReadonlyArray<Edits.Edit>, show
   original.length * edits.length <= INLINE_EDIT_WORK
     ? Effect.sync(() => Option.some(Edits.rewrite(original, edits, shown)))
     : use((handle) => request(handle, "edit", { original, edits, shown }))
+
+/** A web page's HTML (fetched from `url`) as Markdown (`./html.ts`), on a worker; `None` past the time limit. */
+export const markdown = (html: string, url: string): Effect.Effect<Option.Option<string>, string> =>
+  use((handle) => request(handle, "markdown", { html, url }))
 
 /** A time limit as the model reads it, e.g. "30 s". */
 export const formatLimit = (limit: Duration.Duration): string => `${Number(Duration.toSeconds(limit).toFixed(2))} s`

@@ -1,6 +1,6 @@
 /**
- * The tool worker's entry: answers `grep`, `glob` and `edit` requests from the
- * thread that serves the protocol (./ToolWorker.ts), one at a time, in order.
+ * The tool worker's entry: answers `grep`, `glob`, `edit` and `markdown` requests from
+ * the thread that serves the protocol (./ToolWorker.ts), one at a time, in order.
  * It never touches the file system: the main thread reads the files (through
  * the same confinement as every tool) and sends their contents.
  *
@@ -24,16 +24,17 @@ export type Request =
   | { readonly id: number; readonly op: "ping" }
   | { readonly id: number; readonly op: "glob"; readonly pattern: string; readonly paths: ReadonlyArray<string> }
   | { readonly id: number; readonly op: "edit"; readonly original: string; readonly edits: ReadonlyArray<Edit>; readonly shown: string }
+  | { readonly id: number; readonly op: "markdown"; readonly html: string; readonly url: string }
 
 export type Reply =
-  | { readonly id: number; readonly ok: true; readonly value: TextResult | ReadonlyArray<number> | null | Applied }
+  | { readonly id: number; readonly ok: true; readonly value: TextResult | ReadonlyArray<number> | null | Applied | string }
   | { readonly id: number; readonly ok: false; readonly message: string }
 
 // One call sends the same pattern with every file or batch: compile it once.
 let regex: { readonly key: string; readonly value: RegExp } | undefined
 let glob: { readonly key: string; readonly value: Glob.Glob } | undefined
 
-const answer = (request: Request): Reply => {
+const answer = (request: Exclude<Request, { readonly op: "markdown" }>): Reply => {
   try {
     if (request.op === "grep") {
       const key = `${request.flags}/${request.source}`
@@ -49,4 +50,19 @@ const answer = (request: Request): Reply => {
   }
 }
 
-parentPort?.on("message", (request: Request) => parentPort!.postMessage(answer(request)))
+// The HTML converter (turndown and its DOM, a few hundred KB) loads with the first page, so
+// that a worker started for a search does not pay for it.
+let html: Promise<typeof import("./html.ts")> | undefined
+
+const markdown = (request: Extract<Request, { readonly op: "markdown" }>): Promise<Reply> =>
+  (html ??= import("./html.ts")).then((module) => module.toMarkdown(request.html, request.url)).then(
+    (value): Reply => ({ id: request.id, ok: true, value }),
+    (error: unknown): Reply => ({ id: request.id, ok: false, message: error instanceof Error ? error.message : String(error) })
+  )
+
+// Answered strictly in order (a ping's reply means everything before it is done), the
+// asynchronous first `markdown` included.
+let queue: Promise<void> = Promise.resolve()
+parentPort?.on("message", (request: Request) => {
+  queue = queue.then(() => request.op === "markdown" ? markdown(request) : answer(request)).then((reply) => parentPort!.postMessage(reply))
+})

@@ -1,10 +1,10 @@
 /**
  * The three HTTP dialects as tests drive them: a target at the fixture server,
- * the provider over Effect's fetch client, and what each dialect's fixtures
+ * the provider over Skein's HTTP client (node:http), and what each dialect's fixtures
  * are expected to produce where the wire formats differ (ids, signatures).
  */
 import * as Effect from "effect/Effect"
-import * as FetchHttpClient from "effect/http/FetchHttpClient"
+import { httpLayer } from "../../../src/providers/Dialects.ts"
 import * as HttpClient from "effect/http/HttpClient"
 import * as Logger from "effect/Logger"
 import * as Stream from "effect/Stream"
@@ -93,16 +93,16 @@ export const request = (over: Partial<ModelRequest> = {}): ModelRequest => ({
   ...over
 })
 
-/** The provider of `spec` at `server`, over the fetch client. */
+/** The provider of `spec` at `server`, over Skein's HTTP client. */
 export const provider = (spec: Spec, server: string, over: Partial<Http.Target> = {}) =>
   HttpClient.HttpClient.useSync((client) => spec.make(target(spec, server, over), client))
 
 /** Every part of one call. */
 export const collect = (p: Provider, req: ModelRequest = request()): Effect.Effect<Array<StreamPart>> => Stream.runCollect(p.stream(req))
 
-/** The fetch client, and no log lines in test output. */
+/** Skein's HTTP client, and no log lines in test output. */
 export const env = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  effect.pipe(Effect.provide(FetchHttpClient.layer), Effect.provide(Logger.layer([])))
+  effect.pipe(Effect.provide(httpLayer), Effect.provide(Logger.layer([])))
 
 export const text = (t: string): StreamPart => ({ _tag: "TextDelta", text: t })
 export const usage: StreamPart = { _tag: "Usage", usage: { input: 120, output: 12, cached: 100 } }
