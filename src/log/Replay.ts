@@ -8,6 +8,7 @@ import type { Canonical, LogHeader } from "./Event.ts"
 import { promptText } from "../Vocabulary.ts"
 import * as History from "./History.ts"
 import * as Recovery from "./Recovery.ts"
+import * as Stamp from "./Stamp.ts"
 
 const DIFF_MARK = { hunk: "", context: " ", removed: "-", added: "+", more: "" } as const
 
@@ -27,10 +28,7 @@ export const withRecovery = (events: ReadonlyArray<Canonical>): ReadonlyArray<Ca
   const closing = Recovery.closing(events, history)
   if (closing === undefined) return events
   const last = events[events.length - 1]!
-  return [
-    ...events,
-    ...closing.bodies.map((body, i) => ({ ...body, sessionId: last.sessionId, seq: last.seq + 1 + i, ts: last.ts, turn: closing.turn }) as Canonical)
-  ]
+  return [...events, ...Stamp.after(closing.bodies, { sessionId: last.sessionId, lastSeq: last.seq, ts: last.ts, turn: closing.turn })]
 }
 
 /**

@@ -18,7 +18,6 @@
  * session that may change nothing cannot start: an external agent (it acts on its own), nor an
  * isolated workspace, whose creation goes through the parent's gate like any change.
  */
-import type * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -29,7 +28,7 @@ import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import * as Definitions from "../agents/Definitions.ts"
 import * as Worktree from "../agents/Worktree.ts"
-import type { CanonicalBody, ChildState, PermissionRule, SessionEvent } from "../log/Event.ts"
+import type { CanonicalBody, PermissionRule, SessionEvent } from "../log/Event.ts"
 import type { Capabilities } from "../session/ClientCalls.ts"
 import type { Session } from "../session/Protocol.ts"
 import type {
@@ -42,6 +41,7 @@ import type {
 } from "../tools/Delegation.ts"
 import * as Ceiling from "../tools/Ceiling.ts"
 import type { ModeId, StopReason, UserBlock } from "../Vocabulary.ts"
+import { admit, type Child, failureText, noChild, report, responseText, succeeded, text, worktreeCall } from "./ChildReports.ts"
 import * as SessionId from "./SessionId.ts"
 import type { AnnouncedCall, Gated, Permit, TurnAgents } from "../session/TurnContract.ts"
 import * as TraceContext from "../telemetry/TraceContext.ts"
@@ -103,87 +103,8 @@ export interface Children extends TurnAgents {
   readonly shutdown: Effect.Effect<void>
 }
 
-/** Characters of an answer given at once; the rest is read with `offset`. */
-const ANSWER_CHARS = 8_000
 /** How long a cancelled child may take to finalize before its scope is closed under it. */
 const SHUTDOWN_WAIT_MS = 10_000
-
-interface Child {
-  readonly id: string
-  readonly agent: Definitions.AgentDefinition
-  readonly task: string
-  readonly toolCallId: string
-  readonly workspace: "shared" | "isolated"
-  readonly session: Session
-  readonly scope: Scope.Closeable
-  readonly worktree: Worktree.Worktree | undefined
-  readonly timeoutMs: number
-  state: ChildState
-  stopReason: StopReason | undefined
-  answer: string | undefined
-  error: string | undefined
-  branch: string | undefined
-  diff: string | undefined
-  /** Whether the model has read its latest result. */
-  reported: boolean
-  /** Completed when its current prompt has ended. */
-  done: Deferred.Deferred<void>
-  driver: Fiber.Fiber<void> | undefined
-}
-
-const text = (value: string): ReadonlyArray<UserBlock> => [{ type: "text", text: value }]
-
-/** An answer from `offset` on, at most `ANSWER_CHARS` of it, saying where to read on. */
-const page = (child: Child, answer: string, offset: number): string => {
-  const end = offset + ANSWER_CHARS
-  if (offset === 0 && answer.length <= ANSWER_CHARS) return answer
-  const shown = answer.slice(offset, end)
-  return end >= answer.length
-    ? shown
-    : `${shown}\n[… ${answer.length - end} more characters of ${answer.length}: call wait_agent with {"ids": ["${child.id}"], "offset": ${end}} to read on]`
-}
-
-const report = (child: Child, offset = 0): ChildReport => ({
-  id: child.id,
-  agent: child.agent.name,
-  task: child.task,
-  state: child.state,
-  workspace: child.workspace,
-  ...(child.stopReason !== undefined ? { stopReason: child.stopReason } : {}),
-  ...(child.answer !== undefined ? { answer: page(child, child.answer, offset) } : {}),
-  ...(child.error !== undefined ? { error: child.error } : {}),
-  ...(child.branch !== undefined ? { branch: child.branch } : {}),
-  ...(child.diff !== undefined ? { diff: child.diff } : {})
-})
-
-/** The text a model call answered with (its text parts). */
-const responseText = (event: SessionEvent): string | undefined =>
-  event.type === "model_response"
-    ? event.data.parts.flatMap((part) => (part.type === "text" ? [part.text] : [])).join("")
-    : undefined
-
-/** Creating an isolated workspace, as the parent's gate is shown it: on the spawning call, naming the branch. */
-const worktreeCall = (toolCallId: string, agent: string, plan: Worktree.Plan): AnnouncedCall => ({
-  id: toolCallId,
-  name: Worktree.change.name,
-  args: plan,
-  title: `Create the git branch ${plan.branch} and its worktree (an isolated workspace for ${agent})`,
-  kind: "other",
-  locations: [{ path: plan.repository }]
-})
-
-/** Why a child's turn stream failed: its session's own error (its log refused its turn's end), or that it closed. */
-const failureText = (cause: Cause.Cause<unknown>): string => {
-  for (const reason of cause.reasons) {
-    if (reason._tag === "Fail" && typeof reason.error === "object" && reason.error !== null && "message" in reason.error && typeof reason.error.message === "string") {
-      return reason.error.message
-    }
-  }
-  return "The child session closed before its task ended"
-}
-
-/** Whether a child's prompt ended with what it was asked (for a workflow step). */
-const succeeded = (child: Child) => child.state === "idle" && child.stopReason === "end_turn" && child.error === undefined
 
 export const make = (options: Options): Effect.Effect<Children> =>
   Effect.gen(function*() {
@@ -199,9 +120,7 @@ export const make = (options: Options): Effect.Effect<Children> =>
 
     const find = (id: string): Effect.Effect<Child, string> => {
       const child = children.get(id)
-      if (child !== undefined) return Effect.succeed(child)
-      const known = [...children.keys()]
-      return Effect.fail(`No child ${JSON.stringify(id.slice(0, 80))} in this turn${known.length > 0 ? ` (children: ${known.join(", ")})` : ""}`)
+      return child !== undefined ? Effect.succeed(child) : Effect.fail(noChild(id, [...children.keys()]))
     }
 
     /** Runs one prompt of a child to its end, presenting it in the parent's turn. */
@@ -276,20 +195,8 @@ export const make = (options: Options): Effect.Effect<Children> =>
         if (closing) return yield* Effect.fail("The turn is ending; no more children can start")
         const { agents: definitions, limits } = yield* factory.catalog(options.cwd)
         const depth = factory.depth + 1
-        if (depth > limits.maxDepth) {
-          return yield* Effect.fail(`Children may not start children of their own beyond depth ${limits.maxDepth}; do this task yourself`)
-        }
-        if (running().length >= limits.maxRunning) {
-          return yield* Effect.fail(`${limits.maxRunning} children are running already (the limit): wait for some with wait_agent, then start more`)
-        }
-        if (factory.started() + startedHere >= limits.maxPerSession) {
-          return yield* Effect.fail(`This session has started ${limits.maxPerSession} children (the limit per session); do the rest yourself`)
-        }
-        const name = request.agent ?? "general"
-        const agent = Definitions.find(definitions, name)
-        if (agent === undefined) {
-          return yield* Effect.fail(`Unknown agent "${name}". Agents: ${definitions.map((d) => d.name).join(", ")}`)
-        }
+        const agent = admit({ depth, limits, running: running().length, started: factory.started() + startedHere, definitions, name: request.agent ?? "general" })
+        if (typeof agent === "string") return yield* Effect.fail(agent)
         if (agent.acp !== undefined) {
           const refused = Ceiling.refusesExternal(options.ceiling(), agent.name)
           if (refused !== undefined) return yield* Effect.fail(refused)

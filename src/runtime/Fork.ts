@@ -22,8 +22,11 @@ import { type Canonical, LOG_VERSION, type LogHeader } from "../log/Event.ts"
 import * as History from "../log/History.ts"
 import type { LogError } from "../log/LogError.ts"
 import * as Recovery from "../log/Recovery.ts"
+import * as Stamp from "../log/Stamp.ts"
 import type { Store } from "../log/Store.ts"
+import * as EventScrub from "../secrets/EventScrub.ts"
 import { RuntimeError, type SessionRecord } from "./Api.ts"
+import * as Journal from "./Journal.ts"
 
 interface Options {
   readonly sessionId: string
@@ -96,14 +99,20 @@ export const renumber = (events: ReadonlyArray<Canonical>, sessionId: string): A
     return i + 1
   }
   return events.map((event, i) => {
-    const stamped = { ...event, sessionId, seq: i + 1 }
-    if (event.type !== "compaction") return stamped as Canonical
-    const data = event.data
+    const stamped = Stamp.restamp(event, sessionId, i + 1)
+    if (stamped.type !== "compaction") return stamped
+    const data = stamped.data
     return {
       ...stamped,
       data: { ...data, fromSeq: atOrAfter(data.fromSeq), toSeq: atOrBefore(data.toSeq), keepFromSeq: atOrAfter(data.keepFromSeq) }
     } as Canonical
   })
+}
+
+const folded = (events: ReadonlyArray<Canonical>) => {
+  const history = History.make()
+  for (const event of events) History.apply(history, event)
+  return history
 }
 
 const fromLogError = (error: LogError): RuntimeError =>
@@ -125,19 +134,10 @@ export const fork = (store: Store, options: Options): Effect.Effect<SessionRecor
     const running = Recovery.openTurn(contents.events) !== undefined && (yield* store.held(options.sessionId))
     const selection = select(options.sessionId, contents.events, options.turn, running)
     if (selection instanceof RuntimeError) return yield* selection
-    const events = renumber(selection.events, options.id)
+    // Scrubbed again: a secret known now (a key added since) leaves no copy in the fork.
+    const scrub = EventScrub.make()
+    const copied = renumber(selection.events, options.id).map(scrub.canonical)
     const now = yield* Clock.currentTimeMillis
-    if (selection.interrupted) {
-      // Closed as loading the session would close it.
-      const history = History.make()
-      for (const event of events) History.apply(history, event)
-      const closing = Recovery.closing(events, history)
-      if (closing !== undefined) {
-        for (const body of closing.bodies) {
-          events.push({ ...body, sessionId: options.id, seq: events.length + 1, ts: now, turn: closing.turn } as Canonical)
-        }
-      }
-    }
     const additionalDirectories = options.additionalDirectories ?? parent.additionalDirectories ?? []
     const header: LogHeader = {
       type: "session",
@@ -152,17 +152,19 @@ export const fork = (store: Store, options: Options): Effect.Effect<SessionRecor
     }
     const side = yield* Effect.mapError(store.readSide(options.sessionId, "mcp"), fromLogError)
     let created = false
-    const file = yield* Effect.scoped(Effect.gen(function*() {
+    const written = yield* Effect.scoped(Effect.gen(function*() {
       const writer = yield* store.create(header)
       created = true
-      yield* writer.append(events)
+      yield* writer.append(copied)
+      // A last turn a crash left open is closed as loading the session would close it.
+      const closed = selection.interrupted ? yield* Journal.recover({ sessionId: options.id, writer, history: folded(copied), events: copied }) : []
       if (side !== undefined) yield* writer.saveSide("mcp", side)
       yield* writer.sync
-      return writer.path
+      return { file: writer.path, events: [...copied, ...closed] }
     })).pipe(
       // A fork is written whole or not at all.
       Effect.tapError(() => (created ? Effect.ignore(store.remove(options.id)) : Effect.void)),
       Effect.mapError(fromLogError)
     )
-    return { header, events, file } satisfies SessionRecord
+    return { header, events: written.events, file: written.file } satisfies SessionRecord
   }).pipe(Effect.withSpan("Fork.fork"))

@@ -25,6 +25,8 @@ import * as Semaphore from "effect/Semaphore"
 import type { Canonical, CanonicalBody, EphemeralBody, SessionEvent } from "../log/Event.ts"
 import * as History from "../log/History.ts"
 import type { LogError } from "../log/LogError.ts"
+import * as Recovery from "../log/Recovery.ts"
+import * as Stamp from "../log/Stamp.ts"
 import type { Writer } from "../log/Store.ts"
 import * as EventScrub from "../secrets/EventScrub.ts"
 import type * as Bus from "./Bus.ts"
@@ -68,7 +70,8 @@ interface Journal {
 interface Options {
   readonly sessionId: string
   readonly writer: Writer
-  readonly bus: Bus.Bus["Service"]
+  /** Where what is logged (and every ephemeral event) goes once it is: the bus, for a live session. */
+  readonly bus: Pick<Bus.Bus["Service"], "publish">
   /** Folded with every event logged. */
   readonly history: History.History
   /** The `seq` of the last event the log holds. */
@@ -90,7 +93,7 @@ export const make = (options: Options): Effect.Effect<Journal> =>
     let lostWith: LogError | undefined
 
     const stamp = <B extends CanonicalBody | EphemeralBody>(body: B, at: number, turn: number | null, n: number) =>
-      ({ ...body, sessionId, seq: n, ts: at, turn }) as SessionEvent<B>
+      Stamp.stamp(body, { sessionId, seq: n, ts: at, turn })
 
     /** Notes what a refusal means: `locked` ends the journal. */
     const refused = (error: LogError) =>
@@ -251,4 +254,33 @@ export const make = (options: Options): Effect.Effect<Journal> =>
       behind: () => missing.length > 0 || unsynced,
       lost: () => lostWith
     } satisfies Journal
+  })
+
+/**
+ * Closes the turn a crash left open at the end of a log (`events`, folded into `history`) the
+ * way the session would have: the closing events (`Recovery.closing`) go through a journal —
+ * numbered after the last event, scrubbed, written in one write, synced and folded into
+ * `history`. Gives them as written (none when the log ended cleanly); fails, writing nothing,
+ * when the store refuses them. Nothing is published: nobody presents a log being opened.
+ */
+export const recover = (options: {
+  readonly sessionId: string
+  readonly writer: Writer
+  readonly history: History.History
+  readonly events: ReadonlyArray<Canonical>
+}): Effect.Effect<ReadonlyArray<Canonical>, LogError> =>
+  Effect.gen(function*() {
+    const closing = Recovery.closing(options.events, options.history)
+    if (closing === undefined) return []
+    const written: Array<Canonical> = []
+    const journal = yield* make({
+      sessionId: options.sessionId,
+      writer: options.writer,
+      history: options.history,
+      lastSeq: options.events.length > 0 ? options.events[options.events.length - 1]!.seq : 0,
+      bus: { publish: (event) => Effect.sync(() => void written.push(event as Canonical)) }
+    })
+    const ending = yield* journal.end(closing.turn, closing.bodies)
+    if (ending._tag !== "Logged") return yield* ending.error
+    return written
   })

@@ -1,9 +1,9 @@
 /**
  * Runtime: the public API every presenter uses (the ACP server, `skein run`,
- * an embedding Effect program). It owns the session registry: each live
- * session is an actor in its own scope, a child of the runtime's scope, so
- * closing the runtime closes every session (turns interrupted, logs synced,
- * locks released).
+ * an embedding Effect program), as the wiring of its parts: the live
+ * sessions (`Registry.ts`: each an actor in its own scope, a child of the
+ * runtime's scope, so closing the runtime closes every session), the child
+ * sessions (`ChildSessions.ts`) and forks (`Fork.ts`).
  *
  * A session is live in at most one process: creating or loading one takes the
  * lock of its log. Loading folds the log into the history once, closes a turn
@@ -14,6 +14,7 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import { absurd } from "effect/Function"
 import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
 import * as Path from "effect/Path"
@@ -22,9 +23,8 @@ import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import type { McpServer } from "../Vocabulary.ts"
-import { type Canonical, type CanonicalBody, LOG_VERSION } from "../log/Event.ts"
+import { type CanonicalBody, LOG_VERSION } from "../log/Event.ts"
 import * as History from "../log/History.ts"
-import * as Recovery from "../log/Recovery.ts"
 import { isSessionId } from "../log/Listing.ts"
 import type * as Reader from "../log/Reader.ts"
 import { SessionLog } from "../log/SessionLog.ts"
@@ -38,19 +38,16 @@ import * as ProviderConfig from "../providers/ProviderConfig.ts"
 import * as Sandbox from "../sandbox/Sandbox.ts"
 import type { SessionSandbox } from "../tools/Sandboxed.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
-import * as Definitions from "../agents/Definitions.ts"
 import * as Commands from "../commands/Commands.ts"
 import * as Skills from "../skills/Skills.ts"
 import * as Workspace from "../trust/Workspace.ts"
 import * as Prompt from "../providers/Prompt.ts"
-import { AGENT_TOOLS } from "../tools/agents.ts"
-import * as Toolkit from "../tools/Toolkit.ts"
-import * as BackgroundTools from "../tools/background.ts"
 import * as Bus from "./Bus.ts"
 import * as ChildReads from "./ChildReads.ts"
-import * as Ceiling from "../tools/Ceiling.ts"
-import type * as Children from "./Children.ts"
-import { Config, DEFAULT_MAX_LIVE_SESSIONS, EVICT_AFTER_IDLE_MS } from "./Config.ts"
+import * as ChildSessions from "./ChildSessions.ts"
+import { Config, DEFAULT_MAX_LIVE_SESSIONS } from "./Config.ts"
+import * as Journal from "./Journal.ts"
+import * as Registry from "./Registry.ts"
 import { isModeId, type ModeId } from "../Vocabulary.ts"
 import { SessionError } from "../session/Protocol.ts"
 import * as Session from "./Session.ts"
@@ -116,25 +113,9 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
       ),
       parent
     )
-    /** The live sessions, with when each was last used (to choose which to close past the cap). */
-    /** `child`: a child session (a subagent): its parent's turn owns it; it is never evicted nor counted against the cap. */
-    const live = new Map<string, { readonly session: Session.Session; readonly scope: Scope.Closeable; used: number; readonly child?: boolean }>()
-    const maxLive = config.maxLiveSessions ?? DEFAULT_MAX_LIVE_SESSIONS
-    /** Sessions closed to make room: they come back when asked for (`getSession`). */
-    const evicted = new Set<string>()
-    /**
-     * Sessions closed for a reason (another Skein took them over), with it: a request for one is
-     * answered with it until the session is opened (or closed, or deleted) again. The latest few.
-     */
-    const ended = new Map<string, string>()
-    const ENDED_KEPT = 1024
+    const registry = yield* Registry.make(config.maxLiveSessions ?? DEFAULT_MAX_LIVE_SESSIONS)
     // Loading, deleting and making room must not interleave (each looks at the registry, then the disk).
     const lifecycle = yield* Semaphore.make(1)
-
-    const closeAll = Effect.suspend(() =>
-      Effect.forEach([...live.values()], (entry) => Scope.close(entry.scope, Exit.void), { concurrency: "unbounded", discard: true })
-    )
-    yield* Effect.addFinalizer(() => closeAll)
 
     const checkDirectory = (dir: string, what: string) =>
       Effect.gen(function*() {
@@ -146,106 +127,6 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           return yield* new RuntimeError({ reason: "invalid_cwd", message: `${what} is not an existing directory` })
         }
       })
-
-    /** The agents and limits for sessions in `cwd` (read at the first use in each turn: a new agent file counts from the next turn). */
-    const catalog = (cwd: string) =>
-      Effect.flatMap(workspace.loadsProject(cwd), (project) => Definitions.load({ cwd, home: config.home, project })).pipe(
-        Effect.map((loaded) => ({ agents: loaded.agents, limits: loaded.limits })),
-        Effect.provideService(FileSystem.FileSystem, fs),
-        Effect.provideService(Path.Path, path)
-      )
-
-    /** What a session at `depth` needs to start children; `toolkit` is the tools its children may be given. */
-    const childrenFor = (depth: number, toolkit: Toolkit.Toolkit, history: () => History.History): Children.Factory => ({
-      depth,
-      home: config.home,
-      catalog,
-      started: () => history().subagents,
-      open: (request, scope) => openChild(request, toolkit, scope)
-    })
-
-    /** The tools an agent gets: its list (or all of its parent's), without the agent tools at the last depth. */
-    const toolsOf = (agent: Definitions.AgentDefinition, parentTools: Toolkit.Toolkit, depth: number, maxDepth: number) =>
-      Toolkit.only(parentTools, (name) =>
-        (agent.tools === undefined || BackgroundTools.listed(agent.tools, name)) && (!AGENT_TOOLS.has(name) || depth < maxDepth))
-
-    const childPrompt = (agent: Definitions.AgentDefinition) =>
-      [
-        "# You are a subagent",
-        `You are the ${agent.name} agent: another agent (your parent) delegated a task to you. You see only the task, not its conversation.`,
-        "Do the task with your tools, then end with your answer: your last message is all the parent receives, so make it complete and self-contained (what you found or changed, where, and anything left undone).",
-        ...(agent.readOnly ? ["You are read-only: you may read, search and run read-only commands; nothing you do may change the workspace."] : []),
-        ...(agent.instructions !== undefined && agent.instructions.trim().length > 0 ? ["", agent.instructions.trim()] : [])
-      ].join("\n")
-
-    /** Opens a child session (a subagent) in `scope`, which its parent's turn owns. */
-    const openChild = (request: Children.OpenRequest, parentTools: Toolkit.Toolkit, scope: Scope.Closeable): Effect.Effect<Session.Session, string> =>
-      Effect.gen(function*() {
-        const { agent, id, limits } = request
-        if (agent.acp !== undefined && config.external === undefined) {
-          return yield* Effect.fail(`The agent ${agent.name} is an external ACP agent, and this runtime cannot run external agents`)
-        }
-        const created = yield* Clock.currentTimeMillis
-        const writer = yield* log.create({
-          type: "session",
-          v: LOG_VERSION,
-          id,
-          cwd: request.cwd,
-          created,
-          mode: request.mode,
-          ...(request.additionalDirectories.length > 0 ? { additionalDirectories: request.additionalDirectories } : {}),
-          skein: config.version,
-          parent: request.parent,
-          agent: agent.name
-        }).pipe(Scope.provide(scope), Effect.mapError((error) => `Could not start the child session: ${error.message}`))
-        const history = History.make()
-        history.mode = request.mode
-        // Its parent's "always" answers hold for it too; its own answers stay its own.
-        history.rules.push(...request.rules)
-        const depth = request.parent.depth
-        const toolkit = toolsOf(agent, parentTools, depth, limits.maxDepth)
-        const sandbox = yield* sandboxFor(request.cwd, request.additionalDirectories, scope)
-        const base = {
-          ...depsFor(id, request.cwd, writer, { session: undefined, record: [] }, sandbox),
-          extensions: extensionsFor(request.cwd, false),
-          project: childProject(request.cwd),
-          // A child asks nothing about trust (its parent's turn did), and runs only the tool hooks.
-          trustQuestion: undefined,
-          hooks: workspace.hooksFor({ id, cwd: request.cwd, sandbox, child: true })
-        }
-        // The child's ceiling as the gate reads it (an external agent's questions are held to it too).
-        const reach = () =>
-          Ceiling.under({ mode: history.mode !== undefined && isModeId(history.mode) ? history.mode : request.mode, readOnly: agent.readOnly, rules: history.rules }, request.above())
-        const runTurn = agent.acp !== undefined && config.external !== undefined
-          ? (yield* config.external({ name: agent.name, ...agent.acp }, {
-            cwd: request.cwd,
-            clientInfo: { name: "skein", version: config.version },
-            permissionTimeoutMs: config.permissionTimeoutMs,
-            ceiling: reach,
-            sandbox
-          }).pipe(Scope.provide(scope))).run
-          : undefined
-        const deps: Session.Deps = {
-          ...base,
-          toolkit,
-          agent: agent.name,
-          instructions: childPrompt(agent),
-          readOnly: agent.readOnly,
-          above: request.above,
-          model: agent.model !== undefined && config.models?.info(agent.model) !== undefined ? agent.model : config.model,
-          children: depth < limits.maxDepth && agent.acp === undefined ? childrenFor(depth, toolkit, () => history) : undefined,
-          ...(runTurn !== undefined ? { runTurn } : {})
-        }
-        const session = yield* Session.make(
-          { id, cwd: request.cwd, additionalDirectories: request.additionalDirectories, created, parent: request.parent, agent: agent.name },
-          history,
-          deps,
-          scope
-        )
-        live.set(id, { session, scope, used: created, child: true })
-        yield* Scope.addFinalizer(scope, Effect.sync(() => live.delete(id)))
-        return session
-      }).pipe(asSession(request.id))
 
     const provideFs = <A, E>(effect: Effect.Effect<A, E, FileSystem.FileSystem | Path.Path>) =>
       effect.pipe(Effect.provideService(FileSystem.FileSystem, fs), Effect.provideService(Path.Path, path))
@@ -268,9 +149,6 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         return { skills: found.skills, commands: listed.commands }
       })
 
-    /** A child's project (its parent's, read once a minute at most per cwd). */
-    const childProject = childReads.project
-
     const depsFor = (id: string, cwd: string, writer: Writer, mcp: Mcp, sandbox: SessionSandbox | undefined): Session.Deps => {
       const servers = mcp.session
       return {
@@ -280,7 +158,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           Effect.map((contents) => contents.events),
           Effect.mapError((error) => new SessionError({ reason: "log", message: error.message }))
         ),
-        close: (reason) => (reason === undefined ? closeSession(id) : closeFor(id, reason)),
+        close: (reason) => registry.close(id, reason),
         provider: config.provider,
         // With MCP servers, the toolkit changes as their tools are discovered or withdrawn.
         toolkit: servers === undefined ? config.toolkit : DynamicToolkit.make(config.toolkit, servers),
@@ -301,10 +179,22 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
       }
     }
 
+    const children = ChildSessions.make({
+      config,
+      log,
+      registry,
+      provideFs,
+      depsFor: (id, cwd, writer, sandbox) => depsFor(id, cwd, writer, { session: undefined, record: [] }, sandbox),
+      sandboxFor,
+      extensions: (cwd) => extensionsFor(cwd, false),
+      project: childReads.project,
+      workspace
+    })
+
     /** A top-level session's deps, with what it needs to start children. */
     const withChildren = (deps: Session.Deps, history: History.History): Session.Deps => ({
       ...deps,
-      children: childrenFor(0, deps.toolkit, () => history)
+      children: children.factory(0, deps.toolkit, () => history)
     })
 
     /**
@@ -324,51 +214,6 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         return { session, record } satisfies Mcp
       })
 
-    /** Registers a live session; it leaves the registry when its scope closes. */
-    const register = (session: Session.Session, scope: Scope.Closeable) =>
-      Effect.gen(function*() {
-        live.set(session.id, { session, scope, used: yield* Clock.currentTimeMillis })
-        yield* Scope.addFinalizer(scope, Effect.sync(() => live.delete(session.id)))
-        return session
-      })
-
-    /**
-     * Makes room for one more live session. Past the cap, closes the session used least
-     * recently among those with no turn running or queued and not used for
-     * `EVICT_AFTER_IDLE_MS` (its log has everything; it can be loaded again). When none
-     * qualifies, the new session is refused: memory stays bounded whatever a client does.
-     */
-    const makeRoom = Effect.gen(function*() {
-      const topLevel = () => {
-        let n = 0
-        for (const entry of live.values()) if (entry.child !== true) n++
-        return n
-      }
-      while (topLevel() >= maxLive) {
-        const now = yield* Clock.currentTimeMillis
-        let oldest: { readonly session: Session.Session; readonly scope: Scope.Closeable; used: number } | undefined
-        let oldestUse = Infinity
-        for (const entry of live.values()) {
-          if (entry.child === true) continue
-          const idleSince = entry.session.idleSince()
-          if (idleSince === undefined) continue
-          const lastUse = Math.max(entry.used, idleSince)
-          if (now - lastUse < EVICT_AFTER_IDLE_MS || lastUse >= oldestUse) continue
-          oldest = entry
-          oldestUse = lastUse
-        }
-        if (oldest === undefined) {
-          return yield* new RuntimeError({
-            reason: "limit",
-            message: `Too many live sessions (${maxLive}) and none idle to close: close one (session/close) or allow more (--max-live-sessions)`
-          })
-        }
-        yield* Effect.logInfo(`Closed the idle session ${oldest.session.id} to stay within ${maxLive} live sessions; it can be loaded again`)
-        yield* Scope.close(oldest.scope, Exit.void)
-        evicted.add(oldest.session.id)
-      }
-    })
-
     const newSession = Effect.fn("Runtime.newSession")(function*(options: NewSessionOptions, as?: { readonly id: string }) {
       if (as !== undefined && !isSessionId(as.id)) return yield* new RuntimeError({ reason: "invalid_request", message: `Not a session id: ${as.id}` })
       const mode: ModeId = options.mode === undefined ? config.defaultMode : isModeId(options.mode)
@@ -377,7 +222,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
       yield* checkDirectory(options.cwd, "cwd")
       const additionalDirectories = options.additionalDirectories ?? []
       for (const dir of additionalDirectories) yield* checkDirectory(dir, "An additional directory")
-      yield* lifecycle.withPermits(1)(makeRoom)
+      yield* lifecycle.withPermits(1)(registry.makeRoom)
       const id = as?.id ?? SessionId.make()
       const created = yield* Clock.currentTimeMillis
       const scope = yield* Scope.fork(parent)
@@ -403,7 +248,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         Effect.mapError(fromLogError),
         Effect.onError(() => Scope.close(scope, Exit.void))
       )
-      return yield* register(session, scope)
+      return yield* registry.add(session, scope)
     })
 
     /** Whether two absolute paths name the same directory. */
@@ -426,31 +271,6 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         if (requested === undefined || (yield* sameDirectory(requested, cwd))) return
         return yield* new RuntimeError({ reason: "invalid_cwd", message: "cwd does not match the session's working directory" })
       })
-
-    /**
-     * Closes the turns a crash left open in the logs of the children `events` started (and of
-     * theirs), as loading would: children are never loaded on their own, so their parent's load
-     * does it. A log another process holds, or that cannot be read, is left as it is.
-     */
-    const closeChildren = (events: ReadonlyArray<Canonical>): Effect.Effect<void> =>
-      Effect.forEach(events, (event) => {
-        if (event.type !== "subagent" || event.data.event !== "spawned" || live.has(event.data.id)) return Effect.void
-        return Effect.scoped(Effect.gen(function*() {
-          const { contents, writer } = yield* log.open(event.data.id)
-          const history = History.make()
-          for (const e of contents.events) History.apply(history, e)
-          const closing = Recovery.closing(contents.events, history)
-          if (closing !== undefined) {
-            const ts = yield* Clock.currentTimeMillis
-            const last = contents.events.length > 0 ? contents.events[contents.events.length - 1]!.seq : 0
-            yield* writer.append(closing.bodies.map((body, i) =>
-              ({ ...body, sessionId: event.data.id, seq: last + 1 + i, ts, turn: closing.turn }) as Canonical
-            ))
-            yield* writer.sync
-          }
-          yield* closeChildren(contents.events)
-        })).pipe(Effect.ignore)
-      }, { discard: true })
 
     /** Loads, recovers and starts a session that is not live here. */
     const start = (options: LoadSessionOptions) =>
@@ -475,22 +295,11 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           const history = History.make()
           const events = contents.events
           for (const event of events) History.apply(history, event)
-          let lastSeq = events.length > 0 ? events[events.length - 1]!.seq : 0
-          const closing = Recovery.closing(events, history)
-          if (closing !== undefined) {
-            const ts = yield* Clock.currentTimeMillis
-            const stamped = closing.bodies.map((body, i) =>
-              ({ ...body, sessionId: header.id, seq: lastSeq + 1 + i, ts, turn: closing.turn }) as Canonical
-            )
-            yield* Effect.mapError(Effect.andThen(writer.append(stamped), writer.sync), fromLogError)
-            for (const event of stamped) {
-              History.apply(history, event)
-              events.push(event)
-            }
-            lastSeq += stamped.length
-          }
+          const recovered = yield* Effect.mapError(Journal.recover({ sessionId: header.id, writer, history, events }), fromLogError)
+          events.push(...recovered)
+          const lastSeq = events.length > 0 ? events[events.length - 1]!.seq : 0
           // A crash mid-turn also left the children of that turn open: their logs are closed the same way.
-          if (closing !== undefined) yield* closeChildren(events)
+          if (recovered.length > 0) yield* children.recover(events)
           // The mode it started in, unless its log changed it since.
           if (history.mode === undefined || !isModeId(history.mode)) history.mode = header.mode !== undefined && isModeId(header.mode) ? header.mode : config.defaultMode
           // The client's servers win over the configured ones; without any from the client, the
@@ -511,26 +320,25 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           )
           return { session, events } satisfies LoadedSession
         }).pipe(asSession(options.sessionId), Effect.onError(() => Scope.close(scope, Exit.void)))
-        yield* register(loaded.session, scope)
+        yield* registry.add(loaded.session, scope)
         return loaded
       })
 
 
     const loadSession = Effect.fn("Runtime.loadSession")(function*(options: LoadSessionOptions) {
       return yield* lifecycle.withPermits(1)(Effect.gen(function*() {
-        const entry = live.get(options.sessionId)
-        if (entry === undefined) {
-          ended.delete(options.sessionId)
-          yield* makeRoom
+        const session = yield* registry.use(options.sessionId)
+        if (session === undefined) {
+          yield* registry.opening(options.sessionId)
+          yield* registry.makeRoom
           const loaded = yield* start(options)
-          evicted.delete(options.sessionId)
+          yield* registry.opened(options.sessionId)
           return loaded
         }
-        if (entry.session.parent !== undefined) return yield* childRefused(options.sessionId, entry.session.parent.sessionId)
-        entry.used = yield* Clock.currentTimeMillis
-        yield* checkCwd(options.cwd, entry.session.cwd)
+        if (session.parent !== undefined) return yield* childRefused(options.sessionId, session.parent.sessionId)
+        yield* checkCwd(options.cwd, session.cwd)
         const contents = yield* Effect.mapError(log.read(options.sessionId), fromLogError)
-        return { session: entry.session, events: contents.events } satisfies LoadedSession
+        return { session, events: contents.events } satisfies LoadedSession
       }))
     })
 
@@ -554,39 +362,23 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
     })
 
     const getSession = (sessionId: string): Effect.Effect<Session.Session, RuntimeError> =>
-      Effect.suspend(() => {
-        const entry = live.get(sessionId)
-        if (entry !== undefined) {
-          return Effect.map(Clock.currentTimeMillis, (now) => {
-            entry.used = now
-            return entry.session
-          })
+      Effect.flatMap(registry.find(sessionId), (found) => {
+        switch (found._tag) {
+          case "Live":
+            return Effect.succeed(found.session)
+          case "Ended":
+            return Effect.fail(new RuntimeError({ reason: "locked", message: found.reason }))
+          case "Evicted":
+            // Closed only to make room: it comes back from its log, as it was.
+            return Effect.map(loadSession({ sessionId }), (loaded) => loaded.session as Session.Session)
+          case "Missing":
+            return Effect.fail(new RuntimeError({ reason: "not_found", message: `Session not found: ${sessionId}` }))
+          default:
+            return absurd(found)
         }
-        const reason = ended.get(sessionId)
-        if (reason !== undefined) return Effect.fail(new RuntimeError({ reason: "locked", message: reason }))
-        // Closed only to make room: it comes back from its log, as it was.
-        if (evicted.has(sessionId)) return Effect.map(loadSession({ sessionId }), (loaded) => loaded.session as Session.Session)
-        return Effect.fail(new RuntimeError({ reason: "not_found", message: `Session not found: ${sessionId}` }))
       })
 
-    /** Closes a session for a reason its later requests are answered with. */
-    const closeFor = (sessionId: string, reason: string) =>
-      Effect.suspend(() => {
-        ended.delete(sessionId)
-        ended.set(sessionId, reason)
-        if (ended.size > ENDED_KEPT) ended.delete(ended.keys().next().value!)
-        evicted.delete(sessionId)
-        const entry = live.get(sessionId)
-        return entry === undefined ? Effect.void : Scope.close(entry.scope, Exit.void)
-      })
-
-    const closeSession = (sessionId: string) =>
-      Effect.suspend(() => {
-        ended.delete(sessionId)
-        evicted.delete(sessionId)
-        const entry = live.get(sessionId)
-        return entry === undefined ? Effect.void : Scope.close(entry.scope, Exit.void)
-      })
+    const closeSession = (sessionId: string) => registry.close(sessionId)
 
     const deleteSession = Effect.fn("Runtime.deleteSession")(function*(sessionId: string) {
       // The log store removes the session's side files (its MCP servers' secrets) before its log.
@@ -602,16 +394,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
       deleteSession,
       getSession,
       closeSession,
-      liveSessions: Effect.sync(() =>
-        [...live.values()].map(({ session }) => ({
-          id: session.id,
-          cwd: session.cwd,
-          additionalDirectories: session.additionalDirectories,
-          created: session.created,
-          ...(session.parent !== undefined ? { parent: session.parent } : {}),
-          ...(session.agent !== undefined ? { agent: session.agent } : {})
-        }))
-      ),
+      liveSessions: registry.list,
       events: Stream.unwrap(Effect.map(bus.subscribeAll, Bus.toStream)),
       models: config.models,
       commands: (cwd) =>

@@ -16,6 +16,7 @@ import { promptText } from "../../src/Vocabulary.ts"
 import * as MemoryStore from "../../src/log/MemoryStore.ts"
 import * as Recovery from "../../src/log/Recovery.ts"
 import type { ModelRequest } from "../../src/providers/Provider.ts"
+import * as Secrets from "../../src/secrets/Secrets.ts"
 import * as Fork from "../../src/runtime/Fork.ts"
 import { Runtime } from "../../src/runtime/Api.ts"
 import { read } from "../../src/tools/read.ts"
@@ -246,6 +247,45 @@ describe("Runtime.forkSession", () => {
         // At the turn before, nothing needs closing.
         const earlier = yield* runtime.forkSession({ sessionId: id, turn: 1 })
         assert.deepStrictEqual(earlier.events.map((e) => e.type), ["turn_start", "model_response", "turn_end"])
+      }).pipe(Effect.scoped, Effect.provide(layer))
+    }))
+
+  it.live("what a fork and a recovery write is numbered on without a gap and scrubbed of a secret known since the log was written", () =>
+    Effect.gen(function*() {
+      const sessions = new MemoryStore.Sessions()
+      const { cwd, layer } = yield* setup(sessions)
+      const store = yield* MemoryStore.make({ sessions })
+      const id = "crashed-secret"
+      const secret = "sk-forkfixture-9f8e7d6c5b4a39281706"
+      const at = (seq: number, turn: number | null, body: CanonicalBody) => ({ ...body, sessionId: id, seq, ts: 1000 + seq, turn }) as Canonical
+      yield* Effect.scoped(Effect.gen(function*() {
+        const writer = yield* store.create({ type: "session", v: LOG_VERSION, id, cwd, created: 1, mode: "default" })
+        yield* writer.append([
+          at(1, 1, { type: "turn_start", data: { content: [{ type: "text", text: "one" }] } }),
+          at(2, 1, { type: "model_response", data: { call: 1, parts: [{ type: "tool_call", id: "c1", name: "read", args: { path: "key.txt" } }], stop: "tool_use" } }),
+          at(3, 1, { type: "tool_call", data: { id: "c1", name: "read", args: { path: "key.txt" }, title: "Read key.txt", kind: "read" } }),
+          at(4, 1, { type: "tool_result", data: { id: "c1", ok: true, status: "done", content: `The key is ${secret}` } }),
+          at(5, 1, { type: "model_partial", data: { call: 2, parts: [{ type: "text", text: `It is ${secret}, and` }] } })
+        ])
+      }))
+      // Known only now (a key added to the configuration since): what is copied or appended from here on never holds it.
+      Secrets.registry().addValue(secret)
+      yield* Effect.gen(function*() {
+        const runtime = yield* Runtime
+        const consecutive = (events: ReadonlyArray<Canonical>) => assert.deepStrictEqual(events.map((e) => e.seq), events.map((_, i) => i + 1))
+        const forked = yield* runtime.forkSession({ sessionId: id })
+        assert.deepStrictEqual(forked.events.map((e) => e.type), ["turn_start", "model_response", "tool_call", "tool_result", "model_partial", "model_response", "turn_end"])
+        consecutive(forked.events)
+        assert.isFalse(JSON.stringify(forked.events).includes(secret), "the fork's events hold no secret")
+        assert.isFalse((sessions.text(forked.header.id) ?? "").includes(secret), "the fork's log holds no secret")
+        assert.include(JSON.stringify(forked.events[3]!.data), Secrets.MARKER)
+        // Loading closes the crashed turn: what it appends follows on and is scrubbed too.
+        const loaded = yield* runtime.loadSession({ sessionId: id })
+        consecutive(loaded.events)
+        const appended = loaded.events.slice(5)
+        assert.deepStrictEqual(appended.map((e) => [e.seq, e.turn, e.type]), [[6, 1, "model_response"], [7, 1, "turn_end"]])
+        assert.isFalse(JSON.stringify(appended).includes(secret), "what recovery appends holds no secret")
+        assert.include(JSON.stringify(appended[0]!.data), Secrets.MARKER)
       }).pipe(Effect.scoped, Effect.provide(layer))
     }))
 
