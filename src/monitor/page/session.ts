@@ -276,6 +276,9 @@ export const mount = (root: HTMLElement, header: HTMLElement, sessionId: string)
       case "undo":
         line(turnOf(event.turn), "undo", event.data.refused !== undefined ? `Undo refused: ${event.data.refused}` : `Undid turn ${event.data.turn}: ${[...event.data.restored, ...event.data.removed].join(", ") || "nothing"}`)
         return
+      case "hook":
+        line(turnOf(event.turn), "hook", `Hook ${event.data.event}: ${event.data.command} (${event.data.decision})`)
+        return
       case "client_call":
         return
       case "turn_end":
