@@ -11,6 +11,9 @@ import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import { NEW_SPACE_CAP } from "../../src/cli/Heap.ts"
 
+/** Four of V8's 256 KB pages. */
+const PAGES_OF_SLACK = 1024 * 1024
+
 const HEAP = pathToFileURL(join(import.meta.dirname, "../../src/cli/Heap.ts")).href
 
 // About 1.5 s of allocation in short tasks, the last 200,000 objects kept alive (young objects
@@ -49,7 +52,9 @@ describe("the young-generation cap", () => {
     assert.isAbove(uncapped.newSpace, NEW_SPACE_CAP, "without the cap V8 grows the new space past it (else this test shows nothing)")
     const capped = run(["cap"])
     assert.strictEqual(capped.installed, true)
-    assert.isAtMost(capped.newSpace, NEW_SPACE_CAP)
+    // V8 may count a couple of pages (256 KB each) beyond both semi-spaces for a moment (16.5 MB
+    // was seen once under load); one more growth would double it, which is what this rules out.
+    assert.isAtMost(capped.newSpace, NEW_SPACE_CAP + PAGES_OF_SLACK)
     assert.isAbove(capped.newSpace, NEW_SPACE_CAP / 4, "it still grows up to the cap")
   }, 60_000)
 
