@@ -25,15 +25,16 @@ export interface Upgrade {
 
 export const identity: Upgrade = { header: (header) => header, event: (event) => event }
 
-/** v1, v2, v3 → v4: later formats only add event types and fields; every older line is a v4 line. */
-const older: Upgrade = { header: (header) => ({ ...header, v: 4 }), event: (event) => event }
+/** v1 … v4 → v5: later formats only add event types and fields; every older line is a v5 line. */
+const older: Upgrade = { header: (header) => ({ ...header, v: 5 }), event: (event) => event }
 
 /** The formats Skein reads, by version. */
 export const formats: ReadonlyMap<number, Upgrade> = new Map<number, Upgrade>([
   [1, older],
   [2, older],
   [3, older],
-  [4, identity]
+  [4, older],
+  [5, identity]
 ])
 
 export type Plan =

@@ -34,6 +34,7 @@ import * as McpConfig from "../mcp/Config.ts"
 import * as McpRecord from "../mcp/Record.ts"
 import * as ProviderConfig from "../providers/ProviderConfig.ts"
 import * as Sandbox from "../sandbox/Sandbox.ts"
+import * as Shadow from "../checkpoints/Shadow.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
 import * as Definitions from "../agents/Definitions.ts"
 import * as Commands from "../commands/Commands.ts"
@@ -225,6 +226,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           above: request.above,
           model: agent.model !== undefined && config.models?.info(agent.model) !== undefined ? agent.model : config.model,
           children: depth < limits.maxDepth && agent.acp === undefined ? childrenFor(depth, toolkit, () => history) : undefined,
+          checkpoint: request.checkpoint,
           ...(runTurn !== undefined ? { runTurn } : {})
         }
         const session = yield* Session.make(
@@ -309,7 +311,8 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
     /** A top-level session's deps, with what it needs to start children. */
     const withChildren = (deps: Session.Deps, history: History.History): Session.Deps => ({
       ...deps,
-      children: childrenFor(0, deps.toolkit, () => history)
+      children: childrenFor(0, deps.toolkit, () => history),
+      checkpointsHome: config.home
     })
 
     /**
@@ -596,6 +599,8 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
     const deleteSession = Effect.fn("Runtime.deleteSession")(function*(sessionId: string) {
       // The log store removes the session's side files (its MCP servers' secrets) before its log.
       yield* lifecycle.withPermits(1)(Effect.andThen(closeSession(sessionId), Effect.mapError(log.remove(sessionId), fromLogError)))
+      // Its checkpoints go with it.
+      yield* Shadow.removeAll(config.home, sessionId)
     })
 
     return Runtime.of({

@@ -75,6 +75,10 @@ export const lastChangingTurn = (events: ReadonlyArray<Canonical>): number | und
   const skipped = new Set<number>()
   for (const event of events) {
     if (event.type === "undo" && event.data.refused === undefined) skipped.add(event.data.turn)
+    // A rewind took its turns' files (and conversation) back already: there is nothing of them to undo.
+    else if (event.type === "rewound" && event.data.refused === undefined && event.turn !== null) {
+      for (let turn = event.data.toTurn; turn < event.turn; turn++) skipped.add(turn)
+    }
     else if (event.type === "turn_start" && event.data.command?.name === "undo" && event.turn !== null) skipped.add(event.turn)
   }
   let last: number | undefined
