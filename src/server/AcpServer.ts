@@ -26,6 +26,7 @@ import { Runtime, RuntimeError } from "../runtime/Api.ts"
 import { outcomeOf, type Session, type SessionError } from "../session/Protocol.ts"
 import type { Answer, StopReason } from "../Vocabulary.ts"
 import * as Translate from "../translate/Translate.ts"
+import * as Rewind from "../checkpoints/Rewind.ts"
 import * as Auth from "./Auth.ts"
 import * as ClientBridge from "./ClientBridge.ts"
 import type * as Guarantees from "../sandbox/Guarantees.ts"
@@ -281,6 +282,19 @@ export const handlers = (
     }).pipe(Effect.scoped)
 
   /**
+   * `_session/rewind {sessionId, turn}`: `/rewind turn` as a turn presented to this client (a
+   * question about files someone else changed comes to it); answers what the rewind did.
+   */
+  const rewind = (params: typeof Rewind.RewindRequest.Type) =>
+    Effect.gen(function*() {
+      const s = yield* session(params.sessionId)
+      yield* notChild(s)
+      const outcome = yield* presentTurn(s, Rewind.prompt(params.turn), () => Effect.void)
+      const record = yield* Effect.mapError(runtime.readSession(s.id), runtimeError)
+      return { stopReason: outcome.stopReason, ...Rewind.response(record.events) }
+    })
+
+  /**
    * `_session/steering {sessionId, prompt}`: content for the turn this client is running in the
    * session, given to the model at its next safe point (`injected`); with none running, a new
    * turn presented to this client as a prompt's would be (`startedNewTurn`).
@@ -484,8 +498,8 @@ export const handlers = (
           agentCapabilities: signIn === undefined ? agentCapabilities : { ...agentCapabilities, auth: { logout: {} } },
           authMethods,
           agentInfo: { name: options.name ?? "skein", title: "Skein", version: options.version },
-          // `_session/steering`: content for a running turn (an extension method).
-          _meta: { steering: { supported: true }, ...(options.sandbox !== undefined ? { skein: { sandbox: options.sandbox } } : {}) }
+          // `_session/steering`: content for a running turn; `_session/rewind`: back to before a turn (extension methods).
+          _meta: { steering: { supported: true }, rewind: { supported: true }, ...(options.sandbox !== undefined ? { skein: { sandbox: options.sandbox } } : {}) }
         })))),
       authenticate: Peer.request(Acp.Initialize.AuthenticateRequest, (params) =>
         signIn === undefined ? Effect.succeed({}) : Effect.gen(function*() {
@@ -546,6 +560,7 @@ export const handlers = (
           return { configOptions: (yield* sessionState(s)).configOptions }
         })),
       "_session/steering": Peer.request(Acp.Session.PromptRequest, steering),
+      "_session/rewind": Peer.request(Rewind.RewindRequest, rewind),
       // A notification in ACP; some clients send it as a request. It works the same and answers null.
       "session/cancel": Peer.request(Acp.Session.CancelNotification, (params) => Effect.as(cancel(params), null))
     },

@@ -39,7 +39,7 @@ export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url
 export const NODE = path.join(REPO_ROOT, "node_modules/.bin/node")
 export const SKEIN = path.join(REPO_ROOT, "dist/skein.mjs")
 
-type ScriptTurns = ReadonlyArray<{ readonly expect?: string; readonly calls: ReadonlyArray<ReadonlyArray<unknown>> }>
+type ScriptTurns = ReadonlyArray<{ readonly expect?: string; readonly absent?: string; readonly calls: ReadonlyArray<ReadonlyArray<unknown>> }>
 
 export interface Script {
   readonly turns: ScriptTurns
