@@ -289,9 +289,10 @@ export const handlers = (
     Effect.gen(function*() {
       const s = yield* session(params.sessionId)
       yield* notChild(s)
-      const outcome = yield* presentTurn(s, Rewind.prompt(params.turn), () => Effect.void)
+      let stopReason: StopReason = "cancelled"
+      yield* presentTurn(s, Rewind.prompt(params.turn), (outcome) => Effect.sync(() => void (stopReason = outcome.stopReason)))
       const record = yield* Effect.mapError(runtime.readSession(s.id), runtimeError)
-      return { stopReason: outcome.stopReason, ...Rewind.response(record.events) }
+      return { stopReason, ...Rewind.response(record.events) }
     })
 
   /**
