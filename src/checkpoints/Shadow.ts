@@ -106,11 +106,9 @@ const snapshotRoot = (gitDir: string, root: string, i: number) =>
     // Files too large to keep: those found large before (still large), and new or changed ones.
     const before = (yield* Effect.promise(() => readText(largeList))).split("\0").filter((p) => p !== "")
     const candidates = fields(yield* git("Listing the changed files", ["ls-files", "-z", "--others", "--modified", "--exclude-standard"], opts))
-    const large: Array<string> = []
-    for (const rel of new Set([...before, ...candidates])) {
-      const size = yield* Effect.promise(() => sizeOf(NodePath.join(root, rel)))
-      if (size !== undefined && size > MAX_FILE_BYTES) large.push(rel)
-    }
+    const paths = [...new Set([...before, ...candidates])]
+    const sizes = yield* Effect.promise(() => Promise.all(paths.map((rel) => sizeOf(NodePath.join(root, rel)))))
+    const large = paths.filter((_, i) => (sizes[i] ?? 0) > MAX_FILE_BYTES)
     yield* fsCall("Writing the excludes", () =>
       Promise.all([
         NodeFs.promises.writeFile(exclude, `${base}\n${large.map(excludeLine).join("\n")}\n`),
