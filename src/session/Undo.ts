@@ -9,7 +9,8 @@
  * `oldText` and the last call's `newText`; nothing has to be replayed.
  *
  * - `lastChangingTurn` picks the turn to undo: the last one with such a result, not already
- *   undone (an `undo` event that was not refused) and not itself an `/undo`.
+ *   undone (an `undo` event that was not refused), not rewound (a `rewound` event took its
+ *   files back already) and not itself an `/undo`.
  * - `plan` is that turn's effect per file: `before` (null: created) and `after`.
  * - `apply` is all or nothing. Under the files' `PathLocks` locks it first checks every file:
  *   its path must still resolve to itself inside the session's roots, and its content must
