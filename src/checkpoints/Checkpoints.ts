@@ -19,8 +19,6 @@ import * as Effect from "effect/Effect"
 import * as Semaphore from "effect/Semaphore"
 import type { CanonicalBody } from "../log/Event.ts"
 import type { LogError } from "../log/SessionLog.ts"
-import type { Prior } from "../runtime/Gate.ts"
-import type { AnnouncedCall, Permit } from "../runtime/Turn.ts"
 import * as Shadow from "./Shadow.ts"
 
 /** The turns whose checkpoints a session keeps. */
@@ -130,10 +128,10 @@ export const make = (options: Options): Checkpoints => {
  * The permission gate with the checkpoint in it: a call allowed to change files (a mutating
  * tool, not confined to reading) takes `checkpoint` first.
  */
-export const guard = <T extends { readonly mutating: boolean }, R>(
-  gate: (call: AnnouncedCall, tool: T, args: unknown, prior?: Prior) => Effect.Effect<Permit, never, R>,
+export const guard = <C, T extends { readonly mutating: boolean }, Rest extends ReadonlyArray<unknown>, P extends { readonly _tag: string; readonly readOnly?: true | undefined }, R>(
+  gate: (call: C, tool: T, ...rest: Rest) => Effect.Effect<P, never, R>,
   checkpoint: Effect.Effect<unknown>
 ) =>
-(call: AnnouncedCall, tool: T, args: unknown, prior?: Prior): Effect.Effect<Permit, never, R> =>
-  Effect.tap(gate(call, tool, args, prior), (permit) =>
+(call: C, tool: T, ...rest: Rest): Effect.Effect<P, never, R> =>
+  Effect.tap(gate(call, tool, ...rest), (permit) =>
     permit._tag === "allow" && permit.readOnly !== true && tool.mutating ? checkpoint : Effect.void)

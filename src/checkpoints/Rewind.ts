@@ -21,7 +21,6 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { Canonical, CanonicalBody, UserBlock } from "../log/Event.ts"
 import type { LogError } from "../log/SessionLog.ts"
-import type { PermissionAnswer } from "../runtime/Gate.ts"
 import type { PermissionOption, PermissionToolCall } from "../Vocabulary.ts"
 import type { Checkpoints } from "./Checkpoints.ts"
 import * as Shadow from "./Shadow.ts"
@@ -90,9 +89,12 @@ export interface Context {
   readonly readOnly: string | undefined
   readonly record: (body: CanonicalBody) => Effect.Effect<void, LogError>
   /** Asks whoever presents the turn; undefined when nobody answers. */
-  readonly ask: (question: { readonly toolCall: PermissionToolCall; readonly options: ReadonlyArray<PermissionOption> }) => Effect.Effect<PermissionAnswer | undefined>
+  readonly ask: (question: { readonly toolCall: PermissionToolCall; readonly options: ReadonlyArray<PermissionOption> }) => Effect.Effect<Answer | undefined>
   readonly canAsk: () => boolean
 }
+
+/** A presenter's answer to the question (as the permission gate's questions are answered). */
+type Answer = { readonly outcome: "selected"; readonly optionId: string } | { readonly outcome: "cancelled" }
 
 const OVERWRITE = "allow_once"
 const KEEP = "reject_once"
