@@ -22,6 +22,9 @@ import { fields, git, GitError, run } from "./Git.ts"
 /** Files larger than this are not in a checkpoint. */
 export const MAX_FILE_BYTES = 10 * 1024 * 1024
 
+/** The most new content one snapshot stores. */
+export const MAX_SNAPSHOT_BYTES = 1024 * 1024 * 1024
+
 /** Where the shadow repository of a session lives. */
 export const dirOf = (home: string, sessionId: string): string => NodePath.join(home, "checkpoints", `${sessionId}.git`)
 
@@ -109,6 +112,11 @@ const snapshotRoot = (gitDir: string, root: string, i: number) =>
     const paths = [...new Set([...before, ...candidates])]
     const sizes = yield* Effect.promise(() => Promise.all(paths.map((rel) => sizeOf(NodePath.join(root, rel)))))
     const large = paths.filter((_, i) => (sizes[i] ?? 0) > MAX_FILE_BYTES)
+    // One snapshot never stores more than this much new content (a session started in a huge folder).
+    const adding = sizes.reduce<number>((sum, size) => sum + (size !== undefined && size <= MAX_FILE_BYTES ? size : 0), 0)
+    if (adding > MAX_SNAPSHOT_BYTES) {
+      return yield* new GitError({ message: `the files of ${root} that changed add up to more than ${MAX_SNAPSHOT_BYTES / 2 ** 30} GiB, too much for a checkpoint` })
+    }
     yield* fsCall("Writing the excludes", () =>
       Promise.all([
         NodeFs.promises.writeFile(exclude, `${base}\n${large.map(excludeLine).join("\n")}\n`),
