@@ -45,6 +45,10 @@
 //    target: ≤ 1× git stash).
 // 9. sandbox: scripts/bench-sandbox.mjs (the `bash` tool in-process, `true` and `git status` in
 //    a repository, sandboxed against unsandboxed, interleaved; target: ≤ 10 ms added).
+// 10. telemetry: scripts/bench-telemetry.mjs (cold start and a turn with OpenTelemetry off, the
+//    exporter never loaded, against on, exporting to a local OTLP/HTTP receiver; interleaved).
+// 11. monitor: scripts/bench-monitor.mjs (the web monitor in headless Chromium: a 100,000-delta
+//    turn with its page open against none, the page's longest stall; 200 sessions' overview).
 // 8. subagents (child sessions), shown natively (`clientCapabilities.subagents`), 64 allowed to
 //    run at once by the home's config.json:
 //    - memory: VmRSS while the parent's turn is blocked in a model call, with 64 children
@@ -72,7 +76,7 @@
 //   --sub-runs N    subagents: memory runs and streaming rounds per scenario (3)
 //   --spawns N      subagents: spawn timings (20)
 //   --sub-deltas N  subagents: deltas per stream (200)     --sub-pace MS  between two deltas of a stream (10)
-//   --only LIST     comma-separated sections: cold,chunk,prompt,throughput,memory,sessions,log,remote,subagents,compaction,cluster,stops,sandbox,checkpoint
+//   --only LIST     comma-separated sections: cold,chunk,prompt,throughput,memory,sessions,log,remote,subagents,compaction,cluster,stops,sandbox,telemetry,monitor,checkpoint
 //   --merge         with --only: put the sections run into the recorded results (bench/results.*),
 //                   keeping the other sections' figures as they were recorded
 //   --no-readme     do not touch README.md
@@ -129,7 +133,7 @@ const MEM_RUNS = Math.max(1, nonNegative(values["mem-runs"], 3, "--mem-runs"))
 const SESSIONS_RUNS = Math.max(1, nonNegative(values["sessions-runs"], 5, "--sessions-runs"))
 const SUB_RUNS = Math.max(1, nonNegative(values["sub-runs"], 3, "--sub-runs"))
 const SPAWNS = Math.max(1, nonNegative(values.spawns, 20, "--spawns"))
-const SECTIONS = ["cold", "chunk", "prompt", "throughput", "memory", "sessions", "log", "remote", "subagents", "compaction", "cluster", "stops", "sandbox", "checkpoint"]
+const SECTIONS = ["cold", "chunk", "prompt", "throughput", "memory", "sessions", "log", "remote", "subagents", "compaction", "cluster", "stops", "sandbox", "telemetry", "monitor", "checkpoint"]
 const only = values.only === undefined ? SECTIONS : values.only.split(",").map((s) => s.trim())
 for (const s of only) {
   if (!SECTIONS.includes(s)) {
@@ -1226,6 +1230,67 @@ const sandboxFigures = (r) => {
   }
 }
 
+const telemetryBench = async () => {
+  section("telemetry: scripts/bench-telemetry.mjs (OpenTelemetry off against on, to a local OTLP/HTTP receiver)")
+  return runScript("bench-telemetry.mjs", ["--runs", String(RUNS), "--turns", "20"])
+}
+
+const telemetryFigures = (r) => {
+  const v = r.value
+  if (!v) return missing("telemetry", "telemetry.cold", "cold start with telemetry off", "ms", null, r.error ?? "scripts/bench-telemetry.mjs is missing")
+  for (const [key, label] of [["initialize", "`initialize`"], ["ready", "ready (`initialize` + `session/new`)"]]) {
+    addFigure({
+      group: "telemetry",
+      id: `telemetry.cold.${key}`,
+      label: `cold start to ${label}, telemetry on (exporting to a local receiver)`,
+      unit: "ms",
+      subject: "Skein",
+      ...summarize(v.cold.on[key]),
+      baseline: { name: "telemetry off (no OTEL_* variable: the exporter is not loaded)", ...summarize(v.cold.off[key]) }
+    })
+  }
+  addFigure({
+    group: "telemetry",
+    id: "telemetry.turn",
+    label: "a turn (a tool call, then 200 deltas), telemetry on",
+    unit: "ms",
+    subject: "Skein",
+    ...summarize(v.turn.on.samples),
+    baseline: { name: "telemetry off", ...summarize(v.turn.off.samples) },
+    note: `${v.exported.spans} spans exported in ${v.exported.requests} requests`
+  })
+}
+
+const monitorBench = async () => {
+  section("monitor: scripts/bench-monitor.mjs (skein serve --web in headless Chromium)")
+  return runScript("bench-monitor.mjs", ["--runs", "3"])
+}
+
+const monitorFigures = (r) => {
+  const v = r.value
+  if (!v || v.skipped) return missing("monitor", "monitor.turn", "a 100,000-delta turn with its page open", "ms", null, r.error ?? v?.skipped ?? "scripts/bench-monitor.mjs is missing")
+  addFigure({
+    group: "monitor",
+    id: "monitor.turn",
+    label: `a turn of ${v.deltas.toLocaleString("en")} deltas with its page open in the monitor`,
+    unit: "ms",
+    subject: "Skein",
+    ...summarize(v.turn.withPage),
+    baseline: { name: "the same turn, no page open", ...summarize(v.turn.withoutPage) },
+    note: `the page's longest main-thread stall meanwhile: ${round(v.turn.stallMs, 1)} ms; its JS heap after: ${v.turn.heapBytes === null ? "n/a" : `${round(v.turn.heapBytes / 1e6, 1)} MB`}`
+  })
+  addFigure({
+    group: "monitor",
+    id: "monitor.sessions",
+    label: `the overview of ${v.sessions.count} live sessions: navigation → every row shown`,
+    unit: "ms",
+    subject: "Skein",
+    median: round(v.sessions.overviewMs, 1),
+    p90: null,
+    note: `then one turn in each at once (${round(v.sessions.burstMs, 0)} ms): the page's longest stall ${round(v.sessions.burstStallMs, 1)} ms`
+  })
+}
+
 const checkpointBench = async () => {
   section("checkpoint: scripts/bench-checkpoint.mjs (10,000 files: a first checkpoint and one after 10 changes, against git stash)")
   // The first checkpoint of 10,000 files takes seconds on a busy machine: more time than the other scripts get.
@@ -1511,7 +1576,7 @@ const updateReadme = (block) => {
 }
 
 /** The figure groups of each section, and where each section's raw results are kept. */
-const GROUPS = { cold: ["cold start"], chunk: ["first chunk"], prompt: ["first prompt"], throughput: ["throughput"], memory: ["memory"], sessions: ["sessions"], log: ["log append"], remote: ["remote"], subagents: ["subagents"], compaction: ["compaction"], cluster: ["cluster"], stops: ["stops"], sandbox: ["sandbox"], checkpoint: ["checkpoint"] }
+const GROUPS = { cold: ["cold start"], chunk: ["first chunk"], prompt: ["first prompt"], throughput: ["throughput"], memory: ["memory"], sessions: ["sessions"], log: ["log append"], remote: ["remote"], subagents: ["subagents"], compaction: ["compaction"], cluster: ["cluster"], stops: ["stops"], sandbox: ["sandbox"], telemetry: ["telemetry"], monitor: ["monitor"], checkpoint: ["checkpoint"] }
 const RAW_KEYS = { memory: ["memory", "memoryRuns"] }
 const sectionOf = (group) => SECTIONS.find((s) => GROUPS[s].includes(group)) ?? ""
 
@@ -1613,6 +1678,8 @@ const main = async () => {
   if (only.includes("cluster")) results.cluster = await clusterBench()
   if (only.includes("stops")) results.stops = await stopsBench()
   if (only.includes("sandbox")) results.sandbox = await sandboxBench()
+  if (only.includes("telemetry")) results.telemetry = await telemetryBench()
+  if (only.includes("monitor")) results.monitor = await monitorBench()
   if (only.includes("checkpoint")) results.checkpoint = await checkpointBench()
   if (process.stdout.isTTY) process.stdout.write("\r\x1b[K")
   buildFigures(results)
@@ -1622,6 +1689,8 @@ const main = async () => {
   if (results.cluster) clusterFigures(results.cluster)
   if (results.stops) stopsFigures(results.stops)
   if (results.sandbox) sandboxFigures(results.sandbox)
+  if (results.telemetry) telemetryFigures(results.telemetry)
+  if (results.monitor) monitorFigures(results.monitor)
   if (results.checkpoint) checkpointFigures(results.checkpoint)
 
   const cpus = os.cpus()
@@ -1648,6 +1717,8 @@ const main = async () => {
     sandbox: { script: "scripts/bench-sandbox.mjs", note: "in-process (src/tools/bash.ts bundled): the bash tool's call to its result, with a session's sandbox (bubblewrap, the session's namespaces made in the warm-up) and without, 30 runs each, interleaved, the order alternating" },
     cluster: { script: "scripts/bench-cluster.mjs", note: "two runners (skein serve --cluster, scripted provider) on a PostgreSQL server started by the script; Effect programs through Skein.remote on tcp; lock expiry 10 s; creation: 200 sessions by 8 programs, 3 rounds; failover: 3 fresh clusters" },
     stops: { script: "scripts/bench-stops.mjs", note: "a fresh skein acp per run (dist/skein.mjs, scripted provider, a temporary home); times from writing the cancel (or sending SIGTERM) to reading the answer (or the exit)" },
+    telemetry: { script: "scripts/bench-telemetry.mjs", note: "skein acp, scripted; off: no OTEL_* variable; on: OTEL_EXPORTER_OTLP_ENDPOINT at a local OTLP/HTTP receiver in the script (http/json); cold starts interleaved, turns on one process per setting, interleaved" },
+    monitor: { script: "scripts/bench-monitor.mjs", note: "skein serve --web (scripted) with Debian's chromium driven by playwright-core; sessions driven by an Effect program through Skein.remote; stalls: lateness of a 50 ms timer in the page" },
     remote: { script: "scripts/bench-remote.mjs", note: "Effect programs (dist/index.mjs) against Skein.layer and against skein serve on a unix socket; the stall is skein acp with a client that pauses its reads" },
     subagents: {
       children: SUB_CHILDREN,
@@ -1689,7 +1760,9 @@ const main = async () => {
       compaction: results.compaction,
       cluster: results.cluster,
       stops: results.stops,
-      sandbox: results.sandbox
+      sandbox: results.sandbox,
+      telemetry: results.telemetry,
+      monitor: results.monitor
     },
     durationSeconds: round((Date.now() - started) / 1000, 1)
   }

@@ -7,7 +7,7 @@
 // - dist/skein-remote.cjs: all of it, for `skein serve` and `skein acp --connect`.
 import { build } from "esbuild"
 import { createHash } from "node:crypto"
-import { chmodSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { resolve } from "node:path"
 import { warmCodeCache } from "./warm-code-cache.mjs"
 
@@ -72,13 +72,46 @@ const embeddedWorker = {
   }
 }
 
+// The web monitor's page (src/monitor/page/): bundled for browsers into dist/monitor/ (it
+// ships in the package), and carried by the CLI bundle as strings (src/monitor/Assets.ts is
+// replaced), so `skein serve --web` finds it without looking on disk.
+const page = await build({
+  entryPoints: ["src/monitor/page/main.ts"],
+  write: false,
+  bundle: true,
+  platform: "browser",
+  format: "iife",
+  target: "es2022",
+  minify: true,
+  legalComments: "none",
+  logLevel: "warning"
+})
+const pageScript = page.outputFiles[0].text
+const pageStyle = readFileSync("src/monitor/page/style.css", "utf8")
+mkdirSync("dist/monitor", { recursive: true })
+writeFileSync("dist/monitor/app.js", pageScript)
+writeFileSync("dist/monitor/app.css", pageStyle)
+const embeddedPage = {
+  name: "embedded-page",
+  setup(b) {
+    const assets = resolve("src/monitor/Assets.ts")
+    b.onResolve({ filter: /Assets\.ts$/ }, (args) =>
+      resolve(args.resolveDir, args.path) === assets ? { path: assets, namespace: "skein-page" } : undefined)
+    b.onLoad({ filter: /.*/, namespace: "skein-page" }, () => ({
+      contents: `const page = { js: ${JSON.stringify(pageScript)}, css: ${JSON.stringify(pageStyle)} }\nexport const assets = () => page`,
+      loader: "js"
+    }))
+  }
+}
+
 // In the main bundle, the modules of src/remote/ that carry the RPC group, and the cluster's
-// (src/cluster/), are replaced by one that fails when loaded: only `serve` and `acp --connect`
-// load them, and the launcher runs those from the remote bundle. `Address.ts` (parsing a URL) stays.
+// (src/cluster/), and the web monitor's (src/monitor/), are replaced by one that fails when
+// loaded: only `serve`, `monitor` and `acp --connect` load them, and the launcher runs those
+// from the remote bundle. `Address.ts` (parsing a URL) stays.
 const withoutRpc = {
   name: "without-rpc",
   setup(b) {
-    b.onResolve({ filter: /\/(remote|cluster)\/[A-Za-z]+\.ts$/ }, (args) => {
+    b.onResolve({ filter: /\/(remote|cluster|monitor)\/[A-Za-z]+\.ts$/ }, (args) => {
       const path = resolve(args.resolveDir, args.path)
       return path.endsWith("/remote/Address.ts") ? undefined : { path, namespace: "skein-no-rpc" }
     })
@@ -91,7 +124,7 @@ const withoutRpc = {
 
 const cliBundle = (outfile, plugins) => build({
   entryPoints: ["src/cli/main.ts"],
-  plugins: [lazyBuiltins, embeddedWorker, ...plugins],
+  plugins: [lazyBuiltins, embeddedWorker, embeddedPage, ...plugins],
   outfile,
   metafile: true,
   bundle: true,
@@ -117,6 +150,28 @@ const rpcInMain = Object.keys(main.metafile.inputs).filter((input) => /effect\/d
 if (rpcInMain.length > 0) {
   process.stderr.write(`build: the main bundle reaches the RPC modules (${rpcInMain.slice(0, 3).join(", ")})\n`)
   process.exit(1)
+}
+// What start-up evaluates: the modules reached from the entry through static imports only. The
+// OTLP exporter (src/telemetry/Otlp.ts, effect/observability) is for a process that exports
+// telemetry; any other must not pay for it, so it is reached through a dynamic import alone.
+const staticallyReached = (metafile) => {
+  const seen = new Set(["src/cli/main.ts"])
+  const queue = ["src/cli/main.ts"]
+  while (queue.length > 0) {
+    for (const imported of metafile.inputs[queue.pop()]?.imports ?? []) {
+      if (imported.kind === "dynamic-import" || imported.external === true || seen.has(imported.path)) continue
+      seen.add(imported.path)
+      queue.push(imported.path)
+    }
+  }
+  return seen
+}
+for (const [name, cli] of [["skein-main.cjs", main], ["skein-remote.cjs", remote]]) {
+  const eager = [...staticallyReached(cli.metafile)].filter((input) => input === "src/telemetry/Otlp.ts" || /effect\/dist\/observability\//.test(input))
+  if (eager.length > 0) {
+    process.stderr.write(`build: ${name} loads the telemetry exporter at start-up (${eager.slice(0, 3).join(", ")}): import it dynamically\n`)
+    process.exit(1)
+  }
 }
 // The launcher names its code caches after the bundles' contents: V8 itself only checks the
 // source's length, so a rebuilt bundle must never meet the cache of an earlier one.

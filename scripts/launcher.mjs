@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// dist/skein.mjs, the `skein` command: loads the bundle dist/skein-main.cjs (or, for `serve`
-// and `acp --connect`, dist/skein-remote.cjs, which adds the session protocol's RPC) through a V8 code
+// dist/skein.mjs, the `skein` command: loads the bundle dist/skein-main.cjs (or, for `serve`,
+// `monitor` and `acp --connect`, dist/skein-remote.cjs, which adds the session protocol's RPC) through a V8 code
 // cache taken *after* a warm run, so the functions that start-up compiles lazily (most of
 // Effect, the Schemas, the server) come back compiled instead of being parsed again. Node's
 // own compile cache is taken before the code runs and holds little more than the top level.
@@ -30,7 +30,7 @@ const { fileURLToPath } = process.getBuiltinModule("node:url")
 
 const BUILD = "__SKEIN_BUILD__"
 const command = process.argv[2]
-const rpc = command === "serve" || (command === "acp" && process.argv.slice(3).some((a) => a === "--connect" || a.startsWith("--connect=")))
+const rpc = command === "serve" || command === "monitor" || (command === "acp" && process.argv.slice(3).some((a) => a === "--connect" || a.startsWith("--connect=")))
 const bundle = fileURLToPath(new URL(rpc ? "./skein-remote.cjs" : "./skein-main.cjs", import.meta.url))
 const source = fs.readFileSync(bundle, "utf8")
 

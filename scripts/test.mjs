@@ -12,8 +12,10 @@ if (built.status !== 0) {
   process.exit(1)
 }
 
+// The project, and the monitor's page (a browser program: its own configuration).
 const typecheck = run(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.json"])
-const typeFailures = typecheck.status === 0 ? 0 : 1
+const pageTypecheck = run(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "src/monitor/page/tsconfig.json"])
+const typeFailures = typecheck.status === 0 && pageTypecheck.status === 0 ? 0 : 1
 if (typeFailures > 0) console.log("typecheck failed (see above)")
 
 const report = ".test-results.json"

@@ -98,7 +98,7 @@ export const promptText = (content: ReadonlyArray<UserBlock>): string =>
 export const ModeId = Schema.Literals(["default", "acceptEdits", "plan", "bypassPermissions"])
 export type ModeId = typeof ModeId.Type
 
-export interface Mode {
+interface Mode {
   readonly id: ModeId
   readonly name: string
   readonly description: string
@@ -137,7 +137,7 @@ export type Message =
 // MCP servers a session uses (the shapes ACP gives them in)
 // ---------------------------------------------------------------------------
 
-export const NameValue = Schema.Struct({ name: Schema.String, value: Schema.String })
+const NameValue = Schema.Struct({ name: Schema.String, value: Schema.String })
 
 export const McpServerHttp = Schema.Struct({
   type: Schema.Literal("http"),
@@ -174,7 +174,7 @@ export type McpServer = typeof McpServer.Type
 // Questions: what a session asks of whoever presents its turn
 // ---------------------------------------------------------------------------
 
-export const OptionKind = Schema.Literals(["allow_once", "allow_always", "reject_once", "reject_always"])
+const OptionKind = Schema.Literals(["allow_once", "allow_always", "reject_once", "reject_always"])
 export type OptionKind = typeof OptionKind.Type
 
 export const PermissionOption = Schema.Struct({ optionId: OptionKind, name: Schema.String, kind: OptionKind })
@@ -255,7 +255,7 @@ export const Answer = Schema.Union([
 export type Answer = typeof Answer.Type
 
 /** How a command in a client terminal ended: its exit code, or the signal that killed it. */
-export const ExitStatus = Schema.Struct({ exitCode: Schema.NullOr(Schema.Number), signal: Schema.NullOr(Schema.String) })
+const ExitStatus = Schema.Struct({ exitCode: Schema.NullOr(Schema.Number), signal: Schema.NullOr(Schema.String) })
 export type ExitStatus = typeof ExitStatus.Type
 
 /** The result a `client_call` is answered with, by method (what the session decodes). */

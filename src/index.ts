@@ -59,7 +59,7 @@ export const remote = (options: Remote.Options) => Remote.layer(options)
 
 export const Skein = { layer, layerWithoutPlatform, layerLocal, layerLocalWithoutPlatform, remote }
 
-export { Runtime, RuntimeError } from "./runtime/Runtime.ts"
+export { Runtime, RuntimeError } from "./runtime/Api.ts"
 export type {
   ForkSessionOptions,
   ListQuery,
@@ -69,7 +69,7 @@ export type {
   SessionPage,
   SessionRecord,
   SessionSummary
-} from "./runtime/Runtime.ts"
+} from "./runtime/Api.ts"
 export * as Replay from "./log/Replay.ts"
 export * as AcpReplay from "./translate/Replay.ts"
 export * as Rerun from "./runtime/Rerun.ts"
@@ -85,10 +85,12 @@ export type { ServerStatus as McpServerStatus } from "./mcp/McpSession.ts"
 export { Bus } from "./runtime/Bus.ts"
 export { AcpServer } from "./server/AcpServer.ts"
 export * as Scripted from "./providers/Scripted.ts"
-export type { Provider, ModelRequest, StreamPart, Message, ToolSpec } from "./providers/Provider.ts"
+export type { Provider, ModelRequest, StreamPart } from "./providers/Provider.ts"
+export type { Message, ToolSpec } from "./Vocabulary.ts"
 export type { Catalog, CatalogEntry, ModelInfo, Price } from "./providers/Models.ts"
 /** The built-in providers, `$SKEIN_HOME/config.json` and `skein doctor`'s setup: `Registry.resolve(options)`. */
 export * as Registry from "./providers/Registry.ts"
-export type { SessionEvent, UserBlock, StopReason } from "./log/Event.ts"
+export type { SessionEvent } from "./log/Event.ts"
+export type { UserBlock, StopReason } from "./Vocabulary.ts"
 export * as Translate from "./translate/Translate.ts"
 export { VERSION } from "./version.ts"

@@ -125,7 +125,7 @@ export const Double = Schema.Finite
  * `_meta`: an open object reserved for extensions. Implementations must not assume anything
  * about its keys, so its values stay `unknown`.
  */
-export const Meta = Schema.Record(Schema.String, Schema.Unknown)
+const Meta = Schema.Record(Schema.String, Schema.Unknown)
 export type Meta = typeof Meta.Type
 
 /** The `_meta` field every ACP object carries; a malformed one is dropped on decode. */

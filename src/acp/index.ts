@@ -7,7 +7,6 @@
  * schema against the official JSON Schema.
  */
 export * as Client from "./Client.ts"
-export * as Common from "./Common.ts"
 export * as Config from "./Config.ts"
 export * as Content from "./Content.ts"
 export * as Initialize from "./Initialize.ts"
@@ -15,4 +14,3 @@ export * as Methods from "./Methods.ts"
 export * as Protocol from "./Protocol.ts"
 export * as Session from "./Session.ts"
 export * as Update from "./Update.ts"
-export { PROTOCOL_VERSION } from "./Methods.ts"

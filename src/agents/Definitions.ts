@@ -76,7 +76,7 @@ export interface AgentDefinition {
 }
 
 /** Something wrong with one source; that file or entry (or that value) is skipped. */
-export interface Problem {
+interface Problem {
   readonly file: string
   readonly message: string
 }
@@ -134,6 +134,9 @@ const CLAUDE_TOOLS: Readonly<Record<string, string>> = {
   Edit: "edit",
   MultiEdit: "edit",
   Bash: "bash",
+  BashOutput: "bash_output",
+  KillShell: "kill_shell",
+  KillBash: "kill_shell",
   Grep: "grep",
   Glob: "glob",
   LS: "glob",

@@ -70,23 +70,14 @@ import * as AcpSession from "../acp/Session.ts"
 import * as AcpUpdate from "../acp/Update.ts"
 import * as Peer from "../jsonrpc/Peer.ts"
 import * as Rpc from "../jsonrpc/Protocol.ts"
-import type {
-  AssistantPart,
-  CanonicalBody,
-  EphemeralBody,
-  Location,
-  ModelStop,
-  StopReason,
-  ToolDetails,
-  ToolKind,
-  UserBlock
-} from "../log/Event.ts"
+import type { CanonicalBody, EphemeralBody } from "../log/Event.ts"
+import type { AssistantPart, Location, ModelStop, StopReason, ToolDetails, ToolKind, UserBlock } from "../Vocabulary.ts"
 import { appendPart, type History } from "../log/History.ts"
-import type { LogError } from "../log/SessionLog.ts"
+import type { LogError } from "../log/LogError.ts"
 import * as Diagnostics from "../mcp/Diagnostics.ts"
 import * as ProcEnviron from "../secrets/ProcEnviron.ts"
 import * as Secrets from "../secrets/Secrets.ts"
-import type { Launch, SessionSandbox } from "../sandbox/Sandbox.ts"
+import type { Launch, SessionSandbox } from "../tools/Sandboxed.ts"
 import * as Ceiling from "../tools/Ceiling.ts"
 import * as ProcessGroup from "../tools/process/ProcessGroup.ts"
 import * as SafeFs from "../fs/SafeFs.ts"
@@ -201,13 +192,13 @@ export interface Runner {
 // ---------------------------------------------------------------------------
 
 /** How long `initialize` and `session/new` (or `session/load`) may take: agents may start slowly. */
-export const START_TIMEOUT_MS = 60_000
+const START_TIMEOUT_MS = 60_000
 /** After `session/cancel`, how long the agent has to answer the prompt before it is stopped. */
 export const CANCEL_WAIT_MS = 5_000
 /** Once its stdin is closed, how long the agent may take to exit by itself. */
-export const STDIN_GRACE_MS = 500
+const STDIN_GRACE_MS = 500
 /** The largest file an agent may read through `fs/read_text_file`. */
-export const MAX_READ_BYTES = 8 * 1024 * 1024
+const MAX_READ_BYTES = 8 * 1024 * 1024
 /** A JSON-RPC error code of Skein's own (the implementation-defined range): the request was refused. */
 export const REFUSED = -32010
 

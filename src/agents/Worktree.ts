@@ -52,7 +52,7 @@ export interface Worktree {
   readonly repository: string
 }
 
-export interface FileChange {
+interface FileChange {
   readonly path: string
   readonly added: number
   readonly removed: number
@@ -60,7 +60,7 @@ export interface FileChange {
   readonly status: string
 }
 
-export interface Summary {
+interface Summary {
   readonly branch: string
   readonly path: string
   /** The worktree's files differ from `base`, or its branch has moved. */
@@ -223,7 +223,7 @@ const ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/
  * A worktree of the repository holding `cwd`, at `<home>/worktrees/<id>` on a new branch
  * `skein/<id>`, holding the parent's working state (see the module note).
  */
-export interface CreateOptions {
+interface CreateOptions {
   /** The parent's working directory, anywhere inside its repository's work tree. */
   readonly cwd: string
   /** The child's id: names the directory and the branch. */

@@ -18,7 +18,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Semaphore from "effect/Semaphore"
 import type { CanonicalBody } from "../log/Event.ts"
-import type { LogError } from "../log/SessionLog.ts"
+import type { LogError } from "../log/LogError.ts"
 import * as Shadow from "./Shadow.ts"
 
 /** The turns whose checkpoints a session keeps. */

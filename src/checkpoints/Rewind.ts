@@ -19,9 +19,9 @@
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import type { Canonical, CanonicalBody, UserBlock } from "../log/Event.ts"
-import type { LogError } from "../log/SessionLog.ts"
-import type { PermissionOption, PermissionToolCall } from "../Vocabulary.ts"
+import type { Canonical, CanonicalBody } from "../log/Event.ts"
+import type { LogError } from "../log/LogError.ts"
+import type { PermissionOption, PermissionToolCall, UserBlock } from "../Vocabulary.ts"
 import type { Checkpoints } from "./Checkpoints.ts"
 import * as Shadow from "./Shadow.ts"
 

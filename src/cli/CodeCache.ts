@@ -4,7 +4,7 @@
  * a start-up compiles), or start-up is over (`snapshotSoon`: take it shortly). Without the
  * launcher (tests, embedding) there is no status and the hooks do nothing.
  */
-export interface Status {
+interface Status {
   /** SKEIN_NO_CODE_CACHE is set. */
   readonly disabled: boolean
   /** The cache directory, unless it is off or unusable (not ours, or writable by others). */

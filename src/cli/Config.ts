@@ -115,7 +115,7 @@ const scriptOf = (common: Options.Common) =>
 const platform = Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)
 
 /** How the providers are resolved for these options (`Registry.resolve`). */
-export const registryOptions = (common: Options.Common): Registry.Options => ({
+const registryOptions = (common: Options.Common): Registry.Options => ({
   home: common.home,
   env: process.env,
   provider: common.provider,

@@ -56,6 +56,14 @@ Usage:
                                  (default unix:$SKEIN_HOME/skein.sock, mode 0600),
                                  tcp://HOST:PORT or ws://HOST:PORT/PATH (these need a token:
                                  SKEIN_SERVE_TOKEN or --token-file FILE, 16 characters or more)
+  skein serve ... --web HOST:PORT [--web-approve]
+                                 Also serve a live web monitor of the sessions at HOST:PORT
+                                 (loopback; port 0: any free one); prints a one-time URL
+                                 carrying its token; --web-approve: questions can be answered
+                                 on the page (read-only by default)
+  skein monitor [--web HOST:PORT] [--web-approve] [--connect URL]
+                                 The web monitor alone: of the skein serve on the home's socket
+                                 (or at URL), else of the home's logs, read-only
   skein serve --cluster URL --runner HOST:PORT [--listen URL]
                                  Run a runner of a cluster whose sessions live in the PostgreSQL
                                  database at URL (SKEIN_CLUSTER); every runner's --listen
@@ -122,6 +130,10 @@ skein run options:
 Providers read OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL like
 the vendors' SDKs, and $SKEIN_HOME/config.json; SKEIN_IDLE_TIMEOUT_MS (default 120000) fails a
 stream that stalls. Sessions live in $SKEIN_HOME/sessions/<id>.ndjson (one append-only log each).
+
+OpenTelemetry: with OTEL_EXPORTER_OTLP_ENDPOINT set, traces, metrics and logs are exported over
+OTLP/HTTP (OTEL_EXPORTER_OTLP_HEADERS, OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or http/json,
+OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES); without it, nothing is loaded or sent.
 
 An option a command does not use is refused (exit 2) rather than ignored.
 

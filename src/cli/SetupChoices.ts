@@ -70,7 +70,7 @@ export const defaultModel = (kind: ProviderKind, listed: ReadonlyArray<string> |
   return builtin !== undefined && listed.includes(builtin) ? builtin : listed[0]
 }
 
-export type Pick =
+type Pick =
   | { readonly _tag: "chosen"; readonly id: string }
   /** Not one model: these are the ones that contain what was typed. */
   | { readonly _tag: "narrowed"; readonly ids: ReadonlyArray<string> }

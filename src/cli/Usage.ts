@@ -54,15 +54,18 @@ export const OPTIONS = {
   "lock-expiry": { type: "string" },
   drain: { type: "string" },
   "max-connections": { type: "string" },
+  // serve and monitor
+  web: { type: "string" },
+  "web-approve": { type: "boolean" },
   help: { type: "boolean", short: "h" }
 } as const
 
 export type Option = keyof typeof OPTIONS
-export type Command = "acp" | "run" | "sessions" | "replay" | "doctor" | "serve"
+export type Command = "acp" | "run" | "sessions" | "replay" | "doctor" | "serve" | "monitor"
 export type Values = Readonly<Record<string, string | boolean | undefined>>
 
 /** What a command, in the form it was given, uses; why it has no use for some of the others. */
-export interface Use {
+interface Use {
   /** The command as people read it: `skein replay --rerun`. */
   readonly as: string
   readonly options: ReadonlyArray<Option>
@@ -82,13 +85,16 @@ const RUNTIME: ReadonlyArray<Option> = [
   "store",
   "sandbox"
 ]
+/** The web monitor's options (`src/cli/Web.ts`). */
+const WEB: ReadonlyArray<Option> = ["web", "web-approve"]
 const SESSION_SETTINGS: ReadonlyArray<Option> = ["provider", "model", "script", "mode", "max-turn-requests", "permission-timeout-ms", "max-live-sessions", "sandbox"]
 
 const each = (options: ReadonlyArray<Option>, why: string): Partial<Record<Option, string>> => Object.fromEntries(options.map((o) => [o, why]))
 
 /** Why an option is of no use anywhere but where it belongs. */
 const ELSEWHERE: Readonly<Partial<Record<Option, string>>> = {
-  ...each(["local-fs", "local-terminal", "max-line-bytes", "connect"], "it is an option of skein acp"),
+  ...each(["local-fs", "local-terminal", "max-line-bytes"], "it is an option of skein acp"),
+  connect: "it is an option of skein acp and skein monitor",
   ...each(["continue", "resume"], "it is an option of skein run"),
   ...each(["limit", "children"], "it is an option of skein sessions list"),
   turn: "it is an option of skein sessions fork",
@@ -97,7 +103,8 @@ const ELSEWHERE: Readonly<Partial<Record<Option, string>>> = {
   mcp: "it is an option of skein doctor",
   cluster: "it is an option of skein serve and skein doctor",
   ...each(["listen", "runner", "runner-listen", "lock-expiry", "drain", "max-connections"], "it is an option of skein serve"),
-  "token-file": "it is an option of skein serve and skein acp --connect",
+  "token-file": "it is an option of skein serve, skein monitor --connect and skein acp --connect",
+  ...each(["web", "web-approve"], "it is an option of skein serve and skein monitor"),
   ...each(SESSION_SETTINGS, "it reads saved sessions and runs no model")
 }
 
@@ -168,12 +175,12 @@ export const uses = (
       return cluster
         ? {
           as: "skein serve --cluster",
-          options: [...RUNTIME.filter((o) => o !== "store"), "listen", "token-file", "cluster", "runner", "runner-listen", "lock-expiry", "drain", "max-connections"],
+          options: [...RUNTIME.filter((o) => o !== "store"), "listen", "token-file", "cluster", "runner", "runner-listen", "lock-expiry", "drain", "max-connections", ...WEB],
           why: { store: "--store and --cluster both name a database: a cluster keeps its sessions in its own (drop --store)" }
         }
         : {
           as: unix ? "skein serve on a unix socket" : "skein serve",
-          options: [...RUNTIME, "listen", ...(unix ? [] : ["token-file", "max-connections"] as const)],
+          options: [...RUNTIME, "listen", ...WEB, ...(unix ? [] : ["token-file", "max-connections"] as const)],
           why: {
             ...(unix ? { "max-connections": "a unix socket is open only to you; the cap is for tcp:// and ws://" } : {}),
             ...each(["runner", "runner-listen", "lock-expiry", "drain"], "it is for a cluster runner: add --cluster postgres://…"),
@@ -181,6 +188,21 @@ export const uses = (
           }
         }
     }
+    case "monitor":
+      return given("connect")
+        ? {
+          as: "skein monitor --connect",
+          options: ["connect", "token-file", ...WEB],
+          why: each(["home", "store"], "the sessions are those of the skein serve at --connect")
+        }
+        : {
+          as: "skein monitor",
+          options: ["home", "store", "connect", ...WEB],
+          why: {
+            ...each(SESSION_SETTINGS, "the monitor watches sessions and runs none"),
+            "token-file": "it goes with --connect (a token for the server's tcp:// or ws:// address)"
+          }
+        }
     default:
       return command satisfies never
   }

@@ -9,13 +9,14 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Logger from "effect/Logger"
 import * as Stderr from "../secrets/Stderr.ts"
+import * as Telemetry from "../telemetry/Telemetry.ts"
 import { VERSION } from "../version.ts"
 import * as Acp from "./acp.ts"
 import * as Options from "./Options.ts"
 
 type Command = (args: ReadonlyArray<string>) => Effect.Effect<number, unknown>
 
-export interface CommandModule {
+interface CommandModule {
   readonly run: Command
   /**
    * Exit code after SIGINT/SIGTERM: `acp` shuts down cleanly (0), `run` was interrupted (130).
@@ -41,6 +42,7 @@ const commands: Record<string, () => Promise<CommandModule>> = {
   sessions: () => import("./sessions.ts"),
   replay: () => import("./replay.ts"),
   serve: () => import("./serve.ts"),
+  monitor: () => import("./monitor.ts"),
   doctor: () => import("./doctor.ts"),
   setup: () => import("./setup.ts")
 }
@@ -126,7 +128,10 @@ const main = async () => {
     return
   }
   const command = await load()
-  runMain(command.run(rest), command.signalExitCode)
+  // With an OTLP endpoint in the environment, the command's spans, metrics and logs are
+  // exported (flushed when it ends); without one, the exporter is never loaded.
+  const run = command.run(rest)
+  runMain(Telemetry.enabled(process.env) ? Effect.provide(run, Telemetry.layer(process.env)) : run, command.signalExitCode)
 }
 
 void main()

@@ -14,6 +14,7 @@ import { skeinConfig } from "./Config.ts"
 import { capYoungGeneration } from "./Heap.ts"
 import * as Options from "./Options.ts"
 import * as Usage from "./Usage.ts"
+import * as Web from "./Web.ts"
 
 export const signalExitCode = 0
 
@@ -102,14 +103,21 @@ export const run = (args: ReadonlyArray<string>) =>
     if (cluster !== undefined && common.store !== undefined) {
       return yield* Effect.fail(new Options.UsageError("--store and --cluster both name a database: a cluster keeps its sessions in its own (drop --store)"))
     }
+    const web = yield* Effect.try({ try: () => Web.parse(values), catch: (e) => e })
     const config = yield* skeinConfig(common)
     // Many sessions stream through one process here: short scavenges keep each one's updates flowing.
     capYoungGeneration()
     const served = `${Address.format(address)}${address._tag !== "unix" && !Address.isLoopback(address.host) ? " (not loopback: reachable from other machines)" : ""}`
+    // The web monitor (`--web`): loaded only when asked for; it announces its one-time URL.
+    const Monitor = web === undefined ? undefined : yield* Effect.promise(() => import("../monitor/Monitor.ts"))
+    const monitor = (runner?: string) => <R>(procedures: Layer.Layer<any, never, R>) =>
+      Monitor === undefined || web === undefined
+        ? Layer.empty
+        : Monitor.layer({ ...web, mode: "live", runner }, procedures, (started) => Effect.sync(() => process.stderr.write(Web.announcement("skein serve", web, started.url))))
     if (cluster !== undefined) {
       const Runner = yield* Effect.promise(() => import("../cluster/Runner.ts"))
       return yield* Effect.scoped(Effect.gen(function*() {
-        yield* Layer.build(Runner.layer(cluster, { address, token: token!, limits }, config))
+        yield* Layer.build(Runner.layer(cluster, { address, token: token!, limits }, config, monitor(`${cluster.runner.host}:${cluster.runner.port}`)))
         const listen = cluster.listen ?? cluster.runner
         process.stderr.write(
           `skein serve: runner ${cluster.runner.host}:${cluster.runner.port} of the cluster in ${redactUrl(cluster.url)}` +
@@ -121,7 +129,8 @@ export const run = (args: ReadonlyArray<string>) =>
     const { layerLocal } = yield* Effect.promise(() => import("../Local.ts"))
     const Serve = yield* Effect.promise(() => import("../remote/Serve.ts"))
     return yield* Effect.scoped(Effect.gen(function*() {
-      yield* Layer.build(Serve.layer(address, token, { limits }).pipe(Layer.provide(layerLocal(config))))
+      const Handlers = yield* Effect.promise(() => import("../remote/Handlers.ts"))
+      yield* Layer.build(Layer.mergeAll(Serve.layer(address, token, { limits }), monitor()(Handlers.layer)).pipe(Layer.provide(layerLocal(config))))
       process.stderr.write(`skein serve: listening on ${served}\n`)
       return yield* Effect.never
     }))

@@ -26,6 +26,7 @@ import type { HttpClient } from "effect/http/HttpClient"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import * as ConfigWrite from "../providers/ConfigWrite.ts"
+import * as Dialects from "../providers/Dialects.ts"
 import * as Errors from "../providers/Errors.ts"
 import * as Probe from "../providers/Probe.ts"
 import * as ProviderConfig from "../providers/ProviderConfig.ts"
@@ -133,7 +134,7 @@ export const wizard = (home: string) =>
       return { _tag: "env", name: name.name } as const
     })
 
-    const http = yield* Probe.fetchClient
+    const http = yield* Dialects.fetchClient
     let key = yield* askKey
     let model: string | undefined
     const choiceOf = (m: string): ConfigWrite.Choice => ({

@@ -123,7 +123,9 @@ export const sharding = (options: Options, token: string) => {
 export const layer = (
   options: Options,
   serve: { readonly address: Address; readonly token: string; readonly limits?: Partial<Gate.Limits> | undefined },
-  config: SkeinConfig
+  config: SkeinConfig,
+  /** Runs beside the serve endpoint over the same procedures (the web monitor). */
+  alongside?: (procedures: typeof Front.layer) => Layer.Layer<never, unknown, Layer.Services<typeof Front.layer>>
 ) => {
   const lockExpiryMs = options.lockExpiryMs ?? DEFAULT_LOCK_EXPIRY_MS
   // The cluster decides which sessions stay open (an idle one closes after a while, and runners
@@ -133,7 +135,8 @@ export const layer = (
   const sql = PgClient.layer({ url: Redacted.make(options.url), applicationName: `skein-runner ${options.runner.host}:${options.runner.port}` })
   return Layer.mergeAll(
     SessionEntity.layer(),
-    Serve.layer(serve.address, serve.token, { procedures: Front.layer, limits: serve.limits })
+    Serve.layer(serve.address, serve.token, { procedures: Front.layer, limits: serve.limits }),
+    alongside === undefined ? Layer.empty : alongside(Front.layer)
   ).pipe(
     Layer.provide(sharding(options, serve.token)),
     Layer.provide(sql),

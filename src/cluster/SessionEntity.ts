@@ -36,7 +36,7 @@ const Batch = Schema.NonEmptyArray(Event)
  * The session-level procedures of `SessionRpcs` (the streams in batches), without its token
  * check: runners check each other's connections (`RunnerAuth`).
  */
-export class SessionEntityRpcs extends RpcGroup.make(
+class SessionEntityRpcs extends RpcGroup.make(
   Rpcs.NewSession,
   Rpcs.LoadSession,
   Rpcs.GetSession,
@@ -51,7 +51,7 @@ export class SessionEntityRpcs extends RpcGroup.make(
 
 export const SessionEntity = Entity.fromRpcGroup("Session", SessionEntityRpcs)
 
-export interface Options {
+interface Options {
   /** How long an untouched session stays open on its runner (default 15 minutes). */
   readonly maxIdleMs?: number | undefined
 }

@@ -41,7 +41,7 @@ export interface Command {
 }
 
 /** Something wrong with one file or folder, or a name already taken (`file` is the one left out). */
-export type Problem = Skills.Problem
+type Problem = Skills.Problem
 
 export interface Discovered {
   /** The built-ins, then the others in name order. */
@@ -132,7 +132,7 @@ export const parse = (text: string): { readonly name: string; readonly arguments
 export type Block = { readonly type: "text"; readonly text: string } | { readonly type: string }
 
 /** A command a prompt runs: the command, the index of the block that names it, and its arguments. */
-export interface Located {
+interface Located {
   readonly command: Command
   readonly block: number
   readonly arguments: string
@@ -204,7 +204,7 @@ const firstLine = (body: string): string | undefined => {
  * A prompt file's command, or why it is not one. `name` is the file's name without `.md`. Front
  * matter is optional (and read leniently); without it the whole file is the template.
  */
-export const parsePromptFile = (content: string, name: string, source: string): Command | { readonly problem: string } => {
+const parsePromptFile = (content: string, name: string, source: string): Command | { readonly problem: string } => {
   if (!Skills.NAME.test(name)) {
     return { problem: `the name ${JSON.stringify(name.slice(0, 80))} is not valid for a command: use lowercase letters, digits and "-", starting with a letter or digit, at most 64 characters` }
   }

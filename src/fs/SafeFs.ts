@@ -171,7 +171,7 @@ export const openDirectory = (path: string, roots: RealRoots, create: boolean): 
   })
 
 /** A file opened for reading, checked, with its status. */
-export interface Opened {
+interface Opened {
   readonly handle: FileHandle
   readonly stat: NodeFs.BigIntStats
 }

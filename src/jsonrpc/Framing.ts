@@ -22,13 +22,13 @@ export interface Options {
   readonly maxLineBytes?: number | undefined
 }
 
-export const DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
+const DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 
 const LF = 0x0a
 const tooLong: Line = { _tag: "TooLong" }
 
 /** A stateful splitter: feed it chunks, get back the complete lines they close. */
-export interface Splitter {
+interface Splitter {
   readonly push: (chunk: Uint8Array) => Array<Line>
   /** End of input: the unterminated last line, if any. The splitter is reset. */
   readonly end: () => Array<Line>

@@ -93,11 +93,11 @@ type ServicesOf<X> = X extends RequestHandler<infer R> ? R : X extends Notificat
 type ValuesOf<T> = T extends Readonly<Record<string, infer V>> ? V : never
 
 /** The services the handlers of a `Handlers` record need. */
-export type HandlerServices<H extends Handlers> =
+type HandlerServices<H extends Handlers> =
   | ServicesOf<ValuesOf<NonNullable<H["requests"]>>>
   | ServicesOf<ValuesOf<NonNullable<H["notifications"]>>>
 
-export interface RequestOptions {
+interface RequestOptions {
   readonly timeout?: Duration.Input | undefined
   /**
    * Completed once the request is in the write queue (or could not be sent): a caller that
@@ -164,7 +164,7 @@ export const notification = <S extends Schema.Constraint, R = never>(
   handle: handler
 })
 
-export const CANCEL_METHOD = "$/cancel_request"
+const CANCEL_METHOD = "$/cancel_request"
 
 /** How long, after the input ends, requests with `onCancel` get to answer before they are interrupted. */
 export const SHUTDOWN_GRACE_MS = 2_000
@@ -172,7 +172,7 @@ export const SHUTDOWN_GRACE_MS = 2_000
 /** After that grace, how long what is left to write may take before it is dropped (a client that stopped reading). */
 export const SHUTDOWN_FLUSH_MS = 2_000
 
-export const DEFAULT_MAX_CONCURRENT_REQUESTS = 1024
+const DEFAULT_MAX_CONCURRENT_REQUESTS = 1024
 
 interface InFlight {
   /** Runs on the serve fiber, which provides the handlers' services. */

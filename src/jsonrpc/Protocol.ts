@@ -12,32 +12,32 @@ import * as SchemaIssue from "effect/SchemaIssue"
 /** A request id. `null` only ever appears in error responses to unreadable messages. */
 export type Id = string | number
 
-export interface RequestMessage {
+interface RequestMessage {
   readonly jsonrpc: "2.0"
   readonly id: Id
   readonly method: string
   readonly params?: unknown
 }
 
-export interface NotificationMessage {
+interface NotificationMessage {
   readonly jsonrpc: "2.0"
   readonly method: string
   readonly params?: unknown
 }
 
-export interface ErrorObject {
+interface ErrorObject {
   readonly code: number
   readonly message: string
   readonly data?: unknown
 }
 
-export interface SuccessResponseMessage {
+interface SuccessResponseMessage {
   readonly jsonrpc: "2.0"
   readonly id: Id
   readonly result: unknown
 }
 
-export interface ErrorResponseMessage {
+interface ErrorResponseMessage {
   readonly jsonrpc: "2.0"
   readonly id: Id | null
   readonly error: ErrorObject

@@ -17,7 +17,7 @@ import * as Fiber from "effect/Fiber"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 
-export interface Writer {
+interface Writer {
   /** Enqueues one or more complete lines; waits while the queue is full. Dropped once the writer is gone. */
   readonly send: (line: string) => Effect.Effect<void>
   /** Output not written within `ms` from now is dropped. The first deadline set stands. */

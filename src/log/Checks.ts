@@ -21,7 +21,7 @@ import * as SchemaParser from "effect/SchemaParser"
 import { CanonicalBody } from "./Event.ts"
 
 /** One member of an event union: `{ type: Literal, data: Struct }`, as `event(type, fields)` makes it. */
-export interface EventSchema {
+interface EventSchema {
   readonly fields: {
     readonly type: { readonly literal: string }
     readonly data: Schema.ConstraintDecoder<unknown>

@@ -20,19 +20,6 @@ import {
   UserBlock
 } from "../Vocabulary.ts"
 
-// The content vocabulary is shared by every layer; it lives in `Vocabulary.ts`.
-export {
-  AssistantPart,
-  Location,
-  ModelStop,
-  promptText,
-  StopReason,
-  ToolDetails,
-  ToolKind,
-  Usage,
-  UserBlock
-} from "../Vocabulary.ts"
-
 // ---------------------------------------------------------------------------
 // Events
 // ---------------------------------------------------------------------------
@@ -55,7 +42,7 @@ export const CommandRun = Schema.Struct({
 export type CommandRun = typeof CommandRun.Type
 
 /** A prompt was accepted and its turn started. */
-export const TurnStart = event("turn_start", {
+const TurnStart = event("turn_start", {
   content: Schema.Array(UserBlock),
   /** Who presented the turn, when it said (an opaque name: a connection, a program). */
   by: Schema.optionalKey(Schema.String),
@@ -85,7 +72,7 @@ export const ModelResponse = event("model_response", {
  * when there is one, holds all of it and supersedes these; one that never came (a crash) is
  * rebuilt from them when the session is loaded again.
  */
-export const ModelPartial = event("model_partial", {
+const ModelPartial = event("model_partial", {
   call: Schema.Number,
   parts: Schema.Array(Schema.Union([
     Schema.Struct({ type: Schema.Literal("text"), text: Schema.String }),
@@ -93,7 +80,7 @@ export const ModelPartial = event("model_partial", {
   ]))
 })
 /** The model asked for a tool; logged before it runs. */
-export const ToolCall = event("tool_call", {
+const ToolCall = event("tool_call", {
   id: Schema.String,
   name: Schema.String,
   args: Schema.Unknown,
@@ -110,13 +97,13 @@ export const ToolResult = event("tool_result", {
   details: Schema.optionalKey(ToolDetails)
 })
 /** The turn ended; `error` is the text the user was shown when it failed. */
-export const TurnEnd = event("turn_end", {
+const TurnEnd = event("turn_end", {
   stopReason: StopReason,
   error: Schema.optionalKey(Schema.String)
 })
-export const ModeChanged = event("mode_changed", { mode: Schema.String })
-export const ConfigChanged = event("config_changed", { id: Schema.String, value: Schema.String })
-export const Plan = event("plan", {
+const ModeChanged = event("mode_changed", { mode: Schema.String })
+const ConfigChanged = event("config_changed", { id: Schema.String, value: Schema.String })
+const Plan = event("plan", {
   entries: Schema.Array(Schema.Struct({
     content: Schema.String,
     status: Schema.Literals(["pending", "in_progress", "completed"]),
@@ -132,7 +119,7 @@ export const PermissionRule = Schema.Struct({
 })
 export type PermissionRule = typeof PermissionRule.Type
 /** The user's answer to a permission request; an "always" answer carries the rule it made. */
-export const Permission = event("permission", {
+const Permission = event("permission", {
   toolCallId: Schema.String,
   outcome: Schema.Literals(["allow_once", "allow_always", "reject_once", "reject_always", "cancelled", "timeout", "unanswerable"]),
   rule: Schema.optionalKey(PermissionRule)
@@ -143,7 +130,7 @@ export const Permission = event("permission", {
  * result, e.g. that an MCP server failed. Logged in the turn it was shown in;
  * presenters show it as agent text; the model never sees it.
  */
-export const Notice = event("notice", { text: Schema.String, source: Schema.optionalKey(Schema.String) })
+const Notice = event("notice", { text: Schema.String, source: Schema.optionalKey(Schema.String) })
 
 /**
  * The MCP servers the session uses from now on (session-level, `turn: null`).
@@ -151,7 +138,7 @@ export const Notice = event("notice", { text: Schema.String, source: Schema.opti
  * values, args, full URLs) are in the session's `mcp` side record (the file
  * store: `<id>.mcp.json` beside the log, mode 0600).
  */
-export const McpServers = event("mcp_servers", {
+const McpServers = event("mcp_servers", {
   servers: Schema.Array(Schema.Struct({
     name: Schema.String,
     transport: Schema.Literals(["stdio", "http", "sse"]),
@@ -176,7 +163,7 @@ export type ChildState = typeof ChildState.Type
  * - `input`: the results of children the model had not read yet, given to it as its next
  *   input (`text`) when it stopped while they ran. The only kind the model's history sees.
  */
-export const Subagent = event("subagent", {
+const Subagent = event("subagent", {
   event: Schema.Literals(["spawned", "state", "result", "closed", "input"]),
   /** The child's session id (for `input`: the children it reports, comma-separated). */
   id: Schema.String,
@@ -199,7 +186,7 @@ export const Subagent = event("subagent", {
  * `fromSeq`..`toSeq`). The log keeps every event; this only changes what the model is sent.
  * `usageBefore`/`usageAfter`: the input tokens of the model's view before and after (estimated).
  */
-export const Compaction = event("compaction", {
+const Compaction = event("compaction", {
   id: Schema.String,
   trigger: Schema.Literals(["manual", "threshold", "overflow"]),
   fromSeq: Schema.Number,
@@ -218,7 +205,7 @@ export const Compaction = event("compaction", {
 })
 
 /** The model loaded a skill (its `skill` tool): the body it read, and that body's sha256. */
-export const SkillActivation = event("skill_activation", {
+const SkillActivation = event("skill_activation", {
   name: Schema.String,
   path: Schema.String,
   sha256: Schema.String,
@@ -229,14 +216,14 @@ export const SkillActivation = event("skill_activation", {
  * Content the user sent while the turn ran (steering), given to the model at this point:
  * after the tool calls then running, before the next model call.
  */
-export const TurnInput = event("turn_input", { content: Schema.Array(UserBlock) })
+const TurnInput = event("turn_input", { content: Schema.Array(UserBlock) })
 
 /**
  * `/undo`: the file changes of turn `turn`'s `write`/`edit` calls were reverted (`restored`:
  * the files written back; `removed`: files the turn had created), or it was refused (`refused`:
  * why; nothing was changed).
  */
-export const Undo = event("undo", {
+const Undo = event("undo", {
   turn: Schema.Number,
   restored: Schema.Array(Schema.String),
   removed: Schema.Array(Schema.String),
@@ -309,28 +296,29 @@ export type CanonicalBody = typeof CanonicalBody.Type
  * session stops waiting for (cancel, timeout, its presenter gone) is followed by
  * `question_withdrawn`.
  */
-export const TextDelta = event("text_delta", { text: Schema.String })
-export const ThinkingDelta = event("thinking_delta", { text: Schema.String })
-export const ToolRunning = event("tool_running", { id: Schema.String })
+const TextDelta = event("text_delta", { text: Schema.String })
+const ThinkingDelta = event("thinking_delta", { text: Schema.String })
+const ToolRunning = event("tool_running", { id: Schema.String })
 /** The running output of a tool call so far (the whole bounded buffer each time). */
-export const ToolProgress = event("tool_progress", { id: Schema.String, output: Schema.String })
+const ToolProgress = event("tool_progress", { id: Schema.String, output: Schema.String })
 /** After a model call: the context it used (`used` of the window's `size` tokens) and the session's cost so far (USD). */
-export const UsageUpdate = event("usage", { used: Schema.Number, size: Schema.Number, cost: Schema.optionalKey(Schema.Number) })
-export const PermissionAskedEvent = Schema.Struct({ type: Schema.Literal("permission_asked"), data: PermissionAsked })
-export const ClientCallEvent = Schema.Struct({ type: Schema.Literal("client_call"), data: ClientCall })
-export const QuestionWithdrawn = event("question_withdrawn", { requestId: Schema.String })
+const UsageUpdate = event("usage", { used: Schema.Number, size: Schema.Number, cost: Schema.optionalKey(Schema.Number) })
+const PermissionAskedEvent = Schema.Struct({ type: Schema.Literal("permission_asked"), data: PermissionAsked })
+const ClientCallEvent = Schema.Struct({ type: Schema.Literal("client_call"), data: ClientCall })
+/** A question nobody needs to answer any more: withdrawn, or `answered` (by whoever answered first). */
+const QuestionWithdrawn = event("question_withdrawn", { requestId: Schema.String, answered: Schema.optionalKey(Schema.Boolean) })
 /** A command of this tool call runs in the client's terminal `terminalId`. */
-export const ToolTerminal = event("tool_terminal", { id: Schema.String, terminalId: Schema.String })
+const ToolTerminal = event("tool_terminal", { id: Schema.String, terminalId: Schema.String })
 
 /**
  * An event of a child session, published again by its parent (in the parent's turn), so
  * whoever presents the parent presents its children too: their updates, and their questions
  * (answered on the child). `event` is the child's `SessionEvent` as it was published.
  */
-export const ChildEvent = event("child_event", { event: Schema.Unknown })
+const ChildEvent = event("child_event", { event: Schema.Unknown })
 
 /** A compaction started (its `compaction` event, or a failed `model_response` with its id, ends it). */
-export const Compacting = event("compacting", { id: Schema.String, trigger: Schema.Literals(["manual", "threshold", "overflow"]) })
+const Compacting = event("compacting", { id: Schema.String, trigger: Schema.Literals(["manual", "threshold", "overflow"]) })
 
 /**
  * The turn ended, but the session's log refused its end (a full disk, an I/O error, or another
@@ -339,7 +327,7 @@ export const Compacting = event("compacting", { id: Schema.String, trigger: Sche
  * `error`. The turn's end is logged (and its `turn_end` published) once the store takes
  * writes again, before anything else of the session; a session taken over is closed instead.
  */
-export const TurnAborted = event("turn_aborted", { stopReason: StopReason, error: Schema.String })
+const TurnAborted = event("turn_aborted", { stopReason: StopReason, error: Schema.String })
 
 export const EphemeralBody = Schema.Union([
   TextDelta,
@@ -358,7 +346,6 @@ export const EphemeralBody = Schema.Union([
 export type EphemeralBody = typeof EphemeralBody.Type
 
 export type EventBody = CanonicalBody | EphemeralBody
-export type EventType = EventBody["type"]
 
 const ephemeralTypes: ReadonlySet<string> = new Set(EphemeralBody.members.map((member) => member.fields.type.literal))
 export const isEphemeral = (body: EventBody): body is EphemeralBody => ephemeralTypes.has(body.type)
@@ -375,16 +362,6 @@ export type SessionEvent<B extends EventBody = EventBody> = B & {
 }
 
 export type Canonical = SessionEvent<CanonicalBody>
-export type Ephemeral = SessionEvent<EphemeralBody>
-
-/** One line of the log after the header. */
-export const LogLine = Schema.Struct({
-  seq: Schema.Number,
-  ts: Schema.Number,
-  turn: Schema.NullOr(Schema.Number),
-  type: Schema.String,
-  data: Schema.Unknown
-})
 
 /**
  * The log format. 2: `model_partial` events (a Skein that reads only v1 would refuse them).

@@ -27,15 +27,15 @@ import * as nodeFs from "node:fs"
 import * as nodePath from "node:path"
 import { describeCode, LogError } from "./LogError.ts"
 
-export const DIRECTORY_MODE = 0o700
-export const FILE_MODE = 0o600
+const DIRECTORY_MODE = 0o700
+const FILE_MODE = 0o600
 
 /** The temporary file a migration writes the new log to, beside the log. */
-export const migratingPath = (file: string): string => `${file}.migrating`
+const migratingPath = (file: string): string => `${file}.migrating`
 /** The backup a migration keeps of a log of format `version`. */
 export const backupPath = (file: string, version: number): string => `${file}.v${version}.bak`
 /** The temporary file a new log's header is written to, before it is linked into place. */
-export const creatingPath = (file: string): string => `${file}.creating`
+const creatingPath = (file: string): string => `${file}.creating`
 
 /**
  * Named steps of the store's multi-file operations, where a test may stop the
@@ -225,7 +225,7 @@ export const readSide = (file: string): Effect.Effect<string | undefined, LogErr
   })
 
 /** Flushes a directory's entries (a new or renamed file survives a power loss). */
-export const syncDirectory = (directory: string): void => {
+const syncDirectory = (directory: string): void => {
   let fd: number | undefined
   try {
     fd = nodeFs.openSync(directory, "r")

@@ -5,12 +5,12 @@
  * folded incrementally: each canonical event is applied once, in O(1), as it
  * is logged or read back. Providers receive a read-only view.
  */
-import type { Message } from "../Vocabulary.ts"
+import type { AssistantPart, Message } from "../Vocabulary.ts"
 import { title as titleOf } from "./Listing.ts"
-import type { AssistantPart, CanonicalBody, PermissionRule } from "./Event.ts"
+import type { CanonicalBody, PermissionRule } from "./Event.ts"
 
 /** An active skill: loaded by the model's `skill` tool; it stays in force through compactions. */
-export interface ActiveSkill {
+interface ActiveSkill {
   readonly name: string
   readonly path: string
   readonly body: string
@@ -60,7 +60,7 @@ export interface History {
  * The message a compaction puts in place of what it summarised: the summary, then what
  * survives compaction whole (the plan, the active skills).
  */
-export const summaryMessage = (history: History, summary: string): Message => {
+const summaryMessage = (history: History, summary: string): Message => {
   const sections = [
     `This session continues an earlier conversation that was compacted to save context. A summary of it:\n\n<summary>\n${summary}\n</summary>`
   ]

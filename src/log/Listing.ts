@@ -14,10 +14,10 @@ import * as Effect from "effect/Effect"
 import * as nodeFs from "node:fs"
 import type * as FileSystem from "effect/FileSystem"
 import type * as Path from "effect/Path"
-import { promptText, type UserBlock } from "./Event.ts"
+import { promptText, type UserBlock } from "../Vocabulary.ts"
 import { LogError } from "./LogError.ts"
 
-export interface Entry {
+interface Entry {
   readonly id: string
   readonly cwd: string
   readonly additionalDirectories: ReadonlyArray<string>
@@ -31,6 +31,8 @@ export interface Entry {
   readonly version: number
   /** A child session's parent (its id). */
   readonly parent?: string | undefined
+  /** The agent a child session runs as. */
+  readonly agent?: string | undefined
   /** The session a fork was made from (its id). */
   readonly forkedFrom?: string | undefined
 }
@@ -51,8 +53,8 @@ export interface Query {
   readonly children?: boolean | undefined
 }
 
-export const DEFAULT_PAGE = 50
-export const TITLE_LENGTH = 80
+const DEFAULT_PAGE = 50
+const TITLE_LENGTH = 80
 const HEAD_BYTES = 16 * 1024
 const MAX_HEAD_BYTES = 1024 * 1024
 const LOG_SUFFIX = ".ndjson"
@@ -91,6 +93,7 @@ export interface Head {
   readonly version: number
   readonly title: string | undefined
   readonly parent?: string | undefined
+  readonly agent?: string | undefined
   readonly forkedFrom?: string | undefined
 }
 
@@ -103,7 +106,7 @@ const parse = (text: string): unknown => {
 }
 
 /** A child session's parent id, from its header. */
-export const parentOf = (header: { readonly parent?: unknown }): string | undefined => {
+const parentOf = (header: { readonly parent?: unknown }): string | undefined => {
   const parent = header.parent as { sessionId?: unknown } | undefined
   return typeof parent === "object" && parent !== null && typeof parent.sessionId === "string" ? parent.sessionId : undefined
 }
@@ -139,6 +142,7 @@ const headOf = (text: string, complete: boolean): { readonly head: Head | undefi
       version: typeof header.v === "number" ? header.v : 0,
       title: found,
       ...(parentOf(header) !== undefined ? { parent: parentOf(header) } : {}),
+      ...(typeof header.agent === "string" ? { agent: header.agent } : {}),
       ...(forkOf(header) !== undefined ? { forkedFrom: forkOf(header) } : {})
     },
     done

@@ -17,7 +17,7 @@ import * as nodeFs from "node:fs"
 import * as os from "node:os"
 import { describeCode, LogError } from "./LogError.ts"
 
-export interface Owner {
+interface Owner {
   readonly pid: number
   readonly host: string
   /** When the owner took the lock (ms since the epoch). */

@@ -83,7 +83,8 @@ const headOf = (header: LogHeader): Listing.Head => ({
   created: header.created,
   version: header.v,
   title: undefined,
-  ...(header.parent !== undefined ? { parent: header.parent.sessionId } : {})
+  ...(header.parent !== undefined ? { parent: header.parent.sessionId } : {}),
+  ...(header.agent !== undefined ? { agent: header.agent } : {})
 })
 
 /** The memory store over `options.sessions` (or new ones). */

@@ -37,7 +37,7 @@ export const formats: ReadonlyMap<number, Upgrade> = new Map<number, Upgrade>([
   [5, identity]
 ])
 
-export type Plan =
+type Plan =
   | { readonly _tag: "Current" }
   | { readonly _tag: "Upgrade"; readonly from: number; readonly upgrade: Upgrade }
   | { readonly _tag: "Unreadable"; readonly message: string }

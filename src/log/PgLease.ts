@@ -32,7 +32,7 @@ import { LogError } from "./LogError.ts"
 /** The advisory-lock namespace of presences (a fixed, positive int4; the key is random per store). */
 export const PRESENCE = 0x536b6e31
 
-export interface Leases {
+interface Leases {
   /** Who this store is, in the rows: this process on this machine. */
   readonly owner: string
   /**

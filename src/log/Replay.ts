@@ -4,7 +4,8 @@
  * client is sent on `session/load` is `translate/Replay.ts`.
  */
 import * as Diff from "../text/Diff.ts"
-import { type Canonical, type LogHeader, promptText } from "./Event.ts"
+import type { Canonical, LogHeader } from "./Event.ts"
+import { promptText } from "../Vocabulary.ts"
 import * as History from "./History.ts"
 import * as Recovery from "./Recovery.ts"
 

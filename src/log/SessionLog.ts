@@ -15,10 +15,6 @@ import * as FileStore from "./FileStore.ts"
 import * as MemoryStore from "./MemoryStore.ts"
 import type { Store } from "./Store.ts"
 
-export { LogError } from "./LogError.ts"
-export type { Config } from "./FileStore.ts"
-export { encodeEvent, type Opened, type Side, type Writer } from "./Store.ts"
-
 export class SessionLog extends Context.Service<SessionLog, Store>()("skein/log/SessionLog") {
   /** Logs as files under `<home>/sessions`. */
   static readonly layer = (config: FileStore.Config) => Layer.effect(SessionLog, FileStore.make(config))

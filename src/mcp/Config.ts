@@ -18,7 +18,7 @@ import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import type { McpServer, McpServerStdio } from "../Vocabulary.ts"
 
-export interface Loaded {
+interface Loaded {
   readonly servers: ReadonlyArray<McpServer>
   /** What was wrong with entries that were skipped, for `skein doctor`. */
   readonly problems: ReadonlyArray<string>

@@ -17,8 +17,8 @@ export interface Tail {
   readonly dropped: () => number
 }
 
-export const DEFAULT_MAX_LINES = 40
-export const DEFAULT_MAX_LINE_CHARS = 400
+const DEFAULT_MAX_LINES = 40
+const DEFAULT_MAX_LINE_CHARS = 400
 
 export const make = (options?: { readonly maxLines?: number; readonly maxLineChars?: number }): Tail => {
   const maxLines = options?.maxLines ?? DEFAULT_MAX_LINES

@@ -11,7 +11,7 @@ import * as Tool from "../tools/Tool.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
 import type { ToolSpec } from "../Vocabulary.ts"
 
-export interface LiveTools {
+interface LiveTools {
   /** The current tools; a new array after each change (specs are cached per array). */
   readonly tools: () => ReadonlyArray<Tool.Tool>
   /** A tool by name, possibly one not in `tools()` (a stand-in for a withdrawn tool). */

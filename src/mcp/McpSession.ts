@@ -30,26 +30,26 @@ import * as Queue from "effect/Queue"
 import * as Scope from "effect/Scope"
 import type { McpServer, McpServerHttp, McpServerSse, McpServerStatus, McpServerStdio } from "../Vocabulary.ts"
 import * as ProcEnviron from "../secrets/ProcEnviron.ts"
-import type * as Sandbox from "../sandbox/Sandbox.ts"
-import type { SessionSandbox } from "../sandbox/Sandbox.ts"
+import type * as Sandbox from "../tools/Sandboxed.ts"
+import type { SessionSandbox } from "../tools/Sandboxed.ts"
 import * as Secrets from "../secrets/Secrets.ts"
 import * as Tool from "../tools/Tool.ts"
 import type * as Connect from "./Connect.ts"
 import * as Diagnostics from "./Diagnostics.ts"
 import * as McpTool from "./McpTool.ts"
 
-export const DEFAULT_INIT_TIMEOUT_MS = 10_000
-export const DEFAULT_CALL_TIMEOUT_MS = 5 * 60_000
+const DEFAULT_INIT_TIMEOUT_MS = 10_000
+const DEFAULT_CALL_TIMEOUT_MS = 5 * 60_000
 /** How many lines of a failed server's stderr its notice quotes. */
 const NOTICE_STDERR_LINES = 3
 
-export type Transport = "stdio" | "http" | "sse"
+type Transport = "stdio" | "http" | "sse"
 
 /** A server as it is now (the shape shared with presenters, `Vocabulary.McpServerStatus`). */
 export type ServerStatus = McpServerStatus
 
 /** Something the user should be told once, e.g. that a server failed. */
-export interface Notice {
+interface Notice {
   readonly server: string
   readonly text: string
 }
@@ -108,7 +108,7 @@ const transportOf = (config: McpServer): Transport => (isHttp(config) ? "http" :
 const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`
 
 /** Why a server failed, in words for the user (never a payload value). */
-export const describe = (error: McpClientError, initTimeoutMs: number, callTimeoutMs: number): string => {
+const describe = (error: McpClientError, initTimeoutMs: number, callTimeoutMs: number): string => {
   const reason = error.reason
   switch (reason._tag) {
     case "TimeoutError":

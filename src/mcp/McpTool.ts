@@ -11,17 +11,17 @@
 import type * as McpSchema from "effect/ai/McpSchema"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import type { ToolKind } from "../log/Event.ts"
+import type { ToolKind } from "../Vocabulary.ts"
 import * as Secrets from "../secrets/Secrets.ts"
 import * as Tool from "../tools/Tool.ts"
 
 /** The longest tool name providers accept. */
-export const MAX_NAME = 64
+const MAX_NAME = 64
 /** What a result may put in front of the model; the middle of a longer one is dropped. */
 export const MAX_CONTENT_CHARS = 100_000
 const MAX_DESCRIPTION_CHARS = 4_000
 
-export const sanitize = (name: string): string => name.replace(/[^A-Za-z0-9_-]/g, "_")
+const sanitize = (name: string): string => name.replace(/[^A-Za-z0-9_-]/g, "_")
 
 /** FNV-1a, 32 bits, as 8 hex digits: a short stable suffix that keeps cut names apart. */
 const hash8 = (text: string): string => {
@@ -53,9 +53,9 @@ export const serverPrefix = (server: string, taken: ReadonlySet<string>): string
   for (let n = 2;; n++) if (!taken.has(`${base}_${n}`)) return `${base}_${n}`
 }
 
-export const isReadOnly = (tool: McpSchema.Tool): boolean => tool.annotations?.readOnlyHint === true
+const isReadOnly = (tool: McpSchema.Tool): boolean => tool.annotations?.readOnlyHint === true
 
-export const kindOf = (tool: McpSchema.Tool): ToolKind => {
+const kindOf = (tool: McpSchema.Tool): ToolKind => {
   const name = tool.name.toLowerCase()
   if (isReadOnly(tool)) {
     if (/search|find|grep|query|lookup/.test(name)) return "search"
@@ -116,7 +116,7 @@ export const render = (result: McpSchema.CallToolResult): string => {
 const Arguments = Schema.Record(Schema.String, Schema.Unknown)
 export type Arguments = typeof Arguments.Type
 
-export interface Binding {
+interface Binding {
   /** The server's name as the client gave it. */
   readonly server: string
   /** The name the model sees. */

@@ -25,7 +25,7 @@ import type { Writer } from "../log/Store.ts"
 import { McpServer } from "../Vocabulary.ts"
 
 /** One server as the log records it. */
-export interface Summary {
+interface Summary {
   readonly name: string
   readonly transport: "stdio" | "http" | "sse"
   readonly command?: string
@@ -37,7 +37,7 @@ export interface Summary {
 }
 
 /** A URL without what may be secret: credentials, query and fragment. */
-export const safeUrl = (url: string): string => {
+const safeUrl = (url: string): string => {
   try {
     const parsed = new URL(url)
     return `${parsed.protocol}//${parsed.host}${parsed.pathname}`

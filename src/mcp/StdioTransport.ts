@@ -28,12 +28,12 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
 import * as Framing from "../jsonrpc/Framing.ts"
-import type * as Sandbox from "../sandbox/Sandbox.ts"
+import type * as Sandbox from "../tools/Sandboxed.ts"
 import * as ProcessGroup from "../tools/process/ProcessGroup.ts"
 import type * as Diagnostics from "./Diagnostics.ts"
 
 /** How long a server may take to exit by itself once its stdin is closed. */
-export const STDIN_GRACE_MS = 100
+const STDIN_GRACE_MS = 100
 /** The largest message (one line) accepted from a server. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 
@@ -57,14 +57,14 @@ export interface Options {
   readonly sandbox?: (<A, E>(program: Sandbox.Program, use: (launch: Sandbox.Launch | undefined) => Effect.Effect<A, E>) => Effect.Effect<A, E | string>) | undefined
 }
 
-export interface Connection {
+interface Connection {
   readonly transport: McpClient.Transport
   readonly pid: number
   /** Completed, with what happened, when the server can no longer answer (exit, closed output, garbage). */
   readonly lost: Deferred.Deferred<string>
 }
 
-export const fail = (reason: McpClientError["reason"]) => new McpClientError({ reason })
+const fail = (reason: McpClientError["reason"]) => new McpClientError({ reason })
 
 /** The server process groups this process still owns (for tests and diagnostics). */
 const open = new Set<number>()

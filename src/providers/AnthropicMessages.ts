@@ -5,16 +5,16 @@
  * the end of the conversation so far.
  */
 import type { HttpClient } from "effect/http/HttpClient"
-import type { AssistantPart, Usage } from "../log/Event.ts"
+import type { AssistantPart, Message, Usage } from "../Vocabulary.ts"
 import * as Content from "./Content.ts"
 import * as Errors from "./Errors.ts"
 import * as Http from "./Http.ts"
 import * as Models from "./Models.ts"
-import type { Message, Provider, StreamPart } from "./Provider.ts"
+import type { Provider, StreamPart } from "./Provider.ts"
 
 type Json = Record<string, unknown>
 
-export const API_VERSION = "2023-06-01"
+const API_VERSION = "2023-06-01"
 
 const CACHE = { type: "ephemeral" } as const
 
@@ -45,7 +45,7 @@ const assistantBlocks = (parts: ReadonlyArray<AssistantPart>): Array<Json> => {
 }
 
 /** The conversation as Messages turns; consecutive turns of one role are merged (tool results first). */
-export const messages = (history: ReadonlyArray<Message>, images: boolean): Array<{ role: "user" | "assistant"; content: Array<Json> }> => {
+const messages = (history: ReadonlyArray<Message>, images: boolean): Array<{ role: "user" | "assistant"; content: Array<Json> }> => {
   const out: Array<{ role: "user" | "assistant"; content: Array<Json> }> = []
   const push = (role: "user" | "assistant", blocks: Array<Json>) => {
     if (blocks.length === 0) return

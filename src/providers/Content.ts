@@ -2,12 +2,12 @@
  * Helpers the dialects share to map provider-neutral content: user blocks as
  * text or images, and the provenance of thinking signatures.
  */
-import type { UserBlock } from "../log/Event.ts"
+import type { UserBlock } from "../Vocabulary.ts"
 
-export const IMAGE_OMITTED = "[An image was attached, but this model does not accept images.]"
+const IMAGE_OMITTED = "[An image was attached, but this model does not accept images.]"
 
 /** A user block as text, for dialects and models that take text only (images excepted). */
-export const blockText = (block: Exclude<UserBlock, { type: "image" }>): string => {
+const blockText = (block: Exclude<UserBlock, { type: "image" }>): string => {
   switch (block.type) {
     case "text":
       return block.text
@@ -18,7 +18,7 @@ export const blockText = (block: Exclude<UserBlock, { type: "image" }>): string 
   }
 }
 
-export type Piece = { readonly type: "text"; readonly text: string } | { readonly type: "image"; readonly mimeType: string; readonly data: string }
+type Piece = { readonly type: "text"; readonly text: string } | { readonly type: "image"; readonly mimeType: string; readonly data: string }
 
 /** User blocks as text and image pieces; images become a note when the model does not accept them. */
 export const pieces = (blocks: ReadonlyArray<UserBlock>, images: boolean): Array<Piece> => {
@@ -43,7 +43,7 @@ export const dataUrl = (piece: { readonly mimeType: string; readonly data: strin
  */
 export const REDACTED_PREFIX = "redacted:"
 
-export interface ResponsesReasoning {
+interface ResponsesReasoning {
   readonly type: "reasoning"
   readonly id: string
   readonly encrypted_content?: string

@@ -182,7 +182,7 @@ export const make = (reason: Reason, who: Who, options: {
 }
 
 /** The reason of an error code or type a provider put in its body or in a stream event. */
-export const reasonOfCode = (code: string | undefined, message: string | undefined): Reason | undefined => {
+const reasonOfCode = (code: string | undefined, message: string | undefined): Reason | undefined => {
   const text = `${code ?? ""} ${message ?? ""}`
   if (code !== undefined) {
     if (/insufficient_quota|billing/i.test(code)) return "quota"

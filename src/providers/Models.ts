@@ -6,7 +6,7 @@
  * Usage convention (`Usage` in the log): `input` counts every prompt token,
  * cached ones included; `cached` is the part read from the provider's cache.
  */
-import type { Usage } from "../log/Event.ts"
+import type { Usage } from "../Vocabulary.ts"
 
 export type Dialect = "openai-responses" | "openai-chat" | "anthropic-messages"
 export const dialects: ReadonlyArray<Dialect> = ["openai-responses", "openai-chat", "anthropic-messages"]

@@ -6,12 +6,12 @@
  * (`reasoning_content` / `reasoning` deltas, DeepSeek's cache counters).
  */
 import type { HttpClient } from "effect/http/HttpClient"
-import type { Usage } from "../log/Event.ts"
+import type { Message, Usage } from "../Vocabulary.ts"
 import * as Content from "./Content.ts"
 import * as Errors from "./Errors.ts"
 import * as Http from "./Http.ts"
 import * as Models from "./Models.ts"
-import type { Message, Provider, StreamPart } from "./Provider.ts"
+import type { Provider, StreamPart } from "./Provider.ts"
 
 type Json = Record<string, unknown>
 
@@ -22,7 +22,7 @@ const userContent = (message: Extract<Message, { role: "user" }>, images: boolea
 }
 
 /** The conversation as Chat Completions messages (reasoning is not sent back: several servers refuse it). */
-export const messages = (system: string, history: ReadonlyArray<Message>, images: boolean): Array<Json> => {
+const messages = (system: string, history: ReadonlyArray<Message>, images: boolean): Array<Json> => {
   const out: Array<Json> = system.length > 0 ? [{ role: "system", content: system }] : []
   for (const message of history) {
     switch (message.role) {
@@ -73,7 +73,7 @@ const body = (call: Http.Call): Json => {
 
 const num = (u: unknown): number | undefined => (typeof u === "number" && Number.isFinite(u) ? u : undefined)
 
-export const usageOf = (u: Json): Usage => {
+const usageOf = (u: Json): Usage => {
   const details = (u.prompt_tokens_details ?? {}) as Json
   const cached = num(details.cached_tokens) ?? num(u.prompt_cache_hit_tokens)
   return { input: num(u.prompt_tokens) ?? 0, output: num(u.completion_tokens) ?? 0, ...(cached !== undefined ? { cached } : {}) }

@@ -6,17 +6,17 @@
  * thoughts; `prompt_cache_key` keeps a session on one prompt cache.
  */
 import type { HttpClient } from "effect/http/HttpClient"
-import type { Usage } from "../log/Event.ts"
+import type { Message, Usage } from "../Vocabulary.ts"
 import * as Content from "./Content.ts"
 import * as Errors from "./Errors.ts"
 import * as Http from "./Http.ts"
 import * as Models from "./Models.ts"
-import type { Message, Provider } from "./Provider.ts"
+import type { Provider } from "./Provider.ts"
 
 type Json = Record<string, unknown>
 
 /** The conversation as Responses input items. */
-export const input = (history: ReadonlyArray<Message>, images: boolean): Array<Json> => {
+const input = (history: ReadonlyArray<Message>, images: boolean): Array<Json> => {
   const out: Array<Json> = []
   for (const message of history) {
     switch (message.role) {
@@ -106,7 +106,7 @@ const body = (call: Http.Call): Json => {
 const num = (u: unknown): number | undefined => (typeof u === "number" && Number.isFinite(u) ? u : undefined)
 const obj = (u: unknown): Json => (typeof u === "object" && u !== null ? (u as Json) : {})
 
-export const usageOf = (u: Json): Usage => {
+const usageOf = (u: Json): Usage => {
   const cached = num(obj(u.input_tokens_details).cached_tokens)
   return { input: num(u.input_tokens) ?? 0, output: num(u.output_tokens) ?? 0, ...(cached !== undefined ? { cached } : {}) }
 }

@@ -19,10 +19,10 @@ import * as Models from "./Models.ts"
 import type { StreamPart } from "./Provider.ts"
 
 /** How long a listing or the check may take. */
-export const TIMEOUT_MS = 60_000
+const TIMEOUT_MS = 60_000
 
 /** The ids of a `/models` answer (`{data: [{id}]}` from OpenAI, Anthropic and the compatible servers; `{models: [{name}]}` from some). */
-export const modelIds = (json: unknown): ReadonlyArray<string> => {
+const modelIds = (json: unknown): ReadonlyArray<string> => {
   if (typeof json !== "object" || json === null) return []
   const o = json as Record<string, unknown>
   const list = Array.isArray(o.data) ? o.data : Array.isArray(o.models) ? o.models : []
@@ -97,5 +97,3 @@ export const check = (target: Http.Target, model: string, client: HttpClient.Htt
           : Effect.fail("the answer ended without saying it was complete"))
     )
 }
-
-export { fetchClient } from "./Dialects.ts"

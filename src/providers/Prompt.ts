@@ -19,7 +19,7 @@ import * as Secrets from "../secrets/Secrets.ts"
 import * as Confined from "../text/Confined.ts"
 import { mayExist } from "../text/FileErrors.ts"
 
-export const INSTRUCTION_FILES = ["AGENTS.md", "CLAUDE.md"] as const
+const INSTRUCTION_FILES = ["AGENTS.md", "CLAUDE.md"] as const
 /** Longest instructions file kept (characters); the rest is cut with a note. */
 export const MAX_FILE_CHARS = 32_000
 
@@ -40,7 +40,7 @@ export interface Project {
 }
 
 const pad = (n: number) => String(n).padStart(2, "0")
-export const day = (millis: number): string => {
+const day = (millis: number): string => {
   const d = new Date(millis)
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`
 }

@@ -9,8 +9,6 @@ import type * as Effect from "effect/Effect"
 import type * as Stream from "effect/Stream"
 import type { Message, ModelStop, ToolSpec, Usage, UserBlock } from "../Vocabulary.ts"
 
-export type { Message, ToolSpec } from "../Vocabulary.ts"
-
 export interface ModelRequest {
   readonly sessionId: string
   /** 1-based number of the turn within the session. */
@@ -62,11 +60,8 @@ export interface Provider {
 }
 
 /** A place in a session's turns: model call `call` of turn `turn` of session `sessionId`. */
-export interface CallPoint {
+interface CallPoint {
   readonly sessionId: string
   readonly turn: number
   readonly call: number
 }
-
-export const textDelta = (text: string): StreamPart => ({ _tag: "TextDelta", text })
-export const failure = (message: string, retryable = false): StreamPart => ({ _tag: "Failure", message, retryable })

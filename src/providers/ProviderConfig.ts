@@ -41,7 +41,7 @@ import { dialects } from "./Models.ts"
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
 
-export const Price = Schema.Struct({
+const Price = Schema.Struct({
   input: Schema.Number,
   output: Schema.Number,
   cachedInput: Schema.optionalKey(Schema.Number)
@@ -82,7 +82,7 @@ export const ConfigFile = Schema.Struct({
 })
 export type ConfigFile = typeof ConfigFile.Type
 
-export type Status =
+type Status =
   | { readonly _tag: "missing" }
   | { readonly _tag: "ok" }
   | { readonly _tag: "invalid"; readonly message: string }

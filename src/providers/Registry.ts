@@ -51,9 +51,9 @@ export interface ProviderSetup {
   readonly problem: string | undefined
 }
 
-export type CatalogEntry = Models.CatalogEntry
+type CatalogEntry = Models.CatalogEntry
 
-export interface Choice {
+interface Choice {
   readonly provider: ProviderSetup
   /** The model's catalog key, when one is chosen. */
   readonly model: string | undefined
@@ -90,8 +90,6 @@ export const ENV_VARS = [
   "SKEIN_MODEL",
   "SKEIN_IDLE_TIMEOUT_MS"
 ] as const
-
-export const SECRET_ENV = new Set(["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"])
 
 const OPENAI_URL = "https://api.openai.com/v1"
 const ANTHROPIC_URL = "https://api.anthropic.com"
@@ -145,7 +143,7 @@ const envDefaults = (dialect: Models.Dialect, env: Env) => {
 const dialectEfforts = (dialect: Models.Dialect) => (dialect === "anthropic-messages" ? ["off", "low", "medium", "high"] : ["low", "medium", "high"])
 
 /** A declared model over what the table knows of it. */
-export const modelInfo = (dialect: Models.Dialect, decl: string | ProviderConfig.ModelDecl): Models.ModelInfo => {
+const modelInfo = (dialect: Models.Dialect, decl: string | ProviderConfig.ModelDecl): Models.ModelInfo => {
   if (typeof decl === "string") return Models.builtin(dialect, decl)
   const base = Models.builtin(dialect, decl.id)
   const reasoning = decl.reasoning
@@ -259,7 +257,7 @@ const autoChoose = (providers: ReadonlyMap<string, ProviderSetup>, options: Opti
 }
 
 /** The catalog key of a model for a provider. */
-export const keyOf = (provider: string, id: string) => `${provider}/${id}`
+const keyOf = (provider: string, id: string) => `${provider}/${id}`
 
 /** Reads the configuration: no network, never fails. */
 export const setup = Effect.fn("Registry.setup")(function*(options: Options) {
@@ -340,7 +338,7 @@ export const setup = Effect.fn("Registry.setup")(function*(options: Options) {
 })
 
 /** Where a model key (or bare id) is served: its provider and the id the provider sends. */
-export const route = (s: Setup, model: string | undefined): { readonly provider: ProviderSetup; readonly id: string | undefined } | undefined => {
+const route = (s: Setup, model: string | undefined): { readonly provider: ProviderSetup; readonly id: string | undefined } | undefined => {
   if (s.choice === undefined) return undefined
   if (model === undefined) {
     return { provider: s.choice.provider, id: s.choice.model?.slice(s.choice.provider.target.name.length + 1) }
@@ -354,7 +352,7 @@ export const route = (s: Setup, model: string | undefined): { readonly provider:
 }
 
 /** What is known of a model key (for the context window, the price, the efforts). */
-export const info = (s: Setup, model: string | undefined): Models.ModelInfo | undefined => {
+const info = (s: Setup, model: string | undefined): Models.ModelInfo | undefined => {
   const routed = route(s, model)
   return routed === undefined ? undefined : Models.modelOf(routed.provider.target, routed.id)
 }
@@ -367,7 +365,7 @@ const failure = (message: string): Stream.Stream<StreamPart> => Stream.succeed({
  * call, or with `warm`, so start-up does not pay for it. `env` tells `warm`
  * whether a proxy may be in the way (see `Warm`).
  */
-export const provider = (s: Setup, client?: HttpClient, env: Env = {}): Provider => {
+const provider = (s: Setup, client?: HttpClient, env: Env = {}): Provider => {
   if (s.choice === undefined || s.unconfigured !== undefined) return Unconfigured.make(s.unconfigured ?? Unconfigured.MESSAGE)
   const made = new Map<string, Provider>()
   let http = client

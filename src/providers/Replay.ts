@@ -14,13 +14,14 @@
  */
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
-import type { Canonical, ModelResponse, UserBlock } from "../log/Event.ts"
+import type { Canonical, ModelResponse } from "../log/Event.ts"
+import type { UserBlock } from "../Vocabulary.ts"
 import type { Provider, StreamPart } from "./Provider.ts"
 
 type ResponseData = typeof ModelResponse.Type["data"]
 
 /** One logged turn, as the replay provider and a re-run read it. */
-export interface RecordedTurn {
+interface RecordedTurn {
   /** The turn's number in the log. */
   readonly turn: number
   readonly content: ReadonlyArray<UserBlock>
@@ -49,7 +50,7 @@ export const turnsOf = (events: ReadonlyArray<Canonical>): Array<RecordedTurn> =
   return turns
 }
 
-export interface Options {
+interface Options {
   /** Runs at a cancel point, with the log's turn number; the stream then waits to be interrupted. */
   readonly onCancelPoint?: ((turn: number) => Effect.Effect<void>) | undefined
 }

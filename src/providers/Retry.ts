@@ -38,7 +38,7 @@ const canRetry = (policy: Policy, attempt: number, error: ProviderError) =>
   error.retryable && attempt < policy.maxAttempts && (error.retryAfterMs === undefined || error.retryAfterMs <= policy.maxRetryAfterMs)
 
 /** The user-facing text of the error that ended the call. */
-export const finalMessage = (policy: Policy, attempt: number, error: ProviderError): string => {
+const finalMessage = (policy: Policy, attempt: number, error: ProviderError): string => {
   if (error.retryAfterMs !== undefined && error.retryAfterMs > policy.maxRetryAfterMs) {
     return `${error.message} (The provider asks to wait ${Math.ceil(error.retryAfterMs / 1000)} s before trying again.)`
   }

@@ -13,7 +13,7 @@
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { promptText } from "../log/Event.ts"
+import { promptText } from "../Vocabulary.ts"
 import type { ModelRequest, Provider, StreamPart } from "./Provider.ts"
 
 const Part = Schema.Union([

@@ -30,7 +30,7 @@ const LIMIT_MS = 5_000
 
 const PROXY_VARIABLES = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"]
 
-export const proxied = (env: Readonly<Record<string, string | undefined>>) => PROXY_VARIABLES.some((name) => (env[name] ?? "") !== "")
+const proxied = (env: Readonly<Record<string, string | undefined>>) => PROXY_VARIABLES.some((name) => (env[name] ?? "") !== "")
 
 /** Answers each request it is sent (once its body is in) with `RESPONSE`, then closes. */
 const serve = (socket: net.Socket) => {

@@ -20,7 +20,7 @@ import * as Problems from "./Problems.ts"
 import type { SessionRpcs, Snapshot } from "./Rpcs.ts"
 
 /** A client of the group, over any transport (its own failures typed `E`). */
-export type Client<E = unknown> = RpcClient.RpcClient<RpcGroup.Rpcs<typeof SessionRpcs>, E>
+type Client<E = unknown> = RpcClient.RpcClient<RpcGroup.Rpcs<typeof SessionRpcs>, E>
 
 /** How the transport's failures read: plain words about the server at `where`, or (in process) the error's own message. */
 type Describe = (error: unknown) => string

@@ -36,7 +36,7 @@ export interface Limits {
   readonly helloBytes: number
 }
 
-export const DEFAULT_LIMITS: Limits = { maxConnections: 128, helloMs: 5_000, helloBytes: 8_192 }
+const DEFAULT_LIMITS: Limits = { maxConnections: 128, helloMs: 5_000, helloBytes: 8_192 }
 
 /** One admitted connection: `shown` once it has shown the token (the place it holds is kept until its scope closes). */
 export interface Ticket {
@@ -90,7 +90,7 @@ export const make = (limits: Partial<Limits> = {}): Gate => {
 const encoder = new TextEncoder()
 const LF = 10
 
-export type FirstLine =
+type FirstLine =
   | { readonly _tag: "Line"; readonly line: Uint8Array; readonly rest: ReadonlyArray<Uint8Array> }
   | { readonly _tag: "TooLong" }
   | { readonly _tag: "Closed" }
@@ -155,7 +155,7 @@ const withRest = (reader: Socket.Reader, rest: ReadonlyArray<Uint8Array>): Socke
 // ---------------------------------------------------------------------------
 
 /** What a server expects first, and what it answers. */
-export interface Hello {
+interface Hello {
   /** How the log names a connection ("a connection", "a runner connection"). */
   readonly name: string
   /** Why the first line (its bytes, without `\n`) is refused; undefined when it shows the token. */
@@ -212,7 +212,7 @@ export const serve = (inner: SocketServer.SocketServer["Service"], gate: Gate, h
 // ---------------------------------------------------------------------------
 
 /** A server that did not let this client in: it said why (`refused`), said something else, or nothing. */
-export class Refused extends Data.TaggedError("Refused")<{
+class Refused extends Data.TaggedError("Refused")<{
   readonly reason: "refused" | "foreign" | "silent"
   /** The server's words, for `refused`. */
   readonly why: string
@@ -227,7 +227,7 @@ const refusedError = (error: Refused) => new Socket.SocketError({ reason: new So
 /** Printable words of a server's answer, at most 200 characters. */
 const words = (bytes: Uint8Array) => new TextDecoder().decode(bytes).replace(/[^\x20-\x7e]/g, "?").slice(0, 200)
 
-export interface ClientOptions {
+interface ClientOptions {
   /** The server's answer: `ok`, or `refused: <why>`; undefined: the server does not answer (a runner). */
   readonly answer?: { readonly ok: string; readonly refused: string; readonly timeoutMs: number } | undefined
 }

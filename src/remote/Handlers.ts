@@ -23,7 +23,7 @@ export const chunks = (events: ReadonlyArray<Canonical>) =>
   })))
 
 /** A session's log as read or written: its header, then its events in chunks. */
-export const recordStream = (record: SessionRecord) =>
+const recordStream = (record: SessionRecord) =>
   Stream.concat(Stream.make({ _tag: "Header" as const, header: record.header, file: record.file }), chunks(record.events))
 
 /** Every procedure of the group, answered by `runtime`. */

@@ -40,7 +40,7 @@ export const SubscribePayload = { ...SessionId, fromSeq: Schema.optionalKey(Sche
 /** Events of a log, a chunk at a time, after what comes first. */
 const Chunk = Schema.Struct({ _tag: Schema.Literal("Events"), events: Schema.Array(Event) })
 
-export const ModelEntry = Schema.Struct({
+const ModelEntry = Schema.Struct({
   key: Schema.String,
   provider: Schema.String,
   info: Schema.Unknown
@@ -49,7 +49,7 @@ export const ModelEntry = Schema.Struct({
 /** A log written or read: its header, then its events in chunks. */
 const Record = Schema.Union([Schema.Struct({ _tag: Schema.Literal("Header"), header: LogHeader, file: Schema.String }), Chunk])
 
-export const Info = Rpc.make("Info", {
+const Info = Rpc.make("Info", {
   success: Schema.Struct({
     version: Schema.String,
     models: Schema.UndefinedOr(Schema.Struct({ entries: Schema.Array(ModelEntry), defaultModel: Schema.UndefinedOr(Schema.String) }))
@@ -62,15 +62,15 @@ export const LoadSession = Rpc.make("LoadSession", {
   error: RuntimeError,
   stream: true
 })
-export const ListSessions = Rpc.make("ListSessions", { payload: ListQuery, success: SessionPage, error: RuntimeError })
-export const ReadSession = Rpc.make("ReadSession", { payload: SessionId, success: Record, error: RuntimeError, stream: true })
+const ListSessions = Rpc.make("ListSessions", { payload: ListQuery, success: SessionPage, error: RuntimeError })
+const ReadSession = Rpc.make("ReadSession", { payload: SessionId, success: Record, error: RuntimeError, stream: true })
 /** The fork's log as written: its header, then its events in chunks. */
-export const ForkSession = Rpc.make("ForkSession", { payload: ForkSessionOptions, success: Record, error: RuntimeError, stream: true })
-export const DeleteSession = Rpc.make("DeleteSession", { payload: SessionId, error: RuntimeError })
+const ForkSession = Rpc.make("ForkSession", { payload: ForkSessionOptions, success: Record, error: RuntimeError, stream: true })
+const DeleteSession = Rpc.make("DeleteSession", { payload: SessionId, error: RuntimeError })
 export const GetSession = Rpc.make("GetSession", { payload: SessionId, success: Snapshot, error: RuntimeError })
 export const CloseSession = Rpc.make("CloseSession", { payload: SessionId })
-export const LiveSessions = Rpc.make("LiveSessions", { success: Schema.Array(SessionInfo) })
-export const Turn = Rpc.make("Turn", {
+const LiveSessions = Rpc.make("LiveSessions", { success: Schema.Array(SessionInfo) })
+const Turn = Rpc.make("Turn", {
   payload: TurnPayload,
   success: Event,
   error: Failure,
@@ -80,10 +80,10 @@ export const Send = Rpc.make("Send", { payload: { ...SessionId, command: Command
 export const Settings_ = Rpc.make("Settings", { payload: SessionId, success: Settings, error: Failure })
 export const McpServers = Rpc.make("McpServers", { payload: SessionId, success: Schema.Array(McpServerStatus), error: Failure })
 /** The log after `fromSeq`, then the live events; without `fromSeq`, the live events only. */
-export const Subscribe = Rpc.make("Subscribe", { payload: SubscribePayload, success: Event, error: Failure, stream: true })
-export const Events = Rpc.make("Events", { success: Event, stream: true })
+const Subscribe = Rpc.make("Subscribe", { payload: SubscribePayload, success: Event, error: Failure, stream: true })
+const Events = Rpc.make("Events", { success: Event, stream: true })
 /** The slash commands of sessions in `cwd` (built-ins, prompt files, user-invocable skills), as the server reads them. */
-export const Commands = Rpc.make("Commands", {
+const Commands = Rpc.make("Commands", {
   payload: { cwd: Schema.String },
   success: Schema.Array(Schema.Struct({ name: Schema.String, description: Schema.String, hint: Schema.optionalKey(Schema.String) }))
 })

@@ -28,7 +28,7 @@ import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import { RpcServer } from "effect/rpc"
 import * as SocketServer from "effect/socket/SocketServer"
 import type { Runtime } from "../runtime/Api.ts"
-import { type Address, format } from "./Address.ts"
+import type { Address } from "./Address.ts"
 import * as Gate from "./Gate.ts"
 import * as Handlers from "./Handlers.ts"
 import * as Ndjson from "./Ndjson.ts"
@@ -182,5 +182,3 @@ export function layer(
       }))
   }
 }
-
-export { format }

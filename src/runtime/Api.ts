@@ -90,6 +90,8 @@ export const SessionSummary = Schema.Struct({
   version: Schema.Number,
   /** A child session's parent. */
   parent: Schema.optionalKey(Schema.String),
+  /** The agent a child session runs as (where the store records it). */
+  agent: Schema.optionalKey(Schema.String),
   /** The session this one was forked from. */
   forkedFrom: Schema.optionalKey(Schema.String)
 })

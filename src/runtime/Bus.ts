@@ -20,6 +20,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import { absurd } from "effect/Function"
 import type { SessionEvent } from "../log/Event.ts"
 
 /** How much a subscriber may hold before publishers wait for it. */
@@ -34,8 +35,37 @@ const weightOf = (event: SessionEvent): number => {
       return EVENT_WEIGHT + event.data.text.length
     case "tool_progress":
       return EVENT_WEIGHT + event.data.output.length
-    default:
+    case "turn_start":
+    case "model_response":
+    case "model_partial":
+    case "tool_call":
+    case "tool_result":
+    case "turn_end":
+    case "mode_changed":
+    case "config_changed":
+    case "plan":
+    case "permission":
+    case "notice":
+    case "mcp_servers":
+    case "subagent":
+    case "compaction":
+    case "skill_activation":
+    case "turn_input":
+    case "undo":
+    case "tool_running":
+    case "usage":
+    case "permission_asked":
+    case "client_call":
+    case "question_withdrawn":
+    case "tool_terminal":
+    case "child_event":
+    case "compacting":
+    case "turn_aborted":
+    case "checkpoint":
+    case "rewound":
       return EVENT_WEIGHT
+    default:
+      return absurd(event)
   }
 }
 
@@ -50,8 +80,36 @@ const coalesce = (last: SessionEvent, next: SessionEvent): SessionEvent | undefi
       return (last as typeof next).data.id === next.data.id ? next : undefined
     case "usage":
       return next
-    default:
+    case "turn_start":
+    case "model_response":
+    case "model_partial":
+    case "tool_call":
+    case "tool_result":
+    case "turn_end":
+    case "mode_changed":
+    case "config_changed":
+    case "plan":
+    case "permission":
+    case "notice":
+    case "mcp_servers":
+    case "subagent":
+    case "compaction":
+    case "skill_activation":
+    case "turn_input":
+    case "undo":
+    case "tool_running":
+    case "permission_asked":
+    case "client_call":
+    case "question_withdrawn":
+    case "tool_terminal":
+    case "child_event":
+    case "compacting":
+    case "turn_aborted":
+    case "checkpoint":
+    case "rewound":
       return undefined
+    default:
+      return absurd(next)
   }
 }
 

@@ -16,11 +16,12 @@
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
-import type { AssistantPart, CanonicalBody } from "../log/Event.ts"
-import type { LogError } from "../log/SessionLog.ts"
+import type { CanonicalBody } from "../log/Event.ts"
+import type { AssistantPart } from "../Vocabulary.ts"
+import type { LogError } from "../log/LogError.ts"
 
 /** At most this long between a delta and the checkpoint that logs it. */
-export const CHECKPOINT_MS = 500
+const CHECKPOINT_MS = 500
 /** Or as soon as this many characters are pending. */
 export const CHECKPOINT_CHARS = 8 * 1024
 

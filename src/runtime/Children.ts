@@ -46,8 +46,9 @@ import type { ModeId, StopReason, UserBlock } from "../Vocabulary.ts"
 import type { Gated } from "./Gate.ts"
 import * as SessionId from "./SessionId.ts"
 import type { AnnouncedCall, Permit } from "./Turn.ts"
+import * as TraceContext from "../telemetry/TraceContext.ts"
 
-export type Limits = Definitions.Limits
+type Limits = Definitions.Limits
 
 /** What a child session is opened with. */
 export interface OpenRequest {
@@ -81,7 +82,7 @@ export interface Factory {
   readonly started: () => number
 }
 
-export interface Options {
+interface Options {
   readonly parentId: string
   readonly cwd: string
   readonly additionalDirectories: ReadonlyArray<string>
@@ -114,7 +115,7 @@ export interface Children extends Agents {
 }
 
 /** Characters of an answer given at once; the rest is read with `offset`. */
-export const ANSWER_CHARS = 8_000
+const ANSWER_CHARS = 8_000
 /** How long a cancelled child may take to finalize before its scope is closed under it. */
 const SHUTDOWN_WAIT_MS = 10_000
 
@@ -227,10 +228,13 @@ export const make = (options: Options): Effect.Effect<Children> =>
             return child.session.cancel
           })
         ))
+        // The child's turn continues the trace of the tool call that started or prompted it.
+        const traceparent = yield* TraceContext.current
         const turn = child.session.turn(content, {
           ...(options.client !== undefined ? { client: options.client } : {}),
           by: `parent:${options.parentId}`,
-          ...(options.presented ? {} : { unattended: true })
+          ...(options.presented ? {} : { unattended: true }),
+          ...(traceparent !== undefined ? { traceparent } : {})
         })
         const exit = yield* Effect.exit(Stream.runForEachArray(turn, (events) => {
           for (const event of events) {

@@ -18,16 +18,16 @@ import { createHash } from "node:crypto"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import type { History } from "../log/History.ts"
-import type { LogError } from "../log/SessionLog.ts"
-import type { ModelStop } from "../Vocabulary.ts"
-import { promptText } from "../log/Event.ts"
-import type { Message } from "../Vocabulary.ts"
+import type { LogError } from "../log/LogError.ts"
+import type { Message, ModelStop } from "../Vocabulary.ts"
+import { promptText } from "../Vocabulary.ts"
 import type { Emit, TurnContext } from "./Turn.ts"
+import * as Spans from "../telemetry/Spans.ts"
 
-export type Trigger = "manual" | "threshold" | "overflow"
+type Trigger = "manual" | "threshold" | "overflow"
 
 /** The version of the summary prompt below; its hash is logged with every compaction. */
-export const PROMPT_VERSION = 1
+const PROMPT_VERSION = 1
 
 /** Tells the model what the summary is for: another model takes the work over from it. */
 export const SYSTEM = `You write the hand-over note of a coding session (summary prompt v${PROMPT_VERSION}).
@@ -56,9 +56,9 @@ export const PROMPT_HASH = createHash("sha256").update(SYSTEM).update("\n").upda
 /** The threshold: a model call is preceded by a compaction once the last one used this share of the window. */
 export const DEFAULT_THRESHOLD = 0.8
 /** The share of the window the kept (verbatim) part of the conversation may take. */
-export const KEEP_SHARE = 0.3
+const KEEP_SHARE = 0.3
 /** Longest tool result sent whole for summary (characters); a longer one is cut in the middle. */
-export const SUMMARY_TOOL_CHARS = 4_000
+const SUMMARY_TOOL_CHARS = 4_000
 
 /** An estimate of a message's tokens: about four characters each. */
 const tokensOf = (message: Message): number => {
@@ -76,7 +76,7 @@ const tokensOf = (message: Message): number => {
 export const estimate = (messages: ReadonlyArray<Message>, system = ""): number =>
   messages.reduce((n, m) => n + tokensOf(m), Math.ceil(system.length / 4))
 
-export interface Cut {
+interface Cut {
   /** The first message kept verbatim (messages before it are summarised). */
   readonly index: number
   readonly fromSeq: number
@@ -89,7 +89,7 @@ export interface Cut {
  * fits in `keepTokens`, preferring the start of a user message. Undefined when nothing can be
  * summarised (the conversation is a single exchange that cannot be split).
  */
-export const cut = (history: History, keepTokens: number): Cut | undefined => {
+const cut = (history: History, keepTokens: number): Cut | undefined => {
   const { messages, seqs } = history
   if (messages.length < 2) return undefined
   let tail = 0
@@ -111,7 +111,7 @@ export const cut = (history: History, keepTokens: number): Cut | undefined => {
 }
 
 /** The share of the window the conversation sent for summary may take (the rest: the prompt and the summary). */
-export const SUMMARY_INPUT_SHARE = 0.6
+const SUMMARY_INPUT_SHARE = 0.6
 /** Without a known window, the most the conversation sent for summary may take (tokens). */
 const DEFAULT_SUMMARY_INPUT_TOKENS = 100_000
 
@@ -120,7 +120,7 @@ const DEFAULT_SUMMARY_INPUT_TOKENS = 100_000
  * and when even that does not fit the model's window, its oldest messages are left out (the
  * part sent starts where a message that is not a tool result starts), with a note saying so.
  */
-export const forSummary = (messages: ReadonlyArray<Message>, focus: string | undefined, window: number | undefined): Array<Message> => {
+const forSummary = (messages: ReadonlyArray<Message>, focus: string | undefined, window: number | undefined): Array<Message> => {
   const cutTools = messages.map((m): Message => {
     if (m.role !== "tool" || m.content.length <= SUMMARY_TOOL_CHARS) return m
     const half = SUMMARY_TOOL_CHARS / 2
@@ -145,7 +145,7 @@ export const forSummary = (messages: ReadonlyArray<Message>, focus: string | und
   return [...sent, { role: "user", content: [{ type: "text", text: instruction(focus) }] }]
 }
 
-export interface Options {
+interface Options {
   readonly trigger: Trigger
   /** The call number the summary call takes in its turn. */
   readonly call: number
@@ -254,4 +254,4 @@ export const run = (ctx: TurnContext, options: Options): Effect.Effect<Outcome, 
       }
     })
     return { _tag: "Compacted", id } satisfies Outcome
-  })
+  }).pipe(Spans.compaction(options.trigger))

@@ -11,13 +11,13 @@ import type { ToolEnv } from "../tools/Tool.ts"
 import type { Ceiling } from "../tools/Ceiling.ts"
 import type { TurnContext, TurnOutcome } from "./Turn.ts"
 import type { Catalog } from "../providers/Models.ts"
-import type { SessionSandbox } from "../sandbox/Sandbox.ts"
+import type { SessionSandbox } from "../tools/Sandboxed.ts"
 import type { Settings as SandboxSettings } from "../sandbox/Settings.ts"
 import type { Provider } from "../providers/Provider.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
 import type { McpServer, ModeId } from "../Vocabulary.ts"
 
-export interface Settings {
+interface Settings {
   /** `$SKEIN_HOME`: sessions live in `<home>/sessions`. */
   readonly home: string
   readonly provider: Provider
@@ -60,7 +60,7 @@ export interface Settings {
 }
 
 /** Starts an external ACP agent (lazily) in the scope, and gives what runs a turn through it. */
-export type ExternalRunner = (
+type ExternalRunner = (
   agent: {
     readonly name: string
     readonly command: string

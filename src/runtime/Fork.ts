@@ -25,7 +25,7 @@ import * as Recovery from "../log/Recovery.ts"
 import type { Store } from "../log/Store.ts"
 import { RuntimeError, type SessionRecord } from "./Api.ts"
 
-export interface Options {
+interface Options {
   readonly sessionId: string
   /** The turn the fork ends with (default: see `select`). */
   readonly turn?: number | undefined
@@ -39,7 +39,7 @@ export interface Options {
 }
 
 /** What a fork at a turn keeps of a log, as `select` chose it. */
-export interface Selection {
+interface Selection {
   readonly turn: number
   /** The events kept, as the session's log holds them (its `seq`s). */
   readonly events: ReadonlyArray<Canonical>

@@ -16,7 +16,7 @@
 import * as Effect from "effect/Effect"
 import type { CanonicalBody } from "../log/Event.ts"
 import type { History } from "../log/History.ts"
-import type { LogError } from "../log/SessionLog.ts"
+import type { LogError } from "../log/LogError.ts"
 import * as Ceiling from "../tools/Ceiling.ts"
 import * as Confine from "../tools/commands/Confine.ts"
 import * as Permissions from "../tools/Permissions.ts"
@@ -24,11 +24,12 @@ import type { PermissionToolCall } from "../Vocabulary.ts"
 import * as Protected from "../tools/Protected.ts"
 import type { Tool, ToolEnv } from "../tools/Tool.ts"
 import type { ModeId } from "../Vocabulary.ts"
-import type { Placement, SessionSandbox } from "../sandbox/Sandbox.ts"
+import type { Placement, SessionSandbox } from "../tools/Sandboxed.ts"
 import type { AnnouncedCall, Permit } from "./Turn.ts"
+import * as Spans from "../telemetry/Spans.ts"
 
 /** What a presenter is asked: the live tool call (with the change it would make) and the four options. */
-export interface PermissionRequest {
+interface PermissionRequest {
   readonly sessionId: string
   readonly toolCall: PermissionToolCall
   readonly options: ReadonlyArray<Permissions.Option>
@@ -39,9 +40,9 @@ export type PermissionAnswer =
   | { readonly outcome: "cancelled" }
 
 /** Asks the user. Must not fail; a problem is `cancelled`; `undefined` when nobody is there to answer. */
-export type Asker = (request: PermissionRequest) => Effect.Effect<PermissionAnswer | undefined>
+type Asker = (request: PermissionRequest) => Effect.Effect<PermissionAnswer | undefined>
 
-export interface Options {
+interface Options {
   readonly sessionId: string
   readonly cwd: string
   /** Every directory the session may touch, the cwd first (default: the cwd alone). */
@@ -108,7 +109,7 @@ const current = (options: Options) => {
 }
 
 /** Said once per session when `auto` finds no sandbox: commands are asked for, as before. */
-export const fallbackNotice = (reason: string | undefined): string =>
+const fallbackNotice = (reason: string | undefined): string =>
   `Commands run without a sandbox in this session${reason === undefined ? "" : ` (${reason})`}, so each is asked for as before. ` +
   "`skein doctor` shows what the sandbox needs; \"sandbox\": \"off\" in Skein's config.json turns this notice off."
 
@@ -168,7 +169,11 @@ export const make = (options: Options) => (call: AnnouncedCall, tool: Gated, arg
         ...(preview.length > 0 ? { content: preview } : {})
       },
       options: choices
-    }).pipe(Effect.timeoutOption(options.timeoutMs))
+    }).pipe(
+      Effect.timeoutOption(options.timeoutMs),
+      Spans.permission(call.name, (answer) =>
+        answer._tag === "None" ? "timeout" : answer.value === undefined ? "unanswerable" : answer.value.outcome === "selected" ? answer.value.optionId : "cancelled")
+    )
     // The presenter went away before answering.
     if (answer._tag === "Some" && answer.value === undefined) return yield* unanswerable
     const given = answer._tag === "Some" ? answer.value : undefined

@@ -37,12 +37,12 @@ interface Pending {
 }
 
 /** How a turn's end went: logged (and published), refused by the store (kept for later), or not written because the session was taken over. */
-export type Ending =
+type Ending =
   | { readonly _tag: "Logged" }
   | { readonly _tag: "Refused"; readonly error: LogError }
   | { readonly _tag: "Lost"; readonly error: LogError }
 
-export interface Journal {
+interface Journal {
   /** Logs, folds and publishes a canonical event (after what the log misses); `committed` runs once it is logged. */
   readonly canonical: (turn: number | null, body: CanonicalBody, committed?: () => void) => Effect.Effect<void, LogError>
   /** Publishes an ephemeral event, numbered after the last logged one. */
@@ -65,7 +65,7 @@ export interface Journal {
   readonly lost: () => LogError | undefined
 }
 
-export interface Options {
+interface Options {
   readonly sessionId: string
   readonly writer: Writer
   readonly bus: Bus.Bus["Service"]

@@ -22,11 +22,13 @@ export interface Queued {
   readonly client?: Capabilities | undefined
   readonly by?: string | undefined
   readonly key?: string | undefined
+  /** The caller's trace context (W3C `traceparent`), the parent of the turn's span. */
+  readonly traceparent?: string | undefined
   /** The cancel epoch it was accepted in: older than the state's means cancelled. */
   readonly epoch: number
 }
 
-export interface Running {
+interface Running {
   readonly turn: number
   readonly presented: boolean
   /** Its loop has ended (`turn_end` logged). */
@@ -49,6 +51,7 @@ export type Input =
     readonly client?: Capabilities | undefined
     readonly by?: string | undefined
     readonly key?: string | undefined
+    readonly traceparent?: string | undefined
   }
   | { readonly _tag: "Cancel" }
   /** The turn's loop ended. */
@@ -93,6 +96,7 @@ export const step = (state: State, input: Input): readonly [State, ReadonlyArray
         ...(input.client !== undefined ? { client: input.client } : {}),
         ...(input.by !== undefined ? { by: input.by } : {}),
         ...(input.key !== undefined ? { key: input.key } : {}),
+        ...(input.traceparent !== undefined ? { traceparent: input.traceparent } : {}),
         epoch: state.epoch
       }
       const [after, outputs] = next({ ...state, accepted: turn, queue: [...state.queue, queued] })

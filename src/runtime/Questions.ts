@@ -7,6 +7,10 @@
  * then `unanswerable`). A question the session stops waiting for (the turn was cancelled, the
  * wait timed out) is withdrawn; so are the open questions of a turn whose presenter went away
  * (`abandon`), and their askers hear "nobody".
+ *
+ * A question may be shown in more than one place (an editor and a web monitor): the first
+ * answer wins, and the question is then withdrawn (`answered: true`) for everyone else, so no
+ * other place keeps offering it. A later answer finds no open question (`unknown_request`).
  */
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -15,7 +19,7 @@ import type { EphemeralBody } from "../log/Event.ts"
 import { SessionError } from "../session/Protocol.ts"
 import type { Answer } from "../Vocabulary.ts"
 
-export interface Questions {
+interface Questions {
   /** Asks the presenter of turn `turn`; None when nobody presents it (or it went away meanwhile). */
   readonly ask: (turn: number, body: (requestId: string) => EphemeralBody) => Effect.Effect<Option.Option<Answer>>
   readonly answer: (requestId: string, answer: Answer) => Effect.Effect<void, SessionError>
@@ -61,7 +65,12 @@ export const make = (options: {
         )
       }
       open.delete(requestId)
-      return Deferred.succeed(question.reply, Option.some(value))
+      // The asker has its answer before anyone hears of it; the withdrawal only tells the other
+      // places that show the question (an interrupted answerer may miss it: it answered).
+      return Effect.andThen(
+        Deferred.succeed(question.reply, Option.some(value)),
+        options.emit(question.turn, { type: "question_withdrawn", data: { requestId, answered: true } })
+      )
     })
 
   const abandon = (turn: number): Effect.Effect<void> =>

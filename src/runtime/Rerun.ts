@@ -35,7 +35,8 @@ import type { Session } from "../session/Protocol.ts"
 import { Config } from "./Config.ts"
 import { isModeId, type McpServer, type ModeId, type PermissionAsked } from "../Vocabulary.ts"
 import * as Compare from "./RerunCompare.ts"
-import { layer as RuntimeLayer, Runtime } from "./Runtime.ts"
+import { Runtime } from "./Api.ts"
+import { layer as RuntimeLayer } from "./Runtime.ts"
 
 export type { Difference, Report, TurnReport } from "./RerunCompare.ts"
 

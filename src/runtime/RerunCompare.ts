@@ -8,7 +8,9 @@
  * refused at a permission question (the wording of a refusal depends on how
  * it was refused: no answer, timeout, cancel).
  */
-import type { Canonical, ToolDetails } from "../log/Event.ts"
+import { absurd } from "effect/Function"
+import type { Canonical } from "../log/Event.ts"
+import type { ToolDetails } from "../Vocabulary.ts"
 import { INTERRUPTED_TOOL, INTERRUPTED_TURN } from "../log/Recovery.ts"
 import { CANCELLED_TOOL, NOT_LOGGED_TOOL, NOT_RUN_TOOL } from "./TurnEnd.ts"
 
@@ -115,6 +117,23 @@ const turnsOf = (events: ReadonlyArray<Canonical>): Array<Turn> => {
       case "turn_end":
         turn.end = event.data
         break
+      case "model_response":
+      case "model_partial":
+      case "mode_changed":
+      case "config_changed":
+      case "plan":
+      case "notice":
+      case "mcp_servers":
+      case "subagent":
+      case "compaction":
+      case "skill_activation":
+      case "turn_input":
+      case "undo":
+      case "checkpoint":
+      case "rewound":
+        break
+      default:
+        absurd(event)
     }
   }
   return out
@@ -123,7 +142,7 @@ const turnsOf = (events: ReadonlyArray<Canonical>): Array<Turn> => {
 const replaceAll = (text: string, from: string, to: string) => (from === to || from.length === 0 ? text : text.split(from).join(to))
 
 /** The first line where two texts differ, each side shortened, for a report. */
-export const firstDifference = (a: string, b: string): { readonly recorded: string; readonly rerun: string } => {
+const firstDifference = (a: string, b: string): { readonly recorded: string; readonly rerun: string } => {
   const la = a.split("\n")
   const lb = b.split("\n")
   let i = 0

@@ -27,7 +27,9 @@ import * as History from "../log/History.ts"
 import * as Recovery from "../log/Recovery.ts"
 import { isSessionId } from "../log/Listing.ts"
 import type * as Reader from "../log/Reader.ts"
-import { LogError, SessionLog, type Writer } from "../log/SessionLog.ts"
+import { SessionLog } from "../log/SessionLog.ts"
+import type { Writer } from "../log/Store.ts"
+import { LogError } from "../log/LogError.ts"
 import * as DynamicToolkit from "../mcp/DynamicToolkit.ts"
 import * as McpSession from "../mcp/McpSession.ts"
 import * as McpConfig from "../mcp/Config.ts"
@@ -35,6 +37,7 @@ import * as McpRecord from "../mcp/Record.ts"
 import * as ProviderConfig from "../providers/ProviderConfig.ts"
 import * as Sandbox from "../sandbox/Sandbox.ts"
 import * as Shadow from "../checkpoints/Shadow.ts"
+import type { SessionSandbox } from "../tools/Sandboxed.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
 import * as Definitions from "../agents/Definitions.ts"
 import * as Commands from "../commands/Commands.ts"
@@ -42,7 +45,9 @@ import * as Skills from "../skills/Skills.ts"
 import * as Prompt from "../providers/Prompt.ts"
 import { AGENT_TOOLS } from "../tools/agents.ts"
 import * as Toolkit from "../tools/Toolkit.ts"
+import * as BackgroundTools from "../tools/background.ts"
 import * as Bus from "./Bus.ts"
+import * as ChildReads from "./ChildReads.ts"
 import * as Ceiling from "../tools/Ceiling.ts"
 import type * as Children from "./Children.ts"
 import { Config, DEFAULT_MAX_LIVE_SESSIONS, EVICT_AFTER_IDLE_MS } from "./Config.ts"
@@ -62,8 +67,6 @@ import {
   RuntimeError,
   type SessionRecord
 } from "./Api.ts"
-
-export * from "./Api.ts"
 
 const fromLogError = (error: LogError): RuntimeError =>
   new RuntimeError({
@@ -162,7 +165,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
     /** The tools an agent gets: its list (or all of its parent's), without the agent tools at the last depth. */
     const toolsOf = (agent: Definitions.AgentDefinition, parentTools: Toolkit.Toolkit, depth: number, maxDepth: number) =>
       Toolkit.only(parentTools, (name) =>
-        (agent.tools === undefined || agent.tools.includes(name)) && (!AGENT_TOOLS.has(name) || depth < maxDepth))
+        (agent.tools === undefined || BackgroundTools.listed(agent.tools, name)) && (!AGENT_TOOLS.has(name) || depth < maxDepth))
 
     const childPrompt = (agent: Definitions.AgentDefinition) =>
       [
@@ -240,47 +243,29 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         return session
       }).pipe(asSession(request.id))
 
-    /**
-     * What a child reads once its parent has: the skills of the parent's turn (a child runs
-     * inside it) and what the system prompt says of the project, by cwd, kept for a minute.
-     */
-    const recent = new Map<string, { readonly at: number; skills?: ReadonlyArray<Skills.Skill>; project?: Prompt.Project }>()
-    const RECENT_MS = 60_000
-    const recentFor = (cwd: string) => {
-      const now = Date.now()
-      for (const [key, entry] of recent) if (now - entry.at > RECENT_MS) recent.delete(key)
-      let entry = recent.get(cwd)
-      if (entry === undefined) recent.set(cwd, entry = { at: now })
-      return entry
-    }
+    const provideFs = <A, E>(effect: Effect.Effect<A, E, FileSystem.FileSystem | Path.Path>) =>
+      effect.pipe(Effect.provideService(FileSystem.FileSystem, fs), Effect.provideService(Path.Path, path))
+    const discoverSkills = (cwd: string) =>
+      provideFs(Skills.discover({ cwd, home: config.home, userHome: config.userHome ?? os.homedir() }))
+    const childReads = yield* ChildReads.make({
+      skills: (cwd) => Effect.map(discoverSkills(cwd), (found) => found.skills),
+      project: (cwd) => provideFs(Prompt.load(cwd))
+    })
 
     /** The skills and commands of a session in `cwd` (children get the skills only: nobody types their prompts). */
     const extensionsFor = (cwd: string, commands: boolean): Effect.Effect<Session.Extensions> =>
       Effect.gen(function*() {
-        if (!commands) {
-          const known = recent.get(cwd)?.skills
-          if (known !== undefined) return { skills: known, commands: [] }
-        }
-        const found = yield* Skills.discover({ cwd, home: config.home, userHome: config.userHome ?? os.homedir() })
-        recentFor(cwd).skills = found.skills
-        if (!commands) return { skills: found.skills, commands: [] }
-        const listed = yield* Commands.discover({ cwd, home: config.home, skills: found.skills })
+        if (!commands) return { skills: yield* childReads.skills(cwd), commands: [] }
+        const found = yield* discoverSkills(cwd)
+        yield* childReads.remember(cwd, found.skills)
+        const listed = yield* provideFs(Commands.discover({ cwd, home: config.home, skills: found.skills }))
         return { skills: found.skills, commands: listed.commands }
-      }).pipe(Effect.provideService(FileSystem.FileSystem, fs), Effect.provideService(Path.Path, path))
-
-    /** A child's project (its parent's, read once a minute at most per cwd). */
-    const childProject = (cwd: string): Effect.Effect<Prompt.Project> =>
-      Effect.suspend(() => {
-        const known = recent.get(cwd)?.project
-        if (known !== undefined) return Effect.succeed(known)
-        return Prompt.load(cwd).pipe(
-          Effect.tap((project) => Effect.sync(() => void (recentFor(cwd).project = project))),
-          Effect.provideService(FileSystem.FileSystem, fs),
-          Effect.provideService(Path.Path, path)
-        )
       })
 
-    const depsFor = (id: string, cwd: string, writer: Writer, mcp: Mcp, sandbox: Sandbox.SessionSandbox | undefined): Session.Deps => {
+    /** A child's project (its parent's, read once a minute at most per cwd). */
+    const childProject = childReads.project
+
+    const depsFor = (id: string, cwd: string, writer: Writer, mcp: Mcp, sandbox: SessionSandbox | undefined): Session.Deps => {
       const servers = mcp.session
       return {
         bus,
@@ -321,7 +306,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
      * session answers), and records them when they changed: their settings
      * beside the log, what identifies them in it.
      */
-    const startMcp = (servers: ReadonlyArray<McpServer>, changed: boolean, writer: Writer, cwd: string, scope: Scope.Scope, sandbox: Sandbox.SessionSandbox | undefined) =>
+    const startMcp = (servers: ReadonlyArray<McpServer>, changed: boolean, writer: Writer, cwd: string, scope: Scope.Scope, sandbox: SessionSandbox | undefined) =>
       Effect.gen(function*() {
         if (changed) yield* McpRecord.save(writer, servers)
         const record: ReadonlyArray<CanonicalBody> = changed ? [{ type: "mcp_servers", data: { servers: McpRecord.summary(servers) } }] : []

@@ -28,11 +28,12 @@ import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { type Canonical, type CanonicalBody, type CommandRun, isEphemeral, type SessionEvent } from "../log/Event.ts"
 import * as History from "../log/History.ts"
-import type { LogError, Writer } from "../log/SessionLog.ts"
+import type { Writer } from "../log/Store.ts"
+import type { LogError } from "../log/LogError.ts"
 import * as Models from "../providers/Models.ts"
 import * as Prompt from "../providers/Prompt.ts"
 import type { Provider } from "../providers/Provider.ts"
-import type { SessionSandbox } from "../sandbox/Sandbox.ts"
+import type { SessionSandbox } from "../tools/Sandboxed.ts"
 import * as ClientCalls from "../session/ClientCalls.ts"
 import {
   type Command,
@@ -40,7 +41,6 @@ import {
   type Session as ProtocolSession,
   SessionError,
   type SessionInfo,
-  type Settings,
   type TurnOutcome
 } from "../session/Protocol.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
@@ -56,15 +56,15 @@ import * as Questions from "./Questions.ts"
 import * as Turn from "./Turn.ts"
 import * as TurnEnd from "./TurnEnd.ts"
 import * as Commands from "../commands/Commands.ts"
+import * as Latest from "./Latest.ts"
+import * as Spans from "../telemetry/Spans.ts"
 import * as Skills from "../skills/Skills.ts"
 import * as Undo from "../session/Undo.ts"
 import * as Checkpoints from "../checkpoints/Checkpoints.ts"
 import * as Rewind from "../checkpoints/Rewind.ts"
+import * as Background from "../tools/process/Background.ts"
 import * as Tool from "../tools/Tool.ts"
 import * as Toolkits from "../tools/Toolkit.ts"
-
-export { SessionError }
-export type { SessionInfo, Settings, TurnOutcome }
 
 /** A session live in this process: the protocol, and what the runtime that hosts it reads. */
 export interface Session extends ProtocolSession {
@@ -167,8 +167,6 @@ type Message =
   | { readonly _tag: "SetMode"; readonly mode: ModeId; readonly reply: Deferred.Deferred<void, SessionError> }
   | { readonly _tag: "SetConfig"; readonly id: string; readonly value: string; readonly reply: Deferred.Deferred<void, SessionError> }
 
-export { CANCELLED_TOOL, NOT_RUN_TOOL } from "./TurnEnd.ts"
-
 const defaultClosed = new SessionError({ reason: "closed", message: "The session is closed" })
 
 /**
@@ -210,6 +208,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
     // Completed when the session starts closing: requests waiting on the mailbox give up.
     const closing = yield* Deferred.make<void>()
     yield* deps.bus.register(info.id).pipe(Scope.provide(scope))
+    // The session's background commands: its turns start and read them; its scope's close kills them.
+    const background = yield* Background.make().pipe(Scope.provide(scope))
 
     /** Stamps, logs, folds and publishes events; keeps a turn's end the store refused for later (`Journal.ts`). */
     const journal = yield* Journal.make({ sessionId: info.id, writer: deps.writer, bus: deps.bus, history, lastSeq })
@@ -250,8 +250,9 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
       const cost = usage === undefined ? undefined : Models.cost(usage, model?.price)
       if (cost !== undefined) spent += cost
       const size = contextWindow()
-      if (size === undefined || used === undefined) return Effect.void
-      return emitEphemeral(turn, { type: "usage", data: { used, size, ...(spent > 0 || cost !== undefined ? { cost: spent } : {}) } })
+      const costed = Spans.cost(cost === undefined ? undefined : spent)
+      if (size === undefined || used === undefined) return costed
+      return Effect.andThen(costed, emitEphemeral(turn, { type: "usage", data: { used, size, ...(spent > 0 || cost !== undefined ? { cost: spent } : {}) } }))
     }
 
     /** The usage update that follows a logged event, if any. */
@@ -326,30 +327,10 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
      * refreshes it meanwhile (at most once a second), off the path to its first token (a new
      * skill file reaches the catalog a prompt later). The first read starts with the session.
      */
-    let known: Extensions | undefined
-    let readAt = 0
-    let reading = false
-    const read: Effect.Effect<Extensions> = deps.extensions === undefined
-      ? Effect.succeed(noExtensions)
-      : Effect.tap(deps.extensions, (found) => Effect.sync(() => {
-        known = found
-        readAt = Date.now()
-      }))
-    // Read again at most once a second: prompts in quick succession (a script, a benchmark) share one read.
-    const refresh = Effect.suspend(() => {
-      if (reading || Date.now() - readAt < 1_000) return Effect.void
-      reading = true
-      return Effect.forkIn(Effect.ensuring(read, Effect.sync(() => {
-        reading = false
-      })), scope)
-    })
+    const extensions = Latest.make(deps.extensions ?? Effect.succeed(noExtensions), { everyMs: 1_000, scope })
     const extensionsFor = (content: ReadonlyArray<UserBlock>): Effect.Effect<Extensions> =>
-      Effect.suspend(() => {
-        if (known === undefined || Commands.mayName(content)) return read
-        const last = known
-        return Effect.as(refresh, last)
-      })
-    if (deps.extensions !== undefined) yield* refresh
+      Commands.mayName(content) ? extensions.fresh : extensions.last
+    if (deps.extensions !== undefined) yield* extensions.refresh
 
     /**
      * A prompt with a text block that starts with `/name` of a known command (the last one)
@@ -557,7 +538,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
               : deps.runTurn !== undefined
               ? deps.runTurn(ctx)
               : Turn.run(ctx)
-            const fiber = yield* Effect.forkChild(restore(work.pipe(Effect.provideContext(deps.services))))
+            const fiber = yield* Effect.forkChild(restore(work.pipe(Effect.provideContext(deps.services), Effect.provideService(Background.Current, background))))
             loop = fiber
             // A cancel that arrived while the loop was being started.
             if (turns.epoch > q.epoch) yield* Fiber.interrupt(fiber)
@@ -578,10 +559,12 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
           // What the turn (and its children) left, to tell later changes by someone else from its own.
           if (checkpoints !== undefined) yield* checkpoints.after(q.turn)
           const ended = yield* finalize(q, state, exit, startLogged ? undefined : start)
+          // A turn whose end the log refused counts as failed.
+          yield* Spans.turnEnded(Exit.isSuccess(ended) ? ended.value : { stopReason: "end_turn", error: "its end was not logged" })
           const waiter = outcomes.get(q.turn)
           outcomes.delete(q.turn)
           if (waiter !== undefined) yield* Deferred.done(waiter, ended)
-        })
+        }).pipe(Spans.turn({ sessionId: info.id, turn: q.turn, agent: deps.agent, parentSessionId: info.parent?.sessionId, traceparent: q.traceparent }))
       ).pipe(Effect.ensuring(Queue.offer(mailbox, { _tag: "Turns", input: { _tag: "TurnDone", turn: q.turn } })))
 
     /**
@@ -796,7 +779,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
             presented: options?.unattended !== true,
             client: options?.client,
             by: options?.by,
-            ...(options?.key !== undefined ? { key: options.key } : {})
+            ...(options?.key !== undefined ? { key: options.key } : {}),
+            ...(options?.traceparent !== undefined ? { traceparent: options.traceparent } : {})
           })
           // However the stream ends, its presenter lets go of the turn (the next one may start).
           yield* Effect.addFinalizer(() => released(turn))

@@ -9,25 +9,26 @@
  */
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
+import type { CanonicalBody, EphemeralBody } from "../log/Event.ts"
 import type {
   AssistantPart,
-  CanonicalBody,
-  EphemeralBody,
   Location,
   ModelStop,
+  PermissionOption,
+  PermissionToolCall,
   StopReason,
   ToolKind,
   Usage,
   UserBlock
-} from "../log/Event.ts"
+} from "../Vocabulary.ts"
 import { appendPart, type History } from "../log/History.ts"
-import type { LogError } from "../log/SessionLog.ts"
+import type { LogError } from "../log/LogError.ts"
 import type { Provider, StreamPart } from "../providers/Provider.ts"
 import * as Tool from "../tools/Tool.ts"
-import type { PermissionOption, PermissionToolCall } from "../Vocabulary.ts"
 import type { Gated, PermissionAnswer, Prior } from "./Gate.ts"
 import type { Children } from "./Children.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
+import * as Spans from "../telemetry/Spans.ts"
 import * as Checkpoint from "./Checkpoint.ts"
 import * as Compaction from "./Compaction.ts"
 
@@ -194,7 +195,13 @@ const modelCall = (ctx: TurnContext, call: number): Effect.Effect<CallResult> =>
 }
 
 /** Runs one tool call: announce, execute, report. */
-export const runToolCall = (ctx: TurnContext, call: { readonly id: string; readonly name: string; readonly args: unknown }) =>
+const runToolCall = (ctx: TurnContext, call: { readonly id: string; readonly name: string; readonly args: unknown }) =>
+  Effect.suspend(() => {
+    const known = ctx.toolkit.get(call.name) !== undefined
+    return executeToolCall(ctx, call, known).pipe(Spans.toolCall({ id: call.id, name: call.name, known }))
+  })
+
+const executeToolCall = (ctx: TurnContext, call: { readonly id: string; readonly name: string; readonly args: unknown }, known: boolean) =>
   Effect.gen(function*() {
     const tool = ctx.toolkit.get(call.name)
     const decoded = tool === undefined ? undefined : yield* Effect.option(Tool.decodeArgs(tool, call.args))
@@ -212,7 +219,7 @@ export const runToolCall = (ctx: TurnContext, call: { readonly id: string; reado
     const permit: Permit = tool !== undefined && args !== undefined ? yield* ctx.permit(announced, tool, args) : { _tag: "allow" }
     if (permit._tag === "deny") {
       yield* ctx.emit.canonical({ type: "tool_result", data: { id: call.id, title: announced.title, ok: false, content: permit.reason } })
-      return
+      return yield* Spans.toolEnded(call.name, known, "denied")
     }
     yield* ctx.emit.ephemeral({ type: "tool_running", data: { id: call.id } })
     const output = tool === undefined
@@ -243,6 +250,7 @@ export const runToolCall = (ctx: TurnContext, call: { readonly id: string; reado
         ...(output.details !== undefined ? { details: output.details } : {})
       }
     })
+    yield* Spans.toolEnded(call.name, known, output.ok ? "ok" : "error")
   })
 
 /** Whether the conversation is compacted before call `call`: the provider says (a replay), or the threshold. */
@@ -282,22 +290,25 @@ export const run = (ctx: TurnContext) =>
         yield* failedCompaction(ctx, yield* Compaction.run(ctx, { trigger: "threshold", call: ++calls, window: ctx.window }))
       }
       const call = ++calls
-      const result = yield* modelCall(ctx, call)
-      // The response is complete; what follows (its log, the tools or the turn's end) waits one
-      // turn of the event loop, so that streams still running elsewhere (other sessions, a
-      // parent's other children) are read first: calls that end together then delay
-      // everyone's deltas by one call's end each, not by all of theirs.
-      yield* Effect.yieldNow
-      yield* ctx.emit.canonical({
-        type: "model_response",
-        data: {
-          call,
-          parts: result.parts,
-          stop: result.stop,
-          ...(result.usage !== undefined ? { usage: result.usage } : {}),
-          ...(result.failure !== undefined ? { error: result.failure } : {})
-        }
-      })
+      const result = yield* Effect.gen(function*() {
+        const result = yield* modelCall(ctx, call)
+        // The response is complete; what follows (its log, the tools or the turn's end) waits one
+        // turn of the event loop, so that streams still running elsewhere (other sessions, a
+        // parent's other children) are read first: calls that end together then delay
+        // everyone's deltas by one call's end each, not by all of theirs.
+        yield* Effect.yieldNow
+        yield* ctx.emit.canonical({
+          type: "model_response",
+          data: {
+            call,
+            parts: result.parts,
+            stop: result.stop,
+            ...(result.usage !== undefined ? { usage: result.usage } : {}),
+            ...(result.failure !== undefined ? { error: result.failure } : {})
+          }
+        })
+        return result
+      }).pipe(Spans.modelCall({ dialect: ctx.provider.name, model: ctx.model, call }))
       ctx.state.partial = undefined
       if (result.failure !== undefined) {
         // The context is full: compact, then try the call again, once in a turn.
@@ -342,5 +353,3 @@ export const compactNow = (ctx: TurnContext, focus: string | undefined) =>
     (outcome): TurnOutcome =>
       outcome._tag === "Compacted" ? { stopReason: "end_turn" } : { stopReason: "end_turn", error: `Could not compact the conversation: ${outcome.reason}.` }
   )
-
-export type { UserBlock }

@@ -6,7 +6,7 @@
  */
 
 /** What the sandbox refused, recognized in a command's output. */
-export type Refusal = "write" | "network"
+type Refusal = "write" | "network"
 
 const SIGNS: ReadonlyArray<{ readonly refusal: Refusal; readonly pattern: RegExp }> = [
   { refusal: "write", pattern: /Read-only file system|\bEROFS\b/ },

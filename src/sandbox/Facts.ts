@@ -6,7 +6,7 @@
  */
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
-import { type GitLayout, isInside, type Layout, SECRET_PLACES } from "./Policy.ts"
+import { type GitLayout, type Layout, SECRET_PLACES } from "./Policy.ts"
 
 // Most places looked at do not exist: asked without exceptions (a thrown error costs far more
 // than the system call).
@@ -84,7 +84,7 @@ const protect = (gitDir: string, readOnly: Array<string>, empty: Array<string>) 
  * and the directory of the branch it has checked out; the rest of the shared repository stays
  * read-only.
  */
-export const gitLayout = (root: string): GitLayout | undefined => {
+const gitLayout = (root: string): GitLayout | undefined => {
   const dotGit = NodePath.join(root, ".git")
   const type = kind(dotGit)
   const writable: Array<string> = []
@@ -124,7 +124,7 @@ export const gitLayout = (root: string): GitLayout | undefined => {
   return { writable, readOnly, empty }
 }
 
-export interface Places {
+interface Places {
   /** The session's roots (the cwd first). */
   readonly roots: ReadonlyArray<string>
   /** Configured places commands may write besides the roots. */
@@ -172,5 +172,3 @@ export const layout = (places: Places, readOnly: boolean): Layout => {
   }
   return { cwd, writable, readOnly, tmp: places.tmp, hiddenDirs, hiddenFiles, git, varRunIsDirectory }
 }
-
-export { isInside }

@@ -17,7 +17,7 @@ export const normalize = (host: string): string => {
   return lower.startsWith("[") && lower.endsWith("]") ? lower.slice(1, -1) : lower
 }
 
-export const isIpLiteral = (host: string): boolean => /^\d{1,3}(\.\d{1,3}){3}$/.test(host) || (host.includes(":") && /^[0-9a-f:.]+$/i.test(host))
+const isIpLiteral = (host: string): boolean => /^\d{1,3}(\.\d{1,3}){3}$/.test(host) || (host.includes(":") && /^[0-9a-f:.]+$/i.test(host))
 
 /** The entry that admits `host`, if any. */
 export const admittedBy = (allow: ReadonlyArray<string>, host: string): string | undefined => {
@@ -37,7 +37,7 @@ const ipv4 = (address: string): ReadonlyArray<number> | undefined => {
 }
 
 /** Loopback, unspecified or link-local: this machine, or its cloud's metadata service. */
-export const isLocalAddress = (address: string): boolean => {
+const isLocalAddress = (address: string): boolean => {
   const lower = address.toLowerCase()
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(lower)
   const v4 = ipv4(mapped !== null ? mapped[1]! : lower)

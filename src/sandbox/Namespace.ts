@@ -32,7 +32,7 @@ export interface Namespace {
 const START_MS = 15_000
 
 /** What runs in the network namespace when commands reach the proxy through it. */
-export const FORWARDER = `const net = require("node:net")
+const FORWARDER = `const net = require("node:net")
 const target = process.env.SKEIN_PROXY_SOCKET
 const server = net.createServer((c) => {
   const u = net.connect(target)

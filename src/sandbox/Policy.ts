@@ -59,7 +59,7 @@ export interface Layout {
   readonly varRunIsDirectory: boolean
 }
 
-export const isInside = (dir: string, path: string): boolean =>
+const isInside = (dir: string, path: string): boolean =>
   path === dir || path.startsWith(dir === "/" ? "/" : `${dir}/`)
 
 /** Directories replaced as a whole before the roots are bound: what lies below them is not seen. */
@@ -119,9 +119,9 @@ export interface Tools {
 }
 
 /** Descriptors a command inherits: the session's namespaces (user, network) and the seccomp filter. */
-export const USERNS_FD = 3
-export const NETNS_FD = 4
-export const SECCOMP_FD = 5
+const USERNS_FD = 3
+const NETNS_FD = 4
+const SECCOMP_FD = 5
 
 /**
  * The whole command line: enter the session's user and network namespaces (their

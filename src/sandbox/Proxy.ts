@@ -20,12 +20,12 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Hosts from "./Hosts.ts"
 
-export interface Proxy {
+interface Proxy {
   readonly socket: string
 }
 
 /** The answer to a refused request: a short text that names the sandbox. */
-export const refusal = (host: string, why: string): string =>
+const refusal = (host: string, why: string): string =>
   `Skein's sandbox blocked ${host}: ${why}. Hosts are opened with "sandbox": {"network": {"allow": [...]}} in Skein's config.json.\n`
 
 const FORBIDDEN_HEADERS = new Set(["proxy-authorization", "proxy-connection", "connection", "keep-alive", "upgrade"])

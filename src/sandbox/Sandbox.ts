@@ -34,21 +34,17 @@ import * as Blocked from "./Blocked.ts"
 import type { Settings } from "./Settings.ts"
 
 /** Whether commands can run sandboxed here. */
-export type Availability =
+type Availability =
   | { readonly _tag: "available"; readonly tools: Policy.Tools; readonly seccomp: boolean }
   | { readonly _tag: "unavailable"; readonly reason: string }
 
-export type { Launch, Placement, Program, SessionSandbox } from "../tools/Sandboxed.ts"
-
-export interface Manager {
+interface Manager {
   readonly settings: Settings
   /** Probed on first use, then kept. */
   readonly availability: Effect.Effect<Availability>
   /** A session's sandbox; what it makes goes with the scope. */
   readonly session: (where: { readonly cwd: string; readonly roots: ReadonlyArray<string> }) => Effect.Effect<SessionSandbox, never, Scope.Scope>
 }
-
-export { findTools } from "./Detect.ts"
 
 /** Skein's own directory for sockets, filters and the sessions' /tmp: private to this user and this process. */
 const runtimeDirectory = (): string => {

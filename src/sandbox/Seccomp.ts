@@ -12,7 +12,7 @@
  * refused whole, as is every x32 call.
  */
 
-export type Arch = "x64" | "arm64"
+type Arch = "x64" | "arm64"
 
 const AF_UNIX = 1
 const AF_VSOCK = 40

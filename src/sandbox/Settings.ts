@@ -14,7 +14,7 @@
 
 export type Mode = "auto" | "required" | "off"
 
-export const MODES: ReadonlyArray<Mode> = ["auto", "required", "off"]
+const MODES: ReadonlyArray<Mode> = ["auto", "required", "off"]
 
 export interface Settings {
   readonly mode: Mode
@@ -34,12 +34,12 @@ export const ofMode = (mode: Mode): Settings => ({ ...DEFAULT, mode })
 /** What an embedder's configuration says (a mode, whole settings, or nothing: `auto`), as settings. */
 export const normalize = (value: Mode | Settings | undefined): Settings => (typeof value === "object" ? value : ofMode(value ?? "auto"))
 
-export const isMode = (value: unknown): value is Mode => typeof value === "string" && (MODES as ReadonlyArray<string>).includes(value)
+const isMode = (value: unknown): value is Mode => typeof value === "string" && (MODES as ReadonlyArray<string>).includes(value)
 
 /** A host name, an IPv4 address, a bracketed IPv6 address, or `*.` and a name. */
 const HOST = /^(\*\.)?([a-z0-9_]([a-z0-9_-]{0,62})?)(\.[a-z0-9_]([a-z0-9_-]{0,62})?)*\.?$|^\[[0-9a-f:.]+\]$|^[0-9a-f:]+:[0-9a-f:.]*$/i
 
-export const isHostPattern = (value: string): boolean => value.length <= 253 && HOST.test(value)
+const isHostPattern = (value: string): boolean => value.length <= 253 && HOST.test(value)
 
 const KEYS = new Set(["mode", "network", "denyRead", "allowWrite"])
 
@@ -47,7 +47,7 @@ const KEYS = new Set(["mode", "network", "denyRead", "allowWrite"])
  * Expands a configured path: absolute, or `~`/`~/…` under `home`. Anything else (relative,
  * `~user`) is refused: a path that means something else in each directory protects nothing.
  */
-export const expandPath = (raw: string, home: string): string | undefined => {
+const expandPath = (raw: string, home: string): string | undefined => {
   if (raw === "~") return home
   if (raw.startsWith("~/")) return `${home.replace(/\/+$/, "")}/${raw.slice(2)}`.replace(/\/+$/, "") || "/"
   if (raw.startsWith("/") && !raw.includes("\0")) return raw.length > 1 ? raw.replace(/\/+$/, "") : raw

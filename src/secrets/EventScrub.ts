@@ -12,7 +12,7 @@
 import type { CanonicalBody, EphemeralBody } from "../log/Event.ts"
 import * as Secrets from "./Secrets.ts"
 
-export interface EventScrub {
+interface EventScrub {
   readonly canonical: <B extends CanonicalBody>(body: B) => B
   /** What to publish for an ephemeral body: usually the body itself, maybe nothing yet, maybe held text first. */
   readonly ephemeral: (body: EphemeralBody) => ReadonlyArray<EphemeralBody>

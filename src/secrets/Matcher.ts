@@ -17,7 +17,7 @@
 
 export const MARKER = "[redacted]"
 /** The shortest suffix of a chunk that is held back when it may begin a secret. */
-export const MIN_HOLD = 3
+const MIN_HOLD = 3
 
 interface Node {
   readonly next: Map<number, Node>

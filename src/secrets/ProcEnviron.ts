@@ -46,7 +46,7 @@ const region = (): Region | undefined => {
  * Blanks, in the environment block, the values of the variables `isSecret`
  * names. Returns the names blanked by this call.
  */
-export const hide = (isSecret: (name: string, value: string) => boolean): ReadonlyArray<string> => {
+const hide = (isSecret: (name: string, value: string) => boolean): ReadonlyArray<string> => {
   if (process.platform !== "linux") return []
   const wanted: Array<string> = []
   for (const name in process.env) {

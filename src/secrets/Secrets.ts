@@ -37,7 +37,7 @@ import * as Shapes from "./Shapes.ts"
 
 export const MARKER = Matcher.MARKER
 /** Values shorter than this are not redacted from text (only kept out of child environments). */
-export const MIN_LENGTH = 8
+const MIN_LENGTH = 8
 /** Shorter values are not remembered at all (a secret variable is still left out of child environments by its name). */
 const MIN_EXACT = 4
 
@@ -77,7 +77,7 @@ export const hasCredentialUrl = (value: string): boolean => HAS_CREDENTIAL_URL.t
  * A word, a number, a path or a name (`production`, `8080`, `/srv/data`, `my-org`) is not;
  * redacting those would mangle every path and message that mentions them.
  */
-export const looksLikeCredential = (value: string): boolean => {
+const looksLikeCredential = (value: string): boolean => {
   if (value.length < MIN_LENGTH || /\s/.test(value) || PATH.test(value) || URL_LIKE.test(value)) return false
   const lower = /[a-z]/.test(value)
   const upper = /[A-Z]/.test(value)
@@ -118,7 +118,7 @@ const formsOf = (value: string): Array<string> => {
 /** Bytes of UTF-8 text as a latin1 string (one character per byte), for matching raw output. */
 const asLatin1 = (text: string): string => Buffer.from(text, "utf8").toString("latin1")
 
-export type Env = Readonly<Record<string, string | undefined>>
+type Env = Readonly<Record<string, string | undefined>>
 
 export interface Registry {
   /** A value that is secret whatever it looks like (a provider key). */

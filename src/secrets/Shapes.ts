@@ -28,7 +28,7 @@ const LONGEST_WORD = 24
  * Whether what follows a key word is no value: a placeholder wherever it is; in a sentence
  * (`data` false: unquoted, after `:` or `Bearer`), also a word or a variable's name.
  */
-export const isNoValue = (candidate: string, data: boolean): boolean => {
+const isNoValue = (candidate: string, data: boolean): boolean => {
   const bare = candidate.replace(TRAILING, "")
   if (bare.length === 0 || PLACEHOLDER.test(bare) || PLACEHOLDER.test(candidate)) return true
   if (data) return false

@@ -13,11 +13,8 @@ import * as Acp from "../acp/index.ts"
 import type * as Peer from "../jsonrpc/Peer.ts"
 import * as Protocol from "../jsonrpc/Protocol.ts"
 import type { SessionEvent } from "../log/Event.ts"
-import type { Session } from "../session/Protocol.ts"
 import type { Capabilities } from "../session/ClientCalls.ts"
 import type { Answer, ClientCall, PermissionAsked } from "../Vocabulary.ts"
-
-export type { Capabilities }
 
 export interface Settings {
   /** Read and write files through the client when it offers `fs` (default true). */
@@ -37,9 +34,6 @@ export type Question = SessionEvent & (
   | { readonly type: "permission_asked"; readonly data: PermissionAsked }
   | { readonly type: "client_call"; readonly data: ClientCall }
 )
-
-export const isQuestion = (event: SessionEvent): event is Question =>
-  event.type === "permission_asked" || event.type === "client_call"
 
 const decodePermission = Schema.decodeUnknownEffect(Acp.Client.RequestPermissionResponse)
 
@@ -104,14 +98,6 @@ const clientCall = (peer: Peer.Peer, sessionId: string, data: ClientCall, sent: 
     Effect.map((result): Answer => ({ outcome: "result", result })),
     Effect.catch((error) => Effect.succeed<Answer>({ outcome: "error", message: error.message }))
   )
-
-/**
- * Asks the client one of the session's questions and gives the session its answer. `sent`
- * completes once the request is queued for writing, so the caller can keep what follows the
- * question behind it.
- */
-export const ask = (peer: Peer.Peer, session: Session, question: Question, sent: Deferred.Deferred<void>): Effect.Effect<void> =>
-  askOn(peer, session.id, (answer) => session.answer(question.data.requestId, answer), question, sent)
 
 /**
  * Asks the client a question on session `sessionId` and gives `answer` the response: for a

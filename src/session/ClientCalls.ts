@@ -16,10 +16,8 @@ export interface Capabilities {
   readonly terminal: boolean
 }
 
-export const none: Capabilities = { readTextFile: false, writeTextFile: false, terminal: false }
-
 /** Puts one operation to the presenter and waits for its answer (interruption withdraws it). */
-export type Call = (op: ClientOp, toolCallId?: string) => Effect.Effect<Answer>
+type Call = (op: ClientOp, toolCallId?: string) => Effect.Effect<Answer>
 
 const decodeRead = Schema.decodeUnknownEffect(ClientResults["fs/read_text_file"])
 const decodeCreate = Schema.decodeUnknownEffect(ClientResults["terminal/create"])

@@ -105,7 +105,12 @@ export const TurnOptions = Schema.Struct({
    * events (from its log, then live) — so a request sent again after its connection or its
    * runner died never runs a prompt twice.
    */
-  key: Schema.optionalKey(Schema.String)
+  key: Schema.optionalKey(Schema.String),
+  /**
+   * The caller's W3C trace context (`traceparent`): the turn's span continues that trace (an
+   * editor's `_meta.traceparent`, a parent session's tool call). Ignored when malformed.
+   */
+  traceparent: Schema.optionalKey(Schema.String)
 })
 export type TurnOptions = typeof TurnOptions.Type
 

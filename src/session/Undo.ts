@@ -90,7 +90,7 @@ export const lastChangingTurn = (events: ReadonlyArray<Canonical>): number | und
 }
 
 /** One file a turn changed: its content before the turn's first change and after its last. */
-export interface FileChange {
+interface FileChange {
   /** Absolute: the real path the tool resolved. */
   readonly path: string
   /** Null: the turn created it. */
@@ -134,7 +134,7 @@ export type Result =
   | { readonly restored: Array<string>; readonly removed: Array<string> }
   | { readonly refused: string }
 
-export interface Options {
+interface Options {
   /** Every directory the session may touch: the cwd first, then additional directories. */
   readonly roots: ReadonlyArray<string>
   /** The session's working directory: paths are shown relative to it. */

@@ -86,10 +86,10 @@ export const NAME = /^[a-z0-9][a-z0-9-]{0,63}$/
 /** Larger files are not skills (and are not read whole). */
 export const MAX_FILE_BYTES = 256 * 1024
 
-export const FILE_NAME = "SKILL.md"
+const FILE_NAME = "SKILL.md"
 
 /** A skill's instructions could not be read when it was asked for. The message names the file. */
-export class SkillError extends Schema.TaggedError<SkillError>()("SkillError", {
+class SkillError extends Schema.TaggedError<SkillError>()("SkillError", {
   reason: Schema.Literals(["not_found", "unreadable", "too_large"]),
   message: Schema.String
 }) {}
@@ -112,7 +112,7 @@ const flagOr = (values: ReadonlyMap<string, FrontMatter.Value>, key: string, fal
  * A `SKILL.md`'s skill, or why it is not one; `problems` may also hold what was wrong but did not
  * keep it out (a flag that is not `true` or `false`).
  */
-export const parse = (
+const parse = (
   content: string,
   where: { readonly dir: string; readonly path: string; readonly scope: Skill["scope"]; readonly folder: string; readonly root: string }
 ): { readonly skill?: Skill | undefined; readonly problems: ReadonlyArray<string> } => {

@@ -45,7 +45,7 @@ export const outsideMessage = (root: string) => `it leads outside ${root} (throu
 const changedMessage = "it changed while it was being read (a symbolic link appeared on its path), so it is not read"
 
 /** What a path is, seen from its root. */
-export type Kind =
+type Kind =
   | { readonly _tag: "missing" }
   | { readonly _tag: "outside" }
   | { readonly _tag: "directory"; readonly real: string }
@@ -78,7 +78,7 @@ const failureCode = (error: SafeFs.Failure): string | undefined =>
   error._tag === "PlatformError" && error.reason._tag !== "BadArgument" ? codeOf(error.reason.cause) : undefined
 
 /** A folder's entries. */
-export type Listing =
+type Listing =
   | { readonly _tag: "missing" }
   | { readonly _tag: "entries"; readonly real: string; readonly names: ReadonlyArray<string> }
   | { readonly _tag: "refused"; readonly message: string }
@@ -120,14 +120,14 @@ export const list = (dir: string, root: string): Effect.Effect<Listing> =>
   })
 
 /** A file's text, or why there is none. */
-export type Read =
+type Read =
   | { readonly _tag: "text"; readonly text: string; readonly truncated: boolean }
   | { readonly _tag: "missing" }
   | { readonly _tag: "directory" }
   | { readonly _tag: "refused"; readonly reason: Reason; readonly message: string }
 
 /** Why a file was not read: a link out of its root, changed while read, not a regular file, too large, or an error. */
-export type Reason = "outside" | "changed" | "special" | "too_large" | "unreadable"
+type Reason = "outside" | "changed" | "special" | "too_large" | "unreadable"
 
 const KIB = 1024
 const special = { _tag: "refused", reason: "special", message: "it is not a regular file (a FIFO, socket or device), so it is not read" } as const

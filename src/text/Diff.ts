@@ -13,7 +13,7 @@ export interface Line {
   readonly text: string
 }
 
-export interface Options {
+interface Options {
   readonly context?: number | undefined
   /** Lines returned at most; past it, one `more` line says how many were left out. */
   readonly maxLines?: number | undefined
@@ -30,7 +30,7 @@ const ADDED: Op = 2
 const MAX_WORK = 5_000_000
 const MAX_LINE_CHARS = 240
 
-export const splitLines = (text: string): Array<string> => {
+const splitLines = (text: string): Array<string> => {
   if (text.length === 0) return []
   const lines = text.split("\n")
   if (lines[lines.length - 1] === "") lines.pop()

@@ -9,7 +9,7 @@ import * as nodeFs from "node:fs"
 import type * as PlatformError from "effect/PlatformError"
 
 /** The system error code (`EACCES`, `ENOTDIR`…) of a platform error, when it has one. */
-export const errorCode = (error: PlatformError.PlatformError): string | undefined => {
+const errorCode = (error: PlatformError.PlatformError): string | undefined => {
   const cause = error.reason._tag === "BadArgument" ? undefined : (error.reason.cause as { readonly code?: unknown } | undefined)
   return typeof cause?.code === "string" ? cause.code : undefined
 }

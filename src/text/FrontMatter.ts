@@ -30,12 +30,12 @@ export type Value =
   | { readonly _tag: "invalid"; readonly message: string; readonly raw?: string | undefined }
 
 /** Why the front matter could not be read, as a reason a caller may word its own way and a message. */
-export interface SplitProblem {
+interface SplitProblem {
   readonly reason: "missing" | "unterminated" | "invalid"
   readonly message: string
 }
 
-export interface Split {
+interface Split {
   /** The keys and values; empty when there is no front matter, or it could not be read. */
   readonly values: ReadonlyMap<string, Value>
   /**

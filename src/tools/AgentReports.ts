@@ -16,7 +16,7 @@ const mark = (state: ChildReport["state"]) =>
   state === "idle" ? "✓" : state === "running" ? "…" : state === "closed" ? "•" : "✗"
 
 /** One child in a line: what became of it, and the start of its answer or error. */
-export const child = (report: ChildReport): string => {
+const child = (report: ChildReport): string => {
   const state = report.state === "idle" ? "done" : report.state.replace("_", " ")
   const said = report.error ?? report.answer
   const branch = report.branch !== undefined ? ` (its changes are on ${report.branch})` : ""

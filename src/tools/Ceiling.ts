@@ -29,13 +29,13 @@ export interface Ceiling {
 export const REACH: Readonly<Record<ModeId, number>> = { plan: 0, default: 1, acceptEdits: 2, bypassPermissions: 3 }
 
 /** The narrower of two modes. */
-export const narrower = (a: ModeId, b: ModeId): ModeId => (REACH[a] <= REACH[b] ? a : b)
+const narrower = (a: ModeId, b: ModeId): ModeId => (REACH[a] <= REACH[b] ? a : b)
 
 /** Whether `mode` allows more than `than`. */
 export const broader = (mode: ModeId, than: ModeId): boolean => REACH[mode] > REACH[than]
 
 /** What a session is allowed by itself: its mode, whether its agent is read-only, its own rules. */
-export interface Own {
+interface Own {
   readonly mode: ModeId
   readonly readOnly?: boolean | undefined
   readonly rules: ReadonlyArray<PermissionRule>

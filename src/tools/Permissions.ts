@@ -32,7 +32,7 @@ import type { PermissionScope, Tool } from "./Tool.ts"
  */
 export type Subject<A = any> = Pick<Tool<A>, "name" | "kind" | "mutating" | "scope">
 
-export type OptionKind = "allow_once" | "allow_always" | "reject_once" | "reject_always"
+type OptionKind = "allow_once" | "allow_always" | "reject_once" | "reject_always"
 
 export interface Rule {
   readonly decision: "allow" | "reject"
@@ -42,7 +42,7 @@ export interface Rule {
   readonly label: string
 }
 
-export type Verdict =
+type Verdict =
   /** `readOnly`: allowed because the command only reads; it runs in its confined form. */
   | { readonly _tag: "allow"; readonly readOnly?: true | undefined }
   | { readonly _tag: "deny"; readonly reason: string }
@@ -62,7 +62,7 @@ const isInside = (dir: string, path: string): boolean =>
 const toolScope = (tool: Subject): PermissionScope => ({ kind: "tool", value: tool.name, label: `${tool.name} calls` })
 
 /** Whether a remembered rule covers a call with this scope (and full command, for commands). */
-export const covers = (rule: Rule, tool: Subject, scope: PermissionScope, command: string | undefined): boolean => {
+const covers = (rule: Rule, tool: Subject, scope: PermissionScope, command: string | undefined): boolean => {
   if (rule.kind === "tool") return rule.value === tool.name
   if (scope.kind !== rule.kind) return false
   if (rule.kind === "path") return tool.kind === "edit" && isInside(rule.value, scope.value)
@@ -71,7 +71,7 @@ export const covers = (rule: Rule, tool: Subject, scope: PermissionScope, comman
   return command !== undefined && matchesCommandPrefix(command, rule.value)
 }
 
-export interface Input<A> {
+interface Input<A> {
   readonly mode: ModeId
   readonly rules: ReadonlyArray<Rule>
   readonly tool: Subject<A>

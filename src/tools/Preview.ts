@@ -12,9 +12,9 @@ import * as SafeFs from "../fs/SafeFs.ts"
 import * as Workspace from "./Workspace.ts"
 
 /** Files above this size get no preview: the request would be too big to show, or to send. */
-export const MAX_PREVIEW_BYTES = 1024 * 1024
+const MAX_PREVIEW_BYTES = 1024 * 1024
 
-export interface Current {
+interface Current {
   /** The resolved absolute path. */
   readonly path: string
   /** The file's text, or null when it does not exist yet. */

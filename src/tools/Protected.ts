@@ -23,7 +23,7 @@ const GIT_DIR_MARKS = ["config", "objects", "refs", "commondir", "gitdir"]
 const IGNORABLE = /[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]/g
 
 /** Why a path is protected by its name alone, or undefined. */
-export const byName = (absolute: string): string | undefined => {
+const byName = (absolute: string): string | undefined => {
   // Case-insensitive file systems, and the code points HFS+ ignores in names, as git itself does.
   const parts = absolute.toLowerCase().replace(IGNORABLE, "").split("/").filter((p) => p !== "")
   if (parts.some((p) => p === ".git" || p === "git~1")) return "a git repository's own files"

@@ -12,10 +12,8 @@
 import { type Check, ruleFor } from "./commands/Allowlist.ts"
 import { parsePipeline, type Segment, type Word } from "./commands/Shell.ts"
 
-export { parsePipeline }
-
 /** One stage of a read-only pipeline and what must be checked before it runs. */
-export interface Stage {
+interface Stage {
   readonly program: string
   readonly check: Check
   /** Files read through `< file`, relative to the shell's directory. */

@@ -10,9 +10,8 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { FileSystem } from "effect/FileSystem"
 import type { Path } from "effect/Path"
-import type { Location, ToolDetails, ToolKind } from "../log/Event.ts"
+import type { Location, ProposedDiff, ToolDetails, ToolKind } from "../Vocabulary.ts"
 import type { SessionSandbox } from "./Sandboxed.ts"
-import type { ProposedDiff } from "../Vocabulary.ts"
 import type { Agents } from "./agents.ts"
 
 /** What a tool returns: text for the model, details for presenters. */

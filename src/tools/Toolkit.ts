@@ -3,6 +3,7 @@
  */
 import type { ToolSpec } from "../Vocabulary.ts"
 import { tools as agentTools } from "./agents.ts"
+import { tools as backgroundTools } from "./background.ts"
 import { bash } from "./bash.ts"
 import { edit } from "./edit.ts"
 import { glob } from "./glob.ts"
@@ -32,7 +33,7 @@ export const make = (tools: ReadonlyArray<Tool.Tool>): Toolkit => {
 }
 
 /** The built-in tools: the workspace's, and those that delegate to subagents. */
-export const builtin = (): Toolkit => make([read, write, edit, bash, grep, glob, update_plan, skill, ...agentTools])
+export const builtin = (): Toolkit => make([read, write, edit, bash, ...backgroundTools, grep, glob, update_plan, skill, ...agentTools])
 
 /** The same tools without some (a child that may not delegate, an agent with a tool list). */
 export const only = (toolkit: Toolkit, keep: (name: string) => boolean): Toolkit => ({

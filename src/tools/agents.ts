@@ -36,7 +36,7 @@ export interface SpawnRequest {
   readonly toolCallId: string
 }
 
-export interface WorkflowStep {
+interface WorkflowStep {
   readonly id: string
   readonly task: string
   readonly agent?: string | undefined
@@ -115,7 +115,7 @@ const SpawnParams = Schema.Struct({
   timeout_ms: Schema.optionalKey(PositiveInt.annotate({ description: "Stop the child after this long (default and maximum: the configured limit, 15 minutes)" }))
 })
 
-export const spawn_agent = Tool.define<typeof SpawnParams.Type>({
+const spawn_agent = Tool.define<typeof SpawnParams.Type>({
   name: "spawn_agent",
   kind: "think",
   mutating: false,
@@ -139,7 +139,7 @@ const WaitParams = Schema.Struct({
   offset: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)).annotate({ description: "Read a long answer from this character on (a truncated answer says where to go on)" }))
 })
 
-export const wait_agent = Tool.define<typeof WaitParams.Type>({
+const wait_agent = Tool.define<typeof WaitParams.Type>({
   name: "wait_agent",
   kind: "think",
   mutating: false,
@@ -158,7 +158,7 @@ const SendParams = Schema.Struct({
   message: Schema.String.annotate({ description: "Its next prompt (it remembers its earlier work)" })
 })
 
-export const send_input = Tool.define<typeof SendParams.Type>({
+const send_input = Tool.define<typeof SendParams.Type>({
   name: "send_input",
   kind: "other",
   mutating: false,
@@ -171,7 +171,7 @@ export const send_input = Tool.define<typeof SendParams.Type>({
 
 const CloseParams = Schema.Struct({ id: Schema.String.annotate({ description: "The child's id" }) })
 
-export const close_agent = Tool.define<typeof CloseParams.Type>({
+const close_agent = Tool.define<typeof CloseParams.Type>({
   name: "close_agent",
   kind: "other",
   mutating: false,
@@ -184,7 +184,7 @@ export const close_agent = Tool.define<typeof CloseParams.Type>({
 
 const ListParams = Schema.Struct({})
 
-export const list_agents = Tool.define<typeof ListParams.Type>({
+const list_agents = Tool.define<typeof ListParams.Type>({
   name: "list_agents",
   kind: "other",
   mutating: false,
@@ -209,7 +209,7 @@ const WorkflowParams = Schema.Struct({
   timeout_ms: Schema.optionalKey(PositiveInt.annotate({ description: "Stop the whole workflow after this long; steps still running count as timed out" }))
 })
 
-export const run_workflow = Tool.define<typeof WorkflowParams.Type>({
+const run_workflow = Tool.define<typeof WorkflowParams.Type>({
   name: "run_workflow",
   kind: "think",
   mutating: false,

@@ -9,6 +9,11 @@
  * process's minus secrets (`secrets/Secrets.ts`). Secret values are redacted
  * from the output as it arrives, before it is bounded, so a cut never leaves
  * part of one behind. A non-zero exit is a result with `ok: false`.
+ *
+ * `run_in_background: true` starts the command the same way (the gate asks about it as about
+ * any command; the sandbox takes it as any command) in the session's background
+ * (`process/Background.ts`) and answers with its id at once; `bash_output` and `kill_shell`
+ * (`background.ts`) read and stop it. Those always run locally, never in a client's terminal.
  */
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -18,6 +23,7 @@ import * as Schema from "effect/Schema"
 import * as ProcEnviron from "../secrets/ProcEnviron.ts"
 import * as Secrets from "../secrets/Secrets.ts"
 import * as GitGuard from "./commands/GitGuard.ts"
+import * as Background from "./process/Background.ts"
 import { BASH } from "./commands/Shell.ts"
 import * as OutputBuffer from "./process/OutputBuffer.ts"
 import * as ProcessGroup from "./process/ProcessGroup.ts"
@@ -26,11 +32,11 @@ import type * as Sandbox from "./Sandboxed.ts"
 import * as Tool from "./Tool.ts"
 
 export const DEFAULT_TIMEOUT_MS = 120_000
-export const MAX_TIMEOUT_MS = 600_000
-export const HEAD_BYTES = OutputBuffer.DEFAULT_HEAD_BYTES
-export const TAIL_BYTES = OutputBuffer.DEFAULT_TAIL_BYTES
+const MAX_TIMEOUT_MS = 600_000
+const HEAD_BYTES = OutputBuffer.DEFAULT_HEAD_BYTES
+const TAIL_BYTES = OutputBuffer.DEFAULT_TAIL_BYTES
 /** How often running output is pushed to presenters (at most). */
-export const PROGRESS_INTERVAL_MS = 150
+const PROGRESS_INTERVAL_MS = 150
 /** After the shell exits, how long output may keep arriving before leftovers are killed. */
 const DRAIN_MS = 100
 
@@ -42,9 +48,12 @@ const Params = Schema.Struct({
   reason: Schema.optionalKey(Schema.String.annotate({ description: "Why the command must run outside the sandbox (shown to the user with sandbox: false)" })),
   timeout_ms: Schema.optionalKey(
     Schema.Int.check(Schema.isGreaterThan(0), Schema.isLessThanOrEqualTo(MAX_TIMEOUT_MS)).annotate({
-      description: `Timeout in milliseconds (default ${DEFAULT_TIMEOUT_MS}, at most ${MAX_TIMEOUT_MS})`
+      description: `Timeout in milliseconds (default ${DEFAULT_TIMEOUT_MS}, at most ${MAX_TIMEOUT_MS}; in the background: none unless given)`
     })
-  )
+  ),
+  run_in_background: Schema.optionalKey(Schema.Boolean.annotate({
+    description: "true: start the command and return its id at once (a dev server, a watcher); read its output with bash_output, stop it with kill_shell"
+  }))
 })
 type Params = typeof Params.Type
 
@@ -172,6 +181,42 @@ const run = Effect.fn("bash.run")(function*(args: Params, timeoutMs: number, ctx
   ).pipe(Effect.catch((reason: string) => Effect.succeed(Tool.error(`Not run: ${reason}`))))
 })
 
+/**
+ * Starts the command in the session's background (`Background.ts`) and says its id. Always
+ * local, never in a client's terminal (a terminal is gone with the call that made it); in the
+ * sandbox exactly as a foreground command would be: `prepare`'s descriptors are inherited
+ * before it returns.
+ */
+const runInBackground = Effect.fn("bash.runInBackground")(function*(args: Params, ctx: Tool.ToolContext, shells: Background.Shells) {
+  const fs = yield* FileSystem.FileSystem
+  const isDirectory = yield* fs.stat(ctx.cwd).pipe(Effect.map((info) => info.type === "Directory"), Effect.orElseSucceed(() => false))
+  if (!isDirectory) return Tool.error(`The working directory does not exist: ${ctx.cwd}`)
+  const shell = (yield* fs.exists(BASH).pipe(Effect.orElseSucceed(() => false))) ? BASH : "/bin/sh"
+  const env = { ...Secrets.childEnv(), ...confined(ctx) }
+  const start = (local: Local) =>
+    shells.start({
+      command: args.command,
+      sandboxed: "launch" in local,
+      timeoutMs: args.timeout_ms,
+      spawn: (onOutput) => spawnLocal(local, args.command, ctx.cwd, onOutput)
+    }).pipe(
+      Effect.map((id) =>
+        Tool.ok(
+          `Started in the background as ${id}${"launch" in local ? " (in the sandbox)" : ""}. ` +
+            `Read what it prints with bash_output {"id": "${id}"}; stop it with kill_shell {"id": "${id}"}. ` +
+            "It runs until it exits or is stopped, and at the latest until the session ends."
+        )
+      ),
+      Effect.catch((message: string) => Effect.succeed(Tool.error(message)))
+    )
+  if (ctx.sandbox === undefined) return yield* start({ shell, env })
+  return yield* ctx.sandbox.prepare(
+    { file: shell, args: ["-c", args.command], cwd: ctx.cwd, env },
+    { readOnly: ctx.readOnly === true, outside: args.sandbox === false, required: false },
+    (launch) => start(launch === undefined ? { shell, env } : { launch })
+  ).pipe(Effect.catch((reason: string) => Effect.succeed(Tool.error(`Not run: ${reason}`))))
+})
+
 const runInClient = (terminal: Tool.ClientTerminal, command: string, timeoutMs: number, ctx: Tool.ToolContext) =>
   terminal.run({
     toolCallId: ctx.toolCallId,
@@ -209,13 +254,14 @@ export const bash = Tool.define<Params>({
     `Times out after ${DEFAULT_TIMEOUT_MS / 1000} s by default; set timeout_ms (at most ${MAX_TIMEOUT_MS}) for longer commands. On timeout the command and all its child processes are killed.`,
     `Output is capped: the first and last ${HEAD_BYTES / 1024} KB are kept and the middle is dropped, so pipe long output through head, tail or grep.`,
     "Each call is a fresh non-interactive shell with stdin closed and no terminal: `cd` and exported variables do not carry over, and commands that prompt for input fail.",
-    "Processes left running in the background (`&`) are killed when the command finishes; do not use it to start servers that must keep running.",
+    "Processes left running in the background (`&`) are killed when the command finishes: to start a server or a watcher that must keep running, set run_in_background: true instead.",
+    `With run_in_background: true the call returns an id (bg1, bg2, …) at once and the command runs on, in this session's sandbox when there is one (its servers are reachable from later commands) but never in the client's terminal; bash_output {id} returns what it printed since last read (bounded like here) and whether it still runs, kill_shell {id} stops it and all it started. At most ${Background.DEFAULT_MAX_RUNNING} run at once; all stop when the session ends.`,
     "API keys, tokens and passwords are removed from the environment. Prefer the read, grep and glob tools for reading and searching files.",
     "When Skein's sandbox is on, commands run in it: they may write only in the workspace and /tmp (a private one), cannot read credentials (~/.ssh, ~/.aws, …), have no network except the hosts the user allowed (through a proxy), and see only their own processes. Caches go to /tmp.",
     "If the sandbox blocks something the command must do, call bash again with sandbox: false and a reason; the user is asked each time."
   ].join(" "),
   parameters: Params,
-  title: (args) => shorten(args.command),
+  title: (args) => (args.run_in_background === true ? `${shorten(args.command)} in the background` : shorten(args.command)),
   locations: () => [],
   scope: (args) => {
     const prefix = commandPrefix(args.command)
@@ -227,6 +273,10 @@ export const bash = Tool.define<Params>({
       if (args.command.includes("\0")) return Tool.error("The command contains a NUL character")
       // Before any command can look at /proc/<skein>/environ (a client's terminal too).
       ProcEnviron.hideSecrets()
-      return yield* run(args, args.timeout_ms ?? DEFAULT_TIMEOUT_MS, ctx)
+      if (args.run_in_background !== true) return yield* run(args, args.timeout_ms ?? DEFAULT_TIMEOUT_MS, ctx)
+      const shells = yield* Background.Current
+      return shells === undefined
+        ? Tool.error("Background commands are not available here: run the command without run_in_background.")
+        : yield* runInBackground(args, ctx, shells)
     }).pipe(Effect.catch((message: string) => Effect.succeed(Tool.error(message))))
 })

@@ -17,7 +17,7 @@ import { absoluteOf, describeError, plural } from "./write.ts"
 /** Paths listed. */
 export const MAX_RESULTS = 500
 /** Files looked at before the listing stops. */
-export const MAX_SCANNED = 200_000
+const MAX_SCANNED = 200_000
 /** Paths sent to the worker at once to be matched. */
 const BATCH = 512
 

@@ -24,15 +24,15 @@ export const MAX_MATCHES = 100
 /** Bytes of match lines shown to the model. */
 export const MAX_OUTPUT_BYTES = 30 * 1024
 /** Files larger than this are not searched. */
-export const MAX_FILE_BYTES = 1024 * 1024
+const MAX_FILE_BYTES = 1024 * 1024
 /** Characters of one matching line shown. */
 export const MAX_LINE_CHARS = Match.MAX_LINE_CHARS
 /** Paths sent to the worker at once to be matched against `glob`. */
 const GLOB_BATCH = 512
 /** Matches counted (past those shown) before the search stops. */
-export const MAX_COUNTED = 10_000
+const MAX_COUNTED = 10_000
 /** Files read before the search stops. */
-export const MAX_FILES = 20_000
+const MAX_FILES = 20_000
 
 const Params = Schema.Struct({
   pattern: Schema.String.annotate({ description: "JavaScript regular expression, matched against each line; start with (?i) to ignore case" }),

@@ -21,14 +21,14 @@ import ignore from "ignore"
 import * as SafeFs from "../fs/SafeFs.ts"
 import type * as Workspace from "./Workspace.ts"
 
-export interface Entry {
+interface Entry {
   /** Absolute path of the file. */
   readonly absolute: string
   /** Path relative to the walk's base, `/`-separated. */
   readonly relative: string
 }
 
-export interface Options {
+interface Options {
   /** Whether to enter a directory (its path relative to the base); pruning only, ignore rules still apply. */
   readonly descend?: ((relativeDir: string) => boolean) | undefined
 }

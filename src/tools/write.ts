@@ -46,7 +46,7 @@ export const describeError = (error: PlatformError): string => {
 }
 
 /** Lines in a text, a trailing newline not starting another. */
-export const lineCount = (text: string): number =>
+const lineCount = (text: string): number =>
   text === "" ? 0 : text.split("\n").length - (text.endsWith("\n") ? 1 : 0)
 
 /** "1 line", "2 lines"; `many` for irregular plurals. */
@@ -68,7 +68,7 @@ export const editScope = (input: string, cwd: string): Tool.PermissionScope => {
 }
 
 /** A failure of `SafeFs` as the model reads it: a change under the tool, or `prefix: kind (code)`. */
-export const describeFailure = (error: SafeFs.Failure, shown: string, prefix: string): string =>
+const describeFailure = (error: SafeFs.Failure, shown: string, prefix: string): string =>
   SafeFs.describeChange(error, shown) ?? `${prefix}: ${describeError(error as PlatformError)}`
 
 const decode = (bytes: Uint8Array): string => new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes)
@@ -94,18 +94,6 @@ export const inspect = (absolute: string, shown: string, roots: SafeFs.RealRoots
       SafeFs.isNotFound(error) ? Effect.succeed({ _tag: "missing" } as const) : Effect.fail(describeFailure(error, shown, `Cannot access ${shown}`))
     )
   ))
-
-/** Reads a file's current text for a diff: through the client when it can, else from disk; null when unreadable. */
-export const currentText = (absolute: string, ctx: Tool.ToolContext) =>
-  Effect.gen(function*() {
-    const client = ctx.client?.readTextFile
-    if (client) return yield* client(absolute).pipe(Effect.orElseSucceed(() => null))
-    const roots = yield* SafeFs.realRoots(ctx.roots)
-    return yield* Effect.scoped(SafeFs.openRead(absolute, roots).pipe(Effect.flatMap(({ handle }) => SafeFs.readAll(handle)))).pipe(
-      Effect.map((bytes): string | null => decode(bytes)),
-      Effect.orElseSucceed(() => null)
-    )
-  })
 
 /**
  * Stores `content` at the resolved path `absolute`: through the client's

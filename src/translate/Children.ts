@@ -18,56 +18,17 @@
  * Titles never take the `name: task` form (some clients cut a title at its first colon).
  * Pure, apart from the state it keeps per turn (live) or per load (replay).
  */
+import { absurd } from "effect/Function"
 import type * as Update from "../acp/Update.ts"
-import type { Canonical, Location, SessionEvent, ToolKind } from "../log/Event.ts"
+import type { Canonical, SessionEvent } from "../log/Event.ts"
+import type { Location, ToolKind } from "../Vocabulary.ts"
 import { supersededPartials } from "../log/Replay.ts"
-import type { ClientCall, PermissionAsked } from "../Vocabulary.ts"
+import type { Action, SessionMessage, Shown } from "./Shown.ts"
 import * as Translate from "./Translate.ts"
 import type * as View from "./View.ts"
 
 type AcpUpdate = typeof Update.SessionUpdate.Encoded
 type ContentBlock = { readonly type: "text"; readonly text: string }
-
-/** The unstable updates of the subagents extension (schema.unstable.json). */
-export type SubagentUpdate = {
-  readonly sessionUpdate: "subagent_update"
-  readonly sessionId: string
-  readonly title?: string
-  readonly description?: string
-  readonly capabilities?: { readonly cancel: Record<string, never> }
-  readonly state?:
-    | { readonly state: "running" }
-    | { readonly state: "requires_action" }
-    | { readonly state: "idle"; readonly stopReason?: string }
-  readonly cwd?: string
-}
-export type SessionMessage = {
-  readonly sessionUpdate: "session_message"
-  readonly messageId: string
-  readonly senderSessionId: string
-  readonly recipientSessionId: string
-  readonly content: ReadonlyArray<ContentBlock>
-}
-export type Shown = AcpUpdate | SubagentUpdate | SessionMessage
-
-export type Question = SessionEvent & (
-  | { readonly type: "permission_asked"; readonly data: PermissionAsked }
-  | { readonly type: "client_call"; readonly data: ClientCall }
-)
-
-/** What presenting a turn takes. */
-export type Action =
-  | { readonly _tag: "update"; readonly sessionId: string; readonly update: Shown }
-  | {
-    readonly _tag: "ask"
-    /** The session the client is asked on (the child's in native form, the parent's otherwise). */
-    readonly sessionId: string
-    /** The session that takes the answer (the child that asked). */
-    readonly answerTo: string
-    /** The question as the client sees it. */
-    readonly question: Question
-  }
-  | { readonly _tag: "withdraw"; readonly answerTo: string; readonly requestId: string }
 
 const text = (value: string): ContentBlock => ({ type: "text", text: value })
 
@@ -311,8 +272,33 @@ export const presenter = (parentId: string, native: boolean, viewOf: (sessionId:
         const message: SessionMessage = { sessionUpdate: "session_message", messageId: `${id}-prompt-${event.turn}`, senderSessionId: owner, recipientSessionId: id, content }
         return [update(id, message), update(owner, message)]
       }
-      default:
+      case "model_response":
+      case "model_partial":
+      case "tool_call":
+      case "tool_result":
+      case "turn_end":
+      case "mode_changed":
+      case "config_changed":
+      case "plan":
+      case "notice":
+      case "mcp_servers":
+      case "compaction":
+      case "skill_activation":
+      case "turn_input":
+      case "undo":
+      case "text_delta":
+      case "thinking_delta":
+      case "tool_running":
+      case "tool_progress":
+      case "usage":
+      case "tool_terminal":
+      case "compacting":
+      case "turn_aborted":
+      case "checkpoint":
+      case "rewound":
         break
+      default:
+        absurd(event)
     }
     if (native) {
       const view = viewOf(id)
@@ -344,8 +330,29 @@ export const presenter = (parentId: string, native: boolean, viewOf: (sessionId:
         child.said = said
         return replayed ? [] : [progress(child)]
       }
-      default:
+      case "model_partial":
+      case "turn_end":
+      case "mode_changed":
+      case "config_changed":
+      case "plan":
+      case "notice":
+      case "mcp_servers":
+      case "compaction":
+      case "skill_activation":
+      case "turn_input":
+      case "undo":
+      case "text_delta":
+      case "thinking_delta":
+      case "tool_progress":
+      case "usage":
+      case "tool_terminal":
+      case "compacting":
+      case "turn_aborted":
+      case "checkpoint":
+      case "rewound":
         return []
+      default:
+        return absurd(event)
     }
   }
 

@@ -12,12 +12,14 @@
  * Pure, apart from the memory of the views and the children's presenter; one per turn, load or
  * watch.
  */
+import { absurd } from "effect/Function"
 import type { Canonical, SessionEvent } from "../log/Event.ts"
 import * as Children from "./Children.ts"
+import type * as Shown from "./Shown.ts"
 import type * as Translate from "./Translate.ts"
 import * as View from "./View.ts"
 
-export type Action = Children.Action
+export type Action = Shown.Action
 
 export interface Options {
   /** The client shows child sessions as sessions (`clientCapabilities.subagents`, unstable). */
@@ -35,7 +37,7 @@ export interface Presenter {
   readonly replay: (event: Canonical) => ReadonlyArray<Action>
 }
 
-const isQuestion = (event: SessionEvent): event is Children.Question => event.type === "permission_asked" || event.type === "client_call"
+const isQuestion = (event: SessionEvent): event is Shown.Question => event.type === "permission_asked" || event.type === "client_call"
 
 export const make = (sessionId: string, options: Options): Presenter => {
   const views = new Map<string, View.View>()
@@ -89,8 +91,30 @@ export const make = (sessionId: string, options: Options): Presenter => {
         break
       case "turn_end":
         return [...checked(children.end()), ...updates(sessionId, own.live(event))]
-      default:
+      case "turn_start":
+      case "model_response":
+      case "model_partial":
+      case "mode_changed":
+      case "config_changed":
+      case "plan":
+      case "permission":
+      case "notice":
+      case "mcp_servers":
+      case "compaction":
+      case "skill_activation":
+      case "turn_input":
+      case "undo":
+      case "tool_running":
+      case "tool_progress":
+      case "usage":
+      case "tool_terminal":
+      case "compacting":
+      case "turn_aborted":
+      case "checkpoint":
+      case "rewound":
         break
+      default:
+        absurd(event)
     }
     return updates(sessionId, own.live(event))
   }
@@ -108,8 +132,24 @@ export const make = (sessionId: string, options: Options): Presenter => {
         break
       case "turn_end":
         return [...checked(children.end(childLog)), ...updates(sessionId, own.replay(event))]
-      default:
+      case "turn_start":
+      case "model_response":
+      case "model_partial":
+      case "mode_changed":
+      case "config_changed":
+      case "plan":
+      case "permission":
+      case "notice":
+      case "mcp_servers":
+      case "compaction":
+      case "skill_activation":
+      case "turn_input":
+      case "undo":
+      case "checkpoint":
+      case "rewound":
         break
+      default:
+        absurd(event)
     }
     return updates(sessionId, own.replay(event))
   }

@@ -6,7 +6,7 @@
 import type * as Update from "../acp/Update.ts"
 import type { Canonical } from "../log/Event.ts"
 import { supersededPartials } from "../log/Replay.ts"
-import type * as Children from "./Children.ts"
+import type * as Presented from "./Shown.ts"
 import * as Present from "./Present.ts"
 import * as Translate from "./Translate.ts"
 
@@ -22,7 +22,7 @@ export interface Options {
 /** One update of a replay and the session it is shown on (a child's, in the native form). */
 export interface Shown {
   readonly sessionId: string
-  readonly update: Children.Shown
+  readonly update: Presented.Shown
 }
 
 /**

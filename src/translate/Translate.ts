@@ -7,11 +7,13 @@
  * - `replay` is what `session/load` sends for a logged event: the canonical
  *   events alone, with the full texts the deltas added up to.
  */
+import { absurd } from "effect/Function"
 import type * as Config from "../acp/Config.ts"
 import type * as Content from "../acp/Content.ts"
 import type * as AcpUpdates from "../acp/Update.ts"
 import { stringify as json } from "../jsonrpc/Framing.ts"
-import type { Canonical, SessionEvent, ToolDetails, ToolResult, UserBlock } from "../log/Event.ts"
+import type { Canonical, SessionEvent, ToolResult } from "../log/Event.ts"
+import type { ToolDetails, UserBlock } from "../Vocabulary.ts"
 import * as Listing from "../log/Listing.ts"
 import { type Catalog, effortFor } from "../providers/Models.ts"
 import { modes, type ModeId } from "../Vocabulary.ts"
@@ -264,8 +266,24 @@ export const live = (event: SessionEvent, options: Options = noOptions): Readonl
     case "turn_start":
     case "model_partial":
       return none
-    default:
+    case "tool_call":
+    case "turn_end":
+    case "mode_changed":
+    case "config_changed":
+    case "plan":
+    case "permission":
+    case "notice":
+    case "mcp_servers":
+    case "subagent":
+    case "skill_activation":
+    case "undo":
+    case "child_event":
+    case "turn_aborted":
+    case "checkpoint":
+    case "rewound":
       return common(event)
+    default:
+      return absurd(event)
   }
 }
 

@@ -17,6 +17,7 @@
  * Pure apart from that memory; one view per session and client, for a turn (live), a load
  * (replay) or a watch.
  */
+import { absurd } from "effect/Function"
 import type { Canonical, SessionEvent } from "../log/Event.ts"
 import type { PermissionToolCall } from "../Vocabulary.ts"
 import * as Translate from "./Translate.ts"
@@ -131,8 +132,36 @@ export const make = (options: Translate.Options = {}): View => {
       }
       case "turn_start":
         return Translate.titleUpdate(event)
-      default:
+      case "model_partial":
+      case "tool_call":
+      case "tool_result":
+      case "turn_end":
+      case "mode_changed":
+      case "config_changed":
+      case "plan":
+      case "permission":
+      case "notice":
+      case "mcp_servers":
+      case "subagent":
+      case "compaction":
+      case "skill_activation":
+      case "turn_input":
+      case "undo":
+      case "tool_running":
+      case "tool_progress":
+      case "usage":
+      case "permission_asked":
+      case "client_call":
+      case "question_withdrawn":
+      case "tool_terminal":
+      case "child_event":
+      case "compacting":
+      case "turn_aborted":
+      case "checkpoint":
+      case "rewound":
         return stamped(Translate.live(event, options), own(event))
+      default:
+        return absurd(event)
     }
   }
 
@@ -153,8 +182,25 @@ export const make = (options: Translate.Options = {}): View => {
         call = undefined
         return out
       }
-      default:
+      case "tool_call":
+      case "tool_result":
+      case "turn_end":
+      case "mode_changed":
+      case "config_changed":
+      case "plan":
+      case "permission":
+      case "notice":
+      case "mcp_servers":
+      case "subagent":
+      case "compaction":
+      case "skill_activation":
+      case "turn_input":
+      case "undo":
+      case "checkpoint":
+      case "rewound":
         return stamped(Translate.replay(event, options), own(event))
+      default:
+        return absurd(event)
     }
   }
 

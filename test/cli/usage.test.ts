@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest"
 import * as Usage from "../../src/cli/Usage.ts"
 
+const WEB = ["web", "web-approve"]
 const RUNTIME = ["home", "provider", "model", "script", "mode", "max-turn-requests", "permission-timeout-ms", "max-live-sessions", "store", "sandbox"]
 
 interface Form {
@@ -39,21 +40,21 @@ const forms: ReadonlyArray<Form> = [
   { name: "replay --rerun", command: "replay", positionals: ["3f2a"], values: { rerun: true }, uses: ["home", "store", "cwd", "json", "rerun-home", "sandbox"] },
   { name: "doctor", command: "doctor", positionals: [], values: {}, uses: [...RUNTIME, "cluster", "mcp"] },
   { name: "doctor --store", command: "doctor", positionals: [], values: { store: "postgres://db/skein" }, uses: [...RUNTIME.filter((o) => o !== "store"), "cluster"] },
-  { name: "serve", command: "serve", positionals: [], values: {}, uses: [...RUNTIME, "listen", "cluster"] },
-  { name: "serve --listen unix:", command: "serve", positionals: [], values: { listen: "unix:/tmp/s.sock" }, uses: [...RUNTIME, "cluster"] },
+  { name: "serve", command: "serve", positionals: [], values: {}, uses: [...RUNTIME, "listen", "cluster", ...WEB] },
+  { name: "serve --listen unix:", command: "serve", positionals: [], values: { listen: "unix:/tmp/s.sock" }, uses: [...RUNTIME, "cluster", ...WEB] },
   {
     name: "serve --listen tcp://",
     command: "serve",
     positionals: [],
     values: { listen: "tcp://127.0.0.1:7421" },
-    uses: [...RUNTIME, "token-file", "max-connections", "cluster"]
+    uses: [...RUNTIME, "token-file", "max-connections", "cluster", ...WEB]
   },
   {
     name: "serve --cluster",
     command: "serve",
     positionals: [],
     values: { cluster: "postgres://db/skein" },
-    uses: [...RUNTIME.filter((o) => o !== "store"), "listen", "token-file", "runner", "runner-listen", "lock-expiry", "drain", "max-connections"]
+    uses: [...RUNTIME.filter((o) => o !== "store"), "listen", "token-file", "runner", "runner-listen", "lock-expiry", "drain", "max-connections", ...WEB]
   },
   {
     name: "serve with SKEIN_CLUSTER",
@@ -61,8 +62,10 @@ const forms: ReadonlyArray<Form> = [
     positionals: [],
     values: {},
     env: { SKEIN_CLUSTER: "postgres://db/skein" },
-    uses: [...RUNTIME.filter((o) => o !== "store"), "listen", "token-file", "cluster", "runner", "runner-listen", "lock-expiry", "drain", "max-connections"]
-  }
+    uses: [...RUNTIME.filter((o) => o !== "store"), "listen", "token-file", "cluster", "runner", "runner-listen", "lock-expiry", "drain", "max-connections", ...WEB]
+  },
+  { name: "monitor", command: "monitor", positionals: [], values: {}, uses: ["home", "store", "connect", ...WEB] },
+  { name: "monitor --connect", command: "monitor", positionals: [], values: { connect: "tcp://127.0.0.1:7421" }, uses: ["token-file", ...WEB] }
 ]
 
 const sample = (option: Usage.Option) => (Usage.OPTIONS[option].type === "boolean" ? true : "x")
@@ -97,6 +100,12 @@ describe("skein: options a command does not use", () => {
     expect(Usage.unused(Usage.uses("run", run, ["hi"], () => undefined), run)).toBe(
       "skein run does not use --local-fs: skein run has no client: files and commands are always local"
     )
+    const monitor = { model: "m" }
+    expect(Usage.unused(Usage.uses("monitor", monitor, [], () => undefined), monitor)).toBe(
+      "skein monitor does not use --model: the monitor watches sessions and runs none"
+    )
+    const run2 = { web: "127.0.0.1:0" }
+    expect(Usage.unused(Usage.uses("run", run2, ["hi"], () => undefined), run2)).toBe("skein run does not use --web: it is an option of skein serve and skein monitor")
     const sessions = { "max-line-bytes": "9" }
     expect(Usage.unused(Usage.uses("sessions", sessions, [], () => undefined), sessions)).toBe(
       "skein sessions list does not use --max-line-bytes: it is an option of skein acp"

@@ -2,7 +2,9 @@
  * The `Session` entity and the runner's front in one process (effect/cluster's `TestRunner`:
  * sharding with in-memory storage), on a local runtime with the memory store: the routing of
  * `SessionRpcs` to entities, a prompt sent again with the same key (one turn, not two), a
- * `NewSession` sent again (the same session), and ids that name no session.
+ * `NewSession` sent again (the same session), and ids that name no session. Time is the
+ * TestClock's: the entity reaper, the scripted pause and the idle time pass when the test moves
+ * the clock.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -15,6 +17,7 @@ import { Skein } from "../../src/index.ts"
 import { isEphemeral } from "../../src/log/Event.ts"
 import { Runtime } from "../../src/runtime/Api.ts"
 import * as TempDir from "../support/TempDir.ts"
+import { advance, driven } from "../support/Time.ts"
 
 const script = { turns: [{ calls: [[{ text: "One." }]] }, { calls: [[{ text: "Two." }]] }] }
 
@@ -58,20 +61,28 @@ describe("the Session entity", () => {
       assert.strictEqual(refused.reason, "not_found")
     })))
 
-  it.live("a turn nobody streams (given to send) keeps its session's entity alive past the idle time, then lets it go", () =>
+  it.effect("a turn nobody streams (given to send) keeps its session's entity alive past the idle time, then lets it go", () =>
     Effect.scoped(Effect.gen(function*() {
       const dir = yield* TempDir.make()
       const slow = { turns: [{ calls: [[{ text: "slow " }, { sleep_ms: 7_000 }, { text: "done." }]] }] }
       const context = yield* Layer.build(cluster(dir, { script: slow, maxIdleMs: 1_000 }))
       const front = yield* Effect.provide(Front.handlers, context)
-      const made = yield* front.NewSession({ cwd: dir })
-      const sent = yield* front.Send({ sessionId: made.info.id, command: { _tag: "Prompt", content: [{ type: "text", text: "go" }] } })
+      // The cluster's own timers (placing the entity's shard) need time to pass too.
+      const drive = <A, E>(effect: Effect.Effect<A, E>) => driven(effect, { stepMs: 50, maxMs: 60_000 })
+      const made = yield* drive(front.NewSession({ cwd: dir }))
+      const sent = yield* drive(front.Send({ sessionId: made.info.id, command: { _tag: "Prompt", content: [{ type: "text", text: "go" }] } }))
       assert.strictEqual(sent.turn, 1)
-      // The reaper looks every 5 s at most: the entity would have been closed (and the turn cancelled) by now.
-      yield* Effect.sleep("9 seconds")
       const runtime = yield* Effect.provide(Effect.service(Runtime), context)
-      const record = yield* runtime.readSession(made.info.id)
-      const end = record.events.find((e) => e.type === "turn_end")
+      const live = Effect.map(runtime.liveSessions, (sessions) => sessions.some((s) => s.id === made.info.id))
+      const ended = Effect.map(runtime.readSession(made.info.id), (record) => record.events.find((e) => e.type === "turn_end"))
+      // The reaper looks every 5 s (its shortest period), so during the turn's 7 s pause it looks
+      // at least once at an entity idle past its 1 s, which it would close (cancelling the turn)
+      // but for the turn. Let time pass a second at a time until the turn is over.
+      assert.isTrue(yield* advance(Effect.map(ended, (end) => end !== undefined), { stepMs: 1_000, maxMs: 30_000 }), "the turn never ended")
+      const end = yield* ended
       assert.strictEqual(end?.type === "turn_end" ? end.data.stopReason : undefined, "end_turn")
-    })), 30_000)
+      assert.isTrue(yield* live)
+      // Then it is let go: at the reaper's next look the idle entity is closed, its session with it.
+      assert.isTrue(yield* advance(Effect.map(live, (on) => !on), { stepMs: 1_000, maxMs: 10_000 }), "the entity was never let go")
+    })))
 })

@@ -45,7 +45,7 @@ const run = (args: ReadonlyArray<string>, options: { cwd: string; env: NodeJS.Pr
     const timer = setTimeout(() => {
       child.kill("SIGKILL")
       reject(new Error(`acpx did not finish in time\nstdout:\n${stdout}\nstderr:\n${stderr}`))
-    }, 8_000)
+    }, 25_000)
     child.on("error", reject)
     child.on("exit", (code) => {
       clearTimeout(timer)

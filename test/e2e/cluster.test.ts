@@ -147,6 +147,39 @@ Postgres.describeWithPostgres("e2e: a cluster of runners on PostgreSQL", (server
     expect(listed.sessions.map((s) => s.id)).toContain(made.id)
   })
 
+  it("a runner's web monitor lists the cluster's sessions, its live ones with the runner that holds them, and follows one", async () => {
+    const db = (await server().createDatabase()).url
+    const ws = workspace()
+    const a = await startRunner(db, ws, "a", ["--web", "127.0.0.1:0"])
+    const made = await through(a, Effect.flatMap(Effect.service(Runtime), (rt) => rt.newSession({ cwd: ws.cwd })))
+    await turnThrough(a, made.id, "first")
+    const url = /monitor at (http:\/\/\S+)/.exec(a.stderr)![1]!
+    const base = url.replace(/\/\?token=.*$/, "")
+    const auth = { authorization: `Bearer ${url.split("token=")[1]}` }
+    /** The data of an event stream until `done` holds. */
+    const read = async (path: string, done: (messages: Array<any>) => boolean) => {
+      const controller = new AbortController()
+      const response = await fetch(base + path, { headers: auth, signal: controller.signal })
+      const messages: Array<any> = []
+      let buffer = ""
+      for await (const chunk of response.body!) {
+        buffer += Buffer.from(chunk as Uint8Array).toString("utf8")
+        const lines = buffer.split("\n")
+        buffer = lines.pop()!
+        for (const line of lines) if (line.startsWith("data: ")) messages.push(JSON.parse(line.slice(6)))
+        if (done(messages)) break
+      }
+      controller.abort()
+      return messages
+    }
+    const overview = await read("/api/overview", (m) => m.some((x) => x.type === "inbox"))
+    expect(overview[0]).toMatchObject({ type: "hello", mode: "live", runner: a.runner })
+    expect(overview[1].rows.find((r: any) => r.id === made.id)).toMatchObject({ live: true, runner: a.runner, title: "first" })
+    const events = await read(`/api/sessions/${made.id}/events`, (m) => m.some((x) => x.type === "events" && x.events.some((e: any) => e.type === "turn_end")))
+    const said = events.flatMap((x) => (x.type === "events" ? x.events : [])).find((e: any) => e.type === "model_response")
+    expect(said.data.parts).toEqual([{ type: "text", text: "One." }])
+  })
+
   it("kill -9 of the runner holding a session mid-turn: the turn ends cancelled for the client, nothing completed is lost, no tool runs twice, the next prompt works", async () => {
     const db = (await server().createDatabase()).url
     const ws = workspace()

@@ -31,14 +31,13 @@ describe("e2e: shutdown", () => {
     expectClean(agent)
   })
 
-  // BUG (src/jsonrpc/Peer.ts, end of `serveImpl`): when stdin ends, `FiberMap.clear(fibers)`
-  // interrupts the running session/prompt handler, and `encodeResponse` turns the interruption
-  // into a JSON-RPC error -32800 "Request cancelled" instead of the prompt's own answer
-  // `{"stopReason":"cancelled"}` (DESIGN.md invariant 3: "a cancelled prompt answers cancelled").
+  // When stdin ends, a running prompt is cancelled and given its moment to answer, so it answers
+  // `{"stopReason":"cancelled"}`, not a JSON-RPC error -32800 "Request cancelled" (DESIGN.md
+  // invariant 3: "a cancelled prompt answers cancelled").
   it("stdin EOF mid-turn still answers the running prompt with stopReason cancelled", async () => {
     const agent = await agents.ready({ script: { turns: [{ calls: [[{ text: "a" }, { sleep_ms: 30_000 }]] }] } })
     const sessionId = await agent.newSession()
-    // Today the answer is an error, which the SDK turns into a rejection: keep it as a value.
+    // An error answer would be a rejection in the SDK: keep it as a value to compare.
     const prompt = agent.prompt(sessionId, "x").catch((error: unknown) => error)
     await agent.waitForUpdate(sessionId, (u) => u.sessionUpdate === "agent_message_chunk")
     agent.closeStdin()

@@ -17,7 +17,7 @@ import * as AcpReplay from "../../src/translate/Replay.ts"
 import type { ModelRequest } from "../../src/providers/Provider.ts"
 import { CHECKPOINT_CHARS } from "../../src/runtime/Checkpoint.ts"
 import * as Rerun from "../../src/runtime/Rerun.ts"
-import { Runtime } from "../../src/runtime/Runtime.ts"
+import { Runtime } from "../../src/runtime/Api.ts"
 import { byPrompt, makeDirs, readLog, text } from "../support/Sessions.ts"
 import * as TempDir from "../support/TempDir.ts"
 

@@ -8,7 +8,8 @@ import { join } from "node:path"
 import type { Canonical, CanonicalBody } from "../../src/log/Event.ts"
 import * as History from "../../src/log/History.ts"
 import * as Replay from "../../src/log/Replay.ts"
-import { encodeEvent, SessionLog } from "../../src/log/SessionLog.ts"
+import { SessionLog } from "../../src/log/SessionLog.ts"
+import { encodeEvent } from "../../src/log/Store.ts"
 import * as TempDir from "../support/TempDir.ts"
 
 const stamp = (seq: number, body: CanonicalBody, turn: number | null = 1): Canonical =>

@@ -49,6 +49,41 @@ describe("Session questions", () => {
         assert.strictEqual(readFileSync(join(cwd, "out.txt"), "utf8"), "made\n")
       })))
 
+  it.live("two answers race: the first wins, the second is refused, and everyone else sees the question withdrawn as answered", () =>
+    withSkein({ script: writeScript }, ({ runtime, cwd, readLog }) =>
+      Effect.gen(function*() {
+        const session = yield* runtime.newSession({ cwd })
+        // Another place that shows the question (a web monitor): it reads every event, answers nothing.
+        const watcher = yield* record(session)
+        const seen: Array<SessionEvent> = []
+        const results: Array<string> = []
+        yield* session.turn(text("go")).pipe(
+          Stream.runForEach((e) =>
+            Effect.gen(function*() {
+              seen.push(e)
+              if (e.type !== "permission_asked") return
+              // Two answers at once (the editor allows, the monitor rejects): exactly one is taken.
+              const answers = yield* Effect.all([
+                Effect.result(session.answer(e.data.requestId, { outcome: "selected", optionId: "reject_once" })),
+                Effect.result(session.answer(e.data.requestId, { outcome: "selected", optionId: "allow_once" }))
+              ], { concurrency: "unbounded" })
+              for (const a of answers) results.push(a._tag === "Success" ? "taken" : a.failure.reason)
+            })
+          )
+        )
+        assert.deepStrictEqual(results, ["taken", "unknown_request"])
+        const question = seen.find((e) => e.type === "permission_asked")!
+        const requestId = (question.data as { requestId: string }).requestId
+        // The presenter and the watcher both see it withdrawn, as answered, once.
+        for (const events of [seen, yield* watcher.drain]) {
+          const withdrawals = events.filter((e) => e.type === "question_withdrawn")
+          assert.deepStrictEqual(withdrawals.map((e) => e.data), [{ requestId, answered: true }])
+        }
+        const permission = (yield* readLog(session.id)).events.find((e) => e.type === "permission")!
+        assert.deepStrictEqual(permission.data, { toolCallId: "w1", outcome: "reject_once" })
+        assert.isFalse(existsSync(join(cwd, "out.txt")))
+      })))
+
   it.live("cancel withdraws an open question; a turn nobody presents is denied without asking", () =>
     withSkein({ script: writeScript }, ({ runtime, cwd, readLog }) =>
       Effect.gen(function*() {

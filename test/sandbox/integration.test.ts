@@ -14,6 +14,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync,
 import { join } from "node:path"
 import * as McpSession from "../../src/mcp/McpSession.ts"
 import * as Sandbox from "../../src/sandbox/Sandbox.ts"
+import type { SessionSandbox } from "../../src/tools/Sandboxed.ts"
 import * as Settings from "../../src/sandbox/Settings.ts"
 import { bash } from "../../src/tools/bash.ts"
 import * as Tool from "../../src/tools/Tool.ts"
@@ -51,7 +52,7 @@ const setup = (settings: Partial<Settings.Settings> = {}, roots?: (base: string)
     return { base, ws, outside, home, sandbox, manager }
   })
 
-const ctx = (cwd: string, sandbox: Sandbox.SessionSandbox, readOnly = false): Tool.ToolContext => ({
+const ctx = (cwd: string, sandbox: SessionSandbox, readOnly = false): Tool.ToolContext => ({
   sessionId: "s1",
   toolCallId: "c1",
   cwd,

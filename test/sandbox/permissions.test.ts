@@ -3,7 +3,7 @@
  * asked for, in every mode.
  */
 import { assert, describe, it } from "@effect/vitest"
-import type { Placement } from "../../src/sandbox/Sandbox.ts"
+import type { Placement } from "../../src/tools/Sandboxed.ts"
 import { bash } from "../../src/tools/bash.ts"
 import * as Permissions from "../../src/tools/Permissions.ts"
 import { write } from "../../src/tools/write.ts"

@@ -12,6 +12,7 @@ import * as http from "node:http"
 import * as net from "node:net"
 import { join } from "node:path"
 import * as Sandbox from "../../src/sandbox/Sandbox.ts"
+import type { SessionSandbox } from "../../src/tools/Sandboxed.ts"
 import * as Settings from "../../src/sandbox/Settings.ts"
 import * as Bwrap from "../support/Bwrap.ts"
 import { survivors, uniqueArg } from "../support/Escapes.ts"
@@ -59,7 +60,7 @@ const waitForFile = (path: string) =>
     return Effect.sync(() => clearTimeout(timer))
   })
 
-const sh = (sandbox: Sandbox.SessionSandbox, cwd: string, command: string, options: { readonly readOnly?: boolean } = {}) =>
+const sh = (sandbox: SessionSandbox, cwd: string, command: string, options: { readonly readOnly?: boolean } = {}) =>
   Bwrap.run(sandbox, command, { cwd, ...options })
 
 Bwrap.describeWithBwrap("sandbox: files", () => {

@@ -10,10 +10,11 @@
  */
 import { describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as Sandbox from "../../src/sandbox/Sandbox.ts"
+import { findTools } from "../../src/sandbox/Detect.ts"
+import type { SessionSandbox } from "../../src/tools/Sandboxed.ts"
 import * as ProcessGroup from "../../src/tools/process/ProcessGroup.ts"
 
-const tools = Sandbox.findTools()
+const tools = findTools()
 
 /** Why the sandbox's suites cannot run here, if they cannot. */
 export const missing: string | undefined = "missing" in tools ? tools.missing : undefined
@@ -43,7 +44,7 @@ export interface Ran {
  * to run outside). Fails with the reason when it cannot run sandboxed.
  */
 export const run = (
-  sandbox: Sandbox.SessionSandbox,
+  sandbox: SessionSandbox,
   command: string,
   options: { readonly cwd: string; readonly readOnly?: boolean; readonly env?: Record<string, string>; readonly outside?: boolean; readonly onExit?: (pid: number) => Effect.Effect<void> }
 ): Effect.Effect<Ran, string> =>

@@ -30,8 +30,8 @@ export const useServers = () => {
       rmSync(path.dirname(server.home), { recursive: true, force: true })
     }
   })
-  /** Starts `skein serve` (at `listen`, default its home's unix socket) and waits until it listens. */
-  const serve = async (script: unknown, listen: string | undefined, env: Record<string, string> = {}): Promise<Server> => {
+  /** Starts `skein serve` (at `listen`, default its home's unix socket; `args` added) and waits until it listens. */
+  const serve = async (script: unknown, listen: string | undefined, env: Record<string, string> = {}, extra: ReadonlyArray<string> = []): Promise<Server> => {
     const root = realpathSync(mkdtempSync(path.join(os.tmpdir(), "skein-serve-")))
     const home = path.join(root, "home")
     const cwd = path.join(root, "ws")
@@ -39,7 +39,7 @@ export const useServers = () => {
     mkdirSync(cwd)
     const scriptPath = path.join(root, "script.json")
     writeFileSync(scriptPath, JSON.stringify(script))
-    const args = [SKEIN, "serve", "--home", home, "--script", scriptPath, ...(listen !== undefined ? ["--listen", listen] : [])]
+    const args = [SKEIN, "serve", "--home", home, "--script", scriptPath, ...(listen !== undefined ? ["--listen", listen] : []), ...extra]
     const child = spawn(NODE, args, { env: { ...process.env, SKEIN_PROVIDER: "", SKEIN_HOME: "", ...env }, stdio: ["ignore", "pipe", "pipe"] })
     const server: Server = { child, home, cwd, scriptPath, stderr: "" }
     servers.push(server)

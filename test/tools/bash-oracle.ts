@@ -36,8 +36,9 @@ set -C # should bash see a redirection the lexer did not, it creates at most an 
 PATH=/nonexistent-skein-oracle
 for n in {4..40}; do eval "exec $n>&-"; done
 command_not_found_handle() {
-  local fds= n
-  for n in {0..40}; do [[ /proc/$BASHPID/fd/$n -ef /dev/null ]] && fds+=$n,; done
+  local fds= n -
+  set +f
+  cd /proc/$BASHPID/fd && for n in *; do [[ $n -ef /dev/null ]] && fds+=$n,; done
   printf 'I\0%s\0%s\0' "$fds" "$#" >>"$out"
   printf '%s\0' "$@" >>"$out"
   return 127
@@ -99,7 +100,7 @@ const parse = (output: string, count: number): Array<Array<Invocation>> => {
       continue
     }
     if (tag !== "I" || cases.length === 0) throw new Error(`unreadable oracle output at field ${i - 1}: ${JSON.stringify(tag)}`)
-    const fds = fields[i++]!.split(",").filter((s) => s !== "").map(Number)
+    const fds = fields[i++]!.split(",").filter((s) => s !== "").map(Number).sort((a, b) => a - b)
     const argc = Number(fields[i++])
     cases.at(-1)!.push({ fds, argv: fields.slice(i, i + argc) })
     i += argc

@@ -10,17 +10,19 @@ import * as Schema from "effect/Schema"
 import * as fc from "fast-check"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { dirname, isAbsolute, join } from "node:path"
-import { Location, ToolDetails, ToolKind } from "../../src/log/Event.ts"
+import { Location, ToolDetails, ToolKind } from "../../src/Vocabulary.ts"
 import { edit } from "../../src/tools/edit.ts"
 import { glob, MAX_RESULTS } from "../../src/tools/glob.ts"
 import { grep, MAX_MATCHES, MAX_OUTPUT_BYTES } from "../../src/tools/grep.ts"
 import { DEFAULT_LIMIT, MAX_BYTES, read } from "../../src/tools/read.ts"
 import * as Tool from "../../src/tools/Tool.ts"
+import { bash_output, kill_shell } from "../../src/tools/background.ts"
+import * as Background from "../../src/tools/process/Background.ts"
 import { update_plan } from "../../src/tools/update_plan.ts"
 import { write } from "../../src/tools/write.ts"
 import * as TempDir from "../support/TempDir.ts"
 
-const tools: ReadonlyArray<Tool.Tool> = [read, write, edit, grep, glob, update_plan]
+const tools: ReadonlyArray<Tool.Tool> = [read, write, edit, grep, glob, update_plan, bash_output, kill_shell]
 
 /** The arguments each tool takes (DESIGN.md), required ones first. */
 const signatures: Record<string, { readonly required: ReadonlyArray<string>; readonly optional: ReadonlyArray<string> }> = {
@@ -29,7 +31,9 @@ const signatures: Record<string, { readonly required: ReadonlyArray<string>; rea
   edit: { required: ["path", "edits"], optional: [] },
   grep: { required: ["pattern"], optional: ["path", "glob"] },
   glob: { required: ["pattern"], optional: ["path"] },
-  update_plan: { required: ["entries"], optional: [] }
+  update_plan: { required: ["entries"], optional: [] },
+  bash_output: { required: ["id"], optional: ["filter"] },
+  kill_shell: { required: ["id"], optional: [] }
 }
 
 /** Shapes no tool accepts. */
@@ -67,7 +71,9 @@ const badFor: Record<string, ReadonlyArray<unknown>> = {
     { entries: [{ content: "a", status: "done", priority: "high" }] },
     { entries: [{ content: "a", status: "pending", priority: "urgent" }] },
     { entries: [{ content: 1, status: "pending", priority: "low" }] }
-  ]
+  ],
+  bash_output: [{ id: 1 }, { filter: "x" }, { id: "bg1", filter: 3 }, { id: ["bg1"] }],
+  kill_shell: [{ id: null }, { id: ["bg1"] }, { id: { id: "bg1" } }]
 }
 
 const isDetails = Schema.is(ToolDetails)
@@ -93,7 +99,10 @@ const setup = Effect.gen(function*() {
       writeFileSync(join(cwd, name), content)
     }
   }
-  const run = (tool: Tool.Tool, args: unknown) => Tool.run(tool, args, ctx).pipe(Effect.provide(TempDir.platform))
+  // The session's background commands (none started): bash_output and kill_shell reach it.
+  const shells = yield* Background.make()
+  const run = (tool: Tool.Tool, args: unknown) =>
+    Tool.run(tool, args, ctx).pipe(Effect.provide(TempDir.platform), Effect.provideService(Background.Current, shells))
   return { cwd, ctx, files, run, plans }
 })
 
@@ -163,10 +172,12 @@ describe("tool contract", () => {
           }),
           { maxLength: 4 }
         ),
+        id: fc.oneof(fc.constantFrom("bg1", "bg0", "", "bg99999999999999999999", "x".repeat(100)), fc.string()),
+        filter: pattern,
         offset: fc.integer({ min: -1, max: 5 }),
         limit: fc.integer({ min: -1, max: 5 })
       }, { requiredKeys: [] })
-      const key = fc.constantFrom("path", "content", "edits", "pattern", "glob", "entries", "offset", "limit")
+      const key = fc.constantFrom("path", "content", "edits", "pattern", "glob", "entries", "offset", "limit", "id", "filter")
       const samples = fc.sample(fc.oneof(fc.anything(), fc.dictionary(key, fc.anything(), { maxKeys: 4 }), plausible), { numRuns: 200, seed: 20240601 })
       const valid = new Map<string, number>()
       for (const tool of tools) {

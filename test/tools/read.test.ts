@@ -89,9 +89,8 @@ describe("read", () => {
       assert.match(next.content, new RegExp(`^${last + 1}\\t${String(last + 1).padStart(5, "0")}x{95}\\n`))
     }))
 
-  // BUG (src/tools/read.ts, readWindow/take): the cap adds `shown.length` (UTF-16 code units), not
-  // bytes, so a file of CJK text returns about 3 × MAX_BYTES of UTF-8 (150 KB instead of "about
-  // 50 KB" as the tool description promises the model).
+  // The cap counts UTF-8 bytes, not UTF-16 code units: CJK text (3 bytes a character) is held to
+  // the "about 50 KB" the tool description promises the model, not three times that.
   it.effect("the cap is in bytes, also for multi-byte text", () =>
     Effect.gen(function*() {
       const { file, run } = yield* setup

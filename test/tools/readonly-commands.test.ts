@@ -2,7 +2,8 @@ import { assert, describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import { SPECS } from "../../src/tools/commands/Allowlist.ts"
 import { parse } from "../../src/tools/commands/Options.ts"
-import { commandPrefix, isReadOnlyCommand, matchesCommandPrefix, parsePipeline } from "../../src/tools/ReadOnlyCommands.ts"
+import { commandPrefix, isReadOnlyCommand, matchesCommandPrefix } from "../../src/tools/ReadOnlyCommands.ts"
+import { parsePipeline } from "../../src/tools/commands/Shell.ts"
 
 const GREP_SPEC = SPECS["grep"]!
 

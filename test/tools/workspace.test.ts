@@ -102,10 +102,8 @@ describe("Workspace.resolve", () => {
       assert.include(message, "loop-a")
     }))
 
-  // BUG (src/tools/Workspace.ts, realPathOrAncestor): the loop is detected with
-  // `/ELOOP/.test(real.message)`, but @effect/platform-node maps ELOOP to a PlatformError with
-  // reason `BadResource` whose message does not contain "ELOOP". The model is told
-  // `Cannot resolve "/abs/path/loop-a": BadResource` instead of "is a symlink loop".
+  // The platform reports ELOOP as a `BadResource` error; the model is told the path is a symlink
+  // loop, not `Cannot resolve …: BadResource`.
   it.effect("a symlink loop is refused with a message that says so", () =>
     Effect.gen(function*() {
       const { ws, roots } = yield* setup
@@ -114,9 +112,8 @@ describe("Workspace.resolve", () => {
       assert.match(yield* refused("loop-a", roots), /symlink loop/)
     }))
 
-  // BUG (src/tools/Workspace.ts, realPathOrAncestor): a dangling symlink makes realPath fail with
-  // NotFound, so it is treated as a not-yet-existing file inside the workspace and accepted. A
-  // tool that creates the file (write) would follow the link and write outside the roots.
+  // A dangling symlink is judged by where it points, not as a not-yet-existing file inside the
+  // workspace: a tool that creates the file (write) would follow the link outside the roots.
   it.effect("a dangling symlink that points outside is refused", () =>
     Effect.gen(function*() {
       const { ws, outside, roots } = yield* setup
@@ -124,8 +121,7 @@ describe("Workspace.resolve", () => {
       assert.match(yield* refused("dangling", roots), /outside the workspace/)
     }))
 
-  // BUG (src/tools/Workspace.ts, isInside): `rel.startsWith("..")` also matches a first segment
-  // that merely begins with two dots, so a file named `..notes` inside the workspace is refused.
+  // Only a `..` segment leaves the root: a first segment that merely begins with two dots is inside.
   it.effect("a file whose name starts with `..` inside the workspace is accepted", () =>
     Effect.gen(function*() {
       const { ws, roots } = yield* setup

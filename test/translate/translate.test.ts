@@ -10,17 +10,14 @@ import * as Update from "../../src/acp/Update.ts"
 import * as Framing from "../../src/jsonrpc/Framing.ts"
 import * as Protocol from "../../src/jsonrpc/Protocol.ts"
 import {
-  type AssistantPart,
   type Canonical,
   CanonicalBody,
   type EphemeralBody,
   type EventBody,
   isEphemeral,
-  type SessionEvent,
-  type ToolDetails,
-  type UserBlock
+  type SessionEvent
 } from "../../src/log/Event.ts"
-import { type ModeId, modes } from "../../src/Vocabulary.ts"
+import { type AssistantPart, type ModeId, modes, type ToolDetails, type UserBlock } from "../../src/Vocabulary.ts"
 import * as Translate from "../../src/translate/Translate.ts"
 import { validateDef } from "../support/AcpSchema.ts"
 

@@ -5,7 +5,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import type { AssistantPart, Canonical, CanonicalBody, EventBody, SessionEvent } from "../../src/log/Event.ts"
+import type { Canonical, CanonicalBody, EventBody, SessionEvent } from "../../src/log/Event.ts"
+import type { AssistantPart } from "../../src/Vocabulary.ts"
 import type * as Translate from "../../src/translate/Translate.ts"
 import * as View from "../../src/translate/View.ts"
 

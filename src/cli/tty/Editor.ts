@@ -86,7 +86,7 @@ const wordStart = (text: string, i: number): number => {
   return j
 }
 
-export interface Step {
+interface Step {
   readonly state: State
   readonly action?: Action | undefined
 }

@@ -10,7 +10,7 @@ import type { Line } from "./Input.ts"
 import * as Terminal from "./Terminal.ts"
 
 /** What a run of keys does to a hidden line: its text so far, and whether it ended (and how). */
-export interface State {
+interface State {
   readonly text: string
   /** Inside an escape sequence (after ESC, until its final byte). */
   readonly escape: "none" | "start" | "csi" | "osc"

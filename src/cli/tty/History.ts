@@ -12,7 +12,7 @@ import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import * as Secrets from "../../secrets/Secrets.ts"
 
-export const MAX_ENTRIES = 500
+const MAX_ENTRIES = 500
 const MAX_ENTRY_CHARS = 64 * 1024
 
 export interface History {
@@ -28,7 +28,7 @@ const fnv = (text: string): string => {
   return h.toString(16).padStart(16, "0")
 }
 
-export const fileFor = (home: string, cwd: string): string => {
+const fileFor = (home: string, cwd: string): string => {
   let dir = cwd
   try {
     dir = fs.realpathSync(cwd)

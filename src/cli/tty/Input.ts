@@ -36,20 +36,20 @@ export type TurnKey =
   | { readonly _tag: "Interrupt" }
   | { readonly _tag: "Cycle" }
 
-export interface MenuItem {
+interface MenuItem {
   /** The key that chooses it at once. */
   readonly key?: string | undefined
   readonly label: string
 }
 
-export type Chosen =
+type Chosen =
   | { readonly _tag: "Chosen"; readonly index: number }
   /** Esc or Ctrl-C. */
   | { readonly _tag: "Interrupt" }
   | { readonly _tag: "End" }
 
 /** Completes the word at the cursor (an `@path`): the new state, and the candidates when several fit. */
-export type Complete = (state: Editor.State) => { readonly state: Editor.State; readonly candidates: ReadonlyArray<string> }
+type Complete = (state: Editor.State) => { readonly state: Editor.State; readonly candidates: ReadonlyArray<string> }
 
 export interface Input {
   /** Reads a line at a prompt; an empty one is taken only with `allowEmpty` (a question with a default). */
@@ -67,7 +67,7 @@ export interface Input {
 type Handler = (key: Keys.Key) => void
 
 /** The editor's lines as drawn: `> ` before the first, two spaces before the others, then the hint. */
-export const editorBlock = (state: Editor.State, prompt: string, hint: string): Screen.Block => {
+const editorBlock = (state: Editor.State, prompt: string, hint: string): Screen.Block => {
   const lines = state.text.split("\n")
   const before = state.text.slice(0, state.cursor).split("\n")
   const line = before.length - 1
@@ -80,7 +80,7 @@ export const editorBlock = (state: Editor.State, prompt: string, hint: string): 
 }
 
 /** What was sent, as the transcript keeps it: long prompts shortened. */
-export const echo = (prompt: string, text: string): string => {
+const echo = (prompt: string, text: string): string => {
   const lines = text.split("\n")
   const shown = lines.length > 12 ? [...lines.slice(0, 10), `… ${lines.length - 10} more lines`] : lines
   const pad = " ".repeat(Screen.width(prompt))

@@ -45,7 +45,7 @@ export const summary = (session: Session, events: ReadonlyArray<Canonical>): str
 }
 
 /** After a turn: how it stopped (when not normally and not with an error already shown), the context used and the cost. */
-export const footer = (outcome: TurnOutcome, view: View | undefined): void => {
+const footer = (outcome: TurnOutcome, view: View | undefined): void => {
   const parts: Array<string> = []
   if (outcome.stopReason !== "end_turn" && outcome.error === undefined) parts.push(`[${outcome.stopReason}]`)
   const usage = view?.usage()
@@ -58,7 +58,7 @@ export const goodbye = (session: Session): void => {
   Terminal.noteLine(`Session ${session.id} (continue it with: skein run --resume ${session.id})`, Terminal.dim)
 }
 
-export interface Options {
+interface Options {
   readonly runtime: Runtime["Service"]
   readonly input: Input
   readonly view: View

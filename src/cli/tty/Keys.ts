@@ -29,7 +29,7 @@ interface NodeKey {
 }
 
 /** The largest paste taken in (a bigger one is cut there: a prompt is not a file transfer). */
-export const MAX_PASTE = 1024 * 1024
+const MAX_PASTE = 1024 * 1024
 
 const PASTE_ON = "\x1b[?2004h"
 const PASTE_OFF = "\x1b[?2004l"
@@ -38,7 +38,7 @@ const PASTE_OFF = "\x1b[?2004l"
  * Decodes Node's keypress events into `Key`s: pure but for its paste buffer. Exported for
  * tests; `listen` feeds it from stdin.
  */
-export const decoder = (emit: (key: Key) => void) => {
+const decoder = (emit: (key: Key) => void) => {
   let paste: Array<string> | undefined
   let size = 0
   return (str: string | undefined, key: NodeKey | undefined): void => {
@@ -105,6 +105,3 @@ export const listen = (onKey: (key: Key) => void): Effect.Effect<void, never, Sc
       })
     )
   })
-
-/** Whether a key is this control key (`ctrl("c")`). */
-export const isCtrl = (key: Key, name: string): boolean => key._tag === "key" && key.ctrl && key.name === name

@@ -15,7 +15,7 @@ export type Local =
   | { readonly _tag: "context" }
   | { readonly _tag: "cost" }
 
-export const COMMANDS: ReadonlyArray<{ readonly name: string; readonly hint?: string; readonly description: string }> = [
+const COMMANDS: ReadonlyArray<{ readonly name: string; readonly hint?: string; readonly description: string }> = [
   { name: "help", description: "these commands and keys" },
   { name: "exit", description: "leave (also /quit, Ctrl-D)" },
   { name: "clear", description: "start a new session in this folder (this one stays saved)" },
@@ -57,7 +57,7 @@ export const MODES: ReadonlyArray<ModeId> = ["default", "acceptEdits", "plan", "
 export const nextMode = (mode: string): ModeId =>
   mode === "default" ? "acceptEdits" : mode === "acceptEdits" ? "plan" : "default"
 
-export const KEYS: ReadonlyArray<readonly [string, string]> = [
+const KEYS: ReadonlyArray<readonly [string, string]> = [
   ["Enter", "send (during a turn: queue as the next prompt)"],
   ["Ctrl-J, Alt-Enter, \\ then Enter", "a new line (a paste keeps its lines)"],
   ["Ctrl-S", "during a turn: send what is typed to the running turn (steer)"],

@@ -16,7 +16,7 @@ export type Lexer = (markdown: string) => TokensList
 /** Loads the parser (once). */
 export const load = (): Promise<Lexer> => import("marked").then((m) => (text: string) => m.lexer(text, { gfm: true }))
 
-export interface Style {
+interface Style {
   readonly bold: (s: string) => string
   readonly italic: (s: string) => string
   readonly underline: (s: string) => string
@@ -152,7 +152,7 @@ const block = (t: Token, style: Style): string => {
 }
 
 /** Rendered Markdown, with the line breaks of the source between blocks. */
-export const render = (lex: Lexer, markdown: string, style: Style): string => {
+const render = (lex: Lexer, markdown: string, style: Style): string => {
   let out = ""
   for (const t of lex(markdown)) {
     const trailing = /\n*$/.exec(t.raw)![0].length
@@ -168,7 +168,7 @@ const FENCE = /^ {0,3}(`{3,}|~{3,})/
  * How much of `text` (complete lines only) can be rendered now: up to an unclosed code fence,
  * or to a table that may still grow.
  */
-export const ready = (text: string): number => {
+const ready = (text: string): number => {
   const end = text.lastIndexOf("\n") + 1
   if (end === 0) return 0
   let fence: { readonly mark: string; readonly at: number } | undefined
@@ -191,7 +191,7 @@ export const ready = (text: string): number => {
   return fence !== undefined ? fence.at : table !== undefined ? table : end
 }
 
-export interface Stream {
+interface Stream {
   /** More text from the model. */
   readonly push: (text: string) => void
   /** Renders what is left (even an unfinished line). */

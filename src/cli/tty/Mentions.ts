@@ -12,8 +12,8 @@ import type { UserBlock } from "../../Vocabulary.ts"
 import type * as Editor from "./Editor.ts"
 
 const MENTION = /(^|\s)@("[^"\n]+"|[^\s"]+)/g
-export const MAX_TEXT_BYTES = 256 * 1024
-export const MAX_IMAGE_BYTES = 5 * 1024 * 1024
+const MAX_TEXT_BYTES = 256 * 1024
+const MAX_IMAGE_BYTES = 5 * 1024 * 1024
 
 const IMAGES: Readonly<Record<string, string>> = {
   ".png": "image/png",
@@ -24,7 +24,7 @@ const IMAGES: Readonly<Record<string, string>> = {
 }
 
 /** The paths mentioned, as typed (quotes removed), in order and once each. */
-export const mentioned = (text: string): Array<string> => {
+const mentioned = (text: string): Array<string> => {
   const out: Array<string> = []
   for (const m of text.matchAll(MENTION)) {
     const raw = m[2]!
@@ -37,7 +37,7 @@ export const mentioned = (text: string): Array<string> => {
 const resolve = (cwd: string, path: string) =>
   path.startsWith("~/") ? nodePath.join(process.env.HOME ?? "", path.slice(2)) : nodePath.resolve(cwd, path)
 
-export interface Expanded {
+interface Expanded {
   readonly content: ReadonlyArray<UserBlock>
   /** What was attached, or why not, for the person at the terminal. */
   readonly notes: ReadonlyArray<string>

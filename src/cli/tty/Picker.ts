@@ -9,10 +9,10 @@ import type { Runtime } from "../../runtime/Api.ts"
 import type { Input } from "./Input.ts"
 import * as Terminal from "./Terminal.ts"
 
-export const MAX_SHOWN = 20
+const MAX_SHOWN = 20
 
 /** `just now`, `5m ago`, `3h ago`, `2d ago`. */
-export const age = (ms: number): string => {
+const age = (ms: number): string => {
   const m = Math.floor(Math.max(0, ms) / 60_000)
   if (m < 1) return "just now"
   if (m < 60) return `${m}m ago`
@@ -20,7 +20,7 @@ export const age = (ms: number): string => {
   return h < 48 ? `${h}h ago` : `${Math.floor(h / 24)}d ago`
 }
 
-export interface Row {
+interface Row {
   readonly id: string
   readonly title: string | undefined
   readonly updatedAt: number
@@ -28,7 +28,7 @@ export interface Row {
   readonly forkedFrom: string | undefined
 }
 
-export const label = (row: Row, now: number): string => {
+const label = (row: Row, now: number): string => {
   const title = Terminal.oneLine(row.title ?? "(no prompt yet)")
   const shown = title.length > 60 ? `${title.slice(0, 59)}…` : title
   const turns = row.turns === undefined ? "" : ` · ${row.turns} turn${row.turns === 1 ? "" : "s"}`

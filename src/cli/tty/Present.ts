@@ -10,21 +10,21 @@ import * as FiberMap from "effect/FiberMap"
 import * as Queue from "effect/Queue"
 import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
-import type { SessionEvent, UserBlock } from "../../log/Event.ts"
+import type { SessionEvent } from "../../log/Event.ts"
+import type { PermissionAsked, UserBlock } from "../../Vocabulary.ts"
 import { outcomeOf, type Session, type TurnOutcome } from "../../session/Protocol.ts"
-import type { PermissionAsked } from "../../Vocabulary.ts"
 import type { Input, TurnKey } from "./Input.ts"
 import * as Question from "./Question.ts"
 import type { View } from "./Render.ts"
 import * as Terminal from "./Terminal.ts"
 
-export interface Presented {
+interface Presented {
   readonly outcome: TurnOutcome
   /** The user stopped the turn (Esc or Ctrl-C, during it or at a question). */
   readonly interrupted: boolean
 }
 
-export interface Options {
+interface Options {
   /** Shows each event (people's rendering, or JSON lines). */
   readonly show: (event: SessionEvent) => void
   /** The people's view, when there is one (the spinner, diffs already shown). */

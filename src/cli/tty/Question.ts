@@ -16,7 +16,7 @@ const KEYS = { allow_once: "y", allow_always: "a", reject_once: "n", reject_alwa
 
 const MAX_SHOWN_LINES = 200
 
-export interface Choice {
+interface Choice {
   readonly key: string
   readonly option: PermissionOption
 }
@@ -47,7 +47,7 @@ export const describe = (asked: PermissionAsked): string => {
   return out.join("")
 }
 
-export const FOOTER = "press a key, or ↑/↓ and Enter · esc or ctrl-c rejects and stops the turn"
+const FOOTER = "press a key, or ↑/↓ and Enter · esc or ctrl-c rejects and stops the turn"
 
 /**
  * The answer chosen: the selected option, `cancelled` at the end of input, or `stop` when the

@@ -5,7 +5,9 @@
  * the diff of edits and a one-line summary of its result, the plan, notices, the error of a
  * failed turn). The status line (`Spinner.ts`) runs for the whole turn.
  */
-import type { SessionEvent, ToolDetails } from "../../log/Event.ts"
+import { absurd } from "effect/Function"
+import type { SessionEvent } from "../../log/Event.ts"
+import type { ToolDetails } from "../../Vocabulary.ts"
 import * as Diff from "../../text/Diff.ts"
 import * as Markdown from "./Markdown.ts"
 import * as OutputTail from "./OutputTail.ts"
@@ -13,7 +15,7 @@ import type { Spinner } from "./Spinner.ts"
 import { summary as resultSummary } from "./Summary.ts"
 import * as Terminal from "./Terminal.ts"
 
-export interface Usage {
+interface Usage {
   readonly used: number
   readonly size: number
   readonly cost?: number | undefined
@@ -186,8 +188,26 @@ export const make = (spinner: Spinner, markdown?: Markdown.Lexer | undefined): V
         Terminal.newline("out")
         if (e.data.error !== undefined) Terminal.noteLine(`Error: ${Terminal.clean(e.data.error)}`, Terminal.red)
         return
-      default:
+      case "turn_start":
+      case "model_response":
+      case "model_partial":
+      case "config_changed":
+      case "permission":
+      case "mcp_servers":
+      case "subagent":
+      case "skill_activation":
+      case "undo":
+      case "permission_asked":
+      case "client_call":
+      case "question_withdrawn":
+      case "tool_terminal":
+      case "child_event":
+      case "turn_aborted":
+      case "checkpoint":
+      case "rewound":
         return
+      default:
+        return absurd(e)
     }
   }
 

@@ -10,7 +10,7 @@
  */
 import * as Terminal from "./Terminal.ts"
 
-export type Part = "status" | "queue" | "editor" | "menu"
+type Part = "status" | "queue" | "editor" | "menu"
 const ORDER: ReadonlyArray<Part> = ["status", "queue", "editor", "menu"]
 
 export interface Block {
@@ -112,7 +112,7 @@ const hook = () => {
 }
 
 /** Draws the area again (after one of its parts changed, or to move the spinner). */
-export const refresh = (): void => {
+const refresh = (): void => {
   erase()
   draw()
 }

@@ -29,10 +29,10 @@ const FRAME_MS = 100
 /** Frames of silence after which a line left open by output is ended, so the line can be drawn. */
 const OPEN_LINE_FRAMES = 10
 
-export const none: Spinner = { reset: () => {}, start: () => {}, stop: () => {}, resume: () => {}, end: () => {} }
+const none: Spinner = { reset: () => {}, start: () => {}, stop: () => {}, resume: () => {}, end: () => {} }
 
 /** `7s`, `1m 05s`, `1h 02m`. */
-export const elapsed = (ms: number): string => {
+const elapsed = (ms: number): string => {
   const s = Math.floor(Math.max(0, ms) / 1000)
   if (s < 60) return `${s}s`
   const m = Math.floor(s / 60)
@@ -41,7 +41,7 @@ export const elapsed = (ms: number): string => {
 }
 
 /** The status line's text. */
-export const line = (frame: number, label: string, ms: number, hint: string): string =>
+const line = (frame: number, label: string, ms: number, hint: string): string =>
   `${FRAMES[frame % FRAMES.length]} ${label} · ${elapsed(ms)}${hint.length > 0 ? ` · ${hint}` : ""}`
 
 /** A spinner drawing while the scope is open, or `none` when stderr is not a terminal. */

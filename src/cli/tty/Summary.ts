@@ -4,7 +4,7 @@
  * glance, so they are summarised from it ("started explorer", "2 done, 1 failed", "workflow
  * partial: 2 of 3 steps"); any other result shows its first line that says something.
  */
-import type { ToolDetails } from "../../log/Event.ts"
+import type { ToolDetails } from "../../Vocabulary.ts"
 
 const MAX = 160
 
@@ -31,7 +31,7 @@ const parse = (content: string): unknown => {
 const str = (v: unknown, fallback: string) => (typeof v === "string" && v.length > 0 ? v : fallback)
 
 /** "2 done, 1 running": children counted by state, finished ones as done. */
-export const states = (children: ReadonlyArray<Child>): string => {
+const states = (children: ReadonlyArray<Child>): string => {
   const counts = new Map<string, number>()
   for (const child of children) {
     const state = str(child.state, "unknown")

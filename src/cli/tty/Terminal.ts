@@ -5,7 +5,7 @@
  * control characters (escape sequences, carriage returns) into visible ones before it
  * reaches the terminal, so it cannot restyle the screen or overwrite a question.
  */
-export type Stream = "out" | "err"
+type Stream = "out" | "err"
 
 const streams = { out: process.stdout, err: process.stderr } as const
 

@@ -13,7 +13,7 @@
  * audited here (`rg`, `fd`, `tree`) are not listed: they ask.
  */
 import * as Git from "./Git.ts"
-import { type Operands, type PathWord, type Spec, firstText, given, none, parse, paths, texts, upTo } from "./Options.ts"
+import { type Operands, type PathWord, type Spec, firstText, none, parse, paths, texts, upTo } from "./Options.ts"
 import type { Word } from "./Shell.ts"
 
 /** What one stage needs checked before it may run. */
@@ -372,7 +372,7 @@ export const SPECS: Readonly<Record<string, Spec>> = {
   type: { short: "afptP", operands: texts }
 }
 
-export const RULES: Readonly<Record<string, Rule>> = {
+const RULES: Readonly<Record<string, Rule>> = {
   ...Object.fromEntries(Object.entries(SPECS).map(([name, spec]) => [name, (words: ReadonlyArray<Word>) => checked(parse(spec, words))])),
   strings,
   xxd,
@@ -391,5 +391,3 @@ export const BUILTINS: ReadonlySet<string> = new Set(["pwd", "type", "echo", "pr
 
 export const ruleFor = (program: string): Rule | undefined => Object.hasOwn(RULES, program) ? RULES[program] : undefined
 
-export type { Rule }
-export { given }

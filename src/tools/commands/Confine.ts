@@ -18,7 +18,7 @@ import * as GitGuard from "./GitGuard.ts"
 import { expand, inside, locate, resolvePhysical } from "./Paths.ts"
 import { BASH } from "./Shell.ts"
 
-export interface Context {
+interface Context {
   /** The shell's working directory. */
   readonly cwd: string
   /** Every directory the session may touch: the cwd and its additional directories. */

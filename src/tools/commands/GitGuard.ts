@@ -24,7 +24,7 @@ import * as Path from "effect/Path"
 import { inside } from "./Paths.ts"
 
 /** Command-scope configuration for an auto-allowed git. */
-export const OVERRIDES: ReadonlyArray<readonly [string, string]> = [
+const OVERRIDES: ReadonlyArray<readonly [string, string]> = [
   ["core.fsmonitor", "false"],
   ["core.hooksPath", "/dev/null"],
   ["core.pager", "cat"],

@@ -28,7 +28,7 @@ export interface Spec {
   readonly operands: Operands
 }
 
-export interface Parsed {
+interface Parsed {
   /** Each option as written (`-n`, `--lines`), with its value. */
   readonly options: ReadonlyArray<{ readonly name: string; readonly value?: Word | undefined }>
   readonly operands: ReadonlyArray<Word>
@@ -76,7 +76,7 @@ const kindsOf = (spec: Spec) => {
 /** A value glued to its option: the rest of the word, with its own quoting. */
 const sub = (word: Word, text: string): Word => tail(word, text.length)
 
-export interface Result {
+interface Result {
   readonly parsed: Parsed
   /** Every word to confine: path values and path operands. */
   readonly paths: ReadonlyArray<PathWord>

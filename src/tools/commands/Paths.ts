@@ -126,7 +126,7 @@ const bracket = (chars: ReadonlyArray<string>, i: number): [string, number] | "l
 }
 
 /** A bash pattern as a regular expression, or undefined for syntax this does not model. */
-export const patternRegex = (pattern: string): RegExp | undefined => {
+const patternRegex = (pattern: string): RegExp | undefined => {
   const chars = Array.from(pattern)
   let out = ""
   for (let i = 0; i < chars.length;) {

@@ -43,7 +43,7 @@ export interface Segment {
 }
 
 /** Where a token lies in the command: `[start, end)` in UTF-16 units. */
-export interface Span {
+interface Span {
   readonly start: number
   readonly end: number
 }

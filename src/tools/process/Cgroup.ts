@@ -116,7 +116,7 @@ const subdirectories = (dir: string): Array<string> => {
 }
 
 /** Every process in the cgroup and its descendants (a command may make sub-cgroups). */
-export const procs = (dir: string): Array<number> => {
+const procs = (dir: string): Array<number> => {
   const out: Array<number> = []
   try {
     for (const line of NodeFs.readFileSync(NodePath.join(dir, "cgroup.procs"), "latin1").split("\n")) {

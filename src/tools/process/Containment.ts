@@ -104,7 +104,7 @@ const killQuietly = (pid: number, sig: NodeJS.Signals) => {
 }
 
 /** Whether a process group has a member that can run (a zombie does not count). */
-export const isGroupAlive = (pgid: number, epoch?: ProcTable.Epoch): boolean => {
+const isGroupAlive = (pgid: number, epoch?: ProcTable.Epoch): boolean => {
   try {
     process.kill(-pgid, 0)
   } catch {

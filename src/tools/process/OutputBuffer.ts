@@ -8,7 +8,7 @@
  * partial character is dropped (and counted) rather than shown as U+FFFD.
  */
 
-export interface Rendered {
+interface Rendered {
   readonly text: string
   readonly truncated: boolean
   /** Bytes dropped from the middle (0 when nothing was dropped). */

@@ -6,7 +6,7 @@
  */
 import * as NodeFs from "node:fs"
 
-export interface Stat {
+interface Stat {
   readonly pid: number
   /** The state letter: R, S, D, T, Z (zombie), X (dead), … */
   readonly state: string
@@ -28,10 +28,10 @@ export const stat = (pid: number | string): Stat | undefined => {
 }
 
 /** A zombie (exited, not yet reaped) or a dead entry cannot run any more. */
-export const isLive = (s: Stat): boolean => s.state !== "Z" && s.state !== "X"
+const isLive = (s: Stat): boolean => s.state !== "Z" && s.state !== "X"
 
 /** The numeric entries of /proc, as strings (empty without /proc). */
-export const pids = (): Array<string> => {
+const pids = (): Array<string> => {
   let entries: Array<string>
   try {
     entries = NodeFs.readdirSync("/proc")

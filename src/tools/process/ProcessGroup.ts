@@ -24,7 +24,7 @@ import * as Effect from "effect/Effect"
 import * as Containment from "./Containment.ts"
 
 /** SIGTERM first; SIGKILL if anything of the tree is still alive after this. */
-export const TERM_GRACE_MS = 200
+const TERM_GRACE_MS = 200
 /** After SIGKILL, how long we wait for the kernel to finish the tree off. */
 const KILL_WAIT_MS = 250
 const POLL_MS = 10
@@ -78,7 +78,7 @@ const nativeSleep = (ms: number): Effect.Effect<void> =>
 export const awaitFor = <A>(deferred: Deferred.Deferred<A>, ms: number): Effect.Effect<boolean> =>
   Deferred.await(deferred).pipe(Effect.as(true), Effect.raceFirst(nativeSleep(ms).pipe(Effect.as(false))))
 
-export interface ProgramOptions {
+interface ProgramOptions {
   readonly file: string
   readonly args: ReadonlyArray<string>
   readonly cwd: string
@@ -95,7 +95,7 @@ export interface ProgramOptions {
 }
 
 /** Why a program could not start: the errno code when there is one. */
-export interface CannotStart {
+interface CannotStart {
   readonly code: string | undefined
 }
 
@@ -172,7 +172,7 @@ export const spawnProgram = (options: ProgramOptions): Effect.Effect<Group, Cann
     })
   })
 
-export interface SpawnOptions {
+interface SpawnOptions {
   readonly shell: string
   readonly command: string
   readonly cwd: string

@@ -34,7 +34,7 @@ export const TimeLimit = Context.Reference<Duration.Duration>("skein/tools/worke
 })
 
 /** Workers busy at once in a process; a further call waits for one. */
-export const MAX_WORKERS = 4
+const MAX_WORKERS = 4
 /** A worker's JavaScript heap: a pattern that needs more fails its call, not the process. */
 const HEAP_MB = 256
 /** How long a worker that finished a call with requests left running may take to answer them. */

@@ -46,7 +46,7 @@ const notFound = (text: string, oldText: string, label: string, shown: string, a
 export type Applied = { readonly _tag: "ok"; readonly text: string; readonly firstLine: number } | { readonly _tag: "error"; readonly message: string }
 
 /** Applies the edits in order to `text`, or says which one failed. Pure. */
-export const applyEdits = (text: string, edits: ReadonlyArray<Edit>, shown: string): Applied => {
+const applyEdits = (text: string, edits: ReadonlyArray<Edit>, shown: string): Applied => {
   let current = text
   let first: number | undefined
   for (let i = 0; i < edits.length; i++) {
