@@ -22,11 +22,11 @@ import type { LogError } from "../log/LogError.ts"
 import * as Shadow from "./Shadow.ts"
 
 /** The turns whose checkpoints a session keeps. */
-export const KEEP_TURNS = 50
+const KEEP_TURNS = 50
 /** The most a session's shadow repository may take on disk. */
-export const MAX_BYTES = 1024 * 1024 * 1024
+const MAX_BYTES = 1024 * 1024 * 1024
 /** Every this many turns that changed files, the repository is packed and what is unkept deleted. */
-export const COLLECT_EVERY = 20
+const COLLECT_EVERY = 20
 
 export interface Options {
   readonly home: string

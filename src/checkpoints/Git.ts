@@ -65,7 +65,7 @@ export interface Ran {
 }
 
 /** What git said on failure, briefly: its first line. */
-export const said = (ran: Ran): string => {
+const said = (ran: Ran): string => {
   const line = ran.stderr.split("\n").map((l) => l.trim()).find((l) => l !== "") ?? `exit code ${ran.code ?? "none"}`
   return line.replace(/^(?:fatal|error): /, "").slice(0, 300)
 }

@@ -23,7 +23,7 @@ import { fields, git, GitError, run } from "./Git.ts"
 export const MAX_FILE_BYTES = 10 * 1024 * 1024
 
 /** The most new content one snapshot stores. */
-export const MAX_SNAPSHOT_BYTES = 1024 * 1024 * 1024
+const MAX_SNAPSHOT_BYTES = 1024 * 1024 * 1024
 
 /** Where the shadow repository of a session lives. */
 export const dirOf = (home: string, sessionId: string): string => NodePath.join(home, "checkpoints", `${sessionId}.git`)
@@ -53,7 +53,7 @@ const ensure = (gitDir: string): Effect.Effect<void, GitError> =>
  * its `info/exclude`, and the patterns of `.gitignore` files above `root` that match at any
  * depth (no `/` but a trailing one). Only files are read; nothing of the repository runs.
  */
-export const userExcludes = (root: string): Effect.Effect<string> =>
+const userExcludes = (root: string): Effect.Effect<string> =>
   Effect.gen(function*() {
     const read = (file: string) => Effect.promise(() => readText(file))
     const lines: Array<string> = []
