@@ -44,6 +44,7 @@ import {
   type TurnOutcome
 } from "../session/Protocol.ts"
 import type * as TurnContract from "../session/TurnContract.ts"
+import type * as Edges from "../tools/Edges.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
 import { isModeId, type McpServerStatus, type ModeId, type Usage, type UserBlock } from "../Vocabulary.ts"
@@ -67,6 +68,7 @@ import * as Rewind from "../checkpoints/Rewind.ts"
 import * as Background from "../tools/process/Background.ts"
 import * as Tool from "../tools/Tool.ts"
 import * as Toolkits from "../tools/Toolkit.ts"
+import * as TurnServices from "./TurnServices.ts"
 
 /** A session live in this process: the protocol, and what the runtime that hosts it reads. */
 export interface Session extends ProtocolSession {
@@ -370,7 +372,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
       })
 
     /** The `skill` tool's access for a turn: loads a skill the model may load, and logs it. */
-    const skillsFor = (turn: number, extensions: Extensions): Tool.SkillAccess => ({
+    const skillsFor = (turn: number, extensions: Extensions): Edges.Skills["Service"] => ({
       activate: (name) =>
         Effect.gen(function*() {
           const skill = extensions.skills.find((s) => s.name === name && s.modelInvocable)
@@ -518,15 +520,12 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
               maxTurnRequests: deps.maxTurnRequests,
               emit,
               state,
-              client: clientFor(q),
               notices: deps.notices,
               permit,
               ask: askFor(q.turn),
               agent: deps.agent,
               agents,
-              skills: skillsFor(q.turn, extensions),
               readRoots: Skills.readableFolders(extensions.skills, deps.userHome ?? os.homedir()),
-              sandbox: deps.sandbox,
               window,
               compactAt: deps.compactAt,
               hooks: deps.hooks === undefined
@@ -540,7 +539,9 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
               }
             }
             const local = resolved.command?.local === true ? resolved.command : undefined
-            const work: Effect.Effect<TurnOutcome, unknown, ToolEnv> = local?.name === "compact"
+            // What the turn's tools use, decided once for the turn: the client's files and terminal or Skein's, the sandbox.
+            const services = TurnServices.make({ emit: TurnServices.emitOf(emit), client: clientFor(q), sandbox: deps.sandbox, agents, skills: skillsFor(q.turn, extensions) })
+            const work: Effect.Effect<TurnOutcome, unknown, ToolEnv | Edges.Services> = local?.name === "compact"
               ? Turn.compactNow(ctx, local.arguments)
               : local?.name === "undo"
               ? undo(q.turn)
@@ -549,7 +550,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
               : deps.runTurn !== undefined
               ? deps.runTurn(ctx)
               : Turn.run(ctx)
-            const fiber = yield* Effect.forkChild(restore(work.pipe(Effect.provideContext(deps.services), Effect.provideService(Background.Current, background))))
+            const fiber = yield* Effect.forkChild(restore(work.pipe(Effect.provideContext(services), Effect.provideContext(deps.services), Effect.provideService(Background.Current, background))))
             loop = fiber
             // A cancel that arrived while the loop was being started.
             if (turns.epoch > q.epoch) yield* Fiber.interrupt(fiber)

@@ -21,6 +21,7 @@ import * as Tool from "../../src/tools/Tool.ts"
 import * as Bwrap from "../support/Bwrap.ts"
 import { survivors, uniqueArg } from "../support/Escapes.ts"
 import * as TempDir from "../support/TempDir.ts"
+import * as ToolServices from "../support/ToolServices.ts"
 
 const NODE = join(import.meta.dirname, "..", "..", "node_modules", ".bin", "node")
 const SERVER = join(import.meta.dirname, "..", "fixtures", "mcp", "server.ts")
@@ -52,18 +53,14 @@ const setup = (settings: Partial<Settings.Settings> = {}, roots?: (base: string)
     return { base, ws, outside, home, sandbox, manager }
   })
 
-const ctx = (cwd: string, sandbox: SessionSandbox, readOnly = false): Tool.ToolContext => ({
-  sessionId: "s1",
-  toolCallId: "c1",
-  cwd,
-  roots: [cwd],
-  readOnly,
-  progress: () => Effect.void,
-  plan: () => Effect.void,
+/** A call in `cwd`, and the sandbox its turn's commands run in. */
+const ctx = (cwd: string, sandbox: SessionSandbox, readOnly = false): { readonly context: Tool.ToolContext; readonly sandbox: SessionSandbox } => ({
+  context: { sessionId: "s1", toolCallId: "c1", cwd, roots: [cwd], readOnly },
   sandbox
 })
 
-const runBash = (args: Record<string, unknown>, context: Tool.ToolContext) => Tool.run(bash, args, context).pipe(Effect.provide(TempDir.platform))
+const runBash = (args: Record<string, unknown>, call: ReturnType<typeof ctx>) =>
+  Tool.run(bash, args, call.context).pipe(ToolServices.provide({ sandbox: call.sandbox }), Effect.provide(TempDir.platform))
 
 Bwrap.describeWithBwrap("sandbox: the bash tool", () => {
   it.live("tells the model when the sandbox refused a write, and how to ask to run outside", () =>
@@ -118,7 +115,7 @@ Bwrap.describeWithBwrap("sandbox: MCP servers and worktrees", () => {
       const mcp = yield* McpSession.start({ servers: [server], cwd: ws, sandbox }).pipe(Scope.provide(scope))
       yield* mcp.settled
       assert.strictEqual(mcp.status()[0]!.state, "ready")
-      const note = yield* Tool.run(mcp.get("box__write_note")!, { name: "n.txt", text: "x" }, ctx(ws, sandbox)).pipe(Effect.provide(TempDir.platform))
+      const note = yield* Tool.run(mcp.get("box__write_note")!, { name: "n.txt", text: "x" }, ctx(ws, sandbox).context).pipe(ToolServices.provide({ sandbox }), Effect.provide(TempDir.platform))
       assert.isFalse(note.ok)
       assert.isFalse(existsSync(join(outside, "n.txt")))
       const unsandboxed = yield* McpSession.start({ servers: [server], cwd: ws }).pipe(Scope.provide(scope))
