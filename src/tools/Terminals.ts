@@ -276,11 +276,9 @@ const sandboxed = (sandbox: SessionSandbox, outside: Shape): Shape => {
       ).pipe(Effect.catch((reason: string) => Effect.succeed(Tool.error(`Not run: ${reason}`))))
     })
   return {
-    run: Effect.fn("bash.run")((command: Foreground) =>
-      through(command, (launch, local) => (launch === undefined ? outside.run(command) : runLocal(command, local, sandbox.explain)))
-    ),
+    run: (command) => through(command, (launch, local) => (launch === undefined ? outside.run(command) : runLocal(command, local, sandbox.explain))),
     // `prepare`'s descriptors are inherited before `start` returns: in the sandbox exactly as a foreground command.
-    start: Effect.fn("bash.runInBackground")((command: Started) => through(command, (_launch, local) => startLocal(command, local))),
+    start: (command) => through(command, (_launch, local) => startLocal(command, local)),
     explain: sandbox.explain
   }
 }

@@ -86,11 +86,13 @@ export const bash = Tool.define<Params, Terminals.Terminals | Edges.Emit>({
       const command = { command: args.command, cwd: ctx.cwd, toolCallId: ctx.toolCallId, readOnly: ctx.readOnly === true, outside: args.sandbox === false }
       if (args.run_in_background !== true) {
         const emit = yield* Edges.Emit
-        return yield* terminals.run({ ...command, timeoutMs: args.timeout_ms ?? DEFAULT_TIMEOUT_MS, progress: (output) => emit.progress(ctx.toolCallId, output) })
+        return yield* terminals.run({ ...command, timeoutMs: args.timeout_ms ?? DEFAULT_TIMEOUT_MS, progress: (output) => emit.progress(ctx.toolCallId, output) }).pipe(
+          Effect.withSpan("bash.run")
+        )
       }
       const shells = yield* Background.Current
       return shells === undefined
         ? Tool.error("Background commands are not available here: run the command without run_in_background.")
-        : yield* terminals.start({ ...command, timeoutMs: args.timeout_ms, shells })
+        : yield* terminals.start({ ...command, timeoutMs: args.timeout_ms, shells }).pipe(Effect.withSpan("bash.runInBackground"))
     }).pipe(Effect.catch((message: string) => Effect.succeed(Tool.error(message))))
 })

@@ -17,6 +17,7 @@ import * as Sandbox from "../../src/sandbox/Sandbox.ts"
 import type { SessionSandbox } from "../../src/tools/Sandboxed.ts"
 import * as Settings from "../../src/sandbox/Settings.ts"
 import { bash } from "../../src/tools/bash.ts"
+import type { ClientTerminal } from "../../src/tools/Terminals.ts"
 import * as Tool from "../../src/tools/Tool.ts"
 import * as Bwrap from "../support/Bwrap.ts"
 import { survivors, uniqueArg } from "../support/Escapes.ts"
@@ -102,6 +103,27 @@ Bwrap.describeWithBwrap("sandbox: the bash tool", () => {
       const out = yield* runBash({ command: `echo x > ${outside}/f`, sandbox: false, reason: "test" }, ctx(ws, sandbox))
       assert.isTrue(out.ok)
       assert.strictEqual(readFileSync(join(outside, "f"), "utf8"), "x\n")
+    }))
+
+  it.live("with a client's terminal: a sandboxed command still runs in the sandbox; one allowed outside runs in the client's terminal", () =>
+    Effect.gen(function*() {
+      const { ws, sandbox } = yield* setup()
+      const asked: Array<string> = []
+      const terminal: ClientTerminal = {
+        run: (options) =>
+          Effect.sync(() => void asked.push(options.command)).pipe(
+            Effect.as({ terminalId: "term-1", output: "from the editor\n", truncated: false, exitCode: 0, signal: null, timedOut: false })
+          )
+      }
+      const call = ctx(ws, sandbox)
+      const run = (args: Record<string, unknown>) =>
+        Tool.run(bash, args, call.context).pipe(ToolServices.provide({ sandbox, client: { terminal } }), Effect.provide(TempDir.platform))
+      const inside = yield* run({ command: "echo in" })
+      assert.strictEqual(inside.content, "in\n[exit code 0]")
+      assert.deepStrictEqual(asked, [])
+      const outside = yield* run({ command: "echo out", sandbox: false, reason: "test" })
+      assert.strictEqual(outside.content, "from the editor\n[exit code 0]")
+      assert.deepStrictEqual(asked, ["echo out"])
     }))
 })
 
