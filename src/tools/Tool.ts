@@ -4,7 +4,9 @@
  * A tool is a small factory: a Schema for its arguments, a description written
  * for the model (stating its limits), a `kind` for presenters, whether it
  * mutates the workspace, and `execute`. A tool never fails: every problem is a
- * result with `ok: false` whose text the model reads.
+ * result with `ok: false` whose text the model reads. What it uses of its turn
+ * (files, terminals, children, skills, where progress goes) are services it
+ * names in its type (`Tool<A, R>`, `Edges.ts`); its context only identifies the call.
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
