@@ -29,7 +29,7 @@ import type { Launch, SessionSandbox } from "./Sandboxed.ts"
 import * as Tool from "./Tool.ts"
 
 export const HEAD_BYTES = OutputBuffer.DEFAULT_HEAD_BYTES
-export const TAIL_BYTES = OutputBuffer.DEFAULT_TAIL_BYTES
+const TAIL_BYTES = OutputBuffer.DEFAULT_TAIL_BYTES
 /** How often running output is pushed to presenters (at most). */
 const PROGRESS_INTERVAL_MS = 150
 /** After the shell exits, how long output may keep arriving before leftovers are killed. */
