@@ -1,0 +1,58 @@
+/**
+ * Waiting for a process tree to end: a tree that ends with its leader (a sandboxed command:
+ * its PID namespace's init exits a moment after bubblewrap has reported the command's exit)
+ * is let to end by itself instead of being signalled as if it had left something behind, and
+ * a tree being waited on is looked at soon, not only every 10 ms.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import * as ProcessGroup from "../../src/tools/process/ProcessGroup.ts"
+import * as TempDir from "../support/TempDir.ts"
+
+/**
+ * A leader that exits at once and leaves a member that ends by itself once `go` exists,
+ * writing `ended` first (a signalled member would not get to write it).
+ */
+const lingering = (dir: string) =>
+  `(while [ ! -e ${join(dir, "go")} ]; do sleep 0.01; done; echo ended > ${join(dir, "ended")}) & exit 0`
+
+const start = (dir: string, endsWithLeader: boolean) =>
+  Effect.acquireRelease(
+    ProcessGroup.spawnProgram({ file: "/bin/sh", args: ["-c", lingering(dir)], cwd: dir, env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" }, endsWithLeader }).pipe(Effect.orDie),
+    ProcessGroup.release
+  )
+
+describe("ProcessGroup: waiting for a tree to end", () => {
+  it("looks again within a millisecond or two at first, then every 10 ms", () => {
+    assert.deepStrictEqual([0, 1, 2, 3, 4, 5, 6].map(ProcessGroup.pollDelay), [1, 2, 4, 8, 10, 10, 10])
+  })
+
+  it.live("a tree that ends with its leader is let to end by itself after the leader's exit", () =>
+    Effect.gen(function*() {
+      const dir = yield* TempDir.make()
+      const group = yield* start(dir, true)
+      yield* ProcessGroup.awaitFor(group.exited, 30_000)
+      assert.isTrue(group.tree.isAlive(), "the member outlives the leader")
+      const waiting = yield* Effect.forkChild(ProcessGroup.terminate(group))
+      writeFileSync(join(dir, "go"), "")
+      const signal = yield* Fiber.join(waiting)
+      assert.isNull(signal, "nothing was signalled")
+      assert.isFalse(group.tree.isAlive())
+      assert.strictEqual(readFileSync(join(dir, "ended"), "utf8"), "ended\n")
+    }).pipe(Effect.scoped))
+
+  it.live("any other tree's leftovers are signalled at once, as before", () =>
+    Effect.gen(function*() {
+      const dir = yield* TempDir.make()
+      const group = yield* start(dir, false)
+      yield* ProcessGroup.awaitFor(group.exited, 30_000)
+      const signal = yield* ProcessGroup.terminate(group)
+      writeFileSync(join(dir, "go"), "")
+      assert.strictEqual(signal, "SIGTERM")
+      assert.isFalse(group.tree.isAlive())
+      assert.isFalse(existsSync(join(dir, "ended")))
+    }).pipe(Effect.scoped))
+})
