@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import * as Containment from "../../src/tools/process/Containment.ts"
 import * as ProcessGroup from "../../src/tools/process/ProcessGroup.ts"
 import * as TempDir from "../support/TempDir.ts"
 
@@ -42,6 +43,17 @@ describe("ProcessGroup: waiting for a tree to end", () => {
       assert.isNull(signal, "nothing was signalled")
       assert.isFalse(group.tree.isAlive())
       assert.strictEqual(readFileSync(join(dir, "ended"), "utf8"), "ended\n")
+    }).pipe(Effect.scoped))
+
+  it.live("the cheap look at a tree says whether its cgroup holds a process (never, without a cgroup)", () =>
+    Effect.gen(function*() {
+      const dir = yield* TempDir.make()
+      const group = yield* start(dir, true)
+      yield* ProcessGroup.awaitFor(group.exited, 30_000)
+      assert.strictEqual(group.tree.inCgroup(), Containment.mechanism() === "cgroup")
+      writeFileSync(join(dir, "go"), "")
+      assert.isNull(yield* ProcessGroup.terminate(group))
+      assert.isFalse(group.tree.inCgroup())
     }).pipe(Effect.scoped))
 
   it.live("any other tree's leftovers are signalled at once, as before", () =>

@@ -218,7 +218,9 @@ export const terminate = (group: Group): Effect.Effect<NodeJS.Signals | null> =>
   Effect.gen(function*() {
     const tree = group.tree
     if (!tree.isAlive()) return null
-    if (group.endsWithLeader && group.exitStatus() !== undefined && (yield* pollUntil(() => !tree.isAlive(), SETTLE_MS))) return null
+    // While the cgroup holds a process the tree is winding down: only its emptying is watched
+    // (a small read), then the whole tree is looked at.
+    if (group.endsWithLeader && group.exitStatus() !== undefined && (yield* pollUntil(() => !tree.inCgroup() && !tree.isAlive(), SETTLE_MS))) return null
     tree.signal("SIGTERM")
     if (yield* pollUntil(() => !tree.isAlive(), TERM_GRACE_MS)) return "SIGTERM" as const
     // Again at every poll: a process may fork between the scan that finds it and the signal.
