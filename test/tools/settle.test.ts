@@ -31,6 +31,23 @@ describe("ProcessGroup: waiting for a tree to end", () => {
     assert.deepStrictEqual([0, 1, 2, 3, 4, 5, 6].map(ProcessGroup.pollDelay), [1, 2, 4, 8, 10, 10, 10])
   })
 
+  it.live("a wait that watches a file looks again when the file changes, not only when a poll comes", () =>
+    Effect.gen(function*() {
+      const dir = yield* TempDir.make()
+      const watched = join(dir, "events")
+      writeFileSync(watched, "populated 1\n")
+      let ready = false
+      let looks = 0
+      // Polls an hour apart: only the change of the watched file can make it look again.
+      const waiting = yield* Effect.forkChild(ProcessGroup.pollUntil(() => (++looks, ready), 3_600_000, { watch: watched, delay: () => 3_600_000 }))
+      yield* Effect.yieldNow
+      ready = true
+      assert.isUndefined(waiting.pollUnsafe(), "nothing looked again by itself")
+      writeFileSync(watched, "populated 0\n")
+      assert.isTrue(yield* Fiber.join(waiting))
+      assert.isAtLeast(looks, 2)
+    }))
+
   it.live("a tree that ends with its leader is let to end by itself after the leader's exit", () =>
     Effect.gen(function*() {
       const dir = yield* TempDir.make()

@@ -96,6 +96,8 @@ export interface Tree {
    * last moments; one that moved itself out is found by `isAlive` only.
    */
   readonly inCgroup: () => boolean
+  /** The cgroup's `cgroup.events`, which changes when the cgroup empties (undefined without a cgroup). */
+  readonly events: string | undefined
   readonly signal: (sig: NodeJS.Signals) => void
   /** Forget the tree (after it is dead, or when the spawn failed) and remove its cgroup. */
   readonly release: () => void
@@ -170,6 +172,7 @@ export const make = (): Tree => {
       return alive
     },
     inCgroup: () => cgroup !== undefined && !dead && Cgroup.populated(cgroup),
+    events: cgroup === undefined ? undefined : NodePath.join(cgroup, "cgroup.events"),
     signal: (sig) => {
       if (pgid === 0) return
       killQuietly(-pgid, sig)

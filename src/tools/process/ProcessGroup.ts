@@ -18,6 +18,7 @@
  * runs under `TestClock`.
  */
 import * as NodeChildProcess from "node:child_process"
+import * as NodeFs from "node:fs"
 import type { Readable, Writable } from "node:stream"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -65,20 +66,54 @@ export interface Group {
 /** The leaders of the trees this process still owns (for tests and diagnostics). */
 export const liveGroups = (): ReadonlySet<number> => Containment.liveLeaders()
 
-/** Resolves when `done()` holds or `ms` have passed, polling on native time (`pollDelay`). */
-const pollUntil = (done: () => boolean, ms: number): Effect.Effect<boolean> =>
+/**
+ * Resolves when `done()` holds or `ms` have passed, polling on native time (`delay`, by
+ * default `pollDelay`). `watch`: a file whose change is a reason to look at once (a cgroup's
+ * `cgroup.events`, which changes when the cgroup empties); the polls go on beside it.
+ */
+export const pollUntil = (
+  done: () => boolean,
+  ms: number,
+  options: { readonly watch?: string | undefined; readonly delay?: ((n: number) => number) | undefined } = {}
+): Effect.Effect<boolean> =>
   Effect.callback<boolean>((resume) => {
     if (done()) return resume(Effect.succeed(true))
+    const delay = options.delay ?? pollDelay
     const deadline = performance.now() + ms
     let looks = 0
-    let timer: ReturnType<typeof setTimeout>
-    const tick = () => {
-      if (done()) return resume(Effect.succeed(true))
-      if (performance.now() >= deadline) return resume(Effect.succeed(false))
-      timer = setTimeout(tick, pollDelay(++looks))
+    let finished = false
+    let timer: ReturnType<typeof setTimeout> | undefined
+    let watcher: NodeFs.FSWatcher | undefined
+    const finish = (result: boolean) => {
+      if (finished) return
+      finished = true
+      clearTimeout(timer)
+      watcher?.close()
+      resume(Effect.succeed(result))
     }
-    timer = setTimeout(tick, pollDelay(0))
-    return Effect.sync(() => clearTimeout(timer))
+    const look = () => {
+      if (finished) return
+      if (done()) return finish(true)
+      if (performance.now() >= deadline) return finish(false)
+    }
+    const tick = () => {
+      look()
+      if (!finished) timer = setTimeout(tick, Math.min(delay(++looks), Math.max(1, deadline - performance.now())))
+    }
+    if (options.watch !== undefined) {
+      try {
+        watcher = NodeFs.watch(options.watch, { persistent: false }, look)
+        watcher.on("error", () => watcher?.close())
+      } catch {
+        // Gone already, or not watchable here: the polls alone.
+      }
+    }
+    timer = setTimeout(tick, Math.min(delay(0), ms))
+    return Effect.sync(() => {
+      finished = true
+      clearTimeout(timer)
+      watcher?.close()
+    })
   })
 
 /** Sleeps on native time (see the module note), interruptibly. */
@@ -220,7 +255,10 @@ export const terminate = (group: Group): Effect.Effect<NodeJS.Signals | null> =>
     if (!tree.isAlive()) return null
     // While the cgroup holds a process the tree is winding down: only its emptying is watched
     // (a small read), then the whole tree is looked at.
-    if (group.endsWithLeader && group.exitStatus() !== undefined && (yield* pollUntil(() => !tree.inCgroup() && !tree.isAlive(), SETTLE_MS))) return null
+    if (
+      group.endsWithLeader && group.exitStatus() !== undefined &&
+      (yield* pollUntil(() => !tree.inCgroup() && !tree.isAlive(), SETTLE_MS, { watch: tree.events }))
+    ) return null
     tree.signal("SIGTERM")
     if (yield* pollUntil(() => !tree.isAlive(), TERM_GRACE_MS)) return "SIGTERM" as const
     // Again at every poll: a process may fork between the scan that finds it and the signal.
