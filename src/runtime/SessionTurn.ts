@@ -187,9 +187,7 @@ export const supervise = (env: Env, q: SessionState.Queued, cancelled: boolean):
       if (children !== undefined) yield* children.shutdown
       // What the turn (and its children) left, to tell later changes by someone else from its own.
       if (env.commands.checkpoints !== undefined) yield* env.commands.checkpoints.after(q.turn)
-      const logged = yield* finalize(env, q, state, exit, startLogged ? undefined : start)
-      // A turn whose end the log refused counts as failed.
-      yield* Spans.turnEnded(logged ? TurnEnd.outcomeOf(exit) : { stopReason: "end_turn", error: "its end was not logged" })
+      yield* Spans.turnEnded(yield* finalize(env, q, state, exit, startLogged ? undefined : start))
     }).pipe(Spans.turn({ sessionId: info.id, turn: q.turn, agent: deps.agent, parentSessionId: info.parent?.sessionId, traceparent: q.traceparent }))
   ).pipe(
     Effect.ensuring(Effect.flatMap(Clock.currentTimeMillis, (at) => env.actor.send({ _tag: "TurnDone", turn: q.turn, interrupted, at })))
@@ -199,7 +197,8 @@ export const supervise = (env: Env, q: SessionState.Queued, cancelled: boolean):
 /**
  * Logs what the loop left open, then `turn_end`, then syncs (`start`: the turn's `turn_start`,
  * when it was never logged). When the log refuses them, the turn's presenter is told so
- * (`turn_aborted`). Never fails; true when the turn's end is logged.
+ * (`turn_aborted`). Never fails; gives the outcome the turn's span reports: a turn whose end the
+ * log refused counts as failed, unless it was cancelled.
  */
 const finalize = (env: Env, q: SessionState.Queued, state: TurnContract.TurnState, exit: Exit.Exit<TurnOutcome, unknown>, start: CanonicalBody | undefined) =>
   Effect.gen(function*() {
@@ -211,10 +210,10 @@ const finalize = (env: Env, q: SessionState.Queued, state: TurnContract.TurnStat
     state.compaction = undefined
     // A turn_start the store refused is written with its end (an invalid one never is).
     const ending = yield* env.journal.end(q.turn, bodies, refused !== undefined ? start : undefined)
-    if (ending._tag === "Logged") return true
+    if (ending._tag === "Logged") return outcome
     yield* env.logProblem(`could not log the end of turn ${q.turn}`)(Cause.fail(ending.error))
     const failure = TurnEnd.refusal(ending.error, ending._tag === "Lost" ? "This turn's end could not be saved" : "This turn stopped, and its end is not saved yet")
     yield* env.journal.ephemeral(q.turn, { type: "turn_aborted", data: { stopReason: outcome.stopReason, error: failure.message } })
     if (ending._tag === "Lost") yield* env.actor.lose(TurnEnd.refusal(ending.error, "This session was closed"))
-    return false
+    return outcome.stopReason === "cancelled" ? outcome : { stopReason: "end_turn" as const, error: "its end was not logged" }
   })
