@@ -81,8 +81,10 @@ export const make = (options: Options) => {
   })
 
   /** Opens a child session (a subagent) in `scope`, which its parent's turn owns. */
-  const open = (request: Children.OpenRequest, parentTools: Toolkit.Toolkit, scope: Scope.Closeable): Effect.Effect<SessionDeps.Session, string> =>
-    Effect.gen(function*() {
+  const open: (request: Children.OpenRequest, parentTools: Toolkit.Toolkit, scope: Scope.Closeable) => Effect.Effect<SessionDeps.Session, string> = Effect.fn(
+    "ChildSessions.open"
+  )(
+    function*(request: Children.OpenRequest, parentTools: Toolkit.Toolkit, scope: Scope.Closeable) {
       const { agent, id, limits } = request
       if (agent.acp !== undefined && config.external === undefined) {
         return yield* Effect.fail(`The agent ${agent.name} is an external ACP agent, and this runtime cannot run external agents`)
@@ -143,7 +145,9 @@ export const make = (options: Options) => {
         scope
       )
       return yield* registry.add(session, scope, true)
-    }).pipe(Effect.provideService(References.CurrentLogAnnotations, { session: request.id }))
+    },
+    (effect, request) => effect.pipe(Effect.provideService(References.CurrentLogAnnotations, { session: request.id }))
+  )
 
   /**
    * Closes the turns a crash left open in the logs of the children `events` started (and of
