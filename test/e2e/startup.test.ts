@@ -33,7 +33,9 @@ const NOT_AT_START = [
   "zlib",
   "readline",
   "inspector",
-  "internal/deps/undici/undici"
+  "internal/deps/undici/undici",
+  // Node's promise API of the file system: opening a session looks at folders with callbacks.
+  "internal/fs/promises"
 ]
 
 const agents = rawAgents()
