@@ -128,7 +128,7 @@ describe("skein acp start-up", () => {
   it("with an HTTP provider too: its client, TLS and the warm-up wait for the session to be answered", async () => {
     const { agent, probeFile } = start({
       args: ["--provider", "openai-chat", "--model", "m"],
-      // Nothing listens there: no request may go out before a prompt (the warm-up uses a server of its own).
+      // Nothing listens there: no request may go out before a prompt (the warm-up connects to nothing: its connection is in memory).
       env: { OPENAI_BASE_URL: "https://127.0.0.1:9/v1", OPENAI_API_KEY: "sk-e2e-startup", ANTHROPIC_API_KEY: "", ANTHROPIC_AUTH_TOKEN: "" }
     })
     await openAtOnce(agent, probeFile)
@@ -161,6 +161,8 @@ describe("skein acp start-up", () => {
         loaded = await loadedNow(agent, probeFile)
       }
       expect(loaded).toContain("_http_client")
+      // It opened no socket and listened on none: no cluster module (what `listen` loads), no child processes, no datagrams.
+      expect(loaded.filter((m) => ["cluster", "child_process", "dgram", "internal/cluster/primary"].includes(m))).toEqual([])
       const response = await agent.prompt(sessionId, "hello?", 30_000)
       expect(response.result).toEqual({ stopReason: "end_turn" })
       expect(JSON.stringify(agent.updates(sessionId))).toContain("Hello over http")
