@@ -42,6 +42,31 @@ const lazyBuiltins = {
   }
 }
 
+// Each ES module's `import * as fs from "node:fs"` becomes, in a CommonJS bundle, a copy of the
+// built-in's exports with a getter per export (esbuild's `__toESM`), one per importing file: 31
+// copies of node:fs, 33 of node:path and 8 of node:os, over 600 KB that a process keeps, and the
+// time to make them at start-up. Here every import statement of these goes through one module per
+// built-in, which makes the copy once (`export *`: still a getter per export, so nothing is read
+// before it is used, `fs.promises` included); its default export is the module itself. Only
+// these: a copy of node:util's exports loads every module behind its lazy exports (workers,
+// diff, colours), which the named imports of util elsewhere never do.
+const SHARED_BUILTINS = ["node:fs", "node:path", "node:os"]
+const sharedBuiltins = {
+  name: "shared-builtins",
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?(fs|path|os)$/ }, (args) => {
+      const path = args.path.startsWith("node:") ? args.path : `node:${args.path}`
+      if (args.kind !== "import-statement" || args.namespace === "skein-builtin" || !SHARED_BUILTINS.includes(path)) return undefined
+      // Without side effects: a file that imports a built-in and uses none of it does not load it.
+      return { path, namespace: "skein-builtin", sideEffects: false }
+    })
+    b.onLoad({ filter: /.*/, namespace: "skein-builtin" }, (args) => ({
+      contents: `const m = require(${JSON.stringify(args.path)})\nexport default m\nexport * from ${JSON.stringify(args.path)}`,
+      loader: "js"
+    }))
+  }
+}
+
 // Effect finds out at load how V8 prints two kinds of stack frames, by formatting a stack trace
 // (effect/Utils: `internalCall`; effect/internal/effect: `continuationMarksStack`). The first
 // stack trace a process formats makes V8 find every line end of the script it is in: for the
@@ -194,7 +219,7 @@ const withoutRpc = {
 // one copy of the ~1 MB source, not the file's and a wrapped one.
 const cliBundle = (outfile, plugins) => build({
   entryPoints: ["src/cli/main.ts"],
-  plugins: [lazyBuiltins, v8StackProbes, lazyNodeHttp, embeddedWorker, embeddedPage, ...plugins],
+  plugins: [lazyBuiltins, sharedBuiltins, v8StackProbes, lazyNodeHttp, embeddedWorker, embeddedPage, ...plugins],
   outfile,
   banner: { js: `(function (exports, require, module, __filename, __dirname) {"use strict";` },
   footer: { js: "\n})" },

@@ -18,6 +18,7 @@ import { type RawAgent, rawAgents, sleep, until } from "../fixtures/faults/harne
 import type { Script } from "../support/AgentProcess.ts"
 
 const PROBE = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "fixtures", "modules-probe.mjs")
+const BUNDLE = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "dist", "skein-main.cjs")
 
 /** Built-ins (as `require` names them) that no answer before a session's first turn may wait for. */
 const NOT_AT_START = [
@@ -174,6 +175,14 @@ describe("skein acp start-up", () => {
     } finally {
       server.closeAllConnections()
       server.close()
+    }
+  })
+
+  it("the bundle copies the exports of node:fs, node:path and node:os once, not once per file that imports them", () => {
+    // Each copy is a getter per export, kept for the life of the process (scripts/build.mjs, sharedBuiltins).
+    const text = readFileSync(BUNDLE, "utf8")
+    for (const name of ["node:fs", "node:path", "node:os"]) {
+      expect({ name, requires: text.split(`require(${JSON.stringify(name)})`).length - 1 }).toEqual({ name, requires: 2 })
     }
   })
 })
