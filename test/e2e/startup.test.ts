@@ -185,4 +185,13 @@ describe("skein acp start-up", () => {
       expect({ name, requires: text.split(`require(${JSON.stringify(name)})`).length - 1 }).toEqual({ name, requires: 2 })
     }
   })
+
+  it("the bundles carry the tool worker without its HTML converter, which is a file of its own loaded with the first page", () => {
+    // The bundles' text stays in memory as long as a process runs: turndown and its DOM (about 250 KB) are not in it.
+    for (const bundle of [BUNDLE, BUNDLE.replace("skein-main.cjs", "skein-remote.cjs")]) {
+      const text = readFileSync(bundle, "utf8")
+      expect({ bundle, domino: text.includes("HierarchyRequestError") }).toEqual({ bundle, domino: false })
+    }
+    expect(readFileSync(BUNDLE.replace("skein-main.cjs", "skein-markdown.cjs"), "utf8")).toContain("HierarchyRequestError")
+  })
 })
