@@ -175,8 +175,8 @@ const embeddedWorker = (worker, markdown) => ({
     b.onResolve({ filter: /workerScript\.ts$/ }, (args) =>
       resolve(args.resolveDir, args.path) === script ? { path: script, namespace: "skein-worker" } : undefined)
     b.onLoad({ filter: /.*/, namespace: "skein-worker" }, () => ({
-      contents: `const code = ${JSON.stringify(worker.outputFiles[0].text)}
-export const workerScript = () => ({ code, eval: true${markdown ? `, markdown: require("node:path").join(__dirname, "skein-markdown.cjs")` : ""} })`,
+      contents: `${markdown ? `import { join } from "node:path"\n` : ""}const code = ${JSON.stringify(worker.outputFiles[0].text)}
+export const workerScript = () => ({ code, eval: true${markdown ? `, markdown: join(__dirname, "skein-markdown.cjs")` : ""} })`,
       loader: "js"
     }))
   }
