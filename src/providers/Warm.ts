@@ -4,9 +4,10 @@
  * A fresh process pays for its first model call in compute before any byte
  * goes out: Node's HTTP client (`node:http`), Effect's client over it, the SSE
  * decoder and the dialect are compiled as they first run. `warm` runs one
- * whole attempt of the dialect through Effect's Node client, the providers'
- * (`Dialects.httpLayer`), over an agent whose one connection is a stream in
- * memory that this module answers with an empty event stream. No socket is
+ * whole attempt of the dialect through Effect's Node client (as
+ * `Dialects.httpLayer` builds it for the providers, with an agent of its own
+ * here), whose one connection is a stream in memory that this module answers
+ * with an empty event stream. No socket is
  * opened and none listens: no provider is contacted, nothing leaves the
  * process (a proxy configured or not), and the request carries no key. A
  * server on the loopback interface would do the same at a cost: listening
