@@ -34,8 +34,19 @@ const RESPONSE = `HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-
 /** The longest a warm-up may take; it is abandoned after that. */
 const LIMIT_MS = 5_000
 
-/** Where the warm-up's request is addressed. Never resolved: its connection is made in memory. */
-export const WARM_URL = "http://skein-warm.invalid"
+/**
+ * Where the warm-up's request is addressed: the provider's host, over `http`, so that what Node
+ * does with a host name before connecting (the IPv6 check: a large regular expression) runs as
+ * it will for the first call, and is not paid for where the first call will not need it (a
+ * provider at an IP address). Never resolved nor connected to: the connection is made in memory.
+ */
+export const warmUrl = (target: Http.Target): string => {
+  try {
+    return `http://${new URL(target.baseUrl).host}`
+  } catch {
+    return "http://127.0.0.1"
+  }
+}
 
 /** A request the in-memory server was sent: its request line and headers (names in lower case). */
 export interface Received {
@@ -126,7 +137,7 @@ export const warm = (dialect: Http.Dialect, target: Http.Target): Effect.Effect<
   Effect.gen(function*() {
     if (target.baseUrl.startsWith("https:")) yield* Effect.sync(() => process.getBuiltinModule("node:tls").createSecureContext())
     const client = yield* inMemoryClient(yield* Observer)
-    yield* attemptAt(dialect, target, client, WARM_URL, dialect.path)
+    yield* attemptAt(dialect, target, client, warmUrl(target), dialect.path)
   }).pipe(
     Effect.timeout(LIMIT_MS),
     Effect.ignore

@@ -55,7 +55,8 @@ describe("Provider.warm", () => {
       assert.strictEqual(received.length, 1)
       assert.strictEqual(received[0]!.method, "POST")
       assert.strictEqual(received[0]!.path, "/chat/completions")
-      assert.strictEqual(received[0]!.headers.host, new URL(Warm.WARM_URL).host)
+      // Addressed to the provider's host, and still never reaching it: the connection is in memory.
+      assert.strictEqual(received[0]!.headers.host, new URL(server.url).host)
       assert.strictEqual(received[0]!.headers.authorization, undefined)
       assert.strictEqual(received[0]!.headers["openai-organization"], undefined)
       assert.notInclude(JSON.stringify(received[0]!.headers), "sk-warm-secret-123")
