@@ -59,7 +59,7 @@ export const realRoots = (roots: ReadonlyArray<string>): Effect.Effect<RealRoots
   // The callback API: a session's first look at its folders does not load `fs.promises` for this.
   Effect.forEach(roots, (root) =>
     Effect.callback<string>((resume) => {
-      NodeFs.realpath(root, (error, real) => resume(Effect.succeed(error === null ? real : root)))
+      NodeFs.realpath.native(root, (error, real) => resume(Effect.succeed(error === null ? real : root)))
     }))
 
 const inside = (roots: RealRoots, candidate: string): boolean =>

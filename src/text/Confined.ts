@@ -43,7 +43,7 @@ export const root = (dir: string): Effect.Effect<string> =>
   // Most definitions folders do not exist: ruled out synchronously, with no asynchronous call.
   !mayExist(dir)
     ? Effect.succeed(NodePath.resolve(dir))
-    : Effect.orElseSucceed(nodeCall<string>((done) => NodeFs.realpath(dir, done)), () => NodePath.resolve(dir))
+    : Effect.orElseSucceed(nodeCall<string>((done) => NodeFs.realpath.native(dir, done)), () => NodePath.resolve(dir))
 
 export const inside = (root: string, candidate: string): boolean => {
   const rel = NodePath.relative(root, candidate)
@@ -64,7 +64,7 @@ type Kind =
   | { readonly _tag: "error"; readonly code: string }
 
 /** A path's real path (links followed), or the error code of the failure. */
-const realpath = (path: string) => nodeCall<string>((done) => NodeFs.realpath(path, done))
+const realpath = (path: string) => nodeCall<string>((done) => NodeFs.realpath.native(path, done))
 
 const statOf = (path: string) => nodeCall<NodeFs.Stats>((done) => NodeFs.stat(path, done))
 
