@@ -48,7 +48,8 @@ const pointer = (file: string): string | undefined => {
 
 /** The submodules' git directories under `modules` (nested ones too, a few levels deep). */
 const submodules = (dir: string, depth: number, out: Array<string>) => {
-  if (depth > 4 || out.length > 200) return
+  // Most repositories have no `modules`: asked first, since a failed readdir throws.
+  if (depth > 4 || out.length > 200 || kind(dir) !== "dir") return
   let names: Array<string>
   try {
     names = NodeFs.readdirSync(dir)

@@ -256,7 +256,8 @@ export const make = (settings: Settings, options: { readonly skeinHome: string; 
               file: line.file,
               args: line.args,
               env: Env.environment(program.env, ready.ns.proxyPort),
-              fds: [ready.ns.userFd, ready.ns.netFd, ...filterFd]
+              fds: [ready.ns.userFd, ready.ns.netFd, ...filterFd],
+              endsWithLeader: true
             })
           }))
 
