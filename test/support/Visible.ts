@@ -14,11 +14,11 @@
  *
  * The process's own directory holds a hard link to the Node binary (a copy across file
  * systems), copies of fixtures, bundles of TypeScript fixtures, and `dist/`; it is removed when
- * the process exits.
+ * the process exits, or by the next test process when it could not be.
  */
 import * as Effect from "effect/Effect"
 import { buildSync } from "esbuild"
-import { chmodSync, copyFileSync, cpSync, existsSync, linkSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs"
+import { chmodSync, copyFileSync, cpSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync } from "node:fs"
 import { basename, join } from "node:path"
 
 /** A place every user and every sandboxed command sees (a sandbox replaces only /tmp and /run). */
@@ -40,11 +40,28 @@ export const dir = (prefix = "skein-test-") =>
     (path) => Effect.sync(() => rmSync(path, { recursive: true, force: true }))
   )
 
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
 let own: string | undefined
-/** This process's directory of programs and fixtures, made on first use, removed at exit. */
+/**
+ * This process's directory of programs and fixtures, made on first use, removed at exit; a
+ * test worker is often ended without an exit event, so what a dead process left (its pid is
+ * in the name) is removed here too.
+ */
 const ownDir = (): string => {
   if (own !== undefined) return own
-  const made = makeDir("skein-test-programs-")
+  for (const name of readdirSync(BASE)) {
+    const pid = Number(/^skein-test-programs-(\d+)-/.exec(name)?.[1])
+    if (pid > 0 && !alive(pid)) rmSync(join(BASE, name), { recursive: true, force: true })
+  }
+  const made = makeDir(`skein-test-programs-${process.pid}-`)
   process.once("exit", () => rmSync(made, { recursive: true, force: true }))
   own = made
   return made
