@@ -46,6 +46,9 @@
 // 7b. cluster: scripts/bench-cluster.mjs (a turn through another runner than the session's
 //    against its own, sessions created per second across two runners against one serve --store,
 //    failover time after a kill -9 against the shard-lock expiry).
+// 10. checkpoint: scripts/bench-checkpoint.mjs (a checkpoint of a 10,000-file workspace, first and
+//    after 10 files changed, time and disk, against `git stash` of the same tree in the same run;
+//    target: ≤ 1× git stash).
 // 9. sandbox: scripts/bench-sandbox.mjs (the `bash` tool in-process, `true` and `git status` in
 //    a repository, sandboxed against unsandboxed, interleaved; target: ≤ 10 ms added).
 // 10. telemetry: scripts/bench-telemetry.mjs (cold start and a turn with OpenTelemetry off, the
@@ -79,7 +82,7 @@
 //   --sub-runs N    subagents: memory runs and streaming rounds per scenario (3)
 //   --spawns N      subagents: spawn timings (20)
 //   --sub-deltas N  subagents: deltas per stream (200)     --sub-pace MS  between two deltas of a stream (10)
-//   --only LIST     comma-separated sections: cold,chunk,prompt,throughput,memory,sessions,log,remote,subagents,compaction,cluster,stops,sandbox,telemetry,monitor
+//   --only LIST     comma-separated sections: cold,chunk,prompt,throughput,memory,sessions,log,remote,subagents,compaction,cluster,stops,sandbox,telemetry,monitor,checkpoint
 //   --previous REF  the commit to compare with (BENCH_PREVIOUS; default: the merge-base with main,
 //                   or HEAD^ on main); "none": no comparison
 //   --merge         with --only: put the sections run into the recorded results (bench/results.*),
@@ -140,7 +143,7 @@ const MEM_RUNS = Math.max(1, nonNegative(values["mem-runs"], 3, "--mem-runs"))
 const SESSIONS_RUNS = Math.max(1, nonNegative(values["sessions-runs"], 5, "--sessions-runs"))
 const SUB_RUNS = Math.max(1, nonNegative(values["sub-runs"], 3, "--sub-runs"))
 const SPAWNS = Math.max(1, nonNegative(values.spawns, 20, "--spawns"))
-const SECTIONS = ["cold", "chunk", "prompt", "throughput", "memory", "sessions", "log", "remote", "subagents", "compaction", "cluster", "stops", "sandbox", "telemetry", "monitor"]
+const SECTIONS = ["cold", "chunk", "prompt", "throughput", "memory", "sessions", "log", "remote", "subagents", "compaction", "cluster", "stops", "sandbox", "telemetry", "monitor", "checkpoint"]
 const only = values.only === undefined ? SECTIONS : values.only.split(",").map((s) => s.trim())
 for (const s of only) {
   if (!SECTIONS.includes(s)) {
@@ -165,7 +168,8 @@ const TARGETS = {
   childLagMs: 5, // the worst child's p99 update lag, 64 streaming at once, over a lone child's, at most
   cancelMs: 1000, // session/cancel mid-model-call → the prompt's answer, under ("about a second")
   shutdownMs: 2000, // SIGTERM mid-command → exited, under ("about 2 s")
-  sandboxAddedMs: 10 // a sandboxed command's time over the same command's unsandboxed, at most
+  sandboxAddedMs: 10, // a sandboxed command's time over the same command's unsandboxed, at most
+  checkpoint: 1 // a checkpoint's time and disk against git stash of the same tree, at most
 }
 
 const tmp = realpathSync(mkdtempSync(join(os.tmpdir(), "skein-bench-")))
@@ -571,13 +575,13 @@ const memory = async () => {
 }
 
 // ── 5. sessions (list, load) and 6. log append: helper scripts ───────────────────────────
-const runScript = (script, args) =>
+const runScript = (script, args, timeout = 300_000) =>
   new Promise((resolve) => {
     const file = join(root, "scripts", script)
     if (!existsSync(file)) return resolve({ missing: true, file: `scripts/${script}` })
     const childEnv = { ...env }
     for (const k of ["BENCH_RUNS", "BENCH_SESSIONS", "BENCH_EVENTS"]) delete childEnv[k]
-    execFile(process.execPath, [file, ...args], { cwd: root, env: childEnv, maxBuffer: 64 * 1024 * 1024, timeout: 300_000 }, (error, stdout, stderr) => {
+    execFile(process.execPath, [file, ...args], { cwd: root, env: childEnv, maxBuffer: 64 * 1024 * 1024, timeout }, (error, stdout, stderr) => {
       if (error) return resolve({ error: `${script}: ${error.message.split("\n")[0]}\n${String(stderr).trim().slice(-2000)}` })
       try {
         resolve({ value: JSON.parse(stdout) })
@@ -1381,6 +1385,37 @@ const monitorFigures = (r) => {
   })
 }
 
+const checkpointBench = async () => {
+  section("checkpoint: scripts/bench-checkpoint.mjs (10,000 files: a first checkpoint and one after 10 changes, against git stash)")
+  // The first checkpoint of 10,000 files takes seconds on a busy machine: more time than the other scripts get.
+  return runScript("bench-checkpoint.mjs", ["--runs", "3"], 900_000)
+}
+
+const checkpointFigures = (r) => {
+  const v = r.value
+  const target = { kind: "ratio<=", value: TARGETS.checkpoint, text: `≤ ${TARGETS.checkpoint}× git stash` }
+  if (!v || v.skipped) return missing("checkpoint", "checkpoint.first.ms", "a first checkpoint of 10,000 files", "ms", target, r.error ?? v?.skipped ?? "scripts/bench-checkpoint.mjs is missing")
+  const rows = [
+    ["first", "ms", `a first checkpoint of ${v.files} files (time)`, "git stash -u of them (all untracked)"],
+    ["first", "bytes", `a first checkpoint of ${v.files} files (disk, its index included)`, "git stash -u of them (what .git grew by)"],
+    ["second", "ms", `a checkpoint after ${v.changed} of them changed (time)`, "git stash of the 10 changes (the files committed)"],
+    ["second", "bytes", `a checkpoint after ${v.changed} of them changed (disk added)`, "git stash of the 10 changes (what .git grew by)"]
+  ]
+  for (const [which, unit, label, baseline] of rows) {
+    const value = (side) => v[which].map((run) => (unit === "ms" ? run[side].ms : run[side].bytes / 1024))
+    addFigure({
+      group: "checkpoint",
+      id: `checkpoint.${which}.${unit}`,
+      label,
+      unit: unit === "ms" ? "ms" : "KB",
+      subject: "Skein",
+      ...summarize(value("skein")),
+      baseline: { name: baseline, ...summarize(value("stash")) },
+      target
+    })
+  }
+}
+
 const clusterFigures = (r) => {
   const v = r.value
   if (!v || v.skipped) return missing("cluster", "cluster.lag", "a turn through another runner", "ms", null, r.error ?? v?.skipped ?? "scripts/bench-cluster.mjs is missing")
@@ -1635,7 +1670,7 @@ const updateReadme = (block) => {
 }
 
 /** The figure groups of each section, and where each section's raw results are kept. */
-const GROUPS = { cold: ["cold start"], chunk: ["first chunk"], prompt: ["first prompt"], throughput: ["throughput"], memory: ["memory"], sessions: ["sessions"], log: ["log append"], remote: ["remote"], subagents: ["subagents"], compaction: ["compaction"], cluster: ["cluster"], stops: ["stops"], sandbox: ["sandbox"], telemetry: ["telemetry"], monitor: ["monitor"] }
+const GROUPS = { cold: ["cold start"], chunk: ["first chunk"], prompt: ["first prompt"], throughput: ["throughput"], memory: ["memory"], sessions: ["sessions"], log: ["log append"], remote: ["remote"], subagents: ["subagents"], compaction: ["compaction"], cluster: ["cluster"], stops: ["stops"], sandbox: ["sandbox"], telemetry: ["telemetry"], monitor: ["monitor"], checkpoint: ["checkpoint"] }
 const RAW_KEYS = { memory: ["memory", "memoryRuns"] }
 const sectionOf = (group) => SECTIONS.find((s) => GROUPS[s].includes(group)) ?? ""
 
@@ -1746,6 +1781,7 @@ const main = async () => {
   if (only.includes("sandbox")) results.sandbox = await sandboxBench()
   if (only.includes("telemetry")) results.telemetry = await telemetryBench()
   if (only.includes("monitor")) results.monitor = await monitorBench()
+  if (only.includes("checkpoint")) results.checkpoint = await checkpointBench()
   if (process.stdout.isTTY) process.stdout.write("\r\x1b[K")
   buildFigures(results)
   if (results.remote) remoteFigures(results.remote)
@@ -1756,6 +1792,7 @@ const main = async () => {
   if (results.sandbox) sandboxFigures(results.sandbox)
   if (results.telemetry) telemetryFigures(results.telemetry)
   if (results.monitor) monitorFigures(results.monitor)
+  if (results.checkpoint) checkpointFigures(results.checkpoint)
 
   const cpus = os.cpus()
   const date = new Date().toISOString()
@@ -1777,6 +1814,7 @@ const main = async () => {
     sessions: { runs: SESSIONS_RUNS, skein: "scripts/bench-sessions.mjs", floor: "scripts/bench-sessions-floor.mjs" },
     log: { script: "scripts/bench-log.mjs", note: "in-process; default durability: no fsync per event, one at the turn's end" },
     compaction: { script: "scripts/bench-compaction.mjs", note: "in-process (dist/index.mjs, file store, scripted provider): a log of 100,000 events written afresh for each run; load = runtime.loadSession of it (the baseline), compact = the prompt `/compact` to its outcome; model input sizes are the logged compaction's estimates (4 characters a token)" },
+    checkpoint: { script: "scripts/bench-checkpoint.mjs", note: "in-process (src/checkpoints/Shadow.ts bundled): 100 folders of 100 files of about 1 KB, fresh copies per run, Skein and git interleaved; disk: the shadow repository's size (its index included) against what the stash added to .git" },
     sandbox: { script: "scripts/bench-sandbox.mjs", note: "in-process (src/tools/bash.ts bundled): the bash tool's call to its result, with a session's sandbox (bubblewrap, the session's namespaces made in the warm-up) and without, 30 runs each, interleaved, the order alternating" },
     cluster: { script: "scripts/bench-cluster.mjs", note: "two runners (skein serve --cluster, scripted provider) on a PostgreSQL server started by the script; Effect programs through Skein.remote on tcp; lock expiry 10 s; creation: 200 sessions by 8 programs, 3 rounds; failover: 3 fresh clusters" },
     stops: { script: "scripts/bench-stops.mjs", note: "a fresh skein acp per run (dist/skein.mjs, scripted provider, a temporary home); times from writing the cancel (or sending SIGTERM) to reading the answer (or the exit)" },

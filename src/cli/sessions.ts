@@ -23,6 +23,7 @@ import * as Fork from "../runtime/Fork.ts"
 import * as SessionId from "../runtime/SessionId.ts"
 import { VERSION } from "../version.ts"
 import * as Checks from "./Checks.ts"
+import * as Shadow from "../checkpoints/Shadow.ts"
 import * as Options from "./Options.ts"
 import * as Usage from "./Usage.ts"
 
@@ -212,7 +213,7 @@ const confirm = (question: string) =>
  * `rm ID`: at least `MIN_RM_PREFIX` characters of the id (or all of it); at a terminal it asks
  * first, unless `--yes`. Without a terminal nobody can be asked: the full id or `--yes` it takes.
  */
-const remove = (ref: string, yes: boolean) =>
+const remove = (ref: string, yes: boolean, home: string) =>
   Effect.gen(function*() {
     const log = yield* SessionLog
     const id = yield* resolveId(ref)
@@ -233,6 +234,8 @@ const remove = (ref: string, yes: boolean) =>
       }
     }
     yield* log.remove(id)
+    // Its checkpoints (the shadow repository under Skein's home) go with it.
+    yield* Shadow.removeAll(home, id)
     process.stdout.write(`Removed session ${id}\n`)
     return 0
   })
@@ -305,7 +308,7 @@ export const run = (args: ReadonlyArray<string>) =>
           return yield* show(yield* readRef(yield* one("show")))
         case "rm":
         case "delete":
-          return yield* remove(yield* one("rm"), parsed.values.yes === true)
+          return yield* remove(yield* one("rm"), parsed.values.yes === true, common.home)
         case "fork":
           return yield* fork(yield* one("fork"), parsed.values.turn)
         default:

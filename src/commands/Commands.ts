@@ -4,7 +4,7 @@
  *
  * Three kinds, in precedence order:
  *
- * 1. the built-ins (`BUILTINS`): `/compact [focus]`, `/init`, `/review [focus]`, `/undo`; the
+ * 1. the built-ins (`BUILTINS`): `/compact [focus]`, `/init`, `/review [focus]`, `/undo`, `/rewind [N]`; the
  *    runtime carries them out (`/init` and `/review` by giving the model `INIT_PROMPT` and
  *    `REVIEW_PROMPT`);
  * 2. prompt files: `<cwd>/.skein/commands/<name>.md`, `<cwd>/.claude/commands/<name>.md`,
@@ -75,6 +75,13 @@ export const BUILTINS: ReadonlyArray<Command> = [
     description: "Revert the file changes made by the last turn's write and edit calls",
     kind: "builtin",
     source: "built-in"
+  },
+  {
+    name: "rewind",
+    description: "Go back to before a turn: its files (shell changes too) and the conversation; default the last turn",
+    kind: "builtin",
+    source: "built-in",
+    argumentHint: "[turn]"
   }
 ]
 

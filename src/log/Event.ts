@@ -268,6 +268,39 @@ export const Hook = event("hook", {
   stop: Schema.optionalKey(Schema.String)
 })
 
+/**
+ * The workspace as it was at a point of turn `turn`, kept in the session's shadow repository
+ * (`$SKEIN_HOME/checkpoints/<sessionId>.git`, never the user's own repository):
+ * `at: "before"` the turn's first change (the first call that may change files was allowed;
+ * a child's in a shared workspace counts), `"after"` its end. `id`: the commit, which holds
+ * root `i` of `roots` as its folder `i`; `skipped`: files left out for their size.
+ */
+export const Checkpoint = event("checkpoint", {
+  turn: Schema.Number,
+  at: Schema.Literals(["before", "after"]),
+  id: Schema.String,
+  roots: Schema.Array(Schema.String),
+  skipped: Schema.optionalKey(Schema.Array(Schema.String))
+})
+
+/**
+ * `/rewind`: the files and the conversation went back to before turn `toTurn`. The model's
+ * view drops what was logged from `fromSeq` (that turn's `turn_start`) on; nothing is deleted
+ * from the log. `checkpoint`: the one the files were restored from (none: no turn since
+ * changed any); `restored`/`removed`: files written back / deleted (absolute); `skipped`:
+ * files left as they were (changed by something else and kept, or too large to be in the
+ * checkpoint). `refused`: why nothing was done (then nothing changed, files nor conversation).
+ */
+export const Rewound = event("rewound", {
+  toTurn: Schema.Number,
+  fromSeq: Schema.Number,
+  checkpoint: Schema.optionalKey(Schema.String),
+  restored: Schema.Array(Schema.String),
+  removed: Schema.Array(Schema.String),
+  skipped: Schema.Array(Schema.String),
+  refused: Schema.optionalKey(Schema.String)
+})
+
 export const CanonicalBody = Schema.Union([
   TurnStart,
   ModelPartial,
@@ -286,7 +319,9 @@ export const CanonicalBody = Schema.Union([
   SkillActivation,
   TurnInput,
   Undo,
-  Hook
+  Hook,
+  Checkpoint,
+  Rewound
 ])
 export type CanonicalBody = typeof CanonicalBody.Type
 
@@ -372,7 +407,8 @@ export type Canonical = SessionEvent<CanonicalBody>
  * 3: `subagent` events, and child sessions' headers (`parent`, `agent`).
  * 4: `compaction`, `skill_activation`, `turn_input` and `undo` events, `turn_start.command`,
  * `model_response.compaction`, and a forked session's header (`forkedFrom`).
- * 5: `hook` events; `tool_result.status` (required; an older log's results get theirs from their texts).
+ * 5: `hook`, `checkpoint` and `rewound` events; `tool_result.status` (required; an older log's results
+ * get theirs from their texts).
  * A new canonical event type bumps it (with an identity entry in `Migrations.formats`): an older
  * Skein then refuses the log by its header, where it would otherwise call the new lines corrupt.
  */

@@ -220,6 +220,16 @@ export const apply = (history: History, event: CanonicalBody, seq?: number): voi
         })
       }
       return
+    case "rewound": {
+      if (event.data.refused !== undefined) return
+      // The model's view goes back to before that turn's prompt; the log keeps it all.
+      let from = history.seqs.findIndex((s) => s >= event.data.fromSeq)
+      if (from < 0) from = history.messages.length
+      history.messages.splice(from)
+      history.seqs.splice(from)
+      history.lastUsed = undefined
+      return
+    }
     case "plan":
       history.plan = event.data.entries
       return
@@ -249,6 +259,9 @@ export const apply = (history: History, event: CanonicalBody, seq?: number): voi
     }
     case "notice":
     case "mcp_servers":
+    case "checkpoint":
       return
+    default:
+      event satisfies never
   }
 }

@@ -175,6 +175,19 @@ export const transcript = (header: LogHeader, events: ReadonlyArray<Canonical>):
         } else if (data.event === "input") out.push(`  [the results of ${data.id.split(",").length} subagent(s) were given to the model]`)
         break
       }
+      case "checkpoint":
+        out.push(`  [checkpoint ${event.data.at} turn ${event.data.turn}: ${event.data.id.slice(0, 12)}${event.data.skipped !== undefined && event.data.skipped.length > 0 ? `; too large to keep: ${event.data.skipped.join(", ")}` : ""}]`)
+        break
+      case "rewound": {
+        const data = event.data
+        if (data.refused !== undefined) out.push(`  [rewind to before turn ${data.toTurn} refused: ${data.refused}]`)
+        else {
+          out.push(`  [rewound to before turn ${data.toTurn}: the model no longer sees turns ${data.toTurn}–${event.turn ?? "?"}; restored ${data.restored.join(", ") || "nothing"}; removed ${data.removed.join(", ") || "nothing"}${data.skipped.length > 0 ? `; left as they were ${data.skipped.join(", ")}` : ""}]`)
+        }
+        break
+      }
+      default:
+        event satisfies never
     }
   }
   return out.join("\n") + "\n"

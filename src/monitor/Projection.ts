@@ -138,6 +138,8 @@ export const applyEvent = (state: State, changes: Changes, event: SessionEvent):
     case "client_call":
     case "tool_terminal":
     case "compacting":
+    case "checkpoint":
+    case "rewound":
       break
     default:
       return unreachable(event)

@@ -31,6 +31,8 @@ export type Part = typeof Part.Type
 
 const Turns = Schema.Array(Schema.Struct({
   expect: Schema.optionalKey(Schema.String),
+  /** A regex no message of the turn's first call may match (what the model must no longer see). */
+  absent: Schema.optionalKey(Schema.String),
   calls: Schema.Array(Schema.Array(Part))
 }))
 
@@ -67,12 +69,13 @@ const validateExpects = (script: Script, source: string) =>
     [["", script.turns] as const, ...Object.entries(script.agents ?? {}).map(([name, agent]) => [`agent ${name}: `, agent.turns] as const)],
     ([where, turns]) =>
       Effect.forEach(turns, (turn, i) =>
-        turn.expect === undefined
-          ? Effect.void
-          : Effect.try({
-            try: () => new RegExp(turn.expect!),
-            catch: () => new ScriptError({ message: `${source}: ${where}turn ${i + 1} has an invalid "expect" regex` })
-          }), { discard: true }),
+        Effect.forEach([["expect", turn.expect], ["absent", turn.absent]] as const, ([field, pattern]) =>
+          pattern === undefined
+            ? Effect.void
+            : Effect.try({
+              try: () => new RegExp(pattern),
+              catch: () => new ScriptError({ message: `${source}: ${where}turn ${i + 1} has an invalid "${field}" regex` })
+            }), { discard: true }), { discard: true }),
     { discard: true }
   ).pipe(Effect.as(script))
 
@@ -111,6 +114,19 @@ const lastPrompt = (request: ModelRequest): string => {
   }
   return ""
 }
+
+/** Every message the model is sent, as text (tool calls as their arguments). */
+const conversationText = (request: ModelRequest): string =>
+  request.messages.map((message) => {
+    switch (message.role) {
+      case "user":
+        return promptText(message.content)
+      case "assistant":
+        return message.parts.map((part) => (part.type === "tool_call" ? JSON.stringify(part.args) : "text" in part ? part.text : "")).join("\n")
+      case "tool":
+        return message.content
+    }
+  }).join("\n")
 
 /** Runs of parts become chunked streams; sleeps between them are interruptible pauses. */
 const segments = (items: Iterable<StreamPart | { readonly sleep: number }>): Stream.Stream<StreamPart> => {
@@ -158,6 +174,9 @@ export const make = (script: Script): Provider => {
       const index = request.call - (shifts.get(key) ?? 0)
       if (index === 1 && turn.expect !== undefined && !new RegExp(turn.expect).test(lastPrompt(request))) {
         return fail(`Turn ${request.turn} of the script expects a prompt matching /${turn.expect}/`)
+      }
+      if (index === 1 && turn.absent !== undefined && new RegExp(turn.absent).test(conversationText(request))) {
+        return fail(`Turn ${request.turn} of the script expects no message matching /${turn.absent}/`)
       }
       const parts = turn.calls[index - 1]
       if (parts === undefined) {

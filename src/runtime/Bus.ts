@@ -62,6 +62,8 @@ const weightOf = (event: SessionEvent): number => {
     case "child_event":
     case "compacting":
     case "turn_aborted":
+    case "checkpoint":
+    case "rewound":
       return EVENT_WEIGHT
     default:
       return absurd(event)
@@ -105,6 +107,8 @@ const coalesce = (last: SessionEvent, next: SessionEvent): SessionEvent | undefi
     case "child_event":
     case "compacting":
     case "turn_aborted":
+    case "checkpoint":
+    case "rewound":
       return undefined
     default:
       return absurd(next)

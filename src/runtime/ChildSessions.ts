@@ -131,6 +131,7 @@ export const make = (options: Options) => {
         above: request.above,
         model: agent.model !== undefined && config.models?.info(agent.model) !== undefined ? agent.model : config.model,
         children: depth < limits.maxDepth && agent.acp === undefined ? factory(depth, toolkit, () => history) : undefined,
+        checkpoint: request.checkpoint,
         ...(runTurn !== undefined ? { runTurn } : {})
       }
       const session = yield* Session.make(

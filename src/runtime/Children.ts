@@ -62,6 +62,8 @@ export interface OpenRequest {
   readonly rules: ReadonlyArray<PermissionRule>
   /** The limits of the parent's turn (read with its agents, once a turn). */
   readonly limits: Definitions.Limits
+  /** In the parent's workspace: the parent's checkpoint, to take before the child's first change. */
+  readonly checkpoint?: Effect.Effect<unknown> | undefined
 }
 
 /** What the runtime gives a session that may start children. */
@@ -95,6 +97,8 @@ interface Options {
   readonly rules: () => ReadonlyArray<PermissionRule>
   /** The parent's permission gate (an isolated workspace is created only once it allows). */
   readonly permit: (call: AnnouncedCall, subject: Gated, args: unknown) => Effect.Effect<Permit>
+  /** The parent's checkpoint of its turn: a child in the shared workspace takes it before its first change. */
+  readonly checkpoint?: Effect.Effect<unknown> | undefined
 }
 
 /** The children of a turn: what the turn uses (the agent tools, `settle`), and what its supervisor needs. */
@@ -219,7 +223,8 @@ export const make = (options: Options): Effect.Effect<Children> =>
           mode: options.ceiling().mode,
           above: options.ceiling,
           rules: options.rules(),
-          limits
+          limits,
+          ...(worktree === undefined && options.checkpoint !== undefined ? { checkpoint: options.checkpoint } : {})
         }, childScope).pipe(
           Effect.tapError(() =>
             Effect.andThen(Scope.close(childScope, Exit.void), worktree === undefined ? Effect.void : Effect.ignore(Worktree.remove(worktree)))

@@ -132,6 +132,8 @@ const turnsOf = (events: ReadonlyArray<Canonical>): Array<Turn> => {
       case "turn_input":
       case "undo":
       case "hook":
+      case "checkpoint":
+      case "rewound":
         break
       default:
         absurd(event)

@@ -36,6 +36,7 @@ import * as McpConfig from "../mcp/Config.ts"
 import * as McpRecord from "../mcp/Record.ts"
 import * as ProviderConfig from "../providers/ProviderConfig.ts"
 import * as Sandbox from "../sandbox/Sandbox.ts"
+import * as Shadow from "../checkpoints/Shadow.ts"
 import type { SessionSandbox } from "../tools/Sandboxed.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
 import * as Commands from "../commands/Commands.ts"
@@ -194,7 +195,8 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
     /** A top-level session's deps, with what it needs to start children. */
     const withChildren = (deps: Session.Deps, history: History.History): Session.Deps => ({
       ...deps,
-      children: children.factory(0, deps.toolkit, () => history)
+      children: children.factory(0, deps.toolkit, () => history),
+      checkpointsHome: config.home
     })
 
     /**
@@ -383,6 +385,8 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
     const deleteSession = Effect.fn("Runtime.deleteSession")(function*(sessionId: string) {
       // The log store removes the session's side files (its MCP servers' secrets) before its log.
       yield* lifecycle.withPermits(1)(Effect.andThen(closeSession(sessionId), Effect.mapError(log.remove(sessionId), fromLogError)))
+      // Its checkpoints go with it.
+      yield* Shadow.removeAll(config.home, sessionId)
     })
 
     return Runtime.of({

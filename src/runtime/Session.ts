@@ -62,6 +62,8 @@ import * as Spans from "../telemetry/Spans.ts"
 import * as Skills from "../skills/Skills.ts"
 import * as Undo from "../session/Undo.ts"
 import type * as Workspace from "../trust/Workspace.ts"
+import * as Checkpoints from "../checkpoints/Checkpoints.ts"
+import * as Rewind from "../checkpoints/Rewind.ts"
 import * as Background from "../tools/process/Background.ts"
 import * as Tool from "../tools/Tool.ts"
 import * as Toolkits from "../tools/Toolkit.ts"
@@ -128,6 +130,10 @@ export interface Deps {
   readonly trustQuestion?: ((ask: TurnContract.TurnContext["ask"]) => Effect.Effect<boolean>) | undefined
   /** The hooks of a turn (`src/hooks`); without it, none run. */
   readonly hooks?: ReturnType<Workspace.Workspace["hooksFor"]> | undefined
+  /** Where the session keeps checkpoints of its workspace (`$SKEIN_HOME`); without it, it keeps none. */
+  readonly checkpointsHome?: string | undefined
+  /** A child in its parent's workspace: the parent's checkpoint, taken before the child's first change. */
+  readonly checkpoint?: Effect.Effect<unknown> | undefined
   /** Runs a turn's work in place of the model/tool loop (an external ACP agent). */
   readonly runTurn?: ((ctx: TurnContract.TurnContext) => Effect.Effect<TurnOutcome, never, ToolEnv>) | undefined
 }
@@ -215,6 +221,15 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
     const journal = yield* Journal.make({ sessionId: info.id, writer: deps.writer, bus: deps.bus, history, lastSeq })
     const emitCanonical = journal.canonical
     const emitEphemeral = journal.ephemeral
+    /** Snapshots of the workspace before a turn's first change and at its end (`checkpoints/`). */
+    const checkpoints = deps.checkpointsHome === undefined ? undefined : Checkpoints.make({
+      home: deps.checkpointsHome,
+      sessionId: info.id,
+      roots: [info.cwd, ...info.additionalDirectories],
+      record: (turn, body) => emitCanonical(turn, body)
+    })
+    /** What a call of `turn` allowed to change files takes first: the turn's checkpoint (a shared child's: its parent's). */
+    const checkpointFor = (turn: number): Effect.Effect<unknown> => deps.checkpoint ?? (checkpoints === undefined ? Effect.void : checkpoints.before(turn))
     /** Why the session was closed when that was not asked for (another Skein took it over). */
     let closedWith: SessionError | undefined
     const closedError = () => closedWith ?? defaultClosed
@@ -273,7 +288,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
       )
 
     const permitFor = (turn: number) =>
-      Gate.make({
+      Checkpoints.guard(Gate.make({
         sessionId: info.id,
         cwd: info.cwd,
         roots: [info.cwd, ...info.additionalDirectories],
@@ -286,7 +301,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
         readOnly: deps.readOnly,
         above: deps.above,
         sandbox: deps.sandbox
-      })
+      }), checkpointFor(turn))
 
     /** The client's files and terminals for a turn, when its presenter's client offers them. */
     const clientFor = (q: Mailbox.Queued) =>
@@ -336,7 +351,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
         const withText = (text: string): ReadonlyArray<UserBlock> => content.map((block, i) => (i === located.block ? { type: "text", text } : block))
         switch (found.kind) {
           case "builtin":
-            if (found.name === "compact" || found.name === "undo") return { content, command: { ...command, local: true }, notice: leftAside(found.name, content) }
+            if (found.name === "compact" || found.name === "undo" || found.name === "rewind") return { content, command: { ...command, local: true }, notice: leftAside(found.name, content) }
             return { content: withText(Commands.expand(found.name === "init" ? Commands.INIT_PROMPT : Commands.REVIEW_PROMPT, located.arguments)), command }
           case "prompt":
             return { content: withText(Commands.expand(found.template ?? "", located.arguments)), command }
@@ -389,6 +404,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
           return { stopReason: "end_turn" }
         }
         const plan = Undo.plan(events, target)
+        if (plan.files.length > 0 && checkpoints !== undefined) yield* checkpoints.before(turn)
         const result = yield* Undo.apply(plan, { roots: [info.cwd, ...info.additionalDirectories], cwd: info.cwd })
         yield* emitCanonical(turn, {
           type: "undo",
@@ -397,6 +413,23 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
             : { turn: target, restored: result.restored, removed: result.removed }
         })
         yield* notice(Undo.message(result, plan, info.cwd))
+        return { stopReason: "end_turn" }
+      })
+
+    /** `/rewind [N]`: the files and the conversation back to before turn N (`checkpoints/Rewind.ts`). */
+    const rewind = (turn: number, args: string): Effect.Effect<TurnOutcome, LogError | SessionError> =>
+      Effect.gen(function*() {
+        yield* Rewind.run({
+          turn,
+          arguments: args,
+          cwd: info.cwd,
+          events: yield* deps.readLog,
+          checkpoints,
+          readOnly: Ceiling.whyReadOnly(reach()),
+          record: (body) => emitCanonical(turn, body),
+          ask: askFor(turn),
+          canAsk: () => turns.running?.turn === turn && turns.running.presented
+        })
         return { stopReason: "end_turn" }
       })
 
@@ -459,7 +492,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
               client: q.client,
               ceiling: reach,
               rules: () => history.rules,
-              permit: (call, subject, args) => Effect.provideContext(permit(call, subject, args), deps.services)
+              permit: (call, subject, args) => Effect.provideContext(permit(call, subject, args), deps.services),
+              checkpoint: checkpointFor(q.turn)
             })
             children = agents
             const steered = { turn: q.turn, items: [] as Array<ReadonlyArray<UserBlock>>, open: true }
@@ -510,6 +544,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
               ? Turn.compactNow(ctx, local.arguments)
               : local?.name === "undo"
               ? undo(q.turn)
+              : local?.name === "rewind"
+              ? rewind(q.turn, local.arguments)
               : deps.runTurn !== undefined
               ? deps.runTurn(ctx)
               : Turn.run(ctx)
@@ -531,6 +567,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
           // Every child is stopped and closed (and logged so) before the turn ends.
           if (children !== undefined) yield* children.shutdown
           children = undefined
+          // What the turn (and its children) left, to tell later changes by someone else from its own.
+          if (checkpoints !== undefined) yield* checkpoints.after(q.turn)
           const ended = yield* finalize(q, state, exit, startLogged ? undefined : start)
           // A turn whose end the log refused counts as failed.
           yield* Spans.turnEnded(Exit.isSuccess(ended) ? ended.value : { stopReason: "end_turn", error: "its end was not logged" })

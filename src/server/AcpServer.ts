@@ -14,6 +14,7 @@ import * as Acp from "../acp/index.ts"
 import * as Peer from "../jsonrpc/Peer.ts"
 import * as Protocol from "../jsonrpc/Protocol.ts"
 import { Runtime, type RuntimeError } from "../runtime/Api.ts"
+import * as Rewind from "../checkpoints/Rewind.ts"
 import * as Auth from "./Auth.ts"
 import * as Connection from "./Connection.ts"
 import { runtimeError, sessionError } from "./Convert.ts"
@@ -86,8 +87,8 @@ export const handlers = (
           agentCapabilities: signIn === undefined ? agentCapabilities : { ...agentCapabilities, auth: { logout: {} } },
           authMethods: c.client.authMethods,
           agentInfo: { name: options.name ?? "skein", title: "Skein", version: options.version },
-          // `_session/steering`: content for a running turn (an extension method).
-          _meta: { steering: { supported: true }, ...(options.sandbox !== undefined ? { skein: { sandbox: options.sandbox } } : {}) }
+          // `_session/steering`: content for a running turn; `_session/rewind`: back to before a turn (extension methods).
+          _meta: { steering: { supported: true }, rewind: { supported: true }, ...(options.sandbox !== undefined ? { skein: { sandbox: options.sandbox } } : {}) }
         })))),
       authenticate: Peer.request(Acp.Initialize.AuthenticateRequest, (params) =>
         signIn === undefined ? Effect.succeed({}) : Effect.gen(function*() {
@@ -135,6 +136,7 @@ export const handlers = (
           return { configOptions: (yield* Connection.sessionState(c, s)).configOptions }
         })),
       "_session/steering": Peer.request(Acp.Session.PromptRequest, PresentTurn.steering(c)),
+      "_session/rewind": Peer.request(Rewind.RewindRequest, PresentTurn.rewind(c)),
       // A notification in ACP; some clients send it as a request. It works the same and answers null.
       "session/cancel": Peer.request(Acp.Session.CancelNotification, (params) => Effect.as(cancel(params), null))
     },

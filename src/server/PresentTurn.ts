@@ -22,7 +22,8 @@ import type * as Translate from "../translate/Translate.ts"
 import type { Answer, StopReason, UserBlock } from "../Vocabulary.ts"
 import * as ClientBridge from "./ClientBridge.ts"
 import * as Connection from "./Connection.ts"
-import { sessionError, userBlocks } from "./Convert.ts"
+import * as Rewind from "../checkpoints/Rewind.ts"
+import { runtimeError, sessionError, userBlocks } from "./Convert.ts"
 
 /**
  * Runs a turn of `s` presented to the client: its updates, its questions (its children's
@@ -136,4 +137,18 @@ export const steering = (c: Connection.Connection) => (params: Acp.Session.Promp
     }
     yield* Effect.forkDetach(Effect.ignore(presentTurn(c, s, content, () => Effect.void)))
     return { outcome: "startedNewTurn" as const }
+  })
+
+/**
+ * `_session/rewind {sessionId, turn}`: `/rewind turn` as a turn presented to this client (a
+ * question about files someone else changed comes to it); answers what the rewind did.
+ */
+export const rewind = (c: Connection.Connection) => (params: typeof Rewind.RewindRequest.Type) =>
+  Effect.gen(function*() {
+    const s = yield* Connection.session(c, params.sessionId)
+    yield* Connection.notChild(s)
+    let stopReason: StopReason = "cancelled"
+    yield* presentTurn(c, s, Rewind.prompt(params.turn), (outcome) => Effect.sync(() => void (stopReason = outcome.stopReason)))
+    const record = yield* Effect.mapError(c.runtime.readSession(s.id), runtimeError)
+    return { stopReason, ...Rewind.response(record.events) }
   })

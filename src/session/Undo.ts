@@ -9,7 +9,8 @@
  * `oldText` and the last call's `newText`; nothing has to be replayed.
  *
  * - `lastChangingTurn` picks the turn to undo: the last one with such a result, not already
- *   undone (an `undo` event that was not refused) and not itself an `/undo`.
+ *   undone (an `undo` event that was not refused), not rewound (a `rewound` event took its
+ *   files back already) and not itself an `/undo`.
  * - `plan` is that turn's effect per file: `before` (null: created) and `after`.
  * - `apply` is all or nothing. Under the files' `PathLocks` locks it first checks every file:
  *   its path must still resolve to itself inside the session's roots, and its content must
@@ -75,6 +76,10 @@ export const lastChangingTurn = (events: ReadonlyArray<Canonical>): number | und
   const skipped = new Set<number>()
   for (const event of events) {
     if (event.type === "undo" && event.data.refused === undefined) skipped.add(event.data.turn)
+    // A rewind took its turns' files (and conversation) back already: there is nothing of them to undo.
+    else if (event.type === "rewound" && event.data.refused === undefined && event.turn !== null) {
+      for (let turn = event.data.toTurn; turn < event.turn; turn++) skipped.add(turn)
+    }
     else if (event.type === "turn_start" && event.data.command?.name === "undo" && event.turn !== null) skipped.add(event.turn)
   }
   let last: number | undefined

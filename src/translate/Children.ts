@@ -295,6 +295,8 @@ export const presenter = (parentId: string, native: boolean, viewOf: (sessionId:
       case "tool_terminal":
       case "compacting":
       case "turn_aborted":
+      case "checkpoint":
+      case "rewound":
         break
       default:
         absurd(event)
@@ -348,6 +350,8 @@ export const presenter = (parentId: string, native: boolean, viewOf: (sessionId:
       case "tool_terminal":
       case "compacting":
       case "turn_aborted":
+      case "checkpoint":
+      case "rewound":
         return []
       default:
         return absurd(event)

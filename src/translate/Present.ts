@@ -111,6 +111,8 @@ export const make = (sessionId: string, options: Options): Presenter => {
       case "tool_terminal":
       case "compacting":
       case "turn_aborted":
+      case "checkpoint":
+      case "rewound":
         break
       default:
         absurd(event)
@@ -145,6 +147,8 @@ export const make = (sessionId: string, options: Options): Presenter => {
       case "turn_input":
       case "undo":
       case "hook":
+      case "checkpoint":
+      case "rewound":
         break
       default:
         absurd(event)

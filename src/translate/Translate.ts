@@ -280,6 +280,8 @@ export const live = (event: SessionEvent, options: Options = noOptions): Readonl
     case "hook":
     case "child_event":
     case "turn_aborted":
+    case "checkpoint":
+    case "rewound":
       return common(event)
     default:
       return absurd(event)

@@ -158,6 +158,8 @@ export const make = (options: Translate.Options = {}): View => {
       case "child_event":
       case "compacting":
       case "turn_aborted":
+      case "checkpoint":
+      case "rewound":
         return stamped(Translate.live(event, options), own(event))
       default:
         return absurd(event)
@@ -196,6 +198,8 @@ export const make = (options: Translate.Options = {}): View => {
       case "turn_input":
       case "undo":
       case "hook":
+      case "checkpoint":
+      case "rewound":
         return stamped(Translate.replay(event, options), own(event))
       default:
         return absurd(event)

@@ -136,6 +136,7 @@ describe("Commands.discover", () => {
         ["init", "builtin", "built-in"],
         ["review", "builtin", "built-in"],
         ["undo", "builtin", "built-in"],
+        ["rewind", "builtin", "built-in"],
         ["deploy", "skill", "/s/deploy/SKILL.md"],
         ["explain", "prompt", join(cwd, ".claude/commands/explain.md")],
         ["fix", "prompt", join(cwd, ".skein/commands/fix.md")],
@@ -168,6 +169,6 @@ describe("Commands.discover", () => {
       const dir = yield* TempDir.make()
       const out = yield* Commands.discover({ cwd: join(dir, "p"), home: join(dir, "h"), skills: [] })
       assert.deepStrictEqual(out, { commands: Commands.BUILTINS, problems: [] })
-      assert.deepStrictEqual(Commands.BUILTINS.map((c) => c.name), ["compact", "init", "review", "undo"])
+      assert.deepStrictEqual(Commands.BUILTINS.map((c) => c.name), ["compact", "init", "review", "undo", "rewind"])
     }).pipe(Effect.provide(TempDir.platform)))
 })

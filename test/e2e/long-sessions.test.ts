@@ -384,7 +384,8 @@ describe("e2e: steering", () => {
 
     const types = agent.readLog(sessionId).filter((e: any) => e.turn === 1 && e.type !== "model_partial")
       .map((e: any) => (e.type === "model_response" ? `model_response ${e.data.call}` : e.type === "tool_result" ? `tool_result ${e.data.id}` : e.type))
-    expect(types).toEqual(["turn_start", "model_response 1", "tool_call", "tool_result b1", "turn_input", "model_response 2", "turn_end"])
+    // The command may change files: the workspace is checkpointed before it runs and at the turn's end.
+    expect(types).toEqual(["turn_start", "model_response 1", "tool_call", "checkpoint", "tool_result b1", "turn_input", "model_response 2", "checkpoint", "turn_end"])
     const input = agent.readLog(sessionId).find((e: any) => e.type === "turn_input")
     expect(input.data.content).toEqual([{ type: "text", text: "Also check the README." }])
     // The client sees it where the model took it.

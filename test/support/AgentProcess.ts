@@ -39,7 +39,7 @@ export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url
 export const NODE = path.join(REPO_ROOT, "node_modules/.bin/node")
 export const SKEIN = path.join(REPO_ROOT, "dist/skein.mjs")
 
-type ScriptTurns = ReadonlyArray<{ readonly expect?: string; readonly calls: ReadonlyArray<ReadonlyArray<unknown>> }>
+type ScriptTurns = ReadonlyArray<{ readonly expect?: string; readonly absent?: string; readonly calls: ReadonlyArray<ReadonlyArray<unknown>> }>
 
 export interface Script {
   readonly turns: ScriptTurns
@@ -303,13 +303,14 @@ export class AgentProcess {
 
   /**
    * Every line the client writes: shown to the checker; prompts (and loads, which replay a
-   * session's history as turn updates before answering) are tracked until answered.
+   * session's history as turn updates before answering, and rewinds, which run a turn of their
+   * own) are tracked until answered.
    */
   private sawClientLine(line: string): void {
     this.checker.sawRequest(line)
     try {
       const m = JSON.parse(line) as JsonRpcMessage
-      if ((m.method === "session/prompt" || m.method === "session/load") && "id" in m && typeof m.params?.sessionId === "string") {
+      if ((m.method === "session/prompt" || m.method === "session/load" || m.method === "_session/rewind") && "id" in m && typeof m.params?.sessionId === "string") {
         this.promptsInFlight.set(JSON.stringify(m.id), m.params.sessionId)
       }
     } catch {

@@ -93,6 +93,12 @@ const canonicalBody: fc.Arbitrary<CanonicalBody> = fc.oneof(
     type: "undo" as const,
     data: { turn, restored, removed, ...r }
   })),
+  fc.tuple(int, fc.constantFrom("before", "after" as const), str, fc.array(str, { maxLength: 3 }), opt("skipped", fc.array(str, { maxLength: 2 }))).map((
+    [turn, at, id, roots, k]
+  ) => ({ type: "checkpoint" as const, data: { turn, at, id, roots, ...k } })),
+  fc.tuple(int, int, opt("checkpoint", str), fc.array(str, { maxLength: 3 }), fc.array(str, { maxLength: 3 }), fc.array(str, { maxLength: 2 }), opt("refused", str)).map((
+    [toTurn, fromSeq, c, restored, removed, skipped, r]
+  ) => ({ type: "rewound" as const, data: { toTurn, fromSeq, ...c, restored, removed, skipped, ...r } })),
   fc.tuple(
     fc.integer({ min: 1, max: 50 }),
     fc.array(assistantPart, { maxLength: 5 }),

@@ -1,7 +1,7 @@
 /**
  * The commands `skein run` answers itself, without the model: `/help`, `/exit` (`/quit`),
  * `/clear`, `/model`, `/mode`, `/context`, `/cost`. Any other `/name` (the session's commands:
- * `/compact`, `/undo`, `/init`, `/review`, prompt files, skills) is a prompt for the session,
+ * `/compact`, `/undo`, `/rewind`, `/init`, `/review`, prompt files, skills) is a prompt for the session,
  * as before.
  */
 import type { ModeId } from "../../Vocabulary.ts"

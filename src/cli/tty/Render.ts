@@ -207,6 +207,8 @@ export const make = (spinner: Spinner, markdown?: Markdown.Lexer | undefined): V
       case "tool_terminal":
       case "child_event":
       case "turn_aborted":
+      case "checkpoint":
+      case "rewound":
         return
       default:
         return absurd(e)

@@ -279,6 +279,12 @@ export const mount = (root: HTMLElement, header: HTMLElement, sessionId: string)
       case "hook":
         line(turnOf(event.turn), "hook", `Hook ${event.data.event}: ${event.data.command} (${event.data.decision})`)
         return
+      case "checkpoint":
+        line(turnOf(event.turn), "checkpoint", `Checkpoint ${event.data.at} turn ${event.data.turn}${event.data.skipped !== undefined && event.data.skipped.length > 0 ? ` (${event.data.skipped.length} large file(s) left out)` : ""}`)
+        return
+      case "rewound":
+        line(turnOf(event.turn), "rewind", event.data.refused !== undefined ? `Rewind refused: ${event.data.refused}` : `Rewound to before turn ${event.data.toTurn}: ${[...event.data.restored, ...event.data.removed].join(", ") || "no file changed"}`)
+        return
       case "client_call":
         return
       case "turn_end":
