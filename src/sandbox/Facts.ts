@@ -48,7 +48,8 @@ const pointer = (file: string): string | undefined => {
 
 /** The submodules' git directories under `modules` (nested ones too, a few levels deep). */
 const submodules = (dir: string, depth: number, out: Array<string>) => {
-  if (depth > 4 || out.length > 200) return
+  // Most repositories have no `modules`: asked first, since a failed readdir throws.
+  if (depth > 4 || out.length > 200 || kind(dir) !== "dir") return
   let names: Array<string>
   try {
     names = NodeFs.readdirSync(dir)
@@ -136,6 +137,11 @@ interface Places {
   readonly home: string
   /** Skein's home: its sessions and configuration (keys). */
   readonly skeinHome: string
+  /**
+   * Skein's runtime directory for the sandbox (each process's seccomp filter, proxy socket and
+   * sessions' /tmp): hidden too, for a root that holds it (a workspace that is /tmp itself).
+   */
+  readonly runtime?: string | undefined
   /** The session's private /tmp on the host. */
   readonly tmp: string
 }
@@ -149,7 +155,7 @@ export const layout = (places: Places, readOnly: boolean): Layout => {
   }
   const hiddenDirs: Array<string> = []
   const hiddenFiles: Array<string> = []
-  const secret = [places.skeinHome, ...SECRET_PLACES.map((place) => NodePath.join(places.home, place)), ...places.denyRead]
+  const secret = [places.skeinHome, ...(places.runtime === undefined ? [] : [places.runtime]), ...SECRET_PLACES.map((place) => NodePath.join(places.home, place)), ...places.denyRead]
   for (const path of secret) {
     // Hidden where it really is: every link to it then leads to the hidden place.
     const target = realOrUndefined(path)

@@ -12,6 +12,9 @@
  * - The egress proxy starts with the first session that needs it (`sandbox.network.allow`
  *   not empty), on a socket in Skein's runtime directory (mode 0700), and stops with the
  *   runtime.
+ * - Commands never see the runtime directory (of any Skein of this user): a root that holds it
+ *   (a workspace that is /tmp itself) would let a command rewrite the seccomp filter the next
+ *   command is started with.
  */
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
@@ -98,7 +101,7 @@ const probe = (tools: Policy.Tools, dir: string, seccomp: string | undefined): E
     const tmp = NodePath.join(dir, "probe")
     NodeFs.mkdirSync(tmp, { recursive: true, mode: 0o700 })
     yield* Effect.addFinalizer(() => Effect.sync(() => removeQuietly(tmp)))
-    const layout = Facts.layout({ roots: [tmp], allowWrite: [], denyRead: [], cwd: tmp, home: NodeOs.homedir(), skeinHome: tmp, tmp }, false)
+    const layout = Facts.layout({ roots: [tmp], allowWrite: [], denyRead: [], cwd: tmp, home: NodeOs.homedir(), skeinHome: tmp, runtime: NodePath.dirname(dir), tmp }, false)
     const line = Policy.commandLine(tools, layout, { file: "/bin/sh", args: ["-c", "true"] }, { seccomp: seccomp !== undefined })
     const seccompFd = seccomp === undefined ? [] : [yield* openFile(seccomp)]
     let stderr = ""
@@ -235,6 +238,7 @@ export const make = (settings: Settings, options: { readonly skeinHome: string; 
             const available = yield* availability
             const ready = yield* namespaces
             if (available._tag !== "available" || "error" in ready) return yield* Effect.fail("the sandbox is not available")
+            const runtime = yield* Effect.orElseSucceed(runtimeDir, () => undefined)
             const file = program.file.includes("/") ? program.file : (() => {
               const found = Containment.resolveProgram(program.file, program.env, program.cwd)
               return "path" in found ? found.path : undefined
@@ -247,6 +251,8 @@ export const make = (settings: Settings, options: { readonly skeinHome: string; 
               cwd: program.cwd,
               home,
               skeinHome: options.skeinHome,
+              // Every Skein's of this user, not only this one's: no command rewrites a filter.
+              runtime: runtime === undefined ? undefined : NodePath.dirname(runtime),
               tmp: ready.tmp
             }, how.readOnly)
             const line = Policy.commandLine(available.tools, layout, { file, args: program.args }, { seccomp: available.seccomp })
@@ -256,7 +262,8 @@ export const make = (settings: Settings, options: { readonly skeinHome: string; 
               file: line.file,
               args: line.args,
               env: Env.environment(program.env, ready.ns.proxyPort),
-              fds: [ready.ns.userFd, ready.ns.netFd, ...filterFd]
+              fds: [ready.ns.userFd, ready.ns.netFd, ...filterFd],
+              endsWithLeader: true
             })
           }))
 

@@ -20,12 +20,17 @@ export interface Program {
   readonly env: Readonly<Record<string, string>>
 }
 
-/** A program made ready to run sandboxed: spawn `file args` with `env`, inheriting `fds` as 3, 4, … */
+/**
+ * A program made ready to run sandboxed: spawn `file args` with `env`, inheriting `fds` as
+ * 3, 4, …; `endsWithLeader` (always true): what it starts ends once it has exited (its PID
+ * namespace), see `ProcessGroup.spawnProgram`.
+ */
 export interface Launch {
   readonly file: string
   readonly args: ReadonlyArray<string>
   readonly env: Readonly<Record<string, string>>
   readonly fds: ReadonlyArray<number>
+  readonly endsWithLeader: true
 }
 
 export interface SessionSandbox {

@@ -6,22 +6,23 @@
  * `required` refuses; and the same holds for an unprivileged user.
  */
 import { execFileSync, spawnSync } from "node:child_process"
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { expectClean, NODE, SKEIN, useAgents } from "../support/AgentProcess.ts"
 import * as Bwrap from "../support/Bwrap.ts"
 import { survivors, uniqueArg } from "../support/Escapes.ts"
+import * as Visible from "../support/Visible.ts"
 
 const agents = useAgents()
 
-/** Directories outside every workspace (under /var/tmp: a sandbox has its own /tmp). */
+/** Directories outside every workspace (not under /tmp: a sandbox has its own /tmp). */
 const scratch: Array<string> = []
 afterEach(() => {
   for (const dir of scratch.splice(0)) rmSync(dir, { recursive: true, force: true })
 })
 const outsideDir = () => {
-  const dir = realpathSync(mkdtempSync(path.join("/var/tmp", "skein-e2e-outside-")))
+  const dir = Visible.makeDir("skein-e2e-outside-")
   scratch.push(dir)
   return dir
 }
@@ -245,7 +246,7 @@ Bwrap.describeWithBwrap("e2e: the sandbox of an unprivileged user", () => {
     writeFileSync(script, JSON.stringify(bashTurn(`id -u > uid.txt; echo in > inside.txt; echo out > ${out}/escape.txt; cat ~/.ssh/id_ed25519 > key.txt; true`)))
     for (const p of [base, home, ws, out, path.join(home, ".ssh"), path.join(home, ".ssh", "id_ed25519"), path.join(home, ".skein"), script]) chownSync(p, uid, gid)
     chmodSync(base, 0o755)
-    const run = spawnSync("setpriv", [`--reuid=${uid}`, `--regid=${gid}`, "--clear-groups", "--", NODE, SKEIN, "run", "--home", path.join(home, ".skein"), "--script", script, "--cwd", ws, "go"], {
+    const run = spawnSync("setpriv", [`--reuid=${uid}`, `--regid=${gid}`, "--clear-groups", "--", Visible.node(), Visible.skein(), "run", "--home", path.join(home, ".skein"), "--script", script, "--cwd", ws, "go"], {
       env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: home },
       encoding: "utf8",
       timeout: 60_000

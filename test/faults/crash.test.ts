@@ -142,7 +142,8 @@ describe("faults: kill -9 and session/load", () => {
       await crash(first)
       const file = path.join(first.home, "sessions", `${sessionId}.ndjson`)
       const before = readFileSync(file, "utf8")
-      expect(before.trimEnd().split("\n").slice(1).map((l) => JSON.parse(l).type)).toEqual(["turn_start", "model_response", "tool_call"])
+      // The command's checkpoint (the turn's first change) is logged before it runs.
+      expect(before.trimEnd().split("\n").slice(1).map((l) => JSON.parse(l).type)).toEqual(["turn_start", "model_response", "tool_call", "checkpoint"])
 
       const second = await agents.ready({ script: toolScript, args: ["--home", first.home, "--mode", "bypassPermissions"] })
       await second.sdk.request("session/load", { sessionId, cwd: first.cwd, mcpServers: [] })

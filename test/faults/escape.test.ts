@@ -6,22 +6,21 @@
  * each way it can be: stdin EOF, SIGTERM, SIGINT, SIGHUP (clean shutdowns) and SIGKILL. Afterwards no process of any escape is alive and
  * no cgroup of the agent is left. Once with a cgroup per command (skipped, saying why, where
  * this user cannot write one), once with the fallback forced by SKEIN_NO_CGROUP=1.
+ *
+ * The tests run at the same time (each mostly waits on its agent): every one has its own
+ * agent, its own sleep arguments and its own clean-up, at its own end.
  */
 import type * as acp from "@agentclientprotocol/sdk"
-import { mkdtempSync, readdirSync, realpathSync } from "node:fs"
+import { mkdtempSync, readdirSync, realpathSync, rmSync } from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { afterEach, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import * as Cgroup from "../../src/tools/process/Cgroup.ts"
-import { type AgentProcess, NODE, REPO_ROOT, useAgents } from "../support/AgentProcess.ts"
+import { AgentProcess, NODE, REPO_ROOT } from "../support/AgentProcess.ts"
 import { cgroupOf, cgroupsWritable, ESCAPES, escapeCommand, escapePid, killSurvivors, survivors, uniqueArg } from "../support/Escapes.ts"
 import { until } from "../fixtures/faults/harness.ts"
 
-const agents = useAgents()
 const MCP_DAEMON = path.join(REPO_ROOT, "test/fixtures/mcp/daemonizing.mjs")
-
-const used: Array<string> = []
-afterEach(() => killSurvivors(used.splice(0)))
 
 const stops: ReadonlyArray<{ readonly name: string; readonly stop: (agent: AgentProcess) => void; readonly exit: object }> = [
   { name: "stdin EOF", stop: (agent) => agent.closeStdin(), exit: { code: 0, signal: null } },
@@ -49,15 +48,16 @@ const agentCgroups = (agentPid: number): Array<string> => {
 }
 
 for (const mechanism of mechanisms) {
-  describe.skipIf(mechanism.skip)(`faults: escaping processes, ${mechanism.name}`, () => {
+  describe.skipIf(mechanism.skip).concurrent(`faults: escaping processes, ${mechanism.name}`, () => {
     for (const { name, stop, exit } of stops) {
-      it(`${name}: nothing the commands or the MCP server started is left`, async () => {
+      it(`${name}: nothing the commands or the MCP server started is left`, async ({ onTestFinished }) => {
         const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), "skein-escape-")))
+        onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
         const escapes = ESCAPES.filter((e) => mechanism.cgroup || e.cgroupOnly !== true).map((escape) => ({ escape, arg: uniqueArg() }))
         const daemonArg = uniqueArg()
-        used.push(...escapes.map((e) => e.arg), daemonArg)
+        onTestFinished(() => killSurvivors([...escapes.map((e) => e.arg), daemonArg]))
         const command = `${escapeCommand(dir, escapes)}\nsleep 30`
-        const agent = await agents.ready({
+        const agent = AgentProcess.start({
           script: { turns: [{ calls: [[{ tool: "bash", args: { command }, id: "b1" }], [{ text: "never" }]] }] },
           // The sandbox off: the escapes write their pids (a PID namespace numbers its own) to a
           // directory of the machine's /tmp (a sandboxed command has its own). The sandbox's
@@ -65,6 +65,8 @@ for (const mechanism of mechanisms) {
           args: ["--mode", "bypassPermissions", "--sandbox", "off"],
           env: { SKEIN_NO_CGROUP: mechanism.cgroup ? "" : "1" }
         })
+        onTestFinished(() => agent.kill())
+        await agent.initialize()
         const mcpServers = [{
           name: "d",
           command: NODE,

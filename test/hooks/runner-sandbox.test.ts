@@ -1,17 +1,15 @@
 /** A hook runs in the session's sandbox like every command: it writes in the workspace, not outside, and reads no secret place. */
 import { assert, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Runner from "../../src/hooks/Runner.ts"
 import * as Sandbox from "../../src/sandbox/Sandbox.ts"
 import * as Settings from "../../src/sandbox/Settings.ts"
 import * as Bwrap from "../support/Bwrap.ts"
+import * as Visible from "../support/Visible.ts"
 
-const dir = Effect.acquireRelease(
-  Effect.sync(() => realpathSync(mkdtempSync(join("/var/tmp", "skein-hook-it-")))),
-  (path) => Effect.sync(() => rmSync(path, { recursive: true, force: true }))
-)
+const dir = Visible.dir("skein-hook-it-")
 
 Bwrap.describeWithBwrap("hooks in the sandbox", () => {
   it.live("a hook writes inside the workspace, and neither outside it nor reads Skein's home", () =>

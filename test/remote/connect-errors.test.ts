@@ -14,6 +14,7 @@ import { describe, expect, it } from "vitest"
 import * as acp from "@agentclientprotocol/sdk"
 import { NODE, SKEIN, useAgents } from "../support/AgentProcess.ts"
 import { freePort, useServers } from "../support/Serve.ts"
+import * as Visible from "../support/Visible.ts"
 
 const TOKEN = "a-test-token-that-is-long-enough"
 const CLASS_NAMES = /SocketOpenError|SocketError|RpcClientError|RuntimeError|SessionError|Refused|ErrorEvent/
@@ -25,7 +26,9 @@ const script = { turns: [{ calls: [[{ text: "Hello." }]] }, { calls: [[{ text: "
 /** `skein acp --connect URL` with `env`, its stdin left open: what it said before it exited. */
 const connectOnly = (url: string, env: Record<string, string> = {}, options: { readonly uid?: number; readonly home?: string } = {}) => {
   const home = options.home ?? mkdtempSync(path.join(os.tmpdir(), "skein-connect-"))
-  const run = spawnSync(NODE, [SKEIN, "acp", "--connect", url], {
+  // Another user runs the copies in a place it may enter (the checkout may be in a 0700 directory).
+  const [node, skein] = options.uid === undefined ? [NODE, SKEIN] : [Visible.node(), Visible.skein()]
+  const run = spawnSync(node, [skein, "acp", "--connect", url], {
     env: { ...process.env, SKEIN_SERVE_TOKEN: "", HOME: home, ...env },
     input: "",
     encoding: "utf8",

@@ -8,7 +8,7 @@ import { assert, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs"
+import { mkdirSync, readFileSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import * as Sandbox from "../../src/sandbox/Sandbox.ts"
 import * as Settings from "../../src/sandbox/Settings.ts"
@@ -21,12 +21,10 @@ import { getCommand, killTagged, processesWith, serverCommand, uniqueTag } from 
 import * as Bwrap from "../support/Bwrap.ts"
 import * as TempDir from "../support/TempDir.ts"
 import * as ToolServices from "../support/ToolServices.ts"
+import * as Visible from "../support/Visible.ts"
 
-/** A directory under /var/tmp (a sandbox's /tmp is its own), removed with the scope. */
-const dir = Effect.acquireRelease(
-  Effect.sync(() => realpathSync(mkdtempSync(join("/var/tmp", "skein-sandbox-bg-")))),
-  (path) => Effect.sync(() => rmSync(path, { recursive: true, force: true }))
-)
+/** A directory a sandboxed command sees (its /tmp is its own), removed with the scope. */
+const dir = Visible.dir("skein-sandbox-bg-")
 
 /** A session: its workspace, sandbox and background commands; `call` runs a tool in it. */
 const session = (manager: Effect.Success<ReturnType<typeof Sandbox.make>>, ws: string) =>

@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import { execFileSync } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as McpSession from "../../src/mcp/McpSession.ts"
 import * as Sandbox from "../../src/sandbox/Sandbox.ts"
@@ -23,24 +23,21 @@ import * as Bwrap from "../support/Bwrap.ts"
 import { survivors, uniqueArg } from "../support/Escapes.ts"
 import * as TempDir from "../support/TempDir.ts"
 import * as ToolServices from "../support/ToolServices.ts"
+import * as Visible from "../support/Visible.ts"
 
-const NODE = join(import.meta.dirname, "..", "..", "node_modules", ".bin", "node")
 const SERVER = join(import.meta.dirname, "..", "fixtures", "mcp", "server.ts")
 
 /** The fixture MCP server (`test/fixtures/mcp/server.ts`), asking for the sandbox. */
 const sandboxedServer = (name: string, env: Record<string, string>) => ({
   name,
-  command: NODE,
-  args: [SERVER],
+  command: Visible.node(),
+  args: [Visible.bundle(SERVER)],
   env: Object.entries(env).map(([key, value]) => ({ name: key, value })),
   sandbox: true
 })
 
-/** A directory under /var/tmp (a sandbox's /tmp is its own), removed with the scope. */
-const dir = Effect.acquireRelease(
-  Effect.sync(() => realpathSync(mkdtempSync(join("/var/tmp", "skein-sandbox-it-")))),
-  (path) => Effect.sync(() => rmSync(path, { recursive: true, force: true }))
-)
+/** A directory a sandboxed command sees (its /tmp is its own), removed with the scope. */
+const dir = Visible.dir("skein-sandbox-it-")
 
 const setup = (settings: Partial<Settings.Settings> = {}, roots?: (base: string) => ReadonlyArray<string>) =>
   Effect.gen(function*() {

@@ -10,22 +10,21 @@ import { execFileSync } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import * as http from "node:http"
 import * as net from "node:net"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Sandbox from "../../src/sandbox/Sandbox.ts"
 import type { SessionSandbox } from "../../src/tools/Sandboxed.ts"
 import * as Settings from "../../src/sandbox/Settings.ts"
 import * as Bwrap from "../support/Bwrap.ts"
 import { survivors, uniqueArg } from "../support/Escapes.ts"
+import * as Visible from "../support/Visible.ts"
 
 /**
- * A workspace, an outside directory, a fake home with credentials, and Skein's home. Under
- * /var/tmp, not /tmp: a sandboxed command has a /tmp of its own, where none of it would be.
+ * A workspace, an outside directory, a fake home with credentials, and Skein's home. Not
+ * under /tmp (`Visible.dir`): a sandboxed command has a /tmp of its own, where none of it would be.
  */
 const world = Effect.gen(function*() {
-  const base = yield* Effect.acquireRelease(
-    Effect.sync(() => realpathSync(mkdtempSync(join("/var/tmp", "skein-sandbox-")))),
-    (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
-  )
+  const base = yield* Visible.dir("skein-sandbox-")
   const ws = join(base, "ws")
   const outside = join(base, "outside")
   const home = join(base, "home")
@@ -155,6 +154,57 @@ Bwrap.describeWithBwrap("sandbox: files", () => {
     }))
 })
 
+Bwrap.describeWithBwrap("sandbox: a workspace under /tmp", () => {
+  /** A directory in the machine's /tmp (where the sandbox puts a private one), removed with the scope. */
+  const inTmp = Effect.acquireRelease(
+    Effect.sync(() => realpathSync(mkdtempSync(join(tmpdir(), "skein-sandbox-ws-")))),
+    (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+  )
+
+  it.live("is there as it is: its files read and written, its repository used; the rest of /tmp stays private", () =>
+    Effect.gen(function*() {
+      const w = yield* world
+      const ws = yield* inTmp
+      const sibling = yield* inTmp
+      writeFileSync(join(ws, "a.txt"), "in the workspace\n")
+      writeFileSync(join(sibling, "other.txt"), "another's\n")
+      execFileSync("git", ["init", "-q", ws])
+      const sandbox = yield* session({}, { ...w, ws })
+      const ran = yield* sh(sandbox, ws, [
+        "pwd",
+        "cat a.txt",
+        "echo made > b.txt && git add a.txt b.txt && git -c user.name=t -c user.email=t@t commit -qm x && git log --oneline | wc -l",
+        `cat ${sibling}/other.txt || echo private`
+      ].join("; "))
+      assert.strictEqual(ran.code, 0, ran.output)
+      assert.strictEqual(ran.output, `${ws}\nin the workspace\n1\ncat: ${sibling}/other.txt: No such file or directory\nprivate\n`)
+      assert.strictEqual(readFileSync(join(ws, "b.txt"), "utf8"), "made\n")
+    }))
+
+  it.live("a root that holds the sandbox's runtime directory (/tmp itself) does not show it: no command rewrites the seccomp filter", () =>
+    Effect.gen(function*() {
+      const w = yield* world
+      const tmp = realpathSync(tmpdir())
+      const runtime = join(tmp, `skein-sandbox-${process.getuid?.() ?? "user"}`)
+      const socket = join(w.outside, "daemon.sock")
+      const server = net.createServer((c) => c.end("daemon answered\n"))
+      yield* Effect.acquireRelease(
+        Effect.callback<void>((resume) => void server.listen(socket, () => resume(Effect.void))),
+        () => Effect.sync(() => server.close())
+      )
+      const sandbox = yield* session({}, { ...w, ws: tmp }, [tmp])
+      // Opened for appending nothing: a filter that could be written is found without harming
+      // another Skein's (another test process's) that may live there too.
+      const first = yield* sh(sandbox, tmp, `ls -A ${runtime} | wc -l; for f in ${runtime}/*/seccomp.bpf; do : >> "$f" && echo writable "$f"; done 2>/dev/null; true`)
+      assert.isTrue(existsSync(runtime))
+      assert.strictEqual(first.output, "0\n")
+      // The next command is started with the filter as it was: unix sockets are still refused.
+      const next = yield* sh(sandbox, tmp, `${Visible.node()} -e 'require("net").connect(${JSON.stringify(socket)}).on("data", (d) => process.stdout.write(d)).on("error", (e) => console.log("refused", e.code))'`)
+      assert.strictEqual(next.code, 0, next.output)
+      assert.include(next.output, "refused EPERM")
+    }))
+})
+
 Bwrap.describeWithBwrap("sandbox: processes and environment", () => {
   it.live("a daemon a command starts dies with it (its PID namespace), before any clean-up of ours", () =>
     Effect.gen(function*() {
@@ -196,7 +246,7 @@ Bwrap.describeWithBwrap("sandbox: processes and environment", () => {
         () => Effect.sync(() => server.close())
       )
       const sandbox = yield* session({}, w)
-      const node = process.execPath
+      const node = Visible.node()
       const ran = yield* sh(sandbox, w.ws, `${node} -e 'require("net").connect(${JSON.stringify(path)}).on("data", (d) => process.stdout.write(d)).on("error", (e) => console.log("refused", e.code))'`)
       assert.include(ran.output, "refused EPERM")
       assert.notInclude(ran.output, "daemon answered")
@@ -230,7 +280,7 @@ Bwrap.describeWithBwrap("sandbox: network", () => {
       const manager = yield* Sandbox.make(Settings.DEFAULT, { skeinHome: w.skeinHome, userHome: w.home })
       const one = yield* manager.session({ cwd: w.ws, roots: [w.ws] })
       const other = yield* manager.session({ cwd: w.ws, roots: [w.ws] })
-      const node = process.execPath
+      const node = Visible.node()
       const serve = `${node} -e 'const s = require("http").createServer((q, r) => r.end("served in the session\\n")).listen(0, "127.0.0.1", () => { require("fs").writeFileSync("port", String(s.address().port)); setTimeout(() => process.exit(0), 20000) })'`
       const server = yield* Effect.forkChild(Bwrap.run(one, serve, { cwd: w.ws }))
       const port = yield* waitForFile(join(w.ws, "port"))

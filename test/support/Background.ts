@@ -1,14 +1,15 @@
 /**
  * For the tests of background commands: a real dev server (`fixtures/process/http-server.cjs`)
- * and a client for it, the processes whose command line carries a test's own tag, and a wait
+ * and a client for it (run from `Visible.ts`: a sandboxed command sees them wherever the
+ * checkout is), the processes whose command line carries a test's own tag, and a wait
  * for a condition on native time (it works under `TestClock` too) with a generous deadline
  * that only turns a hang into a failure: no test asserts on how long anything takes.
  */
 import * as Effect from "effect/Effect"
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
+import * as Visible from "./Visible.ts"
 
-export const NODE = join(import.meta.dirname, "..", "..", "node_modules", ".bin", "node")
 const SERVER = join(import.meta.dirname, "..", "fixtures", "process", "http-server.cjs")
 const GET = join(import.meta.dirname, "..", "fixtures", "process", "http-get.cjs")
 
@@ -16,10 +17,10 @@ const GET = join(import.meta.dirname, "..", "fixtures", "process", "http-get.cjs
 export const uniqueTag = (): string => `bgtag${process.pid}x${Math.random().toString(36).slice(2, 10)}`
 
 /** Starts the dev server; it writes its port to `portFile` (relative to the command's cwd). */
-export const serverCommand = (portFile: string, tag: string): string => `exec ${NODE} ${SERVER} ${portFile} ${tag}`
+export const serverCommand = (portFile: string, tag: string): string => `exec ${Visible.node()} ${Visible.file(SERVER)} ${portFile} ${tag}`
 
 /** Fetches `path` from the server whose port is in `portFile`; prints the answer. */
-export const getCommand = (portFile: string, path = "/"): string => `${NODE} ${GET} ${portFile} ${path}`
+export const getCommand = (portFile: string, path = "/"): string => `${Visible.node()} ${Visible.file(GET)} ${portFile} ${path}`
 
 /** Live (not zombie) processes whose command line has `tag` as one of its arguments. */
 export const processesWith = (tag: string): Array<number> => {

@@ -3,7 +3,7 @@
  * folder; started and awaited until it listens; stopped (SIGTERM) and removed after each test.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterEach } from "vitest"
@@ -62,5 +62,44 @@ export const useServers = () => {
   return { serve }
 }
 
-/** A port to listen on that is probably free. */
-export const freePort = () => 40_000 + Math.floor(Math.random() * 20_000)
+/** Ports something on this machine uses now (TCP, v4 and v6, any state), as /proc lists them. */
+const usedPorts = (): Set<number> => {
+  const used = new Set<number>()
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    let text = ""
+    try {
+      text = readFileSync(table, "utf8")
+    } catch {
+      continue
+    }
+    for (const line of text.split("\n").slice(1)) {
+      const local = line.trim().split(/\s+/)[1]
+      if (local !== undefined) used.add(parseInt(local.split(":").at(-1)!, 16))
+    }
+  }
+  return used
+}
+
+/** The first port of the kernel's range for outgoing connections (32768 where it cannot be read). */
+const ephemeralStart = (): number => {
+  try {
+    return Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]) || 32_768
+  } catch {
+    return 32_768
+  }
+}
+
+/**
+ * A port to listen on that is free now: below the range the kernel gives outgoing connections
+ * (which a port in it may be taken by at any moment, by another test file's connections), at
+ * random, and not in use.
+ */
+export const freePort = (): number => {
+  const top = Math.min(ephemeralStart(), 65_536)
+  const bottom = Math.max(1_024, top - 12_000)
+  const used = usedPorts()
+  for (;;) {
+    const port = bottom + Math.floor(Math.random() * (top - bottom))
+    if (!used.has(port)) return port
+  }
+}

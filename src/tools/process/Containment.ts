@@ -90,6 +90,14 @@ export interface Tree {
   readonly attach: (pid: number) => void
   /** Whether any process of the tree can still run (zombies are dead). */
   readonly isAlive: () => boolean
+  /**
+   * Whether the tree's cgroup still holds a process (false without a cgroup): one small read,
+   * where `isAlive` may scan /proc. A process that has left its cgroup by exiting is in its
+   * last moments; one that moved itself out is found by `isAlive` only.
+   */
+  readonly inCgroup: () => boolean
+  /** The cgroup's `cgroup.events`, which changes when the cgroup empties (undefined without a cgroup). */
+  readonly events: string | undefined
   readonly signal: (sig: NodeJS.Signals) => void
   /** Forget the tree (after it is dead, or when the spawn failed) and remove its cgroup. */
   readonly release: () => void
@@ -163,6 +171,8 @@ export const make = (): Tree => {
       dead = !alive
       return alive
     },
+    inCgroup: () => cgroup !== undefined && !dead && Cgroup.populated(cgroup),
+    events: cgroup === undefined ? undefined : NodePath.join(cgroup, "cgroup.events"),
     signal: (sig) => {
       if (pgid === 0) return
       killQuietly(-pgid, sig)

@@ -18,6 +18,7 @@
  * runs under `TestClock`.
  */
 import * as NodeChildProcess from "node:child_process"
+import * as NodeFs from "node:fs"
 import type { Readable, Writable } from "node:stream"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -27,7 +28,18 @@ import * as Containment from "./Containment.ts"
 const TERM_GRACE_MS = 200
 /** After SIGKILL, how long we wait for the kernel to finish the tree off. */
 const KILL_WAIT_MS = 250
-const POLL_MS = 10
+/**
+ * A tree that ends with its leader (`endsWithLeader`): how long what is left after the
+ * leader's exit may take to end by itself before it is signalled like any other leftover.
+ */
+const SETTLE_MS = 1_000
+
+/**
+ * How long to wait before the `n`th look (from 0) at a tree we wait on: soon at first (a tree
+ * that was signalled, or is winding down, is usually gone within a millisecond or two), then
+ * every 10 ms. A fixed 10 ms made every such wait cost at least 10 ms.
+ */
+export const pollDelay = (n: number): number => Math.min(10, 2 ** n)
 
 export interface LeaderExit {
   readonly code: number | null
@@ -47,24 +59,61 @@ export interface Group {
   /** The child's stdin when it was asked for (`stdin: "pipe"`). */
   readonly stdin: Writable | undefined
   readonly tree: Containment.Tree
+  /** See `ProgramOptions.endsWithLeader`. */
+  readonly endsWithLeader: boolean
 }
 
 /** The leaders of the trees this process still owns (for tests and diagnostics). */
 export const liveGroups = (): ReadonlySet<number> => Containment.liveLeaders()
 
-/** Resolves when `done()` holds or `ms` have passed, polling on native time. */
-const pollUntil = (done: () => boolean, ms: number): Effect.Effect<boolean> =>
+/**
+ * Resolves when `done()` holds or `ms` have passed, polling on native time (`delay`, by
+ * default `pollDelay`). `watch`: a file whose change is a reason to look at once (a cgroup's
+ * `cgroup.events`, which changes when the cgroup empties); the polls go on beside it.
+ */
+export const pollUntil = (
+  done: () => boolean,
+  ms: number,
+  options: { readonly watch?: string | undefined; readonly delay?: ((n: number) => number) | undefined } = {}
+): Effect.Effect<boolean> =>
   Effect.callback<boolean>((resume) => {
     if (done()) return resume(Effect.succeed(true))
+    const delay = options.delay ?? pollDelay
     const deadline = performance.now() + ms
-    let timer: ReturnType<typeof setTimeout>
-    const tick = () => {
-      if (done()) return resume(Effect.succeed(true))
-      if (performance.now() >= deadline) return resume(Effect.succeed(false))
-      timer = setTimeout(tick, POLL_MS)
+    let looks = 0
+    let finished = false
+    let timer: ReturnType<typeof setTimeout> | undefined
+    let watcher: NodeFs.FSWatcher | undefined
+    const finish = (result: boolean) => {
+      if (finished) return
+      finished = true
+      clearTimeout(timer)
+      watcher?.close()
+      resume(Effect.succeed(result))
     }
-    timer = setTimeout(tick, POLL_MS)
-    return Effect.sync(() => clearTimeout(timer))
+    const look = () => {
+      if (finished) return
+      if (done()) return finish(true)
+      if (performance.now() >= deadline) return finish(false)
+    }
+    const tick = () => {
+      look()
+      if (!finished) timer = setTimeout(tick, Math.min(delay(++looks), Math.max(1, deadline - performance.now())))
+    }
+    if (options.watch !== undefined) {
+      try {
+        watcher = NodeFs.watch(options.watch, { persistent: false }, look)
+        watcher.on("error", () => watcher?.close())
+      } catch {
+        // Gone already, or not watchable here: the polls alone.
+      }
+    }
+    timer = setTimeout(tick, Math.min(delay(0), ms))
+    return Effect.sync(() => {
+      finished = true
+      clearTimeout(timer)
+      watcher?.close()
+    })
   })
 
 /** Sleeps on native time (see the module note), interruptibly. */
@@ -92,6 +141,13 @@ interface ProgramOptions {
    * `sandbox/Policy.ts`). The program is then named by its path: it is not looked up.
    */
   readonly fds?: ReadonlyArray<number> | undefined
+  /**
+   * The tree ends by itself once its leader has exited: a sandboxed command, whose PID
+   * namespace's init exits with the command (the kernel then ends the rest), a moment after
+   * bubblewrap, the leader, has reported it. What is left then is winding down, not left
+   * behind: it is given `SETTLE_MS` to end before it is signalled.
+   */
+  readonly endsWithLeader?: boolean | undefined
 }
 
 /** Why a program could not start: the errno code when there is one. */
@@ -167,7 +223,8 @@ export const spawnProgram = (options: ProgramOptions): Effect.Effect<Group, Cann
         stdout,
         stderr,
         stdin: child.stdin ?? undefined,
-        tree
+        tree,
+        endsWithLeader: options.endsWithLeader === true
       }))
     })
   })
@@ -189,12 +246,19 @@ export const spawn = (options: SpawnOptions): Effect.Effect<Group, string> =>
 /**
  * Kills what is left of the tree: SIGTERM, then SIGKILL after the grace, and
  * waits until no member can run. Returns the signal that ended it, or null if
- * the tree was already gone. Safe to call more than once.
+ * the tree was already gone (or, for a tree that ends with its leader, ended by
+ * itself once the leader had exited). Safe to call more than once.
  */
 export const terminate = (group: Group): Effect.Effect<NodeJS.Signals | null> =>
   Effect.gen(function*() {
     const tree = group.tree
     if (!tree.isAlive()) return null
+    // While the cgroup holds a process the tree is winding down: only its emptying is watched
+    // (a small read), then the whole tree is looked at.
+    if (
+      group.endsWithLeader && group.exitStatus() !== undefined &&
+      (yield* pollUntil(() => !tree.inCgroup() && !tree.isAlive(), SETTLE_MS, { watch: tree.events }))
+    ) return null
     tree.signal("SIGTERM")
     if (yield* pollUntil(() => !tree.isAlive(), TERM_GRACE_MS)) return "SIGTERM" as const
     // Again at every poll: a process may fork between the scan that finds it and the signal.

@@ -1,0 +1,48 @@
+/**
+ * How a sandboxed command's end is seen, on the real sandbox: bubblewrap (the leader) reports
+ * the command's exit while the sandbox's init is still winding down; that is not something the
+ * command left running, so it is neither signalled nor reported as such, and the call does
+ * not wait in 10 ms steps for it.
+ */
+import { assert, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import { mkdtempSync, realpathSync, rmSync } from "node:fs"
+import { join } from "node:path"
+import * as Sandbox from "../../src/sandbox/Sandbox.ts"
+import * as Settings from "../../src/sandbox/Settings.ts"
+import { bash } from "../../src/tools/bash.ts"
+import * as Tool from "../../src/tools/Tool.ts"
+import * as Bwrap from "../support/Bwrap.ts"
+import { survivors, uniqueArg } from "../support/Escapes.ts"
+import * as TempDir from "../support/TempDir.ts"
+import * as ToolServices from "../support/ToolServices.ts"
+
+/** A workspace under /var/tmp (a sandbox's /tmp is its own) and a session sandbox for it. */
+const setup = Effect.gen(function*() {
+  const base = yield* Effect.acquireRelease(
+    Effect.sync(() => realpathSync(mkdtempSync(join("/var/tmp", "skein-sandbox-end-")))),
+    (path) => Effect.sync(() => rmSync(path, { recursive: true, force: true }))
+  )
+  const manager = yield* Sandbox.make(Settings.DEFAULT, { skeinHome: join(base, "skein-home"), userHome: join(base, "home") })
+  const sandbox = yield* manager.session({ cwd: base, roots: [base] })
+  const context: Tool.ToolContext = { sessionId: "s1", toolCallId: "t1", cwd: base, roots: [base] }
+  return { base, context, sandbox }
+})
+
+const RUNS = 20
+
+Bwrap.describeWithBwrap("sandbox: a command's end", () => {
+  it.live("a sandboxed command's end is never reported as processes left running, and what it started is gone", () =>
+    Effect.gen(function*() {
+      const { context, sandbox } = yield* setup
+      const marks: Array<string> = []
+      for (let i = 0; i < RUNS; i++) {
+        const arg = uniqueArg()
+        marks.push(arg)
+        // A member for the kernel to end when the sandbox's init exits: its wind-down takes longer.
+        const out = yield* Tool.run(bash, { command: `sleep ${arg} & echo started` }, context).pipe(ToolServices.provide({ sandbox }), Effect.provide(TempDir.platform))
+        assert.strictEqual(out.content, "started\n[exit code 0]", `run ${i + 1}`)
+      }
+      assert.deepStrictEqual(marks.flatMap(survivors), [])
+    }).pipe(Effect.scoped), 120_000)
+})
