@@ -28,6 +28,8 @@ const TERM_GRACE_MS = 200
 /** After SIGKILL, how long we wait for the kernel to finish the tree off. */
 const KILL_WAIT_MS = 250
 const POLL_MS = 10
+/** How long a sandbox's pid-namespace init, left alone, may take to exit before it counts as left behind. */
+const SETTLE_MS = 200
 
 export interface LeaderExit {
   readonly code: number | null
@@ -195,6 +197,9 @@ export const terminate = (group: Group): Effect.Effect<NodeJS.Signals | null> =>
   Effect.gen(function*() {
     const tree = group.tree
     if (!tree.isAlive()) return null
+    // A sandbox's init outlives the process Skein started by a moment (bubblewrap's leaves once
+    // it has reaped the command): that is not something the command left running.
+    if (tree.settling() && (yield* pollUntil(() => !tree.isAlive(), SETTLE_MS))) return null
     tree.signal("SIGTERM")
     if (yield* pollUntil(() => !tree.isAlive(), TERM_GRACE_MS)) return "SIGTERM" as const
     // Again at every poll: a process may fork between the scan that finds it and the signal.
