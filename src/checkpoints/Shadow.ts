@@ -22,9 +22,6 @@ import { fields, git, GitError, run } from "./Git.ts"
 /** Files larger than this are not in a checkpoint. */
 export const MAX_FILE_BYTES = 10 * 1024 * 1024
 
-/** The most new content one snapshot stores. */
-const MAX_SNAPSHOT_BYTES = 1024 * 1024 * 1024
-
 /** Where the shadow repository of a session lives. */
 export const dirOf = (home: string, sessionId: string): string => NodePath.join(home, "checkpoints", `${sessionId}.git`)
 
@@ -88,6 +85,12 @@ const userExcludes = (root: string): Effect.Effect<string> =>
     return lines.join("\n")
   })
 
+/** "1 GiB", "3.5 MiB", "100 bytes". */
+const bytes = (n: number): string => {
+  const [unit, size] = n >= 2 ** 30 ? ["GiB", 2 ** 30] : n >= 2 ** 20 ? ["MiB", 2 ** 20] : n >= 2 ** 10 ? ["KiB", 2 ** 10] : ["bytes", 1]
+  return `${Number((n / size).toFixed(1))} ${unit}`
+}
+
 /** A path as an exclude line that matches it alone (anchored, its special characters escaped). */
 const excludeLine = (relative: string): string => `/${relative.replace(/[\\*?[\]!# ]/g, (c) => `\\${c}`)}`
 
@@ -96,7 +99,7 @@ const sizeOf = (file: string): Promise<number | undefined> =>
   NodeFs.promises.lstat(file).then((s) => (s.isFile() ? s.size : undefined), () => undefined)
 
 /** One root's snapshot: its tree, and the files left out for their size (relative to the root). */
-const snapshotRoot = (gitDir: string, root: string, i: number) =>
+const snapshotRoot = (gitDir: string, root: string, i: number, maxBytes: number) =>
   Effect.gen(function*() {
     const index = NodePath.join(gitDir, `index-${i}`)
     const env = envOf(gitDir, { dir: root, index })
@@ -114,8 +117,8 @@ const snapshotRoot = (gitDir: string, root: string, i: number) =>
     const large = paths.filter((_, i) => (sizes[i] ?? 0) > MAX_FILE_BYTES)
     // One snapshot never stores more than this much new content (a session started in a huge folder).
     const adding = sizes.reduce<number>((sum, size) => sum + (size !== undefined && size <= MAX_FILE_BYTES ? size : 0), 0)
-    if (adding > MAX_SNAPSHOT_BYTES) {
-      return yield* new GitError({ message: `the files of ${root} that changed add up to more than ${MAX_SNAPSHOT_BYTES / 2 ** 30} GiB, too much for a checkpoint` })
+    if (adding > maxBytes) {
+      return yield* new GitError({ message: `the files of ${root} that changed add up to more than ${bytes(maxBytes)}, too much for a checkpoint` })
     }
     yield* fsCall("Writing the excludes", () =>
       Promise.all([
@@ -139,15 +142,18 @@ export interface Snapshot {
   readonly skipped: ReadonlyArray<string>
 }
 
-/** Snapshots `roots` into the shadow repository at `gitDir`, kept by the ref `refs/skein/<name>`. */
-export const snapshot = (gitDir: string, roots: ReadonlyArray<string>, name: string): Effect.Effect<Snapshot, GitError> =>
+/**
+ * Snapshots `roots` into the shadow repository at `gitDir`, kept by the ref `refs/skein/<name>`;
+ * fails (storing nothing) when a root's new content adds up to more than `maxBytes`.
+ */
+export const snapshot = (gitDir: string, roots: ReadonlyArray<string>, name: string, maxBytes: number): Effect.Effect<Snapshot, GitError> =>
   Effect.gen(function*() {
     yield* ensure(gitDir)
     const trees: Array<string> = []
     const skipped: Array<string> = []
     for (const [i, root] of roots.entries()) {
       if (!NodeFs.existsSync(root)) continue
-      const { tree, large } = yield* snapshotRoot(gitDir, root, i)
+      const { tree, large } = yield* snapshotRoot(gitDir, root, i, maxBytes)
       trees.push(`040000 tree ${tree}\t${i}\n`)
       skipped.push(...large.map((rel) => NodePath.join(root, rel)))
     }
@@ -251,25 +257,31 @@ export const drop = (gitDir: string, names: ReadonlyArray<string>): Effect.Effec
     input: names.map((n) => `delete ${n}\n`).join("")
   }).pipe(Effect.asVoid)
 
-/** Packs the repository and deletes what no ref keeps. */
-export const collect = (gitDir: string): Effect.Effect<void, GitError> =>
-  Effect.asVoid(git("Packing the checkpoints", ["gc", "--prune=now", "--quiet"], { cwd: gitDir, env: envOf(gitDir) }))
+/** Where the turns that took checkpoints since the last collection are counted. */
+const counterOf = (gitDir: string): string => NodePath.join(gitDir, "skein-turns-since-collect")
 
-/** The repository's size on disk (bytes). */
-export const size = (gitDir: string): Effect.Effect<number> =>
-  Effect.gen(function*() {
-    let total = 0
-    const pending = [gitDir]
-    while (pending.length > 0) {
-      const dir = pending.pop()!
-      const entries = yield* Effect.promise(() => NodeFs.promises.readdir(dir, { withFileTypes: true }).catch(() => []))
-      for (const entry of entries) {
-        const full = NodePath.join(dir, entry.name)
-        if (entry.isDirectory()) pending.push(full)
-        else total += (yield* Effect.promise(() => NodeFs.promises.lstat(full).catch(() => undefined)))?.size ?? 0
-      }
-    }
-    return total
+/** Counts one more turn that took checkpoints since the last collection (in the repository, so across processes); the count. */
+export const countTurn = (gitDir: string): Effect.Effect<number> =>
+  Effect.promise(() =>
+    readText(counterOf(gitDir)).then((text) => {
+      const count = (Number.parseInt(text.trim(), 10) || 0) + 1
+      return NodeFs.promises.writeFile(counterOf(gitDir), `${count}\n`).then(() => count, () => count)
+    })
+  )
+
+/** Packs the repository and deletes what no ref keeps (the objects of dropped checkpoints); the count starts again. */
+export const collect = (gitDir: string): Effect.Effect<void, GitError> =>
+  Effect.andThen(
+    git("Packing the checkpoints", ["gc", "--prune=now", "--quiet"], { cwd: gitDir, env: envOf(gitDir) }),
+    fsCall("Counting the checkpoints", () => NodeFs.promises.writeFile(counterOf(gitDir), "0\n"))
+  )
+
+/** What the repository's objects take on disk (bytes): loose, packed, and garbage git found. */
+export const size = (gitDir: string): Effect.Effect<number, GitError> =>
+  Effect.map(git("Measuring the checkpoints", ["count-objects", "-v"], { cwd: gitDir, env: envOf(gitDir) }), (out) => {
+    let kib = 0
+    for (const [, name, value] of out.matchAll(/^(size|size-pack|size-garbage): (\d+)$/gm)) if (name !== undefined) kib += Number(value)
+    return kib * 1024
   })
 
 /** Deletes a session's shadow repository (nothing when it has none). */

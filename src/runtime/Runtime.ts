@@ -196,7 +196,8 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
     const withChildren = (deps: Session.Deps, history: History.History): Session.Deps => ({
       ...deps,
       children: children.factory(0, deps.toolkit, () => history),
-      checkpointsHome: config.home
+      checkpointsHome: config.home,
+      checkpointLimits: config.checkpoints
     })
 
     /**

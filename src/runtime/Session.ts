@@ -132,6 +132,8 @@ export interface Deps {
   readonly hooks?: ReturnType<Workspace.Workspace["hooksFor"]> | undefined
   /** Where the session keeps checkpoints of its workspace (`$SKEIN_HOME`); without it, it keeps none. */
   readonly checkpointsHome?: string | undefined
+  /** How much its checkpoints may keep (default `Checkpoints.DEFAULT_LIMITS`). */
+  readonly checkpointLimits?: Partial<Checkpoints.Limits> | undefined
   /** A child in its parent's workspace: the parent's checkpoint, taken before the child's first change. */
   readonly checkpoint?: Effect.Effect<unknown> | undefined
   /** Runs a turn's work in place of the model/tool loop (an external ACP agent). */
@@ -226,7 +228,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
       home: deps.checkpointsHome,
       sessionId: info.id,
       roots: [info.cwd, ...info.additionalDirectories],
-      record: (turn, body) => emitCanonical(turn, body)
+      record: (turn, body) => emitCanonical(turn, body),
+      limits: deps.checkpointLimits
     })
     /** What a call of `turn` allowed to change files takes first: the turn's checkpoint (a shared child's: its parent's). */
     const checkpointFor = (turn: number): Effect.Effect<unknown> => deps.checkpoint ?? (checkpoints === undefined ? Effect.void : checkpoints.before(turn))
