@@ -7,7 +7,8 @@
  *   `.gitignore` files above the root leave out stays out) to an index of its own for that
  *   root (`index-<i>`: its stat cache makes a repeat snapshot hash only what changed, and git
  *   stores each distinct content once), writes its tree, and commits a tree that holds root
- *   `i` as the folder `i`. A ref (`refs/skein/<name>`) keeps it.
+ *   `i` as the folder `i`. A ref (`refs/skein/<name>`) keeps it. The top tree, the commit and
+ *   the ref are written in-process (`Objects.ts`): three git processes fewer per snapshot.
  * - A file larger than `MAX_FILE_BYTES` is left out (and named in the snapshot's `skipped`):
  *   a checkpoint stays bounded. A nested repository is kept as its commit (a gitlink), not its
  *   files.
@@ -18,6 +19,7 @@ import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import { fields, git, GitError, run } from "./Git.ts"
+import * as Objects from "./Objects.ts"
 
 /** Files larger than this are not in a checkpoint. */
 export const MAX_FILE_BYTES = 10 * 1024 * 1024
@@ -149,18 +151,18 @@ export interface Snapshot {
 export const snapshot = (gitDir: string, roots: ReadonlyArray<string>, name: string, maxBytes: number): Effect.Effect<Snapshot, GitError> =>
   Effect.gen(function*() {
     yield* ensure(gitDir)
-    const trees: Array<string> = []
+    const trees: Array<readonly [number, string]> = []
     const skipped: Array<string> = []
     for (const [i, root] of roots.entries()) {
       if (!NodeFs.existsSync(root)) continue
       const { tree, large } = yield* snapshotRoot(gitDir, root, i, maxBytes)
-      trees.push(`040000 tree ${tree}\t${i}\n`)
+      trees.push([i, tree])
       skipped.push(...large.map((rel) => NodePath.join(root, rel)))
     }
-    const env = envOf(gitDir)
-    const top = (yield* git("Writing the checkpoint's tree", ["mktree"], { cwd: gitDir, env, input: trees.join("") })).trim()
-    const commit = (yield* git("Writing the checkpoint", ["commit-tree", "-m", name, top], { cwd: gitDir, env })).trim()
-    yield* git("Keeping the checkpoint", ["update-ref", `refs/skein/${name}`, commit], { cwd: gitDir, env })
+    // The top tree, the commit and the ref are written here, not by three more git processes.
+    const top = yield* Objects.writeFolders(gitDir, trees)
+    const commit = yield* Objects.writeCommit(gitDir, top, name)
+    yield* Objects.writeRef(gitDir, name, commit)
     return { commit, skipped }
   })
 
@@ -168,9 +170,8 @@ export const snapshot = (gitDir: string, roots: ReadonlyArray<string>, name: str
 export const kept = (gitDir: string, commit: string): Effect.Effect<boolean> =>
   Effect.gen(function*() {
     if (!NodeFs.existsSync(NodePath.join(gitDir, "HEAD"))) return false
-    const refs = yield* git("Listing the checkpoints", ["for-each-ref", "--format=%(objectname)", "refs/skein/"], { cwd: gitDir, env: envOf(gitDir) })
-    return refs.split("\n").includes(commit)
-  }).pipe(Effect.orElseSucceed(() => false))
+    return [...(yield* Objects.readRefs(gitDir)).values()].includes(commit)
+  })
 
 /** A file that differs between two checkpoints: its root, its path relative to it, and how. */
 export interface Change {
@@ -244,10 +245,8 @@ export const folders = (gitDir: string, commit: string, i: number): Effect.Effec
     (out) => new Set(fields(out))
   )
 
-/** The checkpoints' refs, oldest first (by name order of `t<turn>`). */
-export const refs = (gitDir: string): Effect.Effect<ReadonlyArray<string>, GitError> =>
-  Effect.map(git("Listing the checkpoints", ["for-each-ref", "--format=%(refname)", "refs/skein/"], { cwd: gitDir, env: envOf(gitDir) }), (out) =>
-    out.split("\n").filter((r) => r !== ""))
+/** The checkpoints' refs (`refs/skein/<name>`). */
+export const refs = (gitDir: string): Effect.Effect<ReadonlyArray<string>> => Effect.map(Objects.readRefs(gitDir), (found) => [...found.keys()])
 
 /** Drops refs (their checkpoints can no longer be restored once collected). */
 export const drop = (gitDir: string, names: ReadonlyArray<string>): Effect.Effect<void, GitError> =>
@@ -276,12 +275,20 @@ export const collect = (gitDir: string): Effect.Effect<void, GitError> =>
     fsCall("Counting the checkpoints", () => NodeFs.promises.writeFile(counterOf(gitDir), "0\n"))
   )
 
-/** What the repository's objects take on disk (bytes): loose, packed, and garbage git found. */
-export const size = (gitDir: string): Effect.Effect<number, GitError> =>
-  Effect.map(git("Measuring the checkpoints", ["count-objects", "-v"], { cwd: gitDir, env: envOf(gitDir) }), (out) => {
-    let kib = 0
-    for (const [, name, value] of out.matchAll(/^(size|size-pack|size-garbage): (\d+)$/gm)) if (name !== undefined) kib += Number(value)
-    return kib * 1024
+/** The repository's size on disk (bytes), read here: no git process at every turn's end. */
+export const size = (gitDir: string): Effect.Effect<number> =>
+  Effect.gen(function*() {
+    let total = 0
+    const pending = [gitDir]
+    while (pending.length > 0) {
+      const dir = pending.pop()!
+      const entries = yield* Effect.promise(() => NodeFs.promises.readdir(dir, { withFileTypes: true }).catch(() => []))
+      const files = entries.filter((entry) => !entry.isDirectory()).map((entry) => NodePath.join(dir, entry.name))
+      for (const entry of entries) if (entry.isDirectory()) pending.push(NodePath.join(dir, entry.name))
+      const sizes = yield* Effect.promise(() => Promise.all(files.map((file) => NodeFs.promises.lstat(file).then((s) => s.size, () => 0))))
+      for (const bytes of sizes) total += bytes
+    }
+    return total
   })
 
 /** Deletes a session's shadow repository (nothing when it has none). */

@@ -67,7 +67,10 @@ describe("checkpoints: bounds", () => {
         assert.isFalse(hasObject(gitDir, blob1), "what only turn 1's checkpoints held is gone")
         assert.isTrue(hasObject(gitDir, blobOf("unique-content-of-turn-1\n")), "turn 2's before checkpoint still holds it")
 
+        // What Skein writes itself (trees, commits, refs) is a sound repository to git, packed or not.
+        execFileSync("git", ["fsck", "--strict", "--no-dangling"], { env: { ...process.env, GIT_DIR: gitDir }, stdio: "ignore" })
         yield* session.prompt(text("four"))
+        execFileSync("git", ["fsck", "--strict", "--no-dangling"], { env: { ...process.env, GIT_DIR: gitDir }, stdio: "ignore" })
         assert.deepStrictEqual([...(yield* Shadow.refs(gitDir))].sort(), ["refs/skein/t3-after", "refs/skein/t3-before", "refs/skein/t4-after", "refs/skein/t4-before"])
         yield* session.prompt(text("/rewind 2"))
         const rewound = ofType(yield* events(), "rewound")
