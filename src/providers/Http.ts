@@ -125,6 +125,10 @@ const retryAfterMs = (response: HttpClientResponse.HttpClientResponse, now: numb
   return parsed._tag === "Success" ? Math.max(0, Duration.toMillis(Headers.retryAfterDelay(parsed.success, now))) : undefined
 }
 
+/** How long, and how many bytes, the rest of a body is read after its final part (see `decodeBody`). */
+const DRAIN_MS = 250
+const DRAIN_BYTES = 64 * 1024
+
 /** What ends an attempt's body early, as the provider error it is. */
 interface BodyErrors {
   /** The body could not be read on (the connection failed, or the request was aborted). */
@@ -164,8 +168,10 @@ const decodeBody = (
       const text = new TextDecoder()
       let parts: Array<StreamPart> = []
       let failure: Errors.ProviderError | undefined
-      /** A final part (or an error) came, or the body ended: nothing more is read. */
+      /** A final part (or an error) came, or the body ended: nothing more is decoded. */
       let ended = false
+      /** The body was read to its end (or is given up on). */
+      let bodyDone = false
       /** When the wait for the next event started; undefined between pulls. */
       let since: number | undefined
       let expired = false
@@ -223,10 +229,30 @@ const decodeBody = (
           feed(text.decode())
           add(decoder.end())
           ended = true
+          bodyDone = true
           return Effect.void
         }
       })
 
+      /**
+       * After the final part, what is left of the body (a closing event, the end of the chunked
+       * body) is read and dropped, for at most DRAIN_MS and DRAIN_BYTES: a response read to its
+       * end leaves its connection to the agent's pool for the next call, where one cut short is
+       * closed, and the next call pays a new connection (a TLS handshake to a hosted provider).
+       */
+      const drain = (left: number): Effect.Effect<void> =>
+        Pull.matchEffect(read, {
+          onSuccess: (chunks) => {
+            let rest = left
+            for (const chunk of chunks) rest -= chunk.byteLength
+            return rest > 0 ? drain(rest) : Effect.void
+          },
+          onFailure: () => Effect.void,
+          onDone: () => {
+            bodyDone = true
+            return Effect.void
+          }
+        })
       const pull = Effect.suspend(function next(): Pull.Pull<Arr.NonEmptyReadonlyArray<StreamPart>, Errors.ProviderError> {
         if (Arr.isArrayNonEmpty(parts)) {
           const out = parts
@@ -235,6 +261,10 @@ const decodeBody = (
           return Effect.succeed(out)
         }
         if (failure !== undefined) return Effect.fail(failure)
+        if (ended && !bodyDone) {
+          bodyDone = true
+          return Effect.andThen(Effect.ignore(Effect.timeoutOption(drain(DRAIN_BYTES), DRAIN_MS)), Cause.done())
+        }
         if (ended) return Cause.done()
         // A new pull starts its wait; a read that brought no part yet goes on waiting.
         since ??= clock.currentTimeMillisUnsafe()

@@ -39,6 +39,21 @@ describe.each(D.specs)("$dialect", (spec) => {
       assert.strictEqual(server.requests.length, 1)
     })))
 
+  it.live("calls one after another go over one connection: the body is read to its end, not cut at the last event", () =>
+    D.env(Effect.gen(function*() {
+      const { server, provider } = yield* setup({}, ...Array.from({ length: 3 }, () => ({ file: `${spec.dialect}/text.sse` })))
+      for (let i = 0; i < 3; i++) assert.strictEqual((yield* D.collect(provider)).at(-1)?._tag, "Finish")
+      assert.strictEqual(server.requests.length, 3)
+      assert.strictEqual(server.connections(), 1)
+    })))
+
+  it.live("a server that holds the response open after its last event: the call ends anyway, and that connection is closed", () =>
+    D.env(Effect.gen(function*() {
+      const { server, provider } = yield* setup({}, { file: `${spec.dialect}/text.sse`, hang: true })
+      assert.strictEqual((yield* D.collect(provider)).at(-1)?._tag, "Finish")
+      assert.strictEqual(yield* server.abandoned, spec.path)
+    })))
+
   it.live("an SSE retry field ends the call after the events before it", () =>
     D.env(Effect.gen(function*() {
       const { server, provider } = yield* setup({}, { body: `${events(`${spec.dialect}/partial.sse`).join("")}retry: 1000\n\n`, hang: true })

@@ -16,6 +16,9 @@ const KEYS = { allow_once: "y", allow_always: "a", reject_once: "n", reject_alwa
 
 const MAX_SHOWN_LINES = 200
 
+/** A title whose first sentence is a question ("Trust this folder? …"). */
+const ASKS = /^[^.:!`]*\?(\s|$)/
+
 interface Choice {
   readonly key: string
   readonly option: PermissionOption
@@ -34,7 +37,10 @@ const bounded = (text: string): string => {
 /** The question as shown: the tool call, what it would do, and the keys. */
 export const describe = (asked: PermissionAsked): string => {
   const call = asked.toolCall
-  const out = [`${Terminal.bold("err", "?")} Allow ${Terminal.bold("err", Terminal.oneLine(call.title))}?\n`]
+  const title = Terminal.oneLine(call.title)
+  // A title that asks its own question (the trust question) is shown as it is.
+  const heading = ASKS.test(title) ? Terminal.bold("err", title) : `Allow ${Terminal.bold("err", title)}?`
+  const out = [`${Terminal.bold("err", "?")} ${heading}\n`]
   const input = call.rawInput as Record<string, unknown> | undefined
   if (call.content !== undefined && call.content.length > 0) {
     for (const d of call.content) out.push(diffText(d.path, d.oldText, d.newText))

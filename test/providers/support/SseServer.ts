@@ -39,6 +39,8 @@ export interface SseServer {
   readonly queue: (...replies: ReadonlyArray<Reply>) => void
   /** Takes the next notice that the client closed a connection before its reply ended. */
   readonly abandoned: Effect.Effect<string>
+  /** How many connections clients opened so far. */
+  readonly connections: () => number
 }
 
 export const fixture = (file: string) => readFileSync(join(FIXTURES, file), "utf8")
@@ -94,7 +96,9 @@ export const make = Effect.gen(function*() {
       write(0)
     })
   })
+  let connections = 0
   server.on("connection", (socket) => {
+    connections++
     sockets.add(socket)
     socket.on("close", () => sockets.delete(socket))
   })
@@ -115,6 +119,7 @@ export const make = Effect.gen(function*() {
     queue: (...more) => {
       replies.push(...more)
     },
-    abandoned: Queue.take(abandoned)
+    abandoned: Queue.take(abandoned),
+    connections: () => connections
   } satisfies SseServer
 })
