@@ -42,6 +42,31 @@ const lazyBuiltins = {
   }
 }
 
+// Each ES module's `import * as fs from "node:fs"` becomes, in a CommonJS bundle, a copy of the
+// built-in's exports with a getter per export (esbuild's `__toESM`), one per importing file: 31
+// copies of node:fs, 33 of node:path and 8 of node:os, over 600 KB that a process keeps, and the
+// time to make them at start-up. Here every import statement of these goes through one module per
+// built-in, which makes the copy once (`export *`: still a getter per export, so nothing is read
+// before it is used, `fs.promises` included); its default export is the module itself. Only
+// these: a copy of node:util's exports loads every module behind its lazy exports (workers,
+// diff, colours), which the named imports of util elsewhere never do.
+const SHARED_BUILTINS = ["node:fs", "node:path", "node:os"]
+const sharedBuiltins = {
+  name: "shared-builtins",
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?(fs|path|os)$/ }, (args) => {
+      const path = args.path.startsWith("node:") ? args.path : `node:${args.path}`
+      if (args.kind !== "import-statement" || args.namespace === "skein-builtin" || !SHARED_BUILTINS.includes(path)) return undefined
+      // Without side effects: a file that imports a built-in and uses none of it does not load it.
+      return { path, namespace: "skein-builtin", sideEffects: false }
+    })
+    b.onLoad({ filter: /.*/, namespace: "skein-builtin" }, (args) => ({
+      contents: `const m = require(${JSON.stringify(args.path)})\nexport default m\nexport * from ${JSON.stringify(args.path)}`,
+      loader: "js"
+    }))
+  }
+}
+
 // Effect finds out at load how V8 prints two kinds of stack frames, by formatting a stack trace
 // (effect/Utils: `internalCall`; effect/internal/effect: `continuationMarksStack`). The first
 // stack trace a process formats makes V8 find every line end of the script it is in: for the
@@ -110,10 +135,13 @@ const lazyNodeHttp = {
 
 // The tool worker (src/tools/worker/worker.ts) is bundled first, on its own, and its code goes
 // into the bundles that start it as a string: a worker needs code it can load, and the CLI is
-// one file run through `vm.Script`. It is small (a regex loop, a glob matcher, exact-match
-// edits: about 10 KB), so the string costs start-up almost nothing; the worker itself starts
-// on first use, never before.
-const worker = await build({
+// one file run through `vm.Script`. The string costs start-up almost nothing; the worker itself
+// starts on first use, never before. Its HTML converter for `web_fetch` (src/tools/worker/html.ts:
+// turndown and its DOM, about 250 KB) is not in the CLI's copy: the CLI bundles' text stays in
+// memory as long as a process runs, so it is dist/skein-markdown.cjs, which the worker requires
+// from the path it is given (`workerData.markdown`) with its first page. The library's copy
+// (dist/index.mjs) keeps it inside.
+const workerOptions = {
   entryPoints: ["src/tools/worker/worker.ts"],
   write: false,
   bundle: true,
@@ -124,20 +152,35 @@ const worker = await build({
   treeShaking: true,
   legalComments: "none",
   logLevel: "warning"
-})
-const workerCode = worker.outputFiles[0].text
-const embeddedWorker = {
+}
+const markdownFromFile = {
+  name: "markdown-from-file",
+  setup(b) {
+    const html = resolve("src/tools/worker/html.ts")
+    b.onResolve({ filter: /html\.ts$/ }, (args) =>
+      resolve(args.resolveDir, args.path) === html ? { path: html, namespace: "skein-markdown-file" } : undefined)
+    b.onLoad({ filter: /.*/, namespace: "skein-markdown-file" }, () => ({
+      contents: `const file = require("node:worker_threads").workerData.markdown
+module.exports = process.getBuiltinModule("node:module").createRequire(file)(file)`,
+      loader: "js"
+    }))
+  }
+}
+const [fullWorker, leanWorker] = await Promise.all([build(workerOptions), build({ ...workerOptions, plugins: [markdownFromFile] })])
+await build({ ...workerOptions, entryPoints: ["src/tools/worker/html.ts"], write: true, outfile: "dist/skein-markdown.cjs" })
+const embeddedWorker = (worker, markdown) => ({
   name: "embedded-worker",
   setup(b) {
     const script = resolve("src/tools/worker/workerScript.ts")
     b.onResolve({ filter: /workerScript\.ts$/ }, (args) =>
       resolve(args.resolveDir, args.path) === script ? { path: script, namespace: "skein-worker" } : undefined)
     b.onLoad({ filter: /.*/, namespace: "skein-worker" }, () => ({
-      contents: `export const workerScript = () => ({ code: ${JSON.stringify(workerCode)}, eval: true })`,
+      contents: `${markdown ? `import { join } from "node:path"\n` : ""}const code = ${JSON.stringify(worker.outputFiles[0].text)}
+export const workerScript = () => ({ code, eval: true${markdown ? `, markdown: join(__dirname, "skein-markdown.cjs")` : ""} })`,
       loader: "js"
     }))
   }
-}
+})
 
 // The web monitor's page (src/monitor/page/): bundled for browsers into dist/monitor/ (it
 // ships in the package), and carried by the CLI bundle as strings (src/monitor/Assets.ts is
@@ -194,7 +237,7 @@ const withoutRpc = {
 // one copy of the ~1 MB source, not the file's and a wrapped one.
 const cliBundle = (outfile, plugins) => build({
   entryPoints: ["src/cli/main.ts"],
-  plugins: [lazyBuiltins, v8StackProbes, lazyNodeHttp, embeddedWorker, embeddedPage, ...plugins],
+  plugins: [lazyBuiltins, sharedBuiltins, v8StackProbes, lazyNodeHttp, embeddedWorker(leanWorker, true), embeddedPage, ...plugins],
   outfile,
   banner: { js: `(function (exports, require, module, __filename, __dirname) {"use strict";` },
   footer: { js: "\n})" },
@@ -293,7 +336,7 @@ if (process.env.SKEIN_NO_CODE_CACHE !== "1" && process.env.SKEIN_NO_CODE_CACHE !
 rmSync("dist/lib", { recursive: true, force: true })
 await build({
   entryPoints: { index: "src/index.ts" },
-  plugins: [embeddedWorker],
+  plugins: [embeddedWorker(fullWorker, false)],
   outdir: "dist",
   entryNames: "[name]",
   chunkNames: "lib/[name]-[hash]",

@@ -3,13 +3,15 @@
  * between folders), no file imports one that imports it back (no cycle between files, type
  * imports and lazy `import()`s included), and the runtime's core (log, tools, providers,
  * runtime, mcp, session, secrets) never imports the ACP wire model: only presenters (server,
- * cli, translate) do.
+ * cli, translate) do. No source file is over 450 lines.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs"
 import { dirname, join, relative, resolve } from "node:path"
 import { describe, expect, it } from "vitest"
 
 const SRC = resolve(import.meta.dirname, "../src")
+/** The most lines a source file may have. */
+const MAX_LINES = 450
 
 const files = (dir: string): Array<string> =>
   readdirSync(dir).flatMap((name) => {
@@ -128,6 +130,13 @@ describe("architecture", () => {
       ["f/F.ts", 'import * as Effect from "effect/Effect"\nimport { a } from "../a/A.ts"\n']
     ])
     expect(circles(fileEdges(texts))).toEqual([["a/A.ts", "b/B.ts", "b/C.ts"], ["d/D.ts", "d/E.ts"]])
+  })
+
+  it("no source file of src/ is over 450 lines: a module that grows past it is split by concern", () => {
+    const long = files(SRC)
+      .map((file) => [relative(SRC, file), readFileSync(file, "utf8").split("\n").length - 1] as const)
+      .filter(([, lines]) => lines > MAX_LINES)
+    expect(long).toEqual([])
   })
 
   it("the runtime's core does not import the ACP wire model", () => {

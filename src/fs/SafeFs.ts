@@ -56,7 +56,11 @@ export const Hooks = Context.Reference<Hooks>("skein/SafeFs/Hooks", { defaultVal
 export type RealRoots = ReadonlyArray<string>
 
 export const realRoots = (roots: ReadonlyArray<string>): Effect.Effect<RealRoots> =>
-  Effect.forEach(roots, (root) => Effect.promise(() => NodeFs.promises.realpath(root).catch(() => root)))
+  // The callback API: a session's first look at its folders does not load `fs.promises` for this.
+  Effect.forEach(roots, (root) =>
+    Effect.callback<string>((resume) => {
+      NodeFs.realpath.native(root, (error, real) => resume(Effect.succeed(error === null ? real : root)))
+    }))
 
 const inside = (roots: RealRoots, candidate: string): boolean =>
   roots.some((root) => {

@@ -44,8 +44,4 @@ export const httpClient: Effect.Effect<HttpClient.HttpClient> = Effect.provide(H
 export const make = (target: Http.Target, client: HttpClient.HttpClient): Provider => Http.make(dialects[target.dialect], target, client)
 
 /** Runs the first call's code path of `target`'s dialect once, without calling it (see `Warm`). */
-export const warm = (
-  target: Http.Target,
-  client: HttpClient.HttpClient,
-  env: Readonly<Record<string, string | undefined>>
-): Effect.Effect<void> => Warm.warm(dialects[target.dialect], target, client, env)
+export const warm = (target: Http.Target): Effect.Effect<void> => Warm.warm(dialects[target.dialect], target)

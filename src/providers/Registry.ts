@@ -362,10 +362,9 @@ const failure = (message: string): Stream.Stream<StreamPart> => Stream.succeed({
 /**
  * The provider for a setup: routes each call to the provider of its model; the
  * unconfigured one when nothing can answer. The HTTP stack loads on the first
- * call, or with `warm`, so start-up does not pay for it. `env` tells `warm`
- * whether a proxy may be in the way (see `Warm`).
+ * call, or with `warm`, so start-up does not pay for it.
  */
-const provider = (s: Setup, client?: HttpClient, env: Env = {}): Provider => {
+const provider = (s: Setup, client?: HttpClient): Provider => {
   if (s.choice === undefined || s.unconfigured !== undefined) return Unconfigured.make(s.unconfigured ?? Unconfigured.MESSAGE)
   const made = new Map<string, Provider>()
   let http = client
@@ -392,7 +391,7 @@ const provider = (s: Setup, client?: HttpClient, env: Env = {}): Provider => {
       const warmUp = Effect.gen(function*() {
         const Dialects = yield* Effect.promise(() => import("./Dialects.ts"))
         http ??= yield* Dialects.httpClient
-        yield* Dialects.warm(chosen.target, http, env)
+        yield* Dialects.warm(chosen.target)
       })
       return Effect.raceFirst(warmUp, Deferred.await(called))
     }),
@@ -423,7 +422,7 @@ export const resolve = Effect.fn("Registry.resolve")(function*(options: Options)
   }
   return {
     setup: s,
-    provider: provider(s, options.httpClient, options.env),
+    provider: provider(s, options.httpClient),
     model: s.choice?.model,
     models: { entries: s.catalog, defaultModel: s.choice?.model, info: (model) => info(s, model) }
   } satisfies Resolved

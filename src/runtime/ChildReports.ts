@@ -10,7 +10,7 @@ import * as Definitions from "../agents/Definitions.ts"
 import * as Worktree from "../agents/Worktree.ts"
 import type { ChildState, SessionEvent } from "../log/Event.ts"
 import type { Session } from "../session/Protocol.ts"
-import type { ChildReport } from "../tools/Delegation.ts"
+import type { ChildReport, WorkflowRequest } from "../tools/Delegation.ts"
 import type { StopReason, UserBlock } from "../Vocabulary.ts"
 import type { AnnouncedCall } from "../session/TurnContract.ts"
 
@@ -118,3 +118,33 @@ export const admit = (at: {
 /** Why a call names no child of this turn (the id cut short: it comes from the model). */
 export const noChild = (id: string, known: ReadonlyArray<string>): string =>
   `No child ${JSON.stringify(id.slice(0, 80))} in this turn${known.length > 0 ? ` (children: ${known.join(", ")})` : ""}`
+
+/** Why a workflow's steps cannot run as given (two steps with one id, a dependency that is not a step, a cycle), if so. */
+export const workflowProblem = (steps: WorkflowRequest["steps"]): string | undefined => {
+  const ids = new Set<string>()
+  for (const step of steps) {
+    if (ids.has(step.id)) return `Two steps are named "${step.id}"; step ids must be unique`
+    ids.add(step.id)
+  }
+  for (const step of steps) {
+    for (const dep of step.depends_on ?? []) {
+      if (!ids.has(dep)) return `Step "${step.id}" depends on "${dep}", which is not a step`
+    }
+  }
+  // Kahn's order: what is left over is on a cycle.
+  const indegree = new Map(steps.map((s) => [s.id, (s.depends_on ?? []).length] as const))
+  const ready = steps.filter((s) => indegree.get(s.id) === 0).map((s) => s.id)
+  let ordered = 0
+  while (ready.length > 0) {
+    const id = ready.pop()!
+    ordered++
+    for (const s of steps) {
+      if ((s.depends_on ?? []).includes(id)) {
+        const n = indegree.get(s.id)! - 1
+        indegree.set(s.id, n)
+        if (n === 0) ready.push(s.id)
+      }
+    }
+  }
+  return ordered < steps.length ? "The steps' depends_on form a cycle; a workflow must be a graph without cycles" : undefined
+}

@@ -29,6 +29,8 @@ import type { Config } from "./Config.ts"
 import * as Journal from "./Journal.ts"
 import type * as Registry from "./Registry.ts"
 import * as Session from "./Session.ts"
+import type * as SessionCommands from "./SessionCommands.ts"
+import type * as SessionDeps from "./SessionDeps.ts"
 
 interface Options {
   readonly config: Config["Service"]
@@ -36,13 +38,13 @@ interface Options {
   readonly registry: Registry.Registry
   readonly provideFs: <A, E>(effect: Effect.Effect<A, E, FileSystem.FileSystem | Path.Path>) => Effect.Effect<A, E>
   /** A session's deps, without MCP servers (children have none). */
-  readonly depsFor: (id: string, cwd: string, writer: Writer, sandbox: SessionSandbox | undefined) => Session.Deps
+  readonly depsFor: (id: string, cwd: string, writer: Writer, sandbox: SessionSandbox | undefined) => SessionDeps.Deps
   /** A session's sandbox, in its scope. */
   readonly sandboxFor: (cwd: string, additionalDirectories: ReadonlyArray<string>, scope: Scope.Scope) => Effect.Effect<SessionSandbox | undefined>
   /** A child's skills (and no commands: nobody types its prompts). */
-  readonly extensions: (cwd: string) => Effect.Effect<Session.Extensions>
+  readonly extensions: (cwd: string) => Effect.Effect<SessionCommands.Extensions>
   /** A child's project (its parent's, read once a minute at most per cwd). */
-  readonly project: (cwd: string) => Session.Deps["project"]
+  readonly project: (cwd: string) => SessionDeps.Deps["project"]
   /** What may load from a folder (workspace trust), and a session's hooks. */
   readonly workspace: Workspace.Workspace
 }
@@ -79,8 +81,10 @@ export const make = (options: Options) => {
   })
 
   /** Opens a child session (a subagent) in `scope`, which its parent's turn owns. */
-  const open = (request: Children.OpenRequest, parentTools: Toolkit.Toolkit, scope: Scope.Closeable): Effect.Effect<Session.Session, string> =>
-    Effect.gen(function*() {
+  const open: (request: Children.OpenRequest, parentTools: Toolkit.Toolkit, scope: Scope.Closeable) => Effect.Effect<SessionDeps.Session, string> = Effect.fn(
+    "ChildSessions.open"
+  )(
+    function*(request: Children.OpenRequest, parentTools: Toolkit.Toolkit, scope: Scope.Closeable) {
       const { agent, id, limits } = request
       if (agent.acp !== undefined && config.external === undefined) {
         return yield* Effect.fail(`The agent ${agent.name} is an external ACP agent, and this runtime cannot run external agents`)
@@ -117,7 +121,7 @@ export const make = (options: Options) => {
           sandbox
         }).pipe(Scope.provide(scope))).run
         : undefined
-      const deps: Session.Deps = {
+      const deps: SessionDeps.Deps = {
         ...options.depsFor(id, request.cwd, writer, sandbox),
         extensions: options.extensions(request.cwd),
         project: options.project(request.cwd),
@@ -141,7 +145,9 @@ export const make = (options: Options) => {
         scope
       )
       return yield* registry.add(session, scope, true)
-    }).pipe(Effect.provideService(References.CurrentLogAnnotations, { session: request.id }))
+    },
+    (effect, request) => effect.pipe(Effect.provideService(References.CurrentLogAnnotations, { session: request.id }))
+  )
 
   /**
    * Closes the turns a crash left open in the logs of the children `events` started (and of

@@ -41,7 +41,7 @@ import type {
 } from "../tools/Delegation.ts"
 import * as Ceiling from "../tools/Ceiling.ts"
 import type { ModeId, StopReason, UserBlock } from "../Vocabulary.ts"
-import { admit, type Child, failureText, noChild, report, responseText, succeeded, text, worktreeCall } from "./ChildReports.ts"
+import { admit, type Child, failureText, noChild, report, responseText, succeeded, text, workflowProblem, worktreeCall } from "./ChildReports.ts"
 import * as SessionId from "./SessionId.ts"
 import type { AnnouncedCall, Gated, Permit, TurnAgents } from "../session/TurnContract.ts"
 import * as TraceContext from "../telemetry/TraceContext.ts"
@@ -350,32 +350,8 @@ export const make = (options: Options): Effect.Effect<Children> =>
     const workflow = (request: WorkflowRequest): Effect.Effect<WorkflowReport, string> =>
       Effect.gen(function*() {
         const steps = request.steps
-        const ids = new Set<string>()
-        for (const step of steps) {
-          if (ids.has(step.id)) return yield* Effect.fail(`Two steps are named "${step.id}"; step ids must be unique`)
-          ids.add(step.id)
-        }
-        for (const step of steps) {
-          for (const dep of step.depends_on ?? []) {
-            if (!ids.has(dep)) return yield* Effect.fail(`Step "${step.id}" depends on "${dep}", which is not a step`)
-          }
-        }
-        // Kahn's order: what is left over is on a cycle.
-        const indegree = new Map(steps.map((s) => [s.id, (s.depends_on ?? []).length] as const))
-        const ready = steps.filter((s) => indegree.get(s.id) === 0).map((s) => s.id)
-        let ordered = 0
-        while (ready.length > 0) {
-          const id = ready.pop()!
-          ordered++
-          for (const s of steps) {
-            if ((s.depends_on ?? []).includes(id)) {
-              const n = indegree.get(s.id)! - 1
-              indegree.set(s.id, n)
-              if (n === 0) ready.push(s.id)
-            }
-          }
-        }
-        if (ordered < steps.length) return yield* Effect.fail("The steps' depends_on form a cycle; a workflow must be a graph without cycles")
+        const invalid = workflowProblem(steps)
+        if (invalid !== undefined) return yield* Effect.fail(invalid)
 
         const { limits } = yield* factory.catalog(options.cwd)
         const concurrency = Math.max(1, Math.min(request.maxConcurrency ?? limits.maxRunning, limits.maxRunning))

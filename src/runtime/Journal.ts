@@ -44,7 +44,7 @@ type Ending =
   | { readonly _tag: "Refused"; readonly error: LogError }
   | { readonly _tag: "Lost"; readonly error: LogError }
 
-interface Journal {
+export interface Journal {
   /** Logs, folds and publishes a canonical event (after what the log misses); `committed` runs once it is logged. */
   readonly canonical: (turn: number | null, body: CanonicalBody, committed?: () => void) => Effect.Effect<void, LogError>
   /** Publishes an ephemeral event, numbered after the last logged one. */

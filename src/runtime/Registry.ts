@@ -14,7 +14,7 @@ import * as Scope from "effect/Scope"
 import type { SessionInfo } from "../session/Protocol.ts"
 import { RuntimeError } from "./Api.ts"
 import { EVICT_AFTER_IDLE_MS } from "./Config.ts"
-import type * as Session from "./Session.ts"
+import type * as Session from "./SessionDeps.ts"
 
 interface Entry {
   readonly session: Session.Session

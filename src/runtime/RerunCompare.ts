@@ -7,11 +7,12 @@
  * end (cancelled, crashed, a failed turn, a refused log write), and two results
  * that were both refused (the wording of a refusal depends on how it was
  * refused: no answer, timeout, cancel). One that stopped against one that ran
- * differs in its `status`, whatever their texts say.
+ * differs in its `status`, whatever their texts say. Likewise two turns that both
+ * ended `cancelled` are the same whatever their notes say (a crash's recovery
+ * notes that the turn was interrupted): the stop reason decides, not the text.
  */
 import { absurd } from "effect/Function"
 import type { Canonical, ToolStatus } from "../log/Event.ts"
-import { INTERRUPTED_TURN } from "../log/Recovery.ts"
 import type { ToolDetails } from "../Vocabulary.ts"
 
 export interface Difference {
@@ -229,7 +230,7 @@ export const compare = (input: {
     const stopB = other.end?.stopReason ?? "(unfinished)"
     if (stopA !== stopB) {
       differences.push({ kind: "outcome", field: "stopReason", recorded: stopA, rerun: stopB })
-    } else if (turn.end?.error !== INTERRUPTED_TURN && (turn.end?.error ?? "") !== (other.end?.error ?? "")) {
+    } else if (stopA !== "cancelled" && (turn.end?.error ?? "") !== (other.end?.error ?? "")) {
       differences.push({ kind: "outcome", field: "error", recorded: turn.end?.error ?? "(none)", rerun: other.end?.error ?? "(none)" })
     }
     return { turn: turn.turn, prompt: turn.prompt, compared: turn.order.length, differences }

@@ -52,6 +52,8 @@ import * as Registry from "./Registry.ts"
 import { isModeId, type ModeId } from "../Vocabulary.ts"
 import { SessionError } from "../session/Protocol.ts"
 import * as Session from "./Session.ts"
+import type * as SessionCommands from "./SessionCommands.ts"
+import type * as SessionDeps from "./SessionDeps.ts"
 import * as SessionId from "./SessionId.ts"
 
 import * as Fork from "./Fork.ts"
@@ -141,7 +143,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
     })
 
     /** The skills and commands of a session in `cwd` (children get the skills only: nobody types their prompts). */
-    const extensionsFor = (cwd: string, commands: boolean): Effect.Effect<Session.Extensions> =>
+    const extensionsFor = (cwd: string, commands: boolean): Effect.Effect<SessionCommands.Extensions> =>
       Effect.gen(function*() {
         if (!commands) return { skills: yield* childReads.skills(cwd), commands: [] }
         const found = yield* discoverSkills(cwd)
@@ -150,7 +152,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         return { skills: found.skills, commands: listed.commands }
       })
 
-    const depsFor = (id: string, cwd: string, writer: Writer, mcp: Mcp, sandbox: SessionSandbox | undefined): Session.Deps => {
+    const depsFor = (id: string, cwd: string, writer: Writer, mcp: Mcp, sandbox: SessionSandbox | undefined): SessionDeps.Deps => {
       const servers = mcp.session
       return {
         bus,
@@ -193,7 +195,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
     })
 
     /** A top-level session's deps, with what it needs to start children. */
-    const withChildren = (deps: Session.Deps, history: History.History): Session.Deps => ({
+    const withChildren = (deps: SessionDeps.Deps, history: History.History): SessionDeps.Deps => ({
       ...deps,
       children: children.factory(0, deps.toolkit, () => history),
       checkpointsHome: config.home,
@@ -364,7 +366,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
       return yield* Fork.fork(log, { ...options, id: SessionId.make(), version: config.version })
     })
 
-    const getSession = (sessionId: string): Effect.Effect<Session.Session, RuntimeError> =>
+    const getSession = (sessionId: string): Effect.Effect<SessionDeps.Session, RuntimeError> =>
       Effect.flatMap(registry.find(sessionId), (found) => {
         switch (found._tag) {
           case "Live":
@@ -373,7 +375,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
             return Effect.fail(new RuntimeError({ reason: "locked", message: found.reason }))
           case "Evicted":
             // Closed only to make room: it comes back from its log, as it was.
-            return Effect.map(loadSession({ sessionId }), (loaded) => loaded.session as Session.Session)
+            return Effect.map(loadSession({ sessionId }), (loaded) => loaded.session as SessionDeps.Session)
           case "Missing":
             return Effect.fail(new RuntimeError({ reason: "not_found", message: `Session not found: ${sessionId}` }))
           default:

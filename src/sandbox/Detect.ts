@@ -14,7 +14,10 @@ const which = (name: string): string | undefined => {
   for (const dir of dirs) {
     const candidate = NodePath.join(dir, name)
     try {
-      if (!NodeFs.statSync(candidate).isFile()) continue
+      // Most directories do not have it: a missing file is `undefined`, not an error (an error
+      // costs several times a stat, and `initialize` waits for this).
+      const stat = NodeFs.statSync(candidate, { throwIfNoEntry: false })
+      if (stat === undefined || !stat.isFile()) continue
       NodeFs.accessSync(candidate, NodeFs.constants.X_OK)
       return candidate
     } catch {

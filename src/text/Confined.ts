@@ -23,21 +23,31 @@ import * as Effect from "effect/Effect"
 import * as SafeFs from "../fs/SafeFs.ts"
 import { mayExist } from "./FileErrors.ts"
 
+const codeOf = (error: unknown): string | undefined => {
+  const code = (error as { readonly code?: unknown } | undefined)?.code
+  return typeof code === "string" ? code : undefined
+}
+
+/**
+ * One of `node:fs`'s callback functions as an Effect failing with the error's code. Not
+ * `fs.promises`: opening a session looks at a dozen folders through here, and loading Node's
+ * promise API for that (about 1 MB resident and a few ms) is left to the first file read.
+ */
+const nodeCall = <A>(call: (done: (error: NodeJS.ErrnoException | null, value: A) => void) => void): Effect.Effect<A, string> =>
+  Effect.callback<A, string>((resume) => {
+    call((error, value) => resume(error === null ? Effect.succeed(value) : Effect.fail(codeOf(error) ?? "unknown error")))
+  })
+
 /** The real path of a folder to use as a root; the path itself (absolute) while it does not exist. */
 export const root = (dir: string): Effect.Effect<string> =>
   // Most definitions folders do not exist: ruled out synchronously, with no asynchronous call.
   !mayExist(dir)
     ? Effect.succeed(NodePath.resolve(dir))
-    : Effect.promise(() => NodeFs.promises.realpath(dir).catch(() => NodePath.resolve(dir)))
+    : Effect.orElseSucceed(nodeCall<string>((done) => NodeFs.realpath.native(dir, done)), () => NodePath.resolve(dir))
 
 export const inside = (root: string, candidate: string): boolean => {
   const rel = NodePath.relative(root, candidate)
   return rel === "" || (rel !== ".." && !rel.startsWith(`..${NodePath.sep}`) && !NodePath.isAbsolute(rel))
-}
-
-const codeOf = (error: unknown): string | undefined => {
-  const code = (error as { readonly code?: unknown } | undefined)?.code
-  return typeof code === "string" ? code : undefined
 }
 
 /** Why a path was refused, as `skein doctor` says it. */
@@ -54,11 +64,9 @@ type Kind =
   | { readonly _tag: "error"; readonly code: string }
 
 /** A path's real path (links followed), or the error code of the failure. */
-const realpath = (path: string) =>
-  Effect.tryPromise({ try: () => NodeFs.promises.realpath(path), catch: (error) => codeOf(error) ?? "unknown error" })
+const realpath = (path: string) => nodeCall<string>((done) => NodeFs.realpath.native(path, done))
 
-const statOf = (path: string) =>
-  Effect.tryPromise({ try: () => NodeFs.promises.stat(path), catch: (error) => codeOf(error) ?? "unknown error" })
+const statOf = (path: string) => nodeCall<NodeFs.Stats>((done) => NodeFs.stat(path, done))
 
 const failed = (code: string): Kind => (code === "ENOENT" || code === "ENOTDIR" ? { _tag: "missing" } : { _tag: "error", code })
 

@@ -28,8 +28,9 @@ export const describe = (error: PlatformError.PlatformError): string => errorCod
  */
 export const mayExist = (path: string): boolean => {
   try {
-    nodeFs.statSync(path)
-    return true
+    // A missing path is the common case (opening a session looks for a dozen folders that are
+    // not there): `undefined` rather than a thrown error, which costs several times the stat.
+    return nodeFs.statSync(path, { throwIfNoEntry: false }) !== undefined
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
     return code !== "ENOENT" && code !== "ENOTDIR"

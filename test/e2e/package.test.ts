@@ -128,6 +128,7 @@ describe("e2e: Skein as a package", () => {
       "dist/skein.mjs",
       "dist/skein-main.cjs",
       "dist/skein-remote.cjs",
+      "dist/skein-markdown.cjs",
       "dist/index.mjs",
       "dist/types/index.d.ts"
     ]))

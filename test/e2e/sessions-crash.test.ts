@@ -212,7 +212,8 @@ describe("e2e: kill -9 and load", () => {
     const file = logFile(first, sessionId)
     const beforeCrash = readFileSync(file, "utf8")
     const types = beforeCrash.trimEnd().split("\n").slice(1).map((l) => JSON.parse(l).type)
-    expect(types.filter((t) => t !== "permission")).toEqual(["turn_start", "model_response", "tool_call"])
+    // The command's checkpoint (the turn's first change) is taken before it runs.
+    expect(types.filter((t) => t !== "permission")).toEqual(["turn_start", "model_response", "tool_call", "checkpoint"])
 
     const second = await agents.ready({ script, args: ["--home", first.home] })
     await second.sdk.request("session/load", { sessionId, cwd: first.cwd, mcpServers: [] })

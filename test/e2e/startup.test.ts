@@ -18,6 +18,7 @@ import { type RawAgent, rawAgents, sleep, until } from "../fixtures/faults/harne
 import type { Script } from "../support/AgentProcess.ts"
 
 const PROBE = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "fixtures", "modules-probe.mjs")
+const BUNDLE = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "dist", "skein-main.cjs")
 
 /** Built-ins (as `require` names them) that no answer before a session's first turn may wait for. */
 const NOT_AT_START = [
@@ -33,7 +34,9 @@ const NOT_AT_START = [
   "zlib",
   "readline",
   "inspector",
-  "internal/deps/undici/undici"
+  "internal/deps/undici/undici",
+  // Node's promise API of the file system: opening a session looks at folders with callbacks.
+  "internal/fs/promises"
 ]
 
 const agents = rawAgents()
@@ -126,7 +129,7 @@ describe("skein acp start-up", () => {
   it("with an HTTP provider too: its client, TLS and the warm-up wait for the session to be answered", async () => {
     const { agent, probeFile } = start({
       args: ["--provider", "openai-chat", "--model", "m"],
-      // Nothing listens there: no request may go out before a prompt (the warm-up uses a server of its own).
+      // Nothing listens there: no request may go out before a prompt (the warm-up connects to nothing: its connection is in memory).
       env: { OPENAI_BASE_URL: "https://127.0.0.1:9/v1", OPENAI_API_KEY: "sk-e2e-startup", ANTHROPIC_API_KEY: "", ANTHROPIC_AUTH_TOKEN: "" }
     })
     await openAtOnce(agent, probeFile)
@@ -159,6 +162,8 @@ describe("skein acp start-up", () => {
         loaded = await loadedNow(agent, probeFile)
       }
       expect(loaded).toContain("_http_client")
+      // It opened no socket and listened on none: no cluster module (what `listen` loads), no child processes, no datagrams.
+      expect(loaded.filter((m) => ["cluster", "child_process", "dgram", "internal/cluster/primary"].includes(m))).toEqual([])
       const response = await agent.prompt(sessionId, "hello?", 30_000)
       expect(response.result).toEqual({ stopReason: "end_turn" })
       expect(JSON.stringify(agent.updates(sessionId))).toContain("Hello over http")
@@ -171,5 +176,22 @@ describe("skein acp start-up", () => {
       server.closeAllConnections()
       server.close()
     }
+  })
+
+  it("the bundle copies the exports of node:fs, node:path and node:os once, not once per file that imports them", () => {
+    // Each copy is a getter per export, kept for the life of the process (scripts/build.mjs, sharedBuiltins).
+    const text = readFileSync(BUNDLE, "utf8")
+    for (const name of ["node:fs", "node:path", "node:os"]) {
+      expect({ name, requires: text.split(`require(${JSON.stringify(name)})`).length - 1 }).toEqual({ name, requires: 2 })
+    }
+  })
+
+  it("the bundles carry the tool worker without its HTML converter, which is a file of its own loaded with the first page", () => {
+    // The bundles' text stays in memory as long as a process runs: turndown and its DOM (about 250 KB) are not in it.
+    for (const bundle of [BUNDLE, BUNDLE.replace("skein-main.cjs", "skein-remote.cjs")]) {
+      const text = readFileSync(bundle, "utf8")
+      expect({ bundle, domino: text.includes("HierarchyRequestError") }).toEqual({ bundle, domino: false })
+    }
+    expect(readFileSync(BUNDLE.replace("skein-main.cjs", "skein-markdown.cjs"), "utf8")).toContain("HierarchyRequestError")
   })
 })

@@ -23,6 +23,7 @@ import { LogError } from "../../src/log/LogError.ts"
 import * as Scripted from "../../src/providers/Scripted.ts"
 import { Bus } from "../../src/runtime/Bus.ts"
 import * as Session from "../../src/runtime/Session.ts"
+import type * as SessionDeps from "../../src/runtime/SessionDeps.ts"
 import * as Toolkit from "../../src/tools/Toolkit.ts"
 import { makeDirs, text, types } from "../support/Sessions.ts"
 
@@ -30,7 +31,7 @@ import * as TempDir from "../support/TempDir.ts"
 import { advance, settle } from "../support/Time.ts"
 
 /** A prompt nobody presents, its outcome awaited later (`Fiber.join`). */
-const submit = (session: Session.Session, content: ReturnType<typeof text>) =>
+const submit = (session: SessionDeps.Session, content: ReturnType<typeof text>) =>
   Effect.map(Effect.forkChild(session.prompt(content), { startImmediately: true }), (outcome) => ({ outcome }))
 
 /** Whether a fiber has ended. */

@@ -6,6 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { Canonical, CanonicalBody, ToolStatus } from "../../src/log/Event.ts"
 import { compare } from "../../src/runtime/RerunCompare.ts"
+import { INTERRUPTED_TURN } from "../../src/log/Recovery.ts"
 import { CANCELLED_TOOL, NOT_RUN_TOOL } from "../../src/runtime/TurnEnd.ts"
 
 /** A one-turn log whose one call `c1` ended with this result. */
@@ -49,5 +50,20 @@ describe("RerunCompare", () => {
   it("two refused calls are the same however they were refused (a rule, a question, the mode)", () => {
     assert.deepStrictEqual(differences(log({ status: "denied", content: "The user chose to always reject `x`." }), log({ status: "denied", content: "Plan mode is read-only." })), [])
     assert.deepStrictEqual(differences(log({ status: "denied", content: "No." }), log({ status: "done", content: "ran" })).map((d) => d.field), ["ok", "content"])
+  })
+
+  it("how a turn ended is compared by its stop reason: two cancelled turns are the same whatever their notes say; failures are compared by their errors", () => {
+    const ended = (end: { readonly stopReason: "end_turn" | "cancelled"; readonly error?: string }) =>
+      log({ status: "cancelled", content: CANCELLED_TOOL }, end.stopReason).map((event) => (event.type === "turn_end" ? { ...event, data: end } as Canonical : event))
+    const cancelled = ended({ stopReason: "cancelled" })
+    // A crash recovered (in today's words, or an older Skein's), against a cancel, either way round.
+    assert.deepStrictEqual(differences(ended({ stopReason: "cancelled", error: INTERRUPTED_TURN }), cancelled), [])
+    assert.deepStrictEqual(differences(cancelled, ended({ stopReason: "cancelled", error: INTERRUPTED_TURN })), [])
+    assert.deepStrictEqual(differences(ended({ stopReason: "cancelled", error: "Skein stopped before this turn ended." }), cancelled), [])
+    // A failure is not a cancel, and two failures that say different things differ.
+    assert.deepStrictEqual(differences(ended({ stopReason: "end_turn", error: "The model failed" }), cancelled).map((d) => d.field), ["stopReason"])
+    assert.deepStrictEqual(differences(ended({ stopReason: "end_turn", error: "The model failed" }), ended({ stopReason: "end_turn", error: "The disk is full" })), [
+      { kind: "outcome", field: "error", recorded: "The model failed", rerun: "The disk is full" }
+    ])
   })
 })

@@ -55,6 +55,7 @@ describe("skein doctor: skills and commands", () => {
           "  /init               builtin  built-in",
           "  /review             builtin  built-in",
           "  /undo               builtin  built-in",
+          "  /rewind             builtin  built-in",
           `  /notes              skill    ${join(userHome, ".claude/skills/notes/SKILL.md")}`,
           `  /pdf                skill    ${join(cwd, ".agents/skills/pdf/SKILL.md")}`,
           `  /ship               prompt   ${join(cwd, ".claude/commands/ship.md")}`,

@@ -80,6 +80,7 @@ const spawn = Effect.sync((): Handle => {
   const script = workerScript()
   const worker = new Worker(script.code, {
     eval: script.eval,
+    workerData: script.markdown === undefined ? undefined : { markdown: script.markdown },
     name: "skein-tools",
     // stdout belongs to the protocol: whatever a worker might print goes to stderr.
     stdout: true,
