@@ -78,7 +78,7 @@ try {
   }
   const snapshot = async (gitDir, ws, name) => {
     const start = process.hrtime.bigint()
-    await Effect.runPromise(Shadow.snapshot(gitDir, [ws], name))
+    await Effect.runPromise(Shadow.snapshot(gitDir, [ws], name, 2 ** 30))
     return Number(process.hrtime.bigint() - start) / 1e6
   }
 

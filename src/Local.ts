@@ -12,6 +12,7 @@ import type { LogError } from "./log/LogError.ts"
 import * as Layer from "effect/Layer"
 import { SessionLog } from "./log/SessionLog.ts"
 import * as External from "./agents/External.ts"
+import type { Limits as CheckpointLimits } from "./checkpoints/Checkpoints.ts"
 import type { Catalog } from "./providers/Models.ts"
 import type { Provider } from "./providers/Provider.ts"
 import * as Scripted from "./providers/Scripted.ts"
@@ -73,6 +74,12 @@ export interface SkeinConfig {
    * it, every folder's definitions load.
    */
   readonly trust?: "ask" | "all" | undefined
+  /**
+   * How much a session's checkpoints keep (see README, "Checkpoints and rewind"): any of
+   * `keepTurns` (50), `maxBytes` (1 GiB on disk), `maxSnapshotBytes` (1 GiB of new content in
+   * one snapshot), `collectEvery` (20 turns).
+   */
+  readonly checkpoints?: Partial<CheckpointLimits> | undefined
 }
 
 /** The session store a configuration names; the Postgres one is loaded only when asked for. */
@@ -114,7 +121,8 @@ export const layerLocalWithoutPlatform = (config: SkeinConfig) =>
       userHome: config.userHome,
       sandbox: SandboxSettings.normalize(config.sandbox),
       mcpServers: config.mcpServers,
-      trust: config.trust
+      trust: config.trust,
+      checkpoints: config.checkpoints
     }))
   )
 

@@ -9,9 +9,12 @@
  *   be taken is said once in a notice; the call still runs.
  * - `after(turn)`, at the turn's end, takes the second one only for a turn that took the
  *   first: the two tell Skein's own changes from changes made by something else in between.
- * - Bounded: the checkpoints of the last `KEEP_TURNS` turns that changed files are kept, and
- *   the repository under `MAX_BYTES` (older turns dropped first, honestly: a rewind past them
- *   says it cannot); every `COLLECT_EVERY` turns git packs it and deletes what is unkept.
+ * - Bounded (`Limits`): at the end of every turn that took them, the checkpoints of all but the
+ *   last `keepTurns` turns that took any are dropped (a rewind past them says it cannot); every
+ *   `collectEvery` such turns (counted in the repository, so across processes too), or as soon
+ *   as the repository is over `maxBytes`, git packs it and deletes what no checkpoint keeps;
+ *   while it is still over `maxBytes`, older turns are dropped too. One snapshot stores at most
+ *   `maxSnapshotBytes` of new content (`Shadow.snapshot`).
  * - Every operation on the repository runs one at a time (`lock`).
  */
 import * as Deferred from "effect/Deferred"
@@ -21,12 +24,24 @@ import type { CanonicalBody } from "../log/Event.ts"
 import type { LogError } from "../log/LogError.ts"
 import * as Shadow from "./Shadow.ts"
 
-/** The turns whose checkpoints a session keeps. */
-const KEEP_TURNS = 50
-/** The most a session's shadow repository may take on disk. */
-const MAX_BYTES = 1024 * 1024 * 1024
-/** Every this many turns that changed files, the repository is packed and what is unkept deleted. */
-const COLLECT_EVERY = 20
+/** How much a session's checkpoints may keep (`DEFAULT_LIMITS` unless the host says otherwise). */
+export interface Limits {
+  /** The turns (that changed files) whose checkpoints a session keeps. */
+  readonly keepTurns: number
+  /** The most a session's shadow repository may take on disk (bytes). */
+  readonly maxBytes: number
+  /** The most new content one snapshot stores (bytes); a larger one is not taken. */
+  readonly maxSnapshotBytes: number
+  /** Every this many turns that changed files, the repository is packed and what is unkept deleted. */
+  readonly collectEvery: number
+}
+
+export const DEFAULT_LIMITS: Limits = {
+  keepTurns: 50,
+  maxBytes: 1024 * 1024 * 1024,
+  maxSnapshotBytes: 1024 * 1024 * 1024,
+  collectEvery: 20
+}
 
 export interface Options {
   readonly home: string
@@ -35,6 +50,8 @@ export interface Options {
   readonly roots: ReadonlyArray<string>
   /** Logs an event in turn `turn`. */
   readonly record: (turn: number, body: CanonicalBody) => Effect.Effect<void, LogError>
+  /** Any of the limits to change (the rest: `DEFAULT_LIMITS`). */
+  readonly limits?: Partial<Limits> | undefined
 }
 
 export interface Checkpoints {
@@ -52,13 +69,15 @@ const refTurn = (ref: string): number => Number(/\/t(\d+)-/.exec(ref)?.[1] ?? "0
 
 export const make = (options: Options): Checkpoints => {
   const gitDir = Shadow.dirOf(options.home, options.sessionId)
+  const given: Limits = { ...DEFAULT_LIMITS, ...options.limits }
+  // The current turn's checkpoints are always kept, and collecting can be due every turn at most.
+  const limits: Limits = { ...given, keepTurns: Math.max(1, given.keepTurns), collectEvery: Math.max(1, given.collectEvery) }
   const semaphore = Semaphore.makeUnsafe(1)
   const lock = semaphore.withPermits(1)
   const taken = new Map<number, Deferred.Deferred<string | undefined>>()
-  let ended = 0
 
   const take = (turn: number, at: "before" | "after") =>
-    lock(Shadow.snapshot(gitDir, options.roots, `t${turn}-${at}`)).pipe(
+    lock(Shadow.snapshot(gitDir, options.roots, `t${turn}-${at}`, limits.maxSnapshotBytes)).pipe(
       Effect.tap((shot) =>
         options.record(turn, {
           type: "checkpoint",
@@ -82,19 +101,21 @@ export const make = (options: Options): Checkpoints => {
       )
     )
 
-  /** Drops the oldest turns' checkpoints beyond the bounds, and packs now and then. */
+  /** After a turn's checkpoints: drops the oldest turns' beyond the bounds; packs and deletes what is unkept when due. */
   const upkeep = lock(Effect.gen(function*() {
-    if (++ended % COLLECT_EVERY !== 0) return
     const refs = yield* Shadow.refs(gitDir)
+    if (refs.length === 0) return
     let turns = [...new Set(refs.map(refTurn))].sort((a, b) => a - b)
     const dropTurns = (count: number) => {
       const gone = new Set(turns.slice(0, count))
       turns = turns.slice(count)
       return Shadow.drop(gitDir, refs.filter((ref) => gone.has(refTurn(ref))))
     }
-    if (turns.length > KEEP_TURNS) yield* dropTurns(turns.length - KEEP_TURNS)
+    if (turns.length > limits.keepTurns) yield* dropTurns(turns.length - limits.keepTurns)
+    const due = (yield* Shadow.countTurn(gitDir)) >= limits.collectEvery
+    if (!due && (yield* Shadow.size(gitDir)) <= limits.maxBytes) return
     yield* Shadow.collect(gitDir)
-    while (turns.length > 1 && (yield* Shadow.size(gitDir)) > MAX_BYTES) {
+    while (turns.length > 1 && (yield* Shadow.size(gitDir)) > limits.maxBytes) {
       yield* dropTurns(Math.max(1, Math.floor(turns.length / 2)))
       yield* Shadow.collect(gitDir)
     }

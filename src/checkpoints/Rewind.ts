@@ -13,7 +13,9 @@
  *   (or the workspace now) was someone else. Such a file is not overwritten silently: the
  *   rewind names it and asks (overwrite, or keep it and rewind the rest); when nobody can
  *   answer, it refuses and changes nothing.
- * - A file too large to be in the checkpoint is never removed; it is named as skipped.
+ * - A file too large to be in the checkpoint is never removed; it is named as skipped. A turn
+ *   whose `before` checkpoint could not be taken (its notice says why: too much new content)
+ *   changed files nothing can bring back: the rewind names it (`unrestored`) and leaves them.
  * - Logged as `rewound` (History folds the model's view from it), and told in a `notice`.
  */
 import * as NodePath from "node:path"
@@ -69,6 +71,21 @@ export const checkpointsFrom = (events: ReadonlyArray<Canonical>, toTurn: number
   return first < 0 ? [] : all.slice(first)
 }
 
+/**
+ * The turns from `toTurn` on (before `current`) that were to take a `before` checkpoint and
+ * could not: a `checkpoint` notice of the turn, and no `before` checkpoint of it. Pure.
+ */
+export const unprotected = (events: ReadonlyArray<Canonical>, toTurn: number, current: number): ReadonlyArray<number> => {
+  const failed = new Set<number>()
+  const taken = new Set<number>()
+  for (const event of events) {
+    if (event.turn === null || event.turn < toTurn || event.turn >= current) continue
+    if (event.type === "notice" && event.data.source === "checkpoint") failed.add(event.turn)
+    else if (event.type === "checkpoint" && event.data.at === "before") taken.add(event.data.turn)
+  }
+  return [...failed].filter((turn) => !taken.has(turn)).sort((a, b) => a - b)
+}
+
 /** The pairs of checkpoints between which something other than the session may have changed files: each `after` and what came next. */
 export const gaps = (sequence: ReadonlyArray<CheckpointEvent>, now: string): ReadonlyArray<readonly [string, string]> =>
   sequence.flatMap((event, i) => {
@@ -117,12 +134,14 @@ export const run = (ctx: Context): Effect.Effect<void, LogError> =>
     const { toTurn, fromSeq } = picked
     const sequence = checkpointsFrom(ctx.events, toTurn, ctx.turn)
     const from = sequence[0]
+    const unrestored = unprotected(ctx.events, toTurn, ctx.turn)
+    const lost = unrestored.length === 0 ? "" : ` What turn ${list(unrestored.map(String))} changed was not restored: no checkpoint could be taken before ${unrestored.length === 1 ? "it" : "them"} (see ${unrestored.length === 1 ? "its notice" : "their notices"}), so those files are left as they are.`
     const done = (data: { checkpoint?: string; restored: Array<string>; removed: Array<string>; skipped: Array<string> }, extra: string) =>
       Effect.andThen(
-        ctx.record({ type: "rewound", data: { toTurn, fromSeq, ...data } }),
-        notice(`Rewound to before turn ${toTurn}: the model no longer sees turn ${toTurn} or what followed it.${extra}`)
+        ctx.record({ type: "rewound", data: { toTurn, fromSeq, ...data, ...(unrestored.length > 0 ? { unrestored } : {}) } }),
+        notice(`Rewound to before turn ${toTurn}: the model no longer sees turn ${toTurn} or what followed it.${extra}${lost}`)
       )
-    if (from === undefined) return yield* done({ restored: [], removed: [], skipped: [] }, " No file had changed since, by this session.")
+    if (from === undefined) return yield* done({ restored: [], removed: [], skipped: [] }, unrestored.length > 0 ? "" : " No file had changed since, by this session.")
     if (ctx.readOnly !== undefined) return yield* refuse(toTurn, fromSeq, `${ctx.readOnly}, and rewinding changes files; switch to another mode to rewind`)
     const checkpoints = ctx.checkpoints
     if (checkpoints === undefined) return yield* refuse(toTurn, fromSeq, "a child session's files are its parent's to rewind")
@@ -219,8 +238,8 @@ export const prompt = (turn: number): ReadonlyArray<UserBlock> => [{ type: "text
 export const response = (events: ReadonlyArray<Canonical>) => {
   const last = events.findLast((event) => event.type === "rewound")
   if (last === undefined || last.type !== "rewound") return { rewound: false, refused: "the rewind did not run" }
-  const { toTurn, restored, removed, skipped, refused } = last.data
+  const { toTurn, restored, removed, skipped, unrestored, refused } = last.data
   return refused !== undefined
     ? { rewound: false, toTurn, refused }
-    : { rewound: true, toTurn, restored, removed, skipped }
+    : { rewound: true, toTurn, restored, removed, skipped, ...(unrestored !== undefined ? { unrestored } : {}) }
 }

@@ -7,7 +7,8 @@
  *   `.gitignore` files above the root leave out stays out) to an index of its own for that
  *   root (`index-<i>`: its stat cache makes a repeat snapshot hash only what changed, and git
  *   stores each distinct content once), writes its tree, and commits a tree that holds root
- *   `i` as the folder `i`. A ref (`refs/skein/<name>`) keeps it.
+ *   `i` as the folder `i`. A ref (`refs/skein/<name>`) keeps it. The top tree, the commit and
+ *   the ref are written in-process (`Objects.ts`): three git processes fewer per snapshot.
  * - A file larger than `MAX_FILE_BYTES` is left out (and named in the snapshot's `skipped`):
  *   a checkpoint stays bounded. A nested repository is kept as its commit (a gitlink), not its
  *   files.
@@ -18,12 +19,10 @@ import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import { fields, git, GitError, run } from "./Git.ts"
+import * as Objects from "./Objects.ts"
 
 /** Files larger than this are not in a checkpoint. */
 export const MAX_FILE_BYTES = 10 * 1024 * 1024
-
-/** The most new content one snapshot stores. */
-const MAX_SNAPSHOT_BYTES = 1024 * 1024 * 1024
 
 /** Where the shadow repository of a session lives. */
 export const dirOf = (home: string, sessionId: string): string => NodePath.join(home, "checkpoints", `${sessionId}.git`)
@@ -88,6 +87,12 @@ const userExcludes = (root: string): Effect.Effect<string> =>
     return lines.join("\n")
   })
 
+/** "1 GiB", "3.5 MiB", "100 bytes". */
+const bytes = (n: number): string => {
+  const [unit, size] = n >= 2 ** 30 ? ["GiB", 2 ** 30] : n >= 2 ** 20 ? ["MiB", 2 ** 20] : n >= 2 ** 10 ? ["KiB", 2 ** 10] : ["bytes", 1]
+  return `${Number((n / size).toFixed(1))} ${unit}`
+}
+
 /** A path as an exclude line that matches it alone (anchored, its special characters escaped). */
 const excludeLine = (relative: string): string => `/${relative.replace(/[\\*?[\]!# ]/g, (c) => `\\${c}`)}`
 
@@ -96,7 +101,7 @@ const sizeOf = (file: string): Promise<number | undefined> =>
   NodeFs.promises.lstat(file).then((s) => (s.isFile() ? s.size : undefined), () => undefined)
 
 /** One root's snapshot: its tree, and the files left out for their size (relative to the root). */
-const snapshotRoot = (gitDir: string, root: string, i: number) =>
+const snapshotRoot = (gitDir: string, root: string, i: number, maxBytes: number) =>
   Effect.gen(function*() {
     const index = NodePath.join(gitDir, `index-${i}`)
     const env = envOf(gitDir, { dir: root, index })
@@ -114,8 +119,8 @@ const snapshotRoot = (gitDir: string, root: string, i: number) =>
     const large = paths.filter((_, i) => (sizes[i] ?? 0) > MAX_FILE_BYTES)
     // One snapshot never stores more than this much new content (a session started in a huge folder).
     const adding = sizes.reduce<number>((sum, size) => sum + (size !== undefined && size <= MAX_FILE_BYTES ? size : 0), 0)
-    if (adding > MAX_SNAPSHOT_BYTES) {
-      return yield* new GitError({ message: `the files of ${root} that changed add up to more than ${MAX_SNAPSHOT_BYTES / 2 ** 30} GiB, too much for a checkpoint` })
+    if (adding > maxBytes) {
+      return yield* new GitError({ message: `the files of ${root} that changed add up to more than ${bytes(maxBytes)}, too much for a checkpoint` })
     }
     yield* fsCall("Writing the excludes", () =>
       Promise.all([
@@ -139,22 +144,25 @@ export interface Snapshot {
   readonly skipped: ReadonlyArray<string>
 }
 
-/** Snapshots `roots` into the shadow repository at `gitDir`, kept by the ref `refs/skein/<name>`. */
-export const snapshot = (gitDir: string, roots: ReadonlyArray<string>, name: string): Effect.Effect<Snapshot, GitError> =>
+/**
+ * Snapshots `roots` into the shadow repository at `gitDir`, kept by the ref `refs/skein/<name>`;
+ * fails (storing nothing) when a root's new content adds up to more than `maxBytes`.
+ */
+export const snapshot = (gitDir: string, roots: ReadonlyArray<string>, name: string, maxBytes: number): Effect.Effect<Snapshot, GitError> =>
   Effect.gen(function*() {
     yield* ensure(gitDir)
-    const trees: Array<string> = []
+    const trees: Array<readonly [number, string]> = []
     const skipped: Array<string> = []
     for (const [i, root] of roots.entries()) {
       if (!NodeFs.existsSync(root)) continue
-      const { tree, large } = yield* snapshotRoot(gitDir, root, i)
-      trees.push(`040000 tree ${tree}\t${i}\n`)
+      const { tree, large } = yield* snapshotRoot(gitDir, root, i, maxBytes)
+      trees.push([i, tree])
       skipped.push(...large.map((rel) => NodePath.join(root, rel)))
     }
-    const env = envOf(gitDir)
-    const top = (yield* git("Writing the checkpoint's tree", ["mktree"], { cwd: gitDir, env, input: trees.join("") })).trim()
-    const commit = (yield* git("Writing the checkpoint", ["commit-tree", "-m", name, top], { cwd: gitDir, env })).trim()
-    yield* git("Keeping the checkpoint", ["update-ref", `refs/skein/${name}`, commit], { cwd: gitDir, env })
+    // The top tree, the commit and the ref are written here, not by three more git processes.
+    const top = yield* Objects.writeFolders(gitDir, trees)
+    const commit = yield* Objects.writeCommit(gitDir, top, name)
+    yield* Objects.writeRef(gitDir, name, commit)
     return { commit, skipped }
   })
 
@@ -162,9 +170,8 @@ export const snapshot = (gitDir: string, roots: ReadonlyArray<string>, name: str
 export const kept = (gitDir: string, commit: string): Effect.Effect<boolean> =>
   Effect.gen(function*() {
     if (!NodeFs.existsSync(NodePath.join(gitDir, "HEAD"))) return false
-    const refs = yield* git("Listing the checkpoints", ["for-each-ref", "--format=%(objectname)", "refs/skein/"], { cwd: gitDir, env: envOf(gitDir) })
-    return refs.split("\n").includes(commit)
-  }).pipe(Effect.orElseSucceed(() => false))
+    return [...(yield* Objects.readRefs(gitDir)).values()].includes(commit)
+  })
 
 /** A file that differs between two checkpoints: its root, its path relative to it, and how. */
 export interface Change {
@@ -238,10 +245,8 @@ export const folders = (gitDir: string, commit: string, i: number): Effect.Effec
     (out) => new Set(fields(out))
   )
 
-/** The checkpoints' refs, oldest first (by name order of `t<turn>`). */
-export const refs = (gitDir: string): Effect.Effect<ReadonlyArray<string>, GitError> =>
-  Effect.map(git("Listing the checkpoints", ["for-each-ref", "--format=%(refname)", "refs/skein/"], { cwd: gitDir, env: envOf(gitDir) }), (out) =>
-    out.split("\n").filter((r) => r !== ""))
+/** The checkpoints' refs (`refs/skein/<name>`). */
+export const refs = (gitDir: string): Effect.Effect<ReadonlyArray<string>> => Effect.map(Objects.readRefs(gitDir), (found) => [...found.keys()])
 
 /** Drops refs (their checkpoints can no longer be restored once collected). */
 export const drop = (gitDir: string, names: ReadonlyArray<string>): Effect.Effect<void, GitError> =>
@@ -251,11 +256,26 @@ export const drop = (gitDir: string, names: ReadonlyArray<string>): Effect.Effec
     input: names.map((n) => `delete ${n}\n`).join("")
   }).pipe(Effect.asVoid)
 
-/** Packs the repository and deletes what no ref keeps. */
-export const collect = (gitDir: string): Effect.Effect<void, GitError> =>
-  Effect.asVoid(git("Packing the checkpoints", ["gc", "--prune=now", "--quiet"], { cwd: gitDir, env: envOf(gitDir) }))
+/** Where the turns that took checkpoints since the last collection are counted. */
+const counterOf = (gitDir: string): string => NodePath.join(gitDir, "skein-turns-since-collect")
 
-/** The repository's size on disk (bytes). */
+/** Counts one more turn that took checkpoints since the last collection (in the repository, so across processes); the count. */
+export const countTurn = (gitDir: string): Effect.Effect<number> =>
+  Effect.promise(() =>
+    readText(counterOf(gitDir)).then((text) => {
+      const count = (Number.parseInt(text.trim(), 10) || 0) + 1
+      return NodeFs.promises.writeFile(counterOf(gitDir), `${count}\n`).then(() => count, () => count)
+    })
+  )
+
+/** Packs the repository and deletes what no ref keeps (the objects of dropped checkpoints); the count starts again. */
+export const collect = (gitDir: string): Effect.Effect<void, GitError> =>
+  Effect.andThen(
+    git("Packing the checkpoints", ["gc", "--prune=now", "--quiet"], { cwd: gitDir, env: envOf(gitDir) }),
+    fsCall("Counting the checkpoints", () => NodeFs.promises.writeFile(counterOf(gitDir), "0\n"))
+  )
+
+/** The repository's size on disk (bytes), read here: no git process at every turn's end. */
 export const size = (gitDir: string): Effect.Effect<number> =>
   Effect.gen(function*() {
     let total = 0
@@ -263,11 +283,10 @@ export const size = (gitDir: string): Effect.Effect<number> =>
     while (pending.length > 0) {
       const dir = pending.pop()!
       const entries = yield* Effect.promise(() => NodeFs.promises.readdir(dir, { withFileTypes: true }).catch(() => []))
-      for (const entry of entries) {
-        const full = NodePath.join(dir, entry.name)
-        if (entry.isDirectory()) pending.push(full)
-        else total += (yield* Effect.promise(() => NodeFs.promises.lstat(full).catch(() => undefined)))?.size ?? 0
-      }
+      const files = entries.filter((entry) => !entry.isDirectory()).map((entry) => NodePath.join(dir, entry.name))
+      for (const entry of entries) if (entry.isDirectory()) pending.push(NodePath.join(dir, entry.name))
+      const sizes = yield* Effect.promise(() => Promise.all(files.map((file) => NodeFs.promises.lstat(file).then((s) => s.size, () => 0))))
+      for (const bytes of sizes) total += bytes
     }
     return total
   })

@@ -289,7 +289,9 @@ export const Checkpoint = event("checkpoint", {
  * from the log. `checkpoint`: the one the files were restored from (none: no turn since
  * changed any); `restored`/`removed`: files written back / deleted (absolute); `skipped`:
  * files left as they were (changed by something else and kept, or too large to be in the
- * checkpoint). `refused`: why nothing was done (then nothing changed, files nor conversation).
+ * checkpoint). `unrestored`: turns from `toTurn` on that changed files with no checkpoint before
+ * them (it could not be taken: see their notice), whose changes were left as they are.
+ * `refused`: why nothing was done (then nothing changed, files nor conversation).
  */
 export const Rewound = event("rewound", {
   toTurn: Schema.Number,
@@ -298,6 +300,7 @@ export const Rewound = event("rewound", {
   restored: Schema.Array(Schema.String),
   removed: Schema.Array(Schema.String),
   skipped: Schema.Array(Schema.String),
+  unrestored: Schema.optionalKey(Schema.Array(Schema.Number)),
   refused: Schema.optionalKey(Schema.String)
 })
 

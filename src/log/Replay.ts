@@ -182,7 +182,7 @@ export const transcript = (header: LogHeader, events: ReadonlyArray<Canonical>):
         const data = event.data
         if (data.refused !== undefined) out.push(`  [rewind to before turn ${data.toTurn} refused: ${data.refused}]`)
         else {
-          out.push(`  [rewound to before turn ${data.toTurn}: the model no longer sees turns ${data.toTurn}–${event.turn ?? "?"}; restored ${data.restored.join(", ") || "nothing"}; removed ${data.removed.join(", ") || "nothing"}${data.skipped.length > 0 ? `; left as they were ${data.skipped.join(", ")}` : ""}]`)
+          out.push(`  [rewound to before turn ${data.toTurn}: the model no longer sees turns ${data.toTurn}–${event.turn ?? "?"}; restored ${data.restored.join(", ") || "nothing"}; removed ${data.removed.join(", ") || "nothing"}${data.skipped.length > 0 ? `; left as they were ${data.skipped.join(", ")}` : ""}${data.unrestored !== undefined ? `; not restored: what turn ${data.unrestored.join(", ")} changed (no checkpoint before it)` : ""}]`)
         }
         break
       }

@@ -18,6 +18,7 @@ import type { Toolkit } from "../tools/Toolkit.ts"
 import type { McpServer, ModeId } from "../Vocabulary.ts"
 import type { Fire } from "../hooks/Hooks.ts"
 import type { Policy as TrustPolicy } from "../trust/Trust.ts"
+import type { Limits as CheckpointLimits } from "../checkpoints/Checkpoints.ts"
 
 interface Settings {
   /** `$SKEIN_HOME`: sessions live in `<home>/sessions`. */
@@ -65,6 +66,11 @@ interface Settings {
    * trusts every folder. Without it, every folder's definitions load (the program decides).
    */
   readonly trust?: TrustPolicy | undefined
+  /**
+   * How much a session's checkpoints (`src/checkpoints`) may keep: any of `keepTurns`,
+   * `maxBytes`, `maxSnapshotBytes`, `collectEvery` (the rest: `DEFAULT_LIMITS`).
+   */
+  readonly checkpoints?: Partial<CheckpointLimits> | undefined
   /** Hooks answered from a log instead of run, by session (`skein replay --rerun`). */
   readonly hookReplay?: ((sessionId: string) => Fire) | undefined
 }

@@ -198,7 +198,8 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
     const withChildren = (deps: SessionDeps.Deps, history: History.History): SessionDeps.Deps => ({
       ...deps,
       children: children.factory(0, deps.toolkit, () => history),
-      checkpointsHome: config.home
+      checkpointsHome: config.home,
+      checkpointLimits: config.checkpoints
     })
 
     /**

@@ -94,7 +94,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
       home: deps.checkpointsHome,
       sessionId: info.id,
       roots: [info.cwd, ...info.additionalDirectories],
-      record: (turn, body) => journal.canonical(turn, body)
+      record: (turn, body) => journal.canonical(turn, body),
+      limits: deps.checkpointLimits
     })
     /** What a call of `turn` allowed to change files takes first: the turn's checkpoint (a shared child's: its parent's). */
     const checkpointFor = (turn: number): Effect.Effect<unknown> => deps.checkpoint ?? (checkpoints === undefined ? Effect.void : checkpoints.before(turn))

@@ -21,6 +21,7 @@ import type { McpServerStatus } from "../Vocabulary.ts"
 import type * as Bus from "./Bus.ts"
 import type * as Children from "./Children.ts"
 import type { Extensions } from "./SessionCommands.ts"
+import type * as Checkpoints from "../checkpoints/Checkpoints.ts"
 
 /** A session live in this process: the protocol, and what the runtime that hosts it reads. */
 export interface Session extends ProtocolSession {
@@ -86,6 +87,8 @@ export interface Deps {
   readonly hooks?: ReturnType<Workspace.Workspace["hooksFor"]> | undefined
   /** Where the session keeps checkpoints of its workspace (`$SKEIN_HOME`); without it, it keeps none. */
   readonly checkpointsHome?: string | undefined
+  /** How much its checkpoints may keep (default `Checkpoints.DEFAULT_LIMITS`). */
+  readonly checkpointLimits?: Partial<Checkpoints.Limits> | undefined
   /** A child in its parent's workspace: the parent's checkpoint, taken before the child's first change. */
   readonly checkpoint?: Effect.Effect<unknown> | undefined
   /** Runs a turn's work in place of the model/tool loop (an external ACP agent). */

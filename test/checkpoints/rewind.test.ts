@@ -2,7 +2,7 @@
  * Checkpoints and `/rewind` on real files with real git and real shell commands: what a
  * shell command changed (`sed -i`, `rm`, a new file) goes back, ignored files and the user's
  * own repository are left alone, a file someone else changed after the turn is named (refused
- * unattended, kept or overwritten when asked), a child's change in the shared workspace is
+ * unattended, kept or overwritten as answered), a child's change in the shared workspace is
  * covered, the model's view drops the rewound turns, and deleting the session deletes its
  * checkpoints.
  */
@@ -149,6 +149,53 @@ describe("/rewind", () => {
         yield* session.prompt(text("/rewind 1"))
         events = (yield* readLog(session.id)).events as unknown as ReadonlyArray<Canonical>
         assert.match(ofType(events, "rewound")[2]!.data.refused ?? "", /turn 1 was rewound already/)
+      })))
+
+  it.live("asked and answered \"overwrite\": someone else's edit is written back and their new file removed, as the checkpoint holds them", () =>
+    withSkein({
+      mode: "bypassPermissions",
+      script: {
+        turns: [
+          { calls: [[bash("sed -i 's/Hello/Bye/' notes.txt && echo new > added.txt && echo v1 > shared.txt", "sh1")], [{ text: "Done." }]] },
+          { calls: [] }
+        ]
+      }
+    }, ({ cwd, runtime, readLog }) =>
+      Effect.gen(function*() {
+        writeFileSync(join(cwd, "shared.txt"), "v0\n")
+        const session = yield* runtime.newSession({ cwd })
+        yield* session.prompt(text("change"))
+        // Someone else, after the turn: edits a file the turn changed, and creates one.
+        writeFileSync(join(cwd, "shared.txt"), "edited by hand\n")
+        writeFileSync(join(cwd, "mine.txt"), "my own new file\n")
+
+        const asked: Array<Extract<SessionEvent, { type: "permission_asked" }>> = []
+        yield* session.turn(text("/rewind 1")).pipe(Stream.runForEach((event) => {
+          if (event.type !== "permission_asked") return Effect.void
+          asked.push(event)
+          return session.answer(event.data.requestId, { outcome: "selected", optionId: "allow_once" })
+        }))
+        assert.strictEqual(asked.length, 1)
+        assert.deepStrictEqual(asked[0]!.data.toolCall.locations, [{ path: join(cwd, "mine.txt") }, { path: join(cwd, "shared.txt") }])
+        assert.deepStrictEqual(asked[0]!.data.options.map((o) => [o.optionId, o.name]), [
+          ["allow_once", "Overwrite them too"],
+          ["reject_once", "Keep them as they are, rewind the rest"]
+        ])
+        // Everything as the checkpoint before turn 1 holds it: the hand edit is overwritten, the new file gone.
+        assert.strictEqual(readFileSync(join(cwd, "shared.txt"), "utf8"), "v0\n")
+        assert.isFalse(existsSync(join(cwd, "mine.txt")))
+        assert.strictEqual(readFileSync(join(cwd, "notes.txt"), "utf8"), "Hello notes\n")
+        assert.isFalse(existsSync(join(cwd, "added.txt")))
+        const events = (yield* readLog(session.id)).events as unknown as ReadonlyArray<Canonical>
+        const rewound = ofType(events, "rewound")
+        assert.strictEqual(rewound.length, 1)
+        const data = rewound[0]!.data
+        assert.strictEqual(data.refused, undefined)
+        assert.deepStrictEqual([...data.restored].sort(), [join(cwd, "notes.txt"), join(cwd, "shared.txt")])
+        assert.deepStrictEqual([...data.removed].sort(), [join(cwd, "added.txt"), join(cwd, "mine.txt")])
+        assert.deepStrictEqual(data.skipped, [])
+        assert.deepStrictEqual(ofType(events, "permission").map((e) => [e.turn, e.data]), [[2, { toolCallId: "rewind-2", outcome: "allow_once" }]])
+        assert.notInclude(viewText(session), "Done.")
       })))
 
   it.live("a child's change in the shared workspace is covered by the parent's checkpoint", () =>

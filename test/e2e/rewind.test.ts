@@ -3,10 +3,11 @@
  * (`_session/rewind` then `session/prompt`: the next model call has no trace of the rewound
  * turn, and the shell's changes are gone), the rewind shown again by `session/load` and by
  * `skein replay`, repeated by `skein replay --rerun`, and `skein sessions rm` deleting the
- * session's checkpoints.
+ * session's checkpoints; a file changed by someone else asked about as ACP asks (the question's
+ * wire shape), and overwritten when so answered.
  */
 import { spawnSync } from "node:child_process"
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
@@ -107,5 +108,50 @@ describe("e2e: rewind", () => {
     const rm = spawnSync(NODE, [SKEIN, "sessions", "rm", sessionId, "--yes", "--home", agent.home], { encoding: "utf8" })
     expect(rm.status).toBe(0)
     expect(existsSync(shadow)).toBe(false)
+  })
+
+  it("a file someone else changed since: the client is asked (session/request_permission, the files as locations) and \"overwrite\" writes it back too", async () => {
+    const agent = agents.start({
+      script: {
+        turns: [
+          { calls: [[{ tool: "bash", args: { command: "sed -i 's/Hello/Draft/' notes.txt && echo draft > draft.txt" }, id: "sh1" }], [{ text: "Drafted." }]] },
+          { calls: [] }
+        ]
+      },
+      files: { "notes.txt": "Hello notes\n" }
+    })
+    await agent.initialize()
+    const sessionId = await agent.newSession()
+    await agent.sdk.request("session/set_mode", { sessionId, modeId: "bypassPermissions" })
+    expect((await agent.prompt(sessionId, "draft")).stopReason).toBe("end_turn")
+    // Someone else, after the turn: edits the file the turn changed, and creates one.
+    const notes = path.join(agent.cwd, "notes.txt")
+    const mine = path.join(agent.cwd, "mine.txt")
+    writeFileSync(notes, "edited by hand\n")
+    writeFileSync(mine, "mine\n")
+
+    // The client's default answer is allow_once: "Overwrite them too".
+    const rewound = (await agent.sdk.request("_session/rewind", { sessionId, turn: 1 })) as any
+    expect(agent.permissionRequests).toHaveLength(1)
+    const question = agent.permissionRequests[0]!
+    expect(question.toolCall.toolCallId).toBe("rewind-2")
+    expect(question.toolCall.locations).toEqual([{ path: mine }, { path: notes }])
+    expect(question.options.map((o) => [o.optionId, o.kind, o.name])).toEqual([
+      ["allow_once", "allow_once", "Overwrite them too"],
+      ["reject_once", "reject_once", "Keep them as they are, rewind the rest"]
+    ])
+    expect(rewound).toEqual({
+      stopReason: "end_turn",
+      rewound: true,
+      toTurn: 1,
+      restored: [notes],
+      removed: [path.join(agent.cwd, "draft.txt"), mine].sort(),
+      skipped: []
+    })
+    expect(readFileSync(notes, "utf8")).toBe("Hello notes\n")
+    expect(existsSync(mine)).toBe(false)
+    expectClean(agent)
+    agent.closeStdin()
+    expect((await agent.waitExit()).code).toBe(0)
   })
 })

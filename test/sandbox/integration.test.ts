@@ -19,6 +19,7 @@ import * as Settings from "../../src/sandbox/Settings.ts"
 import { bash } from "../../src/tools/bash.ts"
 import type { ClientTerminal } from "../../src/tools/Terminals.ts"
 import * as Tool from "../../src/tools/Tool.ts"
+import * as ProcessGroup from "../../src/tools/process/ProcessGroup.ts"
 import * as Bwrap from "../support/Bwrap.ts"
 import { survivors, uniqueArg } from "../support/Escapes.ts"
 import * as TempDir from "../support/TempDir.ts"
@@ -89,6 +90,32 @@ Bwrap.describeWithBwrap("sandbox: the bash tool", () => {
       assert.isFalse(output.ok)
       assert.include(output.content, "after timeout of 500 ms")
       assert.deepStrictEqual(survivors(arg), [])
+    }))
+
+  // The sandbox's own processes (bubblewrap's init in the command's pid namespace) may still be
+  // exiting when the process Skein started has exited: they are not something the command left.
+  it.live("200 quick sandboxed commands: none is reported as leaving processes behind", () =>
+    Effect.gen(function*() {
+      const { ws, sandbox } = yield* setup()
+      const notes: Array<string> = []
+      for (let i = 0; i < 200; i++) {
+        const out = yield* runBash({ command: i % 2 === 0 ? "true" : "echo x > f.txt && rm f.txt" }, ctx(ws, sandbox))
+        if (out.content !== "(no output)\n[exit code 0]") notes.push(out.content)
+      }
+      assert.deepStrictEqual(notes, [])
+      assert.deepStrictEqual([...ProcessGroup.liveGroups()], [])
+    }), 120_000)
+
+  it.live("what a sandboxed command leaves running does not survive it", () =>
+    Effect.gen(function*() {
+      const { ws, sandbox } = yield* setup()
+      for (let i = 0; i < 5; i++) {
+        const arg = uniqueArg()
+        const left = yield* runBash({ command: `sleep ${arg} & (setsid sleep ${arg} &); echo started` }, ctx(ws, sandbox))
+        assert.isTrue(left.content.startsWith("started\n[exit code 0]"), left.content)
+        assert.deepStrictEqual(survivors(arg), [])
+      }
+      assert.deepStrictEqual([...ProcessGroup.liveGroups()], [])
     }))
 
   it.live("a command allowed because it only reads gets the workspace read-only; one allowed outside runs outside", () =>

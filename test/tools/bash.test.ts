@@ -10,6 +10,7 @@ import * as OutputBuffer from "../../src/tools/process/OutputBuffer.ts"
 import * as ProcessGroup from "../../src/tools/process/ProcessGroup.ts"
 import type { ClientTerminal } from "../../src/tools/Terminals.ts"
 import * as Tool from "../../src/tools/Tool.ts"
+import { survivors, uniqueArg } from "../support/Escapes.ts"
 import * as TempDir from "../support/TempDir.ts"
 import * as ToolServices from "../support/ToolServices.ts"
 
@@ -205,6 +206,26 @@ describe("bash: process group", () => {
       assert.isTrue(out.ok)
       assert.strictEqual(out.content, "done\n[exit code 0]\n[background processes still running at exit were killed (SIGTERM)]")
       assert.isFalse(alive(Number(readFileSync(join(dir, "grandchild.pid"), "utf8"))))
+    }).pipe(Effect.scoped))
+
+  // A pid namespace's init with no child left is let exit on its own for a moment (a sandbox's
+  // does, just after the command): one that stays is still something the command left running.
+  it.live("a pid namespace's init left running on its own is still killed and reported", () =>
+    Effect.gen(function*() {
+      const dir = yield* TempDir.make()
+      const arg = uniqueArg()
+      const command = [
+        `unshare -Urpf sh -c 'echo $$ > ns.txt; exec sleep ${arg}' &`,
+        "while [ ! -s ns.txt ]; do sleep 0.01; done",
+        // The unshare that waits for it goes: the init (sleep, pid 1 of its namespace) is alone.
+        "kill -9 $!; wait $! 2>/dev/null",
+        "echo done"
+      ].join("\n")
+      const out = yield* run({ command }, context(dir))
+      assert.strictEqual(readFileSync(join(dir, "ns.txt"), "utf8"), "1\n", "the sleep was pid 1 of its namespace")
+      // An init ignores SIGTERM it has no handler for: SIGKILL ends it.
+      assert.strictEqual(out.content, "done\n[exit code 0]\n[background processes still running at exit were killed (SIGKILL)]")
+      assert.deepStrictEqual(survivors(arg), [])
     }).pipe(Effect.scoped))
 
   // The note comes from finding a live process after the command exited. Anything of Skein's own

@@ -115,21 +115,29 @@ const subdirectories = (dir: string): Array<string> => {
   }
 }
 
-/** Every process in the cgroup and its descendants (a command may make sub-cgroups). */
-const procs = (dir: string): Array<number> => {
+/** Every process (`cgroup.procs`) or task (`cgroup.threads`) in the cgroup and its descendants (a command may make sub-cgroups). */
+const listed = (dir: string, file: "cgroup.procs" | "cgroup.threads"): Array<number> => {
   const out: Array<number> = []
   try {
-    for (const line of NodeFs.readFileSync(NodePath.join(dir, "cgroup.procs"), "latin1").split("\n")) {
+    for (const line of NodeFs.readFileSync(NodePath.join(dir, file), "latin1").split("\n")) {
       if (line !== "") out.push(Number(line))
     }
   } catch {
     // gone
   }
-  for (const sub of subdirectories(dir)) out.push(...procs(sub))
+  for (const sub of subdirectories(dir)) out.push(...listed(sub, file))
   return out
 }
 
-/** Whether any process of the subtree can still run (zombies have left it already). */
+const procs = (dir: string): Array<number> => listed(dir, "cgroup.procs")
+
+/** Every task (thread) of the subtree: those still on their way out are listed until they have left it. */
+export const threads = (dir: string): Array<number> => listed(dir, "cgroup.threads")
+
+/**
+ * Whether the subtree holds a task (zombies have left it already; one on its way out has not
+ * yet: `threads` and `ProcTable.canRun` tell them apart).
+ */
 export const populated = (dir: string): boolean => {
   try {
     return NodeFs.readFileSync(NodePath.join(dir, "cgroup.events"), "latin1").includes("populated 1")

@@ -88,7 +88,7 @@ export interface Tree {
   readonly wraps: boolean
   /** The child runs as leader of group `pid`: track it from now on (call as soon as the pid is known). */
   readonly attach: (pid: number) => void
-  /** Whether any process of the tree can still run (zombies are dead). */
+  /** Whether any process of the tree can still run (zombies, and processes already exiting, are dead). */
   readonly isAlive: () => boolean
   /**
    * Whether the tree's cgroup still holds a process (false without a cgroup): one small read,
@@ -98,6 +98,11 @@ export interface Tree {
   readonly inCgroup: () => boolean
   /** The cgroup's `cgroup.events`, which changes when the cgroup empties (undefined without a cgroup). */
   readonly events: string | undefined
+  /**
+   * Whether all that still runs of the tree is the init of a pid namespace with no child left
+   * (a sandbox's, which exits on its own a moment after the process Skein started has).
+   */
+  readonly settling: () => boolean
   readonly signal: (sig: NodeJS.Signals) => void
   /** Forget the tree (after it is dead, or when the spawn failed) and remove its cgroup. */
   readonly release: () => void
@@ -122,6 +127,15 @@ const isGroupAlive = (pgid: number, epoch?: ProcTable.Epoch): boolean => {
   return process.platform !== "linux" || ProcTable.members(epoch, pgid, undefined, 0).length > 0
 }
 
+/** The tasks of a cgroup that can still run (not those on their way out, which it lists a moment longer). */
+const runningIn = (cgroup: string): Array<number> => Cgroup.populated(cgroup) ? Cgroup.threads(cgroup).filter(ProcTable.canRun) : []
+
+/** Cgroups whose removal failed while a task was still leaving them: tried again at the next command. */
+const lingering = new Set<string>()
+const removeLingering = () => {
+  for (const dir of lingering) if (Cgroup.remove(dir)) lingering.delete(dir)
+}
+
 /**
  * Enters the cgroup, then becomes the child. Entering can only fail once the
  * cgroup is gone (Skein died and the watchdog swept it): then nothing runs.
@@ -134,6 +148,7 @@ export const make = (): Tree => {
   const { mechanism, cgroup: base, name, watchdog } = init()
   const n = ++counter
   const marker = `${name}=${n}`
+  removeLingering()
   const cgroup = base !== undefined ? Cgroup.make(base, `c${n}`) : undefined
   // The watchdog runs before the child does: Skein may be killed the moment after the fork.
   // A new one (the first, or one someone killed) learns every group still open.
@@ -166,13 +181,20 @@ export const make = (): Tree => {
     },
     isAlive: () => {
       if (pgid === 0 || dead) return false
-      const alive = (cgroup !== undefined && Cgroup.populated(cgroup)) ||
+      const alive = (cgroup !== undefined && runningIn(cgroup).length > 0) ||
         (scan ? ProcTable.members(epoch, pgid, marker, since).length > 0 : isGroupAlive(pgid, epoch))
       dead = !alive
       return alive
     },
     inCgroup: () => cgroup !== undefined && !dead && Cgroup.populated(cgroup),
     events: cgroup === undefined ? undefined : NodePath.join(cgroup, "cgroup.events"),
+    settling: () => {
+      if (pgid === 0 || dead || mechanism === "group") return false
+      const running = cgroup !== undefined
+        ? [...new Set([...runningIn(cgroup), ...ProcTable.members(epoch, pgid, undefined, 0)])]
+        : ProcTable.members(epoch, pgid, marker, since)
+      return ProcTable.onlyChildlessInits(running)
+    },
     signal: (sig) => {
       if (pgid === 0) return
       killQuietly(-pgid, sig)
@@ -184,9 +206,10 @@ export const make = (): Tree => {
         live.delete(pgid)
         Watchdog.forget(pgid)
       }
-      // Still populated only if something outlived SIGKILL (a process stuck in the kernel):
-      // the watchdog removes the whole subtree when Skein exits.
-      if (cgroup !== undefined) Cgroup.remove(cgroup)
+      // Still populated if a task is still leaving it (tried again at the next command), or if
+      // something outlived SIGKILL (stuck in the kernel): the watchdog removes the whole
+      // subtree when Skein exits.
+      if (cgroup !== undefined && !Cgroup.remove(cgroup)) lingering.add(cgroup)
     }
   }
   return tree

@@ -14,6 +14,8 @@ interface Stat {
   readonly pgrp: number
   /** When the process started, in clock ticks since boot (field 22). */
   readonly start: number
+  /** The kernel's flags of the task (field 9): `PF_EXITING` among them. */
+  readonly flags: number
 }
 
 /** /proc/<pid>/stat, parsed after the parenthesised name (which may hold spaces). */
@@ -21,14 +23,48 @@ export const stat = (pid: number | string): Stat | undefined => {
   try {
     const text = NodeFs.readFileSync(`/proc/${pid}/stat`, "latin1")
     const fields = text.slice(text.lastIndexOf(")") + 2).split(" ")
-    return { pid: Number(pid), state: fields[0] ?? "", ppid: Number(fields[1]), pgrp: Number(fields[2]), start: Number(fields[19]) }
+    return { pid: Number(pid), state: fields[0] ?? "", ppid: Number(fields[1]), pgrp: Number(fields[2]), flags: Number(fields[6]), start: Number(fields[19]) }
   } catch {
     return undefined
   }
 }
 
-/** A zombie (exited, not yet reaped) or a dead entry cannot run any more. */
-const isLive = (s: Stat): boolean => s.state !== "Z" && s.state !== "X"
+/** Set from the moment a task starts to exit: it runs none of its own code again and forks nothing. */
+const PF_EXITING = 0x4
+
+/**
+ * Whether the task can still run code of its own: not a zombie (exited, not yet reaped), not a
+ * dead entry, and not on its way out (`PF_EXITING`: it has closed or is closing its files and
+ * leaving its cgroup; a pid namespace's init is in this state while the kernel ends the rest).
+ */
+const isLive = (s: Stat): boolean => s.state !== "Z" && s.state !== "X" && (s.flags & PF_EXITING) === 0
+
+/** Whether task `tid` (a process or a thread) can still run (see `isLive`); false when it is gone. */
+export const canRun = (tid: number | string): boolean => {
+  const s = stat(tid)
+  return s !== undefined && isLive(s)
+}
+
+/** Whether the process is the init of a pid namespace nested in ours: pid 1 in its innermost one (`NSpid`). */
+const namespaceInit = (pid: number): boolean => {
+  try {
+    const ids = /^NSpid:\s*(.*)$/m.exec(NodeFs.readFileSync(`/proc/${pid}/status`, "latin1"))?.[1]?.trim().split(/\s+/) ?? []
+    return ids.length > 1 && ids[ids.length - 1] === "1"
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Whether every one of `tids` (the live tasks of a tree) is the init of a pid namespace with no
+ * child among them: such an init (a sandbox's) exits on its own once its last child has, a
+ * moment after the process that started it did. False for an empty list.
+ */
+export const onlyChildlessInits = (tids: ReadonlyArray<number>): boolean => {
+  if (tids.length === 0) return false
+  const parents = new Set(tids.map((tid) => stat(tid)?.ppid))
+  return tids.every((tid) => namespaceInit(tid) && !parents.has(tid))
+}
 
 /** The numeric entries of /proc, as strings (empty without /proc). */
 const pids = (): Array<string> => {

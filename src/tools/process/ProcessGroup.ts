@@ -41,6 +41,9 @@ const SETTLE_MS = 1_000
  */
 export const pollDelay = (n: number): number => Math.min(10, 2 ** n)
 
+/** How long a pid namespace's init, left alone with no child, may take to exit before it counts as left behind. */
+const INIT_SETTLE_MS = 200
+
 export interface LeaderExit {
   readonly code: number | null
   readonly signal: NodeJS.Signals | null
@@ -259,6 +262,9 @@ export const terminate = (group: Group): Effect.Effect<NodeJS.Signals | null> =>
       group.endsWithLeader && group.exitStatus() !== undefined &&
       (yield* pollUntil(() => !tree.inCgroup() && !tree.isAlive(), SETTLE_MS, { watch: tree.events }))
     ) return null
+    // A sandbox's init outlives the process Skein started by a moment (bubblewrap's leaves once
+    // it has reaped the command): that is not something the command left running.
+    if (tree.settling() && (yield* pollUntil(() => !tree.isAlive(), INIT_SETTLE_MS))) return null
     tree.signal("SIGTERM")
     if (yield* pollUntil(() => !tree.isAlive(), TERM_GRACE_MS)) return "SIGTERM" as const
     // Again at every poll: a process may fork between the scan that finds it and the signal.
