@@ -32,6 +32,7 @@ try {
       contents: [
         `export { bash } from "./src/tools/bash.ts"`,
         `export * as Tool from "./src/tools/Tool.ts"`,
+        `export * as TurnServices from "./src/runtime/TurnServices.ts"`,
         `export * as Sandbox from "./src/sandbox/Sandbox.ts"`,
         `export * as Settings from "./src/sandbox/Settings.ts"`,
         `export * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"`,
@@ -55,7 +56,7 @@ try {
   })
   // The bundle imports effect from this repository's node_modules.
   const m = await import(pathToFileURL(entry).href)
-  const { bash, Tool, Sandbox, Settings, NodeFileSystem, NodePath, Effect, Layer, Scope, Exit } = m
+  const { bash, Tool, TurnServices, Sandbox, Settings, NodeFileSystem, NodePath, Effect, Layer, Scope, Exit } = m
 
   const repo = join(base, "repo")
   mkdirSync(repo)
@@ -78,18 +79,13 @@ try {
     process.stdout.write(JSON.stringify({ skipped: `no sandbox here: ${availability.reason}` }))
   } else {
     const sandbox = await run(manager.session({ cwd: repo, roots: [repo] }).pipe(Scope.provide(scope)))
-    const ctx = (withSandbox) => ({
-      sessionId: "bench",
-      toolCallId: "c",
-      cwd: repo,
-      roots: [repo],
-      progress: () => Effect.void,
-      plan: () => Effect.void,
-      ...(withSandbox ? { sandbox } : {})
-    })
+    const ctx = { sessionId: "bench", toolCallId: "c", cwd: repo, roots: [repo] }
+    // The turn's services as a session builds them: with the session's sandbox, or without one.
+    const services = (withSandbox) =>
+      TurnServices.make({ emit: { progress: () => Effect.void, plan: () => Effect.void }, ...(withSandbox ? { sandbox } : {}) })
     const time = async (command, withSandbox) => {
       const started = performance.now()
-      const output = await run(Tool.run(bash, { command }, ctx(withSandbox)))
+      const output = await run(Tool.run(bash, { command }, ctx).pipe(Effect.provideContext(services(withSandbox))))
       const ms = performance.now() - started
       if (!output.ok) throw new Error(`${command}${withSandbox ? " (sandboxed)" : ""} failed: ${output.content}`)
       return ms

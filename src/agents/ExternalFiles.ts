@@ -2,7 +2,8 @@
  * The files Skein serves an external agent (it offers `fs`, and no terminal): its
  * `fs/read_text_file` reads inside the session's roots; its `fs/write_text_file` goes through
  * the session's permission gate as a call of the built-in `write` tool (told whether the user
- * allowed this very edit in the agent's own question), then writes inside the roots. Both go
+ * allowed this very edit in the agent's own question), then writes inside the roots with that
+ * tool over the local `Files` (Skein is the agent's editor: there is no other). Both go
  * through `SafeFs`, so a path that changes under them (a symbolic link appears) is refused.
  * A refusal is a JSON-RPC error whose message the agent reads; nothing reaches Skein's stdout.
  */
@@ -15,6 +16,7 @@ import * as SafeFs from "../fs/SafeFs.ts"
 import type { ToolStatus } from "../log/Event.ts"
 import type { ToolDetails } from "../Vocabulary.ts"
 import type { Permit, TurnIO } from "../session/TurnContract.ts"
+import * as Files from "../tools/Files.ts"
 import * as Tool from "../tools/Tool.ts"
 import * as Workspace from "../tools/Workspace.ts"
 import { describeError, write } from "../tools/write.ts"
@@ -105,14 +107,10 @@ export const writeTextFile = (served: Served, params: AcpClient.WriteTextFileReq
       yield* report("denied", permit.reason)
       return yield* Effect.fail(refused(permit.reason))
     }
-    const output = yield* Tool.run(write, args, {
-      sessionId: io.sessionId,
-      toolCallId: call.id,
-      cwd: io.cwd,
-      roots: io.roots,
-      progress: () => Effect.void,
-      plan: () => Effect.void
-    })
+    // Skein is the agent's editor: the file is written on disk, as the `write` tool writes it.
+    const output = yield* Tool.run(write, args, { sessionId: io.sessionId, toolCallId: call.id, cwd: io.cwd, roots: io.roots }).pipe(
+      Effect.provideService(Files.Files, Files.Files.local)
+    )
     yield* report(output.ok ? "done" : "failed", output.content, output.details)
     if (!output.ok) return yield* Effect.fail(refused(output.content))
     return {}

@@ -18,11 +18,11 @@ interface LiveTools {
   readonly get?: ((name: string) => Tool.Tool | undefined) | undefined
 }
 
-const spec = (tool: Tool.Tool): ToolSpec => ({ name: tool.name, description: tool.description, parameters: Tool.jsonSchema(tool) })
+const spec = (tool: Tool.Tool<any, any>): ToolSpec => ({ name: tool.name, description: tool.description, parameters: Tool.jsonSchema(tool) })
 
-export const make = (base: Toolkit, live: LiveTools): Toolkit => {
+export const make = <R>(base: Toolkit<R>, live: LiveTools): Toolkit<R> => {
   let seen: ReadonlyArray<Tool.Tool> | undefined
-  let combined: ReadonlyArray<Tool.Tool> = base.tools
+  let combined: ReadonlyArray<Tool.Tool<any, R>> = base.tools
   let specs: ReadonlyArray<ToolSpec> = base.specs()
   const refresh = () => {
     const current = live.tools()

@@ -16,6 +16,7 @@ import type * as TurnContract from "../session/TurnContract.ts"
 import * as Skills from "../skills/Skills.ts"
 import * as Undo from "../session/Undo.ts"
 import * as Ceiling from "../tools/Ceiling.ts"
+import type * as Edges from "../tools/Edges.ts"
 import * as Tool from "../tools/Tool.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
 import type { UserBlock } from "../Vocabulary.ts"
@@ -93,7 +94,7 @@ export const resolve = (env: Env, content: ReadonlyArray<UserBlock>, extensions:
   })
 
 /** The `skill` tool's access for a turn: loads a skill the model may load, and logs it. */
-export const skillsFor = (env: Env, turn: number, extensions: Extensions): Tool.SkillAccess => ({
+export const skillsFor = (env: Env, turn: number, extensions: Extensions): Edges.Skills["Service"] => ({
   activate: (name) =>
     Effect.gen(function*() {
       const skill = extensions.skills.find((s) => s.name === name && s.modelInvocable)

@@ -15,10 +15,12 @@ import * as Fiber from "effect/Fiber"
 import type { CanonicalBody } from "../log/Event.ts"
 import type * as History from "../log/History.ts"
 import type { LogError } from "../log/LogError.ts"
+import type { ClientAccess } from "../session/ClientCalls.ts"
 import type { SessionInfo, TurnOutcome } from "../session/Protocol.ts"
 import type * as TurnContract from "../session/TurnContract.ts"
 import * as Skills from "../skills/Skills.ts"
 import type * as Ceiling from "../tools/Ceiling.ts"
+import type * as Edges from "../tools/Edges.ts"
 import * as Background from "../tools/process/Background.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
@@ -28,6 +30,7 @@ import * as Children from "./Children.ts"
 import type * as Journal from "./Journal.ts"
 import type { Actor } from "./SessionActor.ts"
 import * as SessionCommands from "./SessionCommands.ts"
+import * as TurnServices from "./TurnServices.ts"
 import type { Deps } from "./SessionDeps.ts"
 import * as SessionState from "./SessionState.ts"
 import * as Turn from "./Turn.ts"
@@ -47,7 +50,7 @@ export interface Env {
   /** The system prompt for a turn offered `toolkit`. */
   readonly system: (toolkit: Toolkit) => Effect.Effect<string>
   readonly permitFor: (turn: number) => TurnContract.TurnContext["permit"]
-  readonly clientFor: (q: SessionState.Queued) => TurnContract.TurnContext["client"]
+  readonly clientFor: (q: SessionState.Queued) => ClientAccess | undefined
   readonly checkpointFor: (turn: number) => Effect.Effect<unknown>
   /** Logs an event of a turn, and what follows it (the usage it reports). */
   readonly record: (turn: number, body: CanonicalBody, committed?: () => void) => Effect.Effect<void, LogError>
@@ -87,15 +90,12 @@ const contextOf = (env: Env, q: SessionState.Queued, resolved: SessionCommands.R
       maxTurnRequests: deps.maxTurnRequests,
       emit,
       state,
-      client: env.clientFor(q),
       notices: deps.notices,
       permit: env.permitFor(q.turn),
       ask: env.commands.ask(q.turn),
       agent: deps.agent,
       agents,
-      skills: SessionCommands.skillsFor(env.commands, q.turn, extensions),
       readRoots: Skills.readableFolders(extensions.skills, deps.userHome ?? os.homedir()),
-      sandbox: deps.sandbox,
       window,
       compactAt: deps.compactAt,
       hooks: deps.hooks === undefined
@@ -110,7 +110,7 @@ const contextOf = (env: Env, q: SessionState.Queued, resolved: SessionCommands.R
   })
 
 /** What the turn runs: a local command, an external agent's turn, or the model/tool loop. */
-const workOf = (env: Env, ctx: TurnContract.TurnContext, resolved: SessionCommands.Resolved): Effect.Effect<TurnOutcome, unknown, ToolEnv> => {
+const workOf = (env: Env, ctx: TurnContract.TurnContext, resolved: SessionCommands.Resolved): Effect.Effect<TurnOutcome, unknown, ToolEnv | Edges.Services> => {
   const local = resolved.command?.local === true ? resolved.command : undefined
   switch (local?.name) {
     case "compact":
@@ -174,7 +174,19 @@ export const supervise = (env: Env, q: SessionState.Queued, cancelled: boolean):
           checkpoint: env.checkpointFor(q.turn)
         })
         const ctx = yield* contextOf(env, q, resolved, extensions, state, children)
-        const work = workOf(env, ctx, resolved).pipe(Effect.provideContext(deps.services), Effect.provideService(Background.Current, env.background))
+        // What the turn's tools use, decided once for the turn: the client's files and terminal or Skein's, the sandbox.
+        const services = TurnServices.make({
+          emit: TurnServices.emitOf(ctx.emit),
+          client: env.clientFor(q),
+          sandbox: deps.sandbox,
+          agents: children,
+          skills: SessionCommands.skillsFor(env.commands, q.turn, extensions)
+        })
+        const work = workOf(env, ctx, resolved).pipe(
+          Effect.provideContext(services),
+          Effect.provideContext(deps.services),
+          Effect.provideService(Background.Current, env.background)
+        )
         const fiber = yield* Effect.forkChild(restore(work))
         // A cancel that came while the loop was being started interrupts it now.
         yield* env.actor.now({ _tag: "Looping", turn: q.turn, loop: fiber })

@@ -3,7 +3,9 @@
  * calling tools, fails, or the iteration cap is reached.
  *
  * Its edges are parameters (the provider, the tools, the event sink), so tests
- * drive it with a scripted provider instead of mocking a network. It never
+ * drive it with a scripted provider instead of mocking a network; what its tools
+ * use (files, terminals, children, skills: `tools/Edges.ts`) is provided to the
+ * turn as services. It never
  * fails for model or tool problems: those are outcomes. It is interruptible
  * everywhere; the session's supervisor finalizes whatever it leaves open.
  */
@@ -145,16 +147,7 @@ const executeToolCall = (ctx: TurnContext, call: { readonly id: string; readonly
         toolCallId: call.id,
         cwd: ctx.cwd,
         roots: tool.mutating || ctx.readRoots === undefined || ctx.readRoots.length === 0 ? ctx.roots : [...ctx.roots, ...ctx.readRoots],
-        readOnly: permit.readOnly === true,
-        progress: (output) => ctx.emit.ephemeral({ type: "tool_progress", data: { id: call.id, output } }),
-        plan: (entries) =>
-          ctx.emit.canonical({ type: "plan", data: { entries } }).pipe(
-            Effect.catchCause((cause) => Effect.logError("could not log a plan", cause))
-          ),
-        client: ctx.client,
-        agents: ctx.agents,
-        skills: ctx.skills,
-        sandbox: ctx.sandbox
+        readOnly: permit.readOnly === true
       })
     yield* ctx.emit.canonical({
       type: "tool_result",

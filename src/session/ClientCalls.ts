@@ -1,12 +1,14 @@
 /**
- * The client's editor-side file access and terminals, as tools see them (`ClientAccess`),
+ * The client's editor-side file access and terminals (`ClientAccess`, which the turn's `Files`
+ * and `Terminals` are made of where the client offers them),
  * made of questions: each operation is a `client_call` on the session's stream, answered by
  * the presenter with the client's result (in the shapes of `Vocabulary.ClientResults`), which
  * is decoded here. A malformed or failed answer is a tool error, never a crash.
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import type { ClientAccess, ClientTerminal } from "../tools/Tool.ts"
+import type { ClientFiles } from "../tools/Files.ts"
+import type { ClientTerminal } from "../tools/Terminals.ts"
 import { type Answer, type ClientOp, ClientResults } from "../Vocabulary.ts"
 
 /** What the client offers (ACP `clientCapabilities`), after the presenter's own settings. */
@@ -14,6 +16,11 @@ export interface Capabilities {
   readonly readTextFile: boolean
   readonly writeTextFile: boolean
   readonly terminal: boolean
+}
+
+/** What the client offers tools: its editor's files (`Files.client`) and its terminal (`Terminals.client`). */
+export interface ClientAccess extends ClientFiles {
+  readonly terminal?: ClientTerminal | undefined
 }
 
 /** Puts one operation to the presenter and waits for its answer (interruption withdraws it). */

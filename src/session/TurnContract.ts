@@ -1,6 +1,7 @@
 /**
  * The turn's contract: what a turn is given by its session (its context: the prompt, the
- * model, the tools, and its edges — emit, permit, ask, agents), what it shares with the
+ * model, the tools, and its edges — emit, permit, ask, agents; what its tools use besides is
+ * provided to the turn as services, `tools/Edges.ts`), what it shares with the
  * session's supervisor (its state), what the permission gate is shown and says, and how a
  * turn ends (`TurnOutcome`, in `Protocol.ts`).
  *
@@ -19,7 +20,7 @@ import type { LogError } from "../log/LogError.ts"
 import type { Provider } from "../providers/Provider.ts"
 import type { Agents } from "../tools/Delegation.ts"
 import type { Subject } from "../tools/Permissions.ts"
-import type { ClientAccess, SkillAccess, Tool, ToolContext, ToolEnv } from "../tools/Tool.ts"
+import type { Tool, ToolEnv } from "../tools/Tool.ts"
 import type { Toolkit } from "../tools/Toolkit.ts"
 import type { AssistantPart, PermissionOption, PermissionToolCall, UserBlock } from "../Vocabulary.ts"
 
@@ -112,8 +113,6 @@ export interface TurnContext {
   readonly maxTurnRequests: number
   readonly emit: Emit
   readonly state: TurnState
-  /** The client's file and terminal access, when it offers them. */
-  readonly client?: ClientAccess | undefined
   /** The permission gate: may this announced call run? A denial's reason goes to the model. */
   readonly permit: PermitFn
   /**
@@ -123,14 +122,14 @@ export interface TurnContext {
   readonly ask: (question: Question) => Effect.Effect<PermissionAnswer | undefined>
   /** The agent a child session runs as (the provider is told). */
   readonly agent?: string | undefined
-  /** The session's children, when it may start some (the agent tools use them). */
+  /**
+   * The session's children, when it may start some: the turn's end waits for them. (The agent
+   * tools use them as the `Delegation` service the turn is provided with, with its files,
+   * terminals and skills: `runtime/TurnServices.ts`.)
+   */
   readonly agents?: TurnAgents | undefined
-  /** The session's skills, when it has some (the `skill` tool loads one). */
-  readonly skills?: SkillAccess | undefined
   /** Folders tools that only read may read without asking, besides the roots (the skills' folders). */
   readonly readRoots?: ReadonlyArray<string> | undefined
-  /** The session's sandbox, which its commands start through. */
-  readonly sandbox?: ToolContext["sandbox"]
   /**
    * Messages for the user that arose outside the model (an MCP server failed),
    * each given out once; the loop logs them as `notice` events before each

@@ -73,6 +73,6 @@ export interface Agents {
   readonly wait: (ids: ReadonlyArray<string> | undefined, timeoutMs: number | undefined, offset: number | undefined) => Effect.Effect<ReadonlyArray<ChildReport>, string>
   readonly send: (id: string, message: string) => Effect.Effect<ChildReport, string>
   readonly close: (id: string) => Effect.Effect<ChildReport, string>
-  readonly list: Effect.Effect<{ readonly children: ReadonlyArray<ChildReport>; readonly agents: ReadonlyArray<AgentInfo> }>
+  readonly list: Effect.Effect<{ readonly children: ReadonlyArray<ChildReport>; readonly agents: ReadonlyArray<AgentInfo> }, string>
   readonly workflow: (request: WorkflowRequest) => Effect.Effect<WorkflowReport, string>
 }

@@ -4,15 +4,15 @@
  * A tool is a small factory: a Schema for its arguments, a description written
  * for the model (stating its limits), a `kind` for presenters, whether it
  * mutates the workspace, and `execute`. A tool never fails: every problem is a
- * result with `ok: false` whose text the model reads.
+ * result with `ok: false` whose text the model reads. What it uses of its turn
+ * (files, terminals, children, skills, where progress goes) are services it
+ * names in its type (`Tool<A, R>`, `Edges.ts`); its context only identifies the call.
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { FileSystem } from "effect/FileSystem"
 import type { Path } from "effect/Path"
 import type { Location, ProposedDiff, ToolDetails, ToolKind } from "../Vocabulary.ts"
-import type { SessionSandbox } from "./Sandboxed.ts"
-import type { Agents } from "./Delegation.ts"
 
 /** What a tool returns: text for the model, details for presenters. */
 export interface ToolOutput {
@@ -21,39 +21,23 @@ export interface ToolOutput {
   readonly details?: ToolDetails | undefined
 }
 
-/** The session a tool runs for. */
+/**
+ * What identifies a call: the session, the call, where it runs. What a tool may use besides (the
+ * turn's files, terminals, children, skills, where its progress goes) are services the turn
+ * provides (`Edges.ts`), named in the tool's type.
+ */
 export interface ToolContext {
   readonly sessionId: string
   readonly toolCallId: string
   /** The session's working directory (absolute). */
   readonly cwd: string
-  /** Every directory the session may touch: the cwd first, then additional directories. */
+  /** Every directory the call may touch: the cwd first, then additional directories. */
   readonly roots: ReadonlyArray<string>
   /**
    * The gate let this call run without asking because it only reads: run it
    * in its confined form (bash: git with the configuration that runs code off).
    */
   readonly readOnly?: boolean | undefined
-  /** Streams partial output (e.g. a running command) to presenters. */
-  readonly progress: (output: string) => Effect.Effect<void>
-  /** Publishes the model's plan (the full list) to presenters and the log. */
-  readonly plan: (entries: ReadonlyArray<PlanEntry>) => Effect.Effect<void>
-  /**
-   * What the client offers to tools, when it offers it (ACP `fs/*` and
-   * `terminal/*`). Absent capabilities are undefined: tools then work locally.
-   */
-  readonly client?: ClientAccess | undefined
-  /** The session's children (subagents), when it may start some. */
-  readonly agents?: Agents | undefined
-  /** The session's skills, when it has some (the `skill` tool loads one). */
-  readonly skills?: SkillAccess | undefined
-  /** The session's sandbox: commands start through it (`src/sandbox`). Without one they run as Skein does. */
-  readonly sandbox?: SessionSandbox | undefined
-}
-
-/** Loads a skill for the `skill` tool: its answer for the model, the activation logged. */
-export interface SkillAccess {
-  readonly activate: (name: string) => Effect.Effect<ToolOutput>
 }
 
 export interface PlanEntry {
@@ -62,45 +46,14 @@ export interface PlanEntry {
   readonly priority: "high" | "medium" | "low"
 }
 
-/** The client's editor-side file and terminal access (ACP client capabilities). */
-export interface ClientAccess {
-  /** Reads a file as the editor sees it (unsaved buffers included). Fails with a message. */
-  readonly readTextFile?: ((path: string) => Effect.Effect<string, string>) | undefined
-  /** Writes a file through the editor (the edit lands in its buffer). Fails with a message. */
-  readonly writeTextFile?: ((path: string, content: string) => Effect.Effect<void, string>) | undefined
-  /** Runs a command in a client terminal the user can watch. */
-  readonly terminal?: ClientTerminal | undefined
-}
-
-export interface ClientTerminal {
-  /** Runs `command` through the client and returns its (bounded) output and exit status. */
-  readonly run: (options: {
-    /** The tool call running it, so the client can show the terminal inside it. */
-    readonly toolCallId?: string | undefined
-    readonly command: string
-    readonly cwd: string
-    /** Variables to set on top of the terminal's environment. */
-    readonly env?: Readonly<Record<string, string>> | undefined
-    readonly timeoutMs: number
-    readonly outputByteLimit: number
-  }) => Effect.Effect<
-    {
-      /** The client's terminal it ran in: presenters keep showing it as the call's content. */
-      readonly terminalId: string
-      readonly output: string
-      readonly truncated: boolean
-      readonly exitCode: number | null
-      readonly signal: string | null
-      readonly timedOut: boolean
-    },
-    string
-  >
-}
-
 /** What tools may use from the environment. */
 export type ToolEnv = FileSystem | Path
 
-export interface Tool<A = any> {
+/**
+ * A tool with arguments `A` that uses the services `R` of its turn (`Edges.Services`; none for
+ * most) besides the environment.
+ */
+export interface Tool<A = any, R = never> {
   readonly name: string
   readonly description: string
   readonly kind: ToolKind
@@ -116,7 +69,7 @@ export interface Tool<A = any> {
   readonly title: (args: A) => string
   /** Paths the call touches, relative paths resolved against the cwd. */
   readonly locations: (args: A, cwd: string) => ReadonlyArray<Location>
-  readonly execute: (args: A, ctx: ToolContext) => Effect.Effect<ToolOutput, never, ToolEnv>
+  readonly execute: (args: A, ctx: ToolContext) => Effect.Effect<ToolOutput, never, ToolEnv | R>
   /**
    * What an "always" permission answer for this call covers (mutating tools):
    * edits under one directory, or commands starting with one prefix.
@@ -142,15 +95,15 @@ export interface PermissionScope {
   readonly label: string
 }
 
-export const define = <A>(tool: Tool<A>): Tool<A> => tool
+export const define = <A, R = never>(tool: Tool<A, R>): Tool<A, R> => tool
 
 export const ok = (content: string, details?: ToolDetails): ToolOutput => ({ ok: true, content, details })
 export const error = (content: string, details?: ToolDetails): ToolOutput => ({ ok: false, content, details })
 
-const jsonSchemaCache = new WeakMap<Tool, Record<string, unknown>>()
+const jsonSchemaCache = new WeakMap<Tool<any, any>, Record<string, unknown>>()
 
 /** The JSON Schema of a tool's arguments, for providers: its own, or derived once from `parameters`. */
-export const jsonSchema = (tool: Tool): Record<string, unknown> => {
+export const jsonSchema = (tool: Tool<any, any>): Record<string, unknown> => {
   if (tool.inputSchema !== undefined) return tool.inputSchema
   const cached = jsonSchemaCache.get(tool)
   if (cached) return cached
@@ -162,7 +115,7 @@ export const jsonSchema = (tool: Tool): Record<string, unknown> => {
 }
 
 /** Decodes raw arguments; a mismatch is a message for the model. */
-export const decodeArgs = <A>(tool: Tool<A>, raw: unknown): Effect.Effect<A, string> =>
+export const decodeArgs = <A>(tool: Tool<A, any>, raw: unknown): Effect.Effect<A, string> =>
   Schema.decodeUnknownEffect(tool.parameters)(raw, { onExcessProperty: "ignore" }).pipe(
     Effect.mapError((error) => `Invalid arguments for ${tool.name}: ${error.message}`)
   )
@@ -171,7 +124,7 @@ export const decodeArgs = <A>(tool: Tool<A>, raw: unknown): Effect.Effect<A, str
  * Runs a tool call from raw model arguments. Bad arguments and defects become
  * tool errors; interruption propagates (the caller finalizes the call).
  */
-export const run = (tool: Tool, raw: unknown, ctx: ToolContext): Effect.Effect<ToolOutput, never, ToolEnv> =>
+export const run = <R>(tool: Tool<any, R>, raw: unknown, ctx: ToolContext): Effect.Effect<ToolOutput, never, ToolEnv | R> =>
   decodeArgs(tool, raw).pipe(
     Effect.flatMap((args) => tool.execute(args, ctx)),
     Effect.catch((message: string) => Effect.succeed(error(message))),

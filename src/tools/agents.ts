@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as Reports from "./AgentReports.ts"
 import type { Agents } from "./Delegation.ts"
+import * as Edges from "./Edges.ts"
 import * as Tool from "./Tool.ts"
 
 /** The names of the agent tools (left out of a child that may not delegate further). */
@@ -22,16 +23,14 @@ const Workspace = Schema.Literals(["shared", "isolated"]).annotate({
 const json = (value: unknown) => JSON.stringify(value, null, 1)
 
 /**
- * Runs `f` with the session's children, or says why there are none. The model reads the report
- * as JSON; a person is shown `shown` of it (`details.output`).
+ * Runs `f` with the session's children (`Edges.Delegation`: a session that may not start any
+ * says why). The model reads the report as JSON; a person is shown `shown` of it (`details.output`).
  */
-const withAgents = <A>(ctx: Tool.ToolContext, f: (agents: Agents) => Effect.Effect<A, string>, shown: (value: A) => string): Effect.Effect<Tool.ToolOutput> =>
-  ctx.agents === undefined
-    ? Effect.succeed(Tool.error("Delegation is not available here (this session may not start subagents)."))
-    : f(ctx.agents).pipe(
-      Effect.map((value) => Tool.ok(json(value), { output: shown(value) })),
-      Effect.catch((message: string) => Effect.succeed(Tool.error(message)))
-    )
+const withAgents = <A>(f: (agents: Agents) => Effect.Effect<A, string>, shown: (value: A) => string): Effect.Effect<Tool.ToolOutput, never, Edges.Delegation> =>
+  Effect.flatMap(Effect.service(Edges.Delegation), f).pipe(
+    Effect.map((value) => Tool.ok(json(value), { output: shown(value) })),
+    Effect.catch((message: string) => Effect.succeed(Tool.error(message)))
+  )
 
 const short = (text: string, n = 60) => {
   const line = text.split("\n", 1)[0]!.trim()
@@ -45,7 +44,7 @@ const SpawnParams = Schema.Struct({
   timeout_ms: Schema.optionalKey(PositiveInt.annotate({ description: "Stop the child after this long (default and maximum: the configured limit, 15 minutes)" }))
 })
 
-const spawn_agent = Tool.define<typeof SpawnParams.Type>({
+const spawn_agent = Tool.define<typeof SpawnParams.Type, Edges.Delegation>({
   name: "spawn_agent",
   kind: "think",
   mutating: false,
@@ -59,7 +58,7 @@ const spawn_agent = Tool.define<typeof SpawnParams.Type>({
   title: (args) => `Spawn ${args.agent ?? "general"} — ${short(args.task)}`,
   locations: () => [],
   execute: (args, ctx) =>
-    withAgents(ctx, (agents) =>
+    withAgents((agents) =>
       agents.spawn({ task: args.task, agent: args.agent, workspace: args.workspace, timeoutMs: args.timeout_ms, toolCallId: ctx.toolCallId }), Reports.spawned)
 })
 
@@ -69,7 +68,7 @@ const WaitParams = Schema.Struct({
   offset: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)).annotate({ description: "Read a long answer from this character on (a truncated answer says where to go on)" }))
 })
 
-const wait_agent = Tool.define<typeof WaitParams.Type>({
+const wait_agent = Tool.define<typeof WaitParams.Type, Edges.Delegation>({
   name: "wait_agent",
   kind: "think",
   mutating: false,
@@ -80,7 +79,7 @@ const wait_agent = Tool.define<typeof WaitParams.Type>({
   parameters: WaitParams,
   title: (args) => (args.ids !== undefined && args.ids.length > 0 ? `Wait for ${args.ids.join(", ")}` : "Wait for subagents"),
   locations: () => [],
-  execute: (args, ctx) => withAgents(ctx, (agents) => Effect.map(agents.wait(args.ids, args.timeout_ms, args.offset), (children) => ({ children })), Reports.waited)
+  execute: (args) => withAgents((agents) => Effect.map(agents.wait(args.ids, args.timeout_ms, args.offset), (children) => ({ children })), Reports.waited)
 })
 
 const SendParams = Schema.Struct({
@@ -88,7 +87,7 @@ const SendParams = Schema.Struct({
   message: Schema.String.annotate({ description: "Its next prompt (it remembers its earlier work)" })
 })
 
-const send_input = Tool.define<typeof SendParams.Type>({
+const send_input = Tool.define<typeof SendParams.Type, Edges.Delegation>({
   name: "send_input",
   kind: "other",
   mutating: false,
@@ -96,12 +95,12 @@ const send_input = Tool.define<typeof SendParams.Type>({
   parameters: SendParams,
   title: (args) => `Message ${args.id} — ${short(args.message)}`,
   locations: () => [],
-  execute: (args, ctx) => withAgents(ctx, (agents) => agents.send(args.id, args.message), Reports.sent)
+  execute: (args) => withAgents((agents) => agents.send(args.id, args.message), Reports.sent)
 })
 
 const CloseParams = Schema.Struct({ id: Schema.String.annotate({ description: "The child's id" }) })
 
-const close_agent = Tool.define<typeof CloseParams.Type>({
+const close_agent = Tool.define<typeof CloseParams.Type, Edges.Delegation>({
   name: "close_agent",
   kind: "other",
   mutating: false,
@@ -109,12 +108,12 @@ const close_agent = Tool.define<typeof CloseParams.Type>({
   parameters: CloseParams,
   title: (args) => `Close ${args.id}`,
   locations: () => [],
-  execute: (args, ctx) => withAgents(ctx, (agents) => agents.close(args.id), Reports.closed)
+  execute: (args) => withAgents((agents) => agents.close(args.id), Reports.closed)
 })
 
 const ListParams = Schema.Struct({})
 
-const list_agents = Tool.define<typeof ListParams.Type>({
+const list_agents = Tool.define<typeof ListParams.Type, Edges.Delegation>({
   name: "list_agents",
   kind: "other",
   mutating: false,
@@ -122,7 +121,7 @@ const list_agents = Tool.define<typeof ListParams.Type>({
   parameters: ListParams,
   title: () => "List subagents",
   locations: () => [],
-  execute: (_args, ctx) => withAgents(ctx, (agents) => agents.list, Reports.listed)
+  execute: () => withAgents((agents) => agents.list, Reports.listed)
 })
 
 const Step = Schema.Struct({
@@ -139,7 +138,7 @@ const WorkflowParams = Schema.Struct({
   timeout_ms: Schema.optionalKey(PositiveInt.annotate({ description: "Stop the whole workflow after this long; steps still running count as timed out" }))
 })
 
-const run_workflow = Tool.define<typeof WorkflowParams.Type>({
+const run_workflow = Tool.define<typeof WorkflowParams.Type, Edges.Delegation>({
   name: "run_workflow",
   kind: "think",
   mutating: false,
@@ -151,7 +150,7 @@ const run_workflow = Tool.define<typeof WorkflowParams.Type>({
   title: (args) => `Workflow ${args.steps.map((s) => s.id).join(", ")}`,
   locations: () => [],
   execute: (args, ctx) =>
-    withAgents(ctx, (agents) =>
+    withAgents((agents) =>
       agents.workflow({
         steps: args.steps,
         maxConcurrency: args.max_concurrency,
@@ -160,4 +159,4 @@ const run_workflow = Tool.define<typeof WorkflowParams.Type>({
       }), Reports.workflow)
 })
 
-export const tools: ReadonlyArray<Tool.Tool> = [spawn_agent, wait_agent, send_input, close_agent, list_agents, run_workflow]
+export const tools: ReadonlyArray<Tool.Tool<any, Edges.Delegation>> = [spawn_agent, wait_agent, send_input, close_agent, list_agents, run_workflow]

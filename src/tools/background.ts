@@ -11,6 +11,7 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Background from "./process/Background.ts"
 import * as OutputBuffer from "./process/OutputBuffer.ts"
+import * as Terminals from "./Terminals.ts"
 import * as Tool from "./Tool.ts"
 import { MAX_LINE_CHARS } from "./worker/match.ts"
 import * as ToolWorker from "./worker/ToolWorker.ts"
@@ -67,7 +68,7 @@ const failed = (status: Background.Status): boolean =>
 const exitCodeOf = (status: Background.Status): number | null | undefined =>
   status._tag === "exited" ? status.code : status._tag === "stopped" ? null : undefined
 
-export const bash_output = Tool.define<OutputParams>({
+export const bash_output = Tool.define<OutputParams, Terminals.Terminals>({
   name: "bash_output",
   kind: "read",
   mutating: false,
@@ -79,15 +80,16 @@ export const bash_output = Tool.define<OutputParams>({
   parameters: OutputParams,
   title: (args) => `Output of ${args.id}${args.filter !== undefined ? ` matching /${args.filter}/` : ""}`,
   locations: () => [],
-  execute: (args, ctx) =>
+  execute: (args) =>
     Effect.gen(function*() {
       const shells = yield* Background.Current
       if (shells === undefined) return Tool.error(notAvailable)
+      const terminals = yield* Terminals.Terminals
       const regex = args.filter === undefined ? undefined : yield* compile(args.filter)
       return yield* shells.read(args.id, (taken) =>
         Effect.gen(function*() {
           const shown = regex === undefined || taken.text === "" ? taken.text : yield* filtered(taken.text, regex, args.filter!)
-          const blocked = taken.sandboxed ? ctx.sandbox?.explain(taken.text) : undefined
+          const blocked = taken.sandboxed ? terminals.explain(taken.text) : undefined
           const status = Background.statusLine(taken.status)
           const body = shown === "" ? "(no new output)" : shown.endsWith("\n") ? shown.slice(0, -1) : shown
           const content = `${body}\n${status}${blocked === undefined ? "" : `\n${blocked}`}`
@@ -117,7 +119,7 @@ export const kill_shell = Tool.define<KillParams>({
     }).pipe(Effect.catch((message: string) => Effect.succeed(Tool.error(message))))
 })
 
-export const tools: ReadonlyArray<Tool.Tool> = [bash_output, kill_shell]
+export const tools: ReadonlyArray<Tool.Tool<any, Terminals.Terminals>> = [bash_output, kill_shell]
 
 const names: ReadonlySet<string> = new Set(tools.map((tool) => tool.name))
 

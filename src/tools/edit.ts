@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
+import * as Files from "./Files.ts"
 import * as PathLocks from "./PathLocks.ts"
 import * as Preview from "./Preview.ts"
 import * as SafeFs from "../fs/SafeFs.ts"
@@ -17,7 +18,7 @@ import * as Tool from "./Tool.ts"
 import * as Edits from "./worker/edits.ts"
 import * as ToolWorker from "./worker/ToolWorker.ts"
 import * as Workspace from "./Workspace.ts"
-import { absoluteOf, editScope, inspect, plural, store } from "./write.ts"
+import { absoluteOf, describeProblem, editScope, inspect, plural, store } from "./write.ts"
 
 const Edit = Schema.Struct({
   oldText: Schema.String.annotate({ description: "Text to replace; must occur exactly once in the file, whitespace and indentation included" }),
@@ -38,16 +39,7 @@ type Params = typeof Params.Type
  */
 export const editedText = Edits.rewrite
 
-/** The bytes of a file as text for an edit, or why it cannot be edited. */
-const asText = (bytes: Uint8Array, shown: string): Effect.Effect<string, string> =>
-  bytes.subarray(0, 8192).includes(0)
-    ? Effect.fail(`${shown} is a binary file; edit changes text files only`)
-    : Effect.try({
-      try: () => new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes),
-      catch: () => `${shown} is not valid UTF-8 text; edit refuses to change it`
-    })
-
-export const edit = Tool.define<Params>({
+export const edit = Tool.define<Params, Files.Files>({
   name: "edit",
   kind: "edit",
   mutating: true,
@@ -79,10 +71,11 @@ export const edit = Tool.define<Params>({
         const before = yield* inspect(resolved, shown, yield* SafeFs.realRoots(ctx.roots))
         if (before._tag === "missing") return Tool.error(`File not found: ${shown}. edit changes existing files; use write to create one.`)
         if (before._tag === "other") return Tool.error(before.type === "Directory" ? `${shown} is a directory, not a file` : `${shown} is not a regular file`)
-        const clientRead = ctx.client?.readTextFile
-        const original = clientRead
-          ? yield* clientRead(resolved).pipe(Effect.mapError((message) => `Cannot read ${shown} through the editor: ${message}`))
-          : yield* asText(before.read.bytes, shown)
+        // The text as the user sees it: the disk's (refused when not UTF-8 text), or the editor's buffer.
+        const files = yield* Files.Files
+        const original = yield* files.text(resolved, before.read.bytes).pipe(
+          Effect.mapError((problem) => describeProblem(problem, shown, "read", `Cannot read ${shown}`))
+        )
         const rewritten = yield* ToolWorker.rewrite(original, args.edits, shown).pipe(Effect.mapError((message) => `edit failed: ${message}`))
         if (Option.isNone(rewritten)) return Tool.error(`edit stopped: applying the edits to ${shown} did not finish within the time limit of ${ToolWorker.formatLimit(yield* ToolWorker.TimeLimit)}. The file was not changed.`)
         const applied = rewritten.value

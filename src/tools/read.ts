@@ -1,19 +1,19 @@
 /**
  * `read {path, offset?, limit?}`: a text file with line numbers, a window at a
- * time. Binary files and images are recognised and described, not dumped.
+ * time (`TextWindow.ts`), from the turn's `Files`: the disk, or the client's editor (its
+ * unsaved buffers) when it offers reads. Binary files and images are recognised and
+ * described, not dumped.
  */
-import type { FileHandle } from "node:fs/promises"
 import * as Effect from "effect/Effect"
 import * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
 import * as SafeFs from "../fs/SafeFs.ts"
+import * as Files from "./Files.ts"
+import { looksBinary, MAX_BYTES, MAX_LINE_CHARS } from "./TextWindow.ts"
 import * as Tool from "./Tool.ts"
 import * as Workspace from "./Workspace.ts"
 
 export const DEFAULT_LIMIT = 2000
-export const MAX_BYTES = 50 * 1024
-export const MAX_LINE_CHARS = 2000
-const CHUNK = 64 * 1024
 
 const Params = Schema.Struct({
   path: Schema.String.annotate({ description: "File path, absolute or relative to the working directory" }),
@@ -37,92 +37,15 @@ const imageTypes: Record<string, string> = {
   ".svgz": "image/svg+xml"
 }
 
-const looksBinary = (bytes: Uint8Array): boolean => {
-  const n = Math.min(bytes.length, 8192)
-  for (let i = 0; i < n; i++) if (bytes[i] === 0) return true
-  return false
-}
+/** A problem reading the lines, as the model reads it. */
+const unreadable = (problem: Files.Problem, shown: string): string =>
+  problem._tag === "Editor"
+    ? problem.message
+    : problem._tag === "Disk"
+    ? `Cannot read ${shown}: ${problem.error._tag === "PlatformError" ? problem.error.reason._tag : problem.error._tag}`
+    : `Cannot read ${shown}: it is not text`
 
-interface Window {
-  readonly lines: ReadonlyArray<string>
-  /** True when the file ended inside the window (so the total is known). */
-  readonly reachedEnd: boolean
-  readonly totalLines: number
-  readonly cutByBytes: boolean
-  readonly firstChunk: Uint8Array
-}
-
-/** The same window over text already in memory (a file read through the client). */
-const windowOf = (text: string, offset: number, limit: number): Window => {
-  const all = text.split("\n")
-  if (all.length > 0 && all[all.length - 1] === "") all.pop()
-  const lines: Array<string> = []
-  let bytes = 0
-  let cutByBytes = false
-  for (let i = offset - 1; i < all.length && lines.length < limit; i++) {
-    const raw = all[i]!.endsWith("\r") ? all[i]!.slice(0, -1) : all[i]!
-    const shown = raw.length > MAX_LINE_CHARS ? `${raw.slice(0, MAX_LINE_CHARS)}… [line truncated]` : raw
-    const size = Buffer.byteLength(shown) + 1
-    if (bytes + size > MAX_BYTES && lines.length > 0) {
-      cutByBytes = true
-      break
-    }
-    bytes += size
-    lines.push(shown)
-  }
-  const reachedEnd = offset - 1 + lines.length >= all.length
-  return { lines, reachedEnd, totalLines: all.length, cutByBytes, firstChunk: new Uint8Array(0) }
-}
-
-/** Reads lines [offset, offset+limit) without loading more of the file than needed. */
-const readWindow = (file: FileHandle, offset: number, limit: number) =>
-  Effect.gen(function*() {
-    const decoder = new TextDecoder("utf-8")
-    const lines: Array<string> = []
-    let partial = ""
-    let lineNo = 0
-    let bytes = 0
-    let cutByBytes = false
-    let firstChunk: Uint8Array = new Uint8Array(0)
-    let first = true
-    const take = (line: string): boolean => {
-      lineNo++
-      if (lineNo < offset) return true
-      if (lines.length >= limit) return false
-      const shown = line.length > MAX_LINE_CHARS ? `${line.slice(0, MAX_LINE_CHARS)}… [line truncated]` : line
-      const size = Buffer.byteLength(shown) + 1
-      if (bytes + size > MAX_BYTES && lines.length > 0) {
-        cutByBytes = true
-        return false
-      }
-      bytes += size
-      lines.push(shown)
-      return true
-    }
-    for (;;) {
-      const chunk = yield* SafeFs.readChunk(file, CHUNK)
-      if (chunk.length === 0) {
-        const rest = partial + decoder.decode()
-        if (rest.length > 0 && !take(rest)) return { lines, reachedEnd: false, totalLines: lineNo, cutByBytes, firstChunk } as Window
-        return { lines, reachedEnd: true, totalLines: lineNo, cutByBytes, firstChunk } as Window
-      }
-      if (first) {
-        firstChunk = chunk
-        first = false
-        if (looksBinary(chunk)) return { lines: [], reachedEnd: false, totalLines: 0, cutByBytes, firstChunk } as Window
-      }
-      const text = partial + decoder.decode(chunk, { stream: true })
-      const parts = text.split("\n")
-      partial = parts.pop() ?? ""
-      for (const part of parts) {
-        if (!take(part.endsWith("\r") ? part.slice(0, -1) : part)) {
-          return { lines, reachedEnd: false, totalLines: lineNo, cutByBytes, firstChunk } as Window
-        }
-      }
-    }
-  })
-
-export const read = Tool.define<Params>({
+export const read = Tool.define<Params, Files.Files>({
   name: "read",
   kind: "read",
   mutating: false,
@@ -152,14 +75,9 @@ export const read = Tool.define<Params>({
       if (image !== undefined) return Tool.ok(`${shown} is an image (${image}, ${size} bytes); its contents are not shown as text.`)
       const offset = args.offset ?? 1
       const limit = args.limit ?? DEFAULT_LIMIT
-      const local = readWindow(handle, offset, limit).pipe(Effect.mapError((e) => `Cannot read ${shown}: ${e.reason._tag}`))
-      // Through the editor when it offers fs: unsaved buffers are what the user sees.
-      const viaClient = ctx.client?.readTextFile
-      const window = viaClient === undefined
-        ? yield* local
-        : yield* local.pipe(Effect.flatMap((w) =>
-          looksBinary(w.firstChunk) ? Effect.succeed(w) : Effect.map(viaClient(resolved), (text) => windowOf(text, offset, limit))
-        ))
+      // Where the lines come from (the disk, or the editor's buffer) was decided for the turn.
+      const files = yield* Files.Files
+      const window = yield* files.window({ absolute: resolved, handle }, offset, limit).pipe(Effect.mapError((problem) => unreadable(problem, shown)))
       if (looksBinary(window.firstChunk)) return Tool.ok(`${shown} is a binary file (${size} bytes); its contents are not shown.`)
       if (size === 0) return Tool.ok(`${shown} is empty.`)
       if (window.lines.length === 0) {

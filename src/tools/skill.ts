@@ -7,6 +7,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import * as Edges from "./Edges.ts"
 import * as Tool from "./Tool.ts"
 
 const Params = Schema.Struct({
@@ -14,7 +15,7 @@ const Params = Schema.Struct({
 })
 type Params = typeof Params.Type
 
-export const skill = Tool.define<Params>({
+export const skill = Tool.define<Params, Edges.Skills>({
   name: "skill",
   kind: "read",
   mutating: false,
@@ -26,6 +27,5 @@ export const skill = Tool.define<Params>({
   parameters: Params,
   title: (args) => `Load skill ${args.name}`,
   locations: () => [],
-  execute: (args, ctx) =>
-    ctx.skills === undefined ? Effect.succeed(Tool.error("No skills are available in this session.")) : ctx.skills.activate(args.name)
+  execute: (args) => Effect.flatMap(Effect.service(Edges.Skills), (skills) => skills.activate(args.name))
 })

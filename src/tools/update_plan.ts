@@ -5,6 +5,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import * as Edges from "./Edges.ts"
 import * as Tool from "./Tool.ts"
 
 const Entry = Schema.Struct({
@@ -18,7 +19,7 @@ const Params = Schema.Struct({
 })
 type Params = typeof Params.Type
 
-export const update_plan = Tool.define<Params>({
+export const update_plan = Tool.define<Params, Edges.Emit>({
   name: "update_plan",
   kind: "think",
   mutating: false,
@@ -30,9 +31,9 @@ export const update_plan = Tool.define<Params>({
   parameters: Params,
   title: () => "Update plan",
   locations: () => [],
-  execute: (args, ctx) =>
+  execute: (args) =>
     Effect.gen(function*() {
-      yield* ctx.plan(args.entries)
+      yield* (yield* Edges.Emit).plan(args.entries)
       const total = args.entries.length
       if (total === 0) return Tool.ok("Plan cleared.")
       const done = args.entries.filter((e) => e.status === "completed").length

@@ -1,7 +1,7 @@
 /**
- * `write {path, content}`: creates or replaces a whole file, atomically (a
- * temp file in the same directory, fsynced, renamed over the target), or
- * through the client's editor when it offers `fs/write_text_file`. Files are
+ * `write {path, content}`: creates or replaces a whole file through the turn's
+ * `Files`: atomically on disk (a temp file in the same directory, fsynced,
+ * renamed over the target), or through the client's editor. Files are
  * opened through `SafeFs`: what was checked is what is read and written. A
  * call holds the file's `PathLocks` lock from its read to its store, so
  * concurrent sessions writing one file take turns.
@@ -13,8 +13,8 @@ import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import * as Path from "effect/Path"
 import type { PlatformError } from "effect/PlatformError"
-import * as Random from "effect/Random"
 import * as Schema from "effect/Schema"
+import * as Files from "./Files.ts"
 import * as PathLocks from "./PathLocks.ts"
 import * as Preview from "./Preview.ts"
 import * as SafeFs from "../fs/SafeFs.ts"
@@ -95,12 +95,27 @@ export const inspect = (absolute: string, shown: string, roots: SafeFs.RealRoots
     )
   ))
 
+/** A problem of the turn's `Files` as the model reads it. */
+export const describeProblem = (problem: Files.Problem, shown: string, verb: "read" | "write", prefix: string): string => {
+  switch (problem._tag) {
+    case "Disk":
+      return describeFailure(problem.error, shown, prefix)
+    case "Editor":
+      return `Cannot ${verb} ${shown} through the editor: ${problem.message}`
+    case "Binary":
+      return `${shown} is a binary file; edit changes text files only`
+    case "NotUtf8":
+      return `${shown} is not valid UTF-8 text; edit refuses to change it`
+    default:
+      return problem satisfies never
+  }
+}
+
 /**
- * Stores `content` at the resolved path `absolute`: through the client's
- * editor when it offers writes, else atomically on disk keeping `mode`.
- * Missing parent directories are created first, each inside a verified one.
- * With `expected`, the local write goes ahead only if the file is still what
- * was read. Fails with a message for the model.
+ * Stores `content` at the resolved path `absolute` through the turn's `Files` (the disk,
+ * atomically keeping `mode`; or the client's editor). Missing parent directories are created
+ * first, each inside a verified one. With `expected`, a write to disk goes ahead only if the
+ * file is still what was read. Fails with a message for the model.
  */
 export const store = (
   absolute: string,
@@ -111,22 +126,17 @@ export const store = (
   expected?: SafeFs.Expected
 ) =>
   Effect.scoped(Effect.gen(function*() {
+    const files = yield* Files.Files
     const roots = yield* SafeFs.realRoots(ctx.roots)
-    const dir = yield* SafeFs.openDirectory(NodePath.dirname(absolute), roots, true).pipe(
+    const directory = yield* SafeFs.openDirectory(NodePath.dirname(absolute), roots, true).pipe(
       Effect.mapError((error) => describeFailure(error, shown, `Cannot create the directory of ${shown}`))
     )
-    const write = ctx.client?.writeTextFile
-    if (write) {
-      return yield* write(absolute, content).pipe(Effect.mapError((message) => `Cannot write ${shown} through the editor: ${message}`))
-    }
-    const unique = (yield* Random.nextIntBetween(0, 2 ** 31 - 1)).toString(36)
-    const tag = `${ctx.toolCallId.replace(/[^A-Za-z0-9_-]/g, "").slice(0, 24)}${unique}`
-    yield* SafeFs.writeAtomic(dir, NodePath.basename(absolute), new TextEncoder().encode(content), roots, { mode, tag, expected }).pipe(
-      Effect.mapError((error) => describeFailure(error, shown, `Cannot write ${shown}`))
+    yield* files.store({ absolute, directory, roots, content, mode, expected, toolCallId: ctx.toolCallId }).pipe(
+      Effect.mapError((problem) => describeProblem(problem, shown, "write", `Cannot write ${shown}`))
     )
   }))
 
-export const write = Tool.define<Params>({
+export const write = Tool.define<Params, Files.Files>({
   name: "write",
   kind: "edit",
   mutating: true,
@@ -153,14 +163,12 @@ export const write = Tool.define<Params>({
         if (before._tag === "other") {
           return Tool.error(before.type === "Directory" ? `${shown} is a directory; give the path of a file` : `${shown} is not a regular file; write only replaces regular files`)
         }
-        const viaClient = ctx.client?.readTextFile
-        // The editor's buffer when it has one; else what is on disk (the diff, and `/undo`, need
-        // what the file held: never an empty text for a file the editor could not read).
+        // The editor's buffer when the turn reads through it; else, or when it cannot, what is on
+        // disk (the diff, and `/undo`, need what the file held: never an empty text).
+        const files = yield* Files.Files
         const oldText = before._tag !== "file"
           ? null
-          : viaClient
-          ? yield* viaClient(resolved).pipe(Effect.orElseSucceed(() => decode(before.read.bytes)))
-          : decode(before.read.bytes)
+          : yield* files.text(resolved, before.read.bytes).pipe(Effect.orElseSucceed(() => decode(before.read.bytes)))
         yield* store(resolved, shown, args.content, before._tag === "file" ? before.mode : undefined, ctx)
         const lines = lineCount(args.content)
         const content = before._tag === "file"

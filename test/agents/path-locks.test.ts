@@ -11,18 +11,21 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { edit } from "../../src/tools/edit.ts"
 import * as PathLocks from "../../src/tools/PathLocks.ts"
+import type * as Edges from "../../src/tools/Edges.ts"
+import type { ClientAccess } from "../../src/session/ClientCalls.ts"
 import * as Tool from "../../src/tools/Tool.ts"
 import { write } from "../../src/tools/write.ts"
 import * as TempDir from "../support/TempDir.ts"
+import * as ToolServices from "../support/ToolServices.ts"
 
 const N = 40
 
-const workspace = (client?: Tool.ClientAccess) =>
+const workspace = (client?: ClientAccess) =>
   Effect.gen(function*() {
     const cwd = join(yield* TempDir.make(), "ws")
     mkdirSync(cwd)
-    const run = (tool: Tool.Tool, args: unknown, callId: string) =>
-      Tool.run(tool, args, { sessionId: `s-${callId}`, toolCallId: callId, cwd, roots: [cwd], progress: () => Effect.void, plan: () => Effect.void, client }).pipe(
+    const run = (tool: Tool.Tool<any, Edges.Services>, args: unknown, callId: string) =>
+      Tool.run(tool, args, { sessionId: `s-${callId}`, toolCallId: callId, cwd, roots: [cwd] }).pipe(ToolServices.provide({ client }),
         Effect.provide(TempDir.platform)
       )
     return { cwd, run }
@@ -51,7 +54,7 @@ describe("PathLocks", () => {
     Effect.gen(function*() {
       const buffers = new Map<string, string>()
       // The editor answers after a turn of the scheduler, as a remote one would.
-      const client: Tool.ClientAccess = {
+      const client: ClientAccess = {
         readTextFile: (path) => Effect.yieldNow.pipe(Effect.andThen(Effect.sync(() => buffers.get(path) ?? ""))),
         writeTextFile: (path, content) => Effect.yieldNow.pipe(Effect.andThen(Effect.sync(() => void buffers.set(path, content))))
       }

@@ -34,8 +34,6 @@ const ctx = (cwd: string): Tool.ToolContext => ({
   toolCallId: "c1",
   cwd,
   roots: [cwd],
-  progress: () => Effect.void,
-  plan: () => Effect.void
 })
 
 /** Whether a process can still run (a zombie counts as dead). */

@@ -15,6 +15,7 @@ import * as Gate from "../../src/runtime/Gate.ts"
 import type * as TurnContract from "../../src/session/TurnContract.ts"
 import type { ModeId } from "../../src/Vocabulary.ts"
 import { bash } from "../../src/tools/bash.ts"
+import type * as Edges from "../../src/tools/Edges.ts"
 import type * as Tool from "../../src/tools/Tool.ts"
 import { write } from "../../src/tools/write.ts"
 import * as TempDir from "../support/TempDir.ts"
@@ -42,7 +43,7 @@ const gate = (cwd: string, setup: Setup) => {
     readOnly: setup.readOnly,
     above: setup.above
   })
-  const call = (tool: Tool.Tool, args: any, prior?: TurnContract.Prior) =>
+  const call = (tool: Tool.Tool<any, Edges.Services>, args: any, prior?: TurnContract.Prior) =>
     permit({ id: "c1", name: tool.name, args, title: tool.title(args), kind: tool.kind, locations: tool.locations(args, cwd) }, tool, args, prior)
   return { asked, call }
 }

@@ -14,12 +14,14 @@ import * as Gate from "../../src/runtime/Gate.ts"
 import type { ModeId } from "../../src/Vocabulary.ts"
 import { bash } from "../../src/tools/bash.ts"
 import { edit } from "../../src/tools/edit.ts"
+import type * as Edges from "../../src/tools/Edges.ts"
 import * as Tool from "../../src/tools/Tool.ts"
 import { write } from "../../src/tools/write.ts"
 import * as TempDir from "../support/TempDir.ts"
+import * as ToolServices from "../support/ToolServices.ts"
 
 /** Runs one call as the turn loop does: the gate (no one to answer), then the tool with the gate's verdict. */
-const attempt = (cwd: string, mode: ModeId, tool: Tool.Tool, args: unknown, rules: ReadonlyArray<PermissionRule> = []) =>
+const attempt = (cwd: string, mode: ModeId, tool: Tool.Tool<any, Edges.Services>, args: unknown, rules: ReadonlyArray<PermissionRule> = []) =>
   Effect.gen(function*() {
     const history = History.make()
     history.rules.push(...rules)
@@ -46,10 +48,8 @@ const attempt = (cwd: string, mode: ModeId, tool: Tool.Tool, args: unknown, rule
       cwd,
       roots: [cwd],
       readOnly: verdict.readOnly === true,
-      progress: () => Effect.void,
-      plan: () => Effect.void
     }
-    const output = yield* Tool.run(tool, args, ctx)
+    const output = yield* Tool.run(tool, args, ctx).pipe(ToolServices.provide())
     return { ran: true as const, readOnly: verdict.readOnly === true, output }
   }).pipe(Effect.provide(TempDir.platform))
 

@@ -15,10 +15,12 @@ import * as Settings from "../../src/sandbox/Settings.ts"
 import { bash_output, kill_shell } from "../../src/tools/background.ts"
 import { bash } from "../../src/tools/bash.ts"
 import * as Background from "../../src/tools/process/Background.ts"
+import type * as Edges from "../../src/tools/Edges.ts"
 import * as Tool from "../../src/tools/Tool.ts"
 import { getCommand, killTagged, processesWith, serverCommand, uniqueTag } from "../support/Background.ts"
 import * as Bwrap from "../support/Bwrap.ts"
 import * as TempDir from "../support/TempDir.ts"
+import * as ToolServices from "../support/ToolServices.ts"
 import * as Visible from "../support/Visible.ts"
 
 /** A directory a sandboxed command sees (its /tmp is its own), removed with the scope. */
@@ -32,9 +34,9 @@ const session = (manager: Effect.Success<ReturnType<typeof Sandbox.make>>, ws: s
     yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
     const sandbox = yield* manager.session({ cwd: ws, roots: [ws] }).pipe(Scope.provide(scope))
     const shells = yield* Background.make().pipe(Scope.provide(scope))
-    const ctx: Tool.ToolContext = { sessionId: "s", toolCallId: "c", cwd: ws, roots: [ws], progress: () => Effect.void, plan: () => Effect.void, sandbox }
-    const call = (tool: Tool.Tool, args: unknown) =>
-      Tool.run(tool, args, ctx).pipe(Effect.provide(TempDir.platform), Effect.provideService(Background.Current, shells))
+    const ctx: Tool.ToolContext = { sessionId: "s", toolCallId: "c", cwd: ws, roots: [ws] }
+    const call = (tool: Tool.Tool<any, Edges.Services>, args: unknown) =>
+      Tool.run(tool, args, ctx).pipe(ToolServices.provide({ sandbox }), Effect.provide(TempDir.platform), Effect.provideService(Background.Current, shells))
     return { call, scope }
   })
 

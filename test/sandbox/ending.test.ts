@@ -15,6 +15,7 @@ import * as Tool from "../../src/tools/Tool.ts"
 import * as Bwrap from "../support/Bwrap.ts"
 import { survivors, uniqueArg } from "../support/Escapes.ts"
 import * as TempDir from "../support/TempDir.ts"
+import * as ToolServices from "../support/ToolServices.ts"
 
 /** A workspace under /var/tmp (a sandbox's /tmp is its own) and a session sandbox for it. */
 const setup = Effect.gen(function*() {
@@ -24,8 +25,8 @@ const setup = Effect.gen(function*() {
   )
   const manager = yield* Sandbox.make(Settings.DEFAULT, { skeinHome: join(base, "skein-home"), userHome: join(base, "home") })
   const sandbox = yield* manager.session({ cwd: base, roots: [base] })
-  const context: Tool.ToolContext = { sessionId: "s1", toolCallId: "t1", cwd: base, roots: [base], progress: () => Effect.void, plan: () => Effect.void, sandbox }
-  return { base, context }
+  const context: Tool.ToolContext = { sessionId: "s1", toolCallId: "t1", cwd: base, roots: [base] }
+  return { base, context, sandbox }
 })
 
 const RUNS = 20
@@ -33,13 +34,13 @@ const RUNS = 20
 Bwrap.describeWithBwrap("sandbox: a command's end", () => {
   it.live("a sandboxed command's end is never reported as processes left running, and what it started is gone", () =>
     Effect.gen(function*() {
-      const { context } = yield* setup
+      const { context, sandbox } = yield* setup
       const marks: Array<string> = []
       for (let i = 0; i < RUNS; i++) {
         const arg = uniqueArg()
         marks.push(arg)
         // A member for the kernel to end when the sandbox's init exits: its wind-down takes longer.
-        const out = yield* Tool.run(bash, { command: `sleep ${arg} & echo started` }, context).pipe(Effect.provide(TempDir.platform))
+        const out = yield* Tool.run(bash, { command: `sleep ${arg} & echo started` }, context).pipe(ToolServices.provide({ sandbox }), Effect.provide(TempDir.platform))
         assert.strictEqual(out.content, "started\n[exit code 0]", `run ${i + 1}`)
       }
       assert.deepStrictEqual(marks.flatMap(survivors), [])

@@ -17,11 +17,13 @@ import * as Sandbox from "../../src/sandbox/Sandbox.ts"
 import type { SessionSandbox } from "../../src/tools/Sandboxed.ts"
 import * as Settings from "../../src/sandbox/Settings.ts"
 import { bash } from "../../src/tools/bash.ts"
+import type { ClientTerminal } from "../../src/tools/Terminals.ts"
 import * as Tool from "../../src/tools/Tool.ts"
 import * as ProcessGroup from "../../src/tools/process/ProcessGroup.ts"
 import * as Bwrap from "../support/Bwrap.ts"
 import { survivors, uniqueArg } from "../support/Escapes.ts"
 import * as TempDir from "../support/TempDir.ts"
+import * as ToolServices from "../support/ToolServices.ts"
 import * as Visible from "../support/Visible.ts"
 
 const SERVER = join(import.meta.dirname, "..", "fixtures", "mcp", "server.ts")
@@ -50,18 +52,14 @@ const setup = (settings: Partial<Settings.Settings> = {}, roots?: (base: string)
     return { base, ws, outside, home, sandbox, manager }
   })
 
-const ctx = (cwd: string, sandbox: SessionSandbox, readOnly = false): Tool.ToolContext => ({
-  sessionId: "s1",
-  toolCallId: "c1",
-  cwd,
-  roots: [cwd],
-  readOnly,
-  progress: () => Effect.void,
-  plan: () => Effect.void,
+/** A call in `cwd`, and the sandbox its turn's commands run in. */
+const ctx = (cwd: string, sandbox: SessionSandbox, readOnly = false): { readonly context: Tool.ToolContext; readonly sandbox: SessionSandbox } => ({
+  context: { sessionId: "s1", toolCallId: "c1", cwd, roots: [cwd], readOnly },
   sandbox
 })
 
-const runBash = (args: Record<string, unknown>, context: Tool.ToolContext) => Tool.run(bash, args, context).pipe(Effect.provide(TempDir.platform))
+const runBash = (args: Record<string, unknown>, call: ReturnType<typeof ctx>) =>
+  Tool.run(bash, args, call.context).pipe(ToolServices.provide({ sandbox: call.sandbox }), Effect.provide(TempDir.platform))
 
 Bwrap.describeWithBwrap("sandbox: the bash tool", () => {
   it.live("tells the model when the sandbox refused a write, and how to ask to run outside", () =>
@@ -130,6 +128,27 @@ Bwrap.describeWithBwrap("sandbox: the bash tool", () => {
       assert.isTrue(out.ok)
       assert.strictEqual(readFileSync(join(outside, "f"), "utf8"), "x\n")
     }))
+
+  it.live("with a client's terminal: a sandboxed command still runs in the sandbox; one allowed outside runs in the client's terminal", () =>
+    Effect.gen(function*() {
+      const { ws, sandbox } = yield* setup()
+      const asked: Array<string> = []
+      const terminal: ClientTerminal = {
+        run: (options) =>
+          Effect.sync(() => void asked.push(options.command)).pipe(
+            Effect.as({ terminalId: "term-1", output: "from the editor\n", truncated: false, exitCode: 0, signal: null, timedOut: false })
+          )
+      }
+      const call = ctx(ws, sandbox)
+      const run = (args: Record<string, unknown>) =>
+        Tool.run(bash, args, call.context).pipe(ToolServices.provide({ sandbox, client: { terminal } }), Effect.provide(TempDir.platform))
+      const inside = yield* run({ command: "echo in" })
+      assert.strictEqual(inside.content, "in\n[exit code 0]")
+      assert.deepStrictEqual(asked, [])
+      const outside = yield* run({ command: "echo out", sandbox: false, reason: "test" })
+      assert.strictEqual(outside.content, "from the editor\n[exit code 0]")
+      assert.deepStrictEqual(asked, ["echo out"])
+    }))
 })
 
 Bwrap.describeWithBwrap("sandbox: MCP servers and worktrees", () => {
@@ -142,7 +161,7 @@ Bwrap.describeWithBwrap("sandbox: MCP servers and worktrees", () => {
       const mcp = yield* McpSession.start({ servers: [server], cwd: ws, sandbox }).pipe(Scope.provide(scope))
       yield* mcp.settled
       assert.strictEqual(mcp.status()[0]!.state, "ready")
-      const note = yield* Tool.run(mcp.get("box__write_note")!, { name: "n.txt", text: "x" }, ctx(ws, sandbox)).pipe(Effect.provide(TempDir.platform))
+      const note = yield* Tool.run(mcp.get("box__write_note")!, { name: "n.txt", text: "x" }, ctx(ws, sandbox).context).pipe(ToolServices.provide({ sandbox }), Effect.provide(TempDir.platform))
       assert.isFalse(note.ok)
       assert.isFalse(existsSync(join(outside, "n.txt")))
       const unsandboxed = yield* McpSession.start({ servers: [server], cwd: ws }).pipe(Scope.provide(scope))

@@ -14,6 +14,7 @@ import { edit } from "../../src/tools/edit.ts"
 import * as Tool from "../../src/tools/Tool.ts"
 import { write } from "../../src/tools/write.ts"
 import * as TempDir from "../support/TempDir.ts"
+import * as ToolServices from "../support/ToolServices.ts"
 
 // ---------------------------------------------------------------------------
 // Building a log by hand
@@ -306,7 +307,7 @@ describe("Undo.apply", () => {
     Effect.gen(function*() {
       const { cwd, put, read, apply } = yield* workspace
       put("a.ts", v0)
-      const ctx: Tool.ToolContext = { sessionId: "s-1", toolCallId: "call-x", cwd, roots: [cwd], progress: () => Effect.void, plan: () => Effect.void }
+      const ctx: Tool.ToolContext = { sessionId: "s-1", toolCallId: "call-x", cwd, roots: [cwd] }
       const log = makeLog()
       const outputs: Array<{ name: string; out: Tool.ToolOutput }> = []
       for (const [tool, args] of [
@@ -314,7 +315,7 @@ describe("Undo.apply", () => {
         [write, { path: "deep/new.ts", content: "created\n" }],
         [edit, { path: "a.ts", edits: [{ oldText: "return 2", newText: "return 3" }] }]
       ] as const) {
-        outputs.push({ name: tool.name, out: yield* Tool.run(tool, args, ctx).pipe(Effect.provide(TempDir.platform)) })
+        outputs.push({ name: tool.name, out: yield* Tool.run(tool, args, ctx).pipe(ToolServices.provide(), Effect.provide(TempDir.platform)) })
       }
       log.turn(1, ({ call }) => {
         for (const { name, out } of outputs) call(1, name, { ok: out.ok, ...(out.details?.diff ? { diff: out.details.diff } : {}) })

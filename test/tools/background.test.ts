@@ -21,21 +21,24 @@ import { bash_output, kill_shell, listed } from "../../src/tools/background.ts"
 import { bash } from "../../src/tools/bash.ts"
 import * as Background from "../../src/tools/process/Background.ts"
 import * as ProcessGroup from "../../src/tools/process/ProcessGroup.ts"
+import type * as Edges from "../../src/tools/Edges.ts"
+import type { ClientTerminal } from "../../src/tools/Terminals.ts"
 import * as Tool from "../../src/tools/Tool.ts"
 import * as ToolWorker from "../../src/tools/worker/ToolWorker.ts"
 import { eventually, getCommand, processesWith, serverCommand, uniqueTag } from "../support/Background.ts"
 import { survivors, uniqueArg } from "../support/Escapes.ts"
 import * as TempDir from "../support/TempDir.ts"
+import * as ToolServices from "../support/ToolServices.ts"
 
-const setup = (options: Background.Options = {}, extra: Partial<Tool.ToolContext> = {}) =>
+const setup = (options: Background.Options = {}, services: ToolServices.Parts = {}) =>
   Effect.gen(function*() {
     const cwd = yield* TempDir.make()
     const scope = yield* Scope.make()
     yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
     const shells = yield* Background.make(options).pipe(Scope.provide(scope))
-    const ctx: Tool.ToolContext = { sessionId: "s1", toolCallId: "c1", cwd, roots: [cwd], progress: () => Effect.void, plan: () => Effect.void, ...extra }
-    const call = (tool: Tool.Tool, args: unknown) =>
-      Tool.run(tool, args, ctx).pipe(Effect.provide(TempDir.platform), Effect.provideService(Background.Current, shells))
+    const ctx: Tool.ToolContext = { sessionId: "s1", toolCallId: "c1", cwd, roots: [cwd] }
+    const call = (tool: Tool.Tool<any, Edges.Services>, args: unknown) =>
+      Tool.run(tool, args, ctx).pipe(ToolServices.provide(services), Effect.provide(TempDir.platform), Effect.provideService(Background.Current, shells))
     const start = (command: string, extra: Record<string, unknown> = {}) =>
       Effect.map(call(bash, { command, run_in_background: true, ...extra }), (out) => {
         assert.isTrue(out.ok, out.content)
@@ -218,11 +221,11 @@ describe("background commands", () => {
       const killUnknown = yield* call(kill_shell, { id: "nope" })
       assert.isFalse(killUnknown.ok)
       const cwd = yield* TempDir.make()
-      const ctx: Tool.ToolContext = { sessionId: "s1", toolCallId: "c1", cwd, roots: [cwd], progress: () => Effect.void, plan: () => Effect.void }
-      const alone = yield* Tool.run(bash, { command: `sleep ${arg}`, run_in_background: true }, ctx).pipe(Effect.provide(TempDir.platform))
+      const ctx: Tool.ToolContext = { sessionId: "s1", toolCallId: "c1", cwd, roots: [cwd] }
+      const alone = yield* Tool.run(bash, { command: `sleep ${arg}`, run_in_background: true }, ctx).pipe(ToolServices.provide(), Effect.provide(TempDir.platform))
       assert.isFalse(alone.ok)
       assert.include(alone.content, "Background commands are not available here")
-      const read2 = yield* Tool.run(bash_output, { id: "bg1" }, ctx).pipe(Effect.provide(TempDir.platform))
+      const read2 = yield* Tool.run(bash_output, { id: "bg1" }, ctx).pipe(ToolServices.provide(), Effect.provide(TempDir.platform))
       assert.isFalse(read2.ok)
     }))
 
@@ -245,7 +248,7 @@ describe("background commands", () => {
   it.live("a background command runs in Skein even when the client offers a terminal, and its secrets are redacted", () =>
     Effect.gen(function*() {
       const asked: Array<string> = []
-      const terminal: Tool.ClientTerminal = { run: (options) => Effect.sync(() => void asked.push(options.command)).pipe(Effect.andThen(Effect.fail("not expected"))) }
+      const terminal: ClientTerminal = { run: (options) => Effect.sync(() => void asked.push(options.command)).pipe(Effect.andThen(Effect.fail("not expected"))) }
       const { start, readUntil } = yield* setup({}, { client: { terminal } })
       const secret = `bg-secret-${uniqueTag()}-value`
       Secrets.registry().addValue(secret)

@@ -8,9 +8,11 @@ import { join } from "node:path"
 import { bash, DEFAULT_TIMEOUT_MS } from "../../src/tools/bash.ts"
 import * as OutputBuffer from "../../src/tools/process/OutputBuffer.ts"
 import * as ProcessGroup from "../../src/tools/process/ProcessGroup.ts"
+import type { ClientTerminal } from "../../src/tools/Terminals.ts"
 import * as Tool from "../../src/tools/Tool.ts"
 import { survivors, uniqueArg } from "../support/Escapes.ts"
 import * as TempDir from "../support/TempDir.ts"
+import * as ToolServices from "../support/ToolServices.ts"
 
 const fixtures = join(import.meta.dirname, "..", "fixtures", "bash")
 const TREE = `sh ${JSON.stringify(join(fixtures, "tree.sh"))}`
@@ -21,12 +23,11 @@ const context = (cwd: string, overrides: Partial<Tool.ToolContext> = {}): Tool.T
   toolCallId: "t1",
   cwd,
   roots: [cwd],
-  progress: () => Effect.void,
-  plan: () => Effect.void,
   ...overrides
 })
 
-const run = (raw: unknown, ctx: Tool.ToolContext) => Tool.run(bash, raw, ctx).pipe(Effect.provide(TempDir.platform))
+const run = (raw: unknown, ctx: Tool.ToolContext, services: ToolServices.Parts = {}) =>
+  Tool.run(bash, raw, ctx).pipe(ToolServices.provide(services), Effect.provide(TempDir.platform))
 
 /**
  * Whether a process can still run. ESRCH means gone; a zombie is dead too:
@@ -266,7 +267,7 @@ describe("bash: output", () => {
       const before = process.memoryUsage().rss
       const out = yield* run(
         { command: "head -c 200000000 /dev/zero | tr '\\0' 'a'; echo; echo THE END" },
-        context(dir, { progress: (text) => Effect.sync(() => void sizes.push(text.length)) })
+        context(dir), { progress: (_id, text) => Effect.sync(() => void sizes.push(text.length)) }
       )
       const growth = process.memoryUsage().rss - before
       assert.isTrue(out.ok)
@@ -287,7 +288,7 @@ describe("bash: output", () => {
       const seen: Array<string> = []
       const out = yield* run(
         { command: "for i in 1 2 3 4 5; do echo line$i; sleep 0.2; done" },
-        context(dir, { progress: (text) => Effect.sync(() => void seen.push(text)) })
+        context(dir), { progress: (_id, text) => Effect.sync(() => void seen.push(text)) }
       )
       assert.isTrue(out.ok)
       assert.isAtLeast(seen.length, 2)
@@ -338,18 +339,18 @@ describe("bash: OutputBuffer", () => {
 })
 
 describe("bash: client terminal", () => {
-  type RunOptions = Parameters<Tool.ClientTerminal["run"]>[0]
+  type RunOptions = Parameters<ClientTerminal["run"]>[0]
   type TerminalResult = { terminalId: string; output: string; truncated: boolean; exitCode: number | null; signal: string | null; timedOut: boolean }
   const fake = (result: Effect.Effect<TerminalResult, string>) => {
     const calls: Array<RunOptions> = []
-    const terminal: Tool.ClientTerminal = { run: (options) => Effect.sync(() => void calls.push(options)).pipe(Effect.andThen(result)) }
+    const terminal: ClientTerminal = { run: (options) => Effect.sync(() => void calls.push(options)).pipe(Effect.andThen(result)) }
     return { calls, terminal }
   }
 
   it.live("runs through the client's terminal and shapes the same result", () =>
     Effect.gen(function*() {
       const { calls, terminal } = fake(Effect.succeed({ terminalId: "term-1", output: "from the editor\n", truncated: false, exitCode: 0, signal: null, timedOut: false }))
-      const out = yield* run({ command: "exit 7", timeout_ms: 5_000 }, context("/nowhere", { client: { terminal } }))
+      const out = yield* run({ command: "exit 7", timeout_ms: 5_000 }, context("/nowhere"), { client: { terminal } })
       assert.isTrue(out.ok)
       assert.strictEqual(out.content, "from the editor\n[exit code 0]")
       assert.deepStrictEqual(out.details, { output: "from the editor\n", exitCode: 0, truncated: false, terminalId: "term-1" })
@@ -359,8 +360,8 @@ describe("bash: client terminal", () => {
   it.live("a command the gate allowed as read-only gets git's code-running configuration off, there too", () =>
     Effect.gen(function*() {
       const { calls, terminal } = fake(Effect.succeed({ terminalId: "term-1", output: "", truncated: false, exitCode: 0, signal: null, timedOut: false }))
-      yield* run({ command: "git status" }, context("/w", { client: { terminal }, readOnly: true }))
-      yield* run({ command: "git status" }, context("/w", { client: { terminal } }))
+      yield* run({ command: "git status" }, context("/w", { readOnly: true }), { client: { terminal } })
+      yield* run({ command: "git status" }, context("/w"), { client: { terminal } })
       const env = calls[0]!.env ?? {}
       assert.strictEqual(env["GIT_OPTIONAL_LOCKS"], "0")
       const keys = Object.entries(env).filter(([name]) => name.startsWith("GIT_CONFIG_KEY_")).map(([, key]) => key)
@@ -371,18 +372,18 @@ describe("bash: client terminal", () => {
   it.live("a timeout, a non-zero exit and a failure of the terminal", () =>
     Effect.gen(function*() {
       const timedOut = fake(Effect.succeed({ terminalId: "term-1", output: "partial", truncated: true, exitCode: null, signal: "SIGKILL", timedOut: true }))
-      const a = yield* run({ command: "sleep 9" }, context("/w", { client: { terminal: timedOut.terminal } }))
+      const a = yield* run({ command: "sleep 9" }, context("/w"), { client: { terminal: timedOut.terminal } })
       assert.isFalse(a.ok)
       assert.strictEqual(a.content, `[output truncated by the terminal]\npartial\n[killed by SIGKILL after timeout of ${DEFAULT_TIMEOUT_MS} ms]`)
       assert.deepStrictEqual(a.details, { output: "partial", exitCode: null, truncated: true, terminalId: "term-1" })
 
       const failed = fake(Effect.succeed({ terminalId: "term-1", output: "", truncated: false, exitCode: 2, signal: null, timedOut: false }))
-      const b = yield* run({ command: "false" }, context("/w", { client: { terminal: failed.terminal } }))
+      const b = yield* run({ command: "false" }, context("/w"), { client: { terminal: failed.terminal } })
       assert.isFalse(b.ok)
       assert.strictEqual(b.content, "(no output)\n[exit code 2]")
 
       const broken = fake(Effect.fail("terminal/create is not supported"))
-      const c = yield* run({ command: "ls" }, context("/w", { client: { terminal: broken.terminal } }))
+      const c = yield* run({ command: "ls" }, context("/w"), { client: { terminal: broken.terminal } })
       assert.isFalse(c.ok)
       assert.strictEqual(c.content, "The client's terminal could not run the command: terminal/create is not supported")
     }))
@@ -390,7 +391,7 @@ describe("bash: client terminal", () => {
   it.live("output a client did not bound is bounded here", () =>
     Effect.gen(function*() {
       const { terminal } = fake(Effect.succeed({ terminalId: "term-1", output: "x".repeat(1_000_000), truncated: false, exitCode: 0, signal: null, timedOut: false }))
-      const out = yield* run({ command: "yes" }, context("/w", { client: { terminal } }))
+      const out = yield* run({ command: "yes" }, context("/w"), { client: { terminal } })
       assert.isTrue(out.details?.truncated)
       assert.isBelow(out.content.length, 64 * 1024 + 200)
     }))

@@ -19,6 +19,7 @@ import * as ProcessGroup from "../../src/tools/process/ProcessGroup.ts"
 import * as Tool from "../../src/tools/Tool.ts"
 import { ESCAPES, escapeCommand, escapePid, killSurvivors, survivors, uniqueArg } from "../support/Escapes.ts"
 import * as TempDir from "../support/TempDir.ts"
+import * as ToolServices from "../support/ToolServices.ts"
 
 const NODE = join(import.meta.dirname, "..", "..", "node_modules", ".bin", "node")
 const MCP_DAEMON = join(import.meta.dirname, "..", "fixtures", "mcp", "daemonizing.mjs")
@@ -28,11 +29,9 @@ const context = (cwd: string): Tool.ToolContext => ({
   toolCallId: "t1",
   cwd,
   roots: [cwd],
-  progress: () => Effect.void,
-  plan: () => Effect.void
 })
 
-const run = (raw: unknown, cwd: string) => Tool.run(bash, raw, context(cwd)).pipe(Effect.provide(TempDir.platform))
+const run = (raw: unknown, cwd: string) => Tool.run(bash, raw, context(cwd)).pipe(ToolServices.provide(), Effect.provide(TempDir.platform))
 
 const waitUntil = (done: () => boolean, ms: number, what: string) =>
   Effect.gen(function*() {

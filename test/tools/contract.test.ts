@@ -14,15 +14,18 @@ import { Location, ToolDetails, ToolKind } from "../../src/Vocabulary.ts"
 import { edit } from "../../src/tools/edit.ts"
 import { glob, MAX_RESULTS } from "../../src/tools/glob.ts"
 import { grep, MAX_MATCHES, MAX_OUTPUT_BYTES } from "../../src/tools/grep.ts"
-import { DEFAULT_LIMIT, MAX_BYTES, read } from "../../src/tools/read.ts"
+import { DEFAULT_LIMIT, read } from "../../src/tools/read.ts"
+import { MAX_BYTES } from "../../src/tools/TextWindow.ts"
+import type * as Edges from "../../src/tools/Edges.ts"
 import * as Tool from "../../src/tools/Tool.ts"
 import { bash_output, kill_shell } from "../../src/tools/background.ts"
 import * as Background from "../../src/tools/process/Background.ts"
 import { update_plan } from "../../src/tools/update_plan.ts"
 import { write } from "../../src/tools/write.ts"
 import * as TempDir from "../support/TempDir.ts"
+import * as ToolServices from "../support/ToolServices.ts"
 
-const tools: ReadonlyArray<Tool.Tool> = [read, write, edit, grep, glob, update_plan, bash_output, kill_shell]
+const tools: ReadonlyArray<Tool.Tool<any, Edges.Services>> = [read, write, edit, grep, glob, update_plan, bash_output, kill_shell]
 
 /** The arguments each tool takes (DESIGN.md), required ones first. */
 const signatures: Record<string, { readonly required: ReadonlyArray<string>; readonly optional: ReadonlyArray<string> }> = {
@@ -89,9 +92,7 @@ const setup = Effect.gen(function*() {
     sessionId: "s-1",
     toolCallId: "c-1",
     cwd,
-    roots: [cwd],
-    progress: () => Effect.void,
-    plan: (entries) => Effect.sync(() => void plans.push(entries))
+    roots: [cwd]
   }
   const files = (entries: Record<string, string>) => {
     for (const [name, content] of Object.entries(entries)) {
@@ -101,8 +102,8 @@ const setup = Effect.gen(function*() {
   }
   // The session's background commands (none started): bash_output and kill_shell reach it.
   const shells = yield* Background.make()
-  const run = (tool: Tool.Tool, args: unknown) =>
-    Tool.run(tool, args, ctx).pipe(Effect.provide(TempDir.platform), Effect.provideService(Background.Current, shells))
+  const run = (tool: Tool.Tool<any, Edges.Services>, args: unknown) =>
+    Tool.run(tool, args, ctx).pipe(ToolServices.provide({ plan: (entries) => Effect.sync(() => void plans.push(entries)) }), Effect.provide(TempDir.platform), Effect.provideService(Background.Current, shells))
   return { cwd, ctx, files, run, plans }
 })
 

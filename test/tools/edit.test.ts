@@ -7,20 +7,22 @@ import * as Effect from "effect/Effect"
 import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { edit, editedText } from "../../src/tools/edit.ts"
+import type { ClientAccess } from "../../src/session/ClientCalls.ts"
 import * as Tool from "../../src/tools/Tool.ts"
 import * as TempDir from "../support/TempDir.ts"
+import * as ToolServices from "../support/ToolServices.ts"
 
-const setup = (client?: Tool.ClientAccess) =>
+const setup = (client?: ClientAccess) =>
   Effect.gen(function*() {
     const base = yield* TempDir.make()
     const cwd = join(base, "ws")
     mkdirSync(cwd)
-    const ctx: Tool.ToolContext = { sessionId: "s-1", toolCallId: "call-1", cwd, roots: [cwd], progress: () => Effect.void, plan: () => Effect.void, client }
+    const ctx: Tool.ToolContext = { sessionId: "s-1", toolCallId: "call-1", cwd, roots: [cwd] }
     const file = (name: string, content: string | Uint8Array) => {
       writeFileSync(join(cwd, name), content)
       return join(cwd, name)
     }
-    const run = (args: unknown) => Tool.run(edit, args, ctx).pipe(Effect.provide(TempDir.platform))
+    const run = (args: unknown) => Tool.run(edit, args, ctx).pipe(ToolServices.provide({ client }), Effect.provide(TempDir.platform))
     return { cwd, file, run }
   })
 
@@ -138,7 +140,7 @@ describe("edit", () => {
     Effect.gen(function*() {
       const writes: Array<[string, string]> = []
       const reads: Array<string> = []
-      const client: Tool.ClientAccess = {
+      const client: ClientAccess = {
         // The editor's buffer differs from the disk (unsaved changes): the edit applies to the buffer.
         readTextFile: (path) => Effect.sync(() => reads.push(path)).pipe(Effect.as("buffer line\n")),
         writeTextFile: (path, content) => Effect.sync(() => void writes.push([path, content]))

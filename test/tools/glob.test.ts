@@ -14,7 +14,7 @@ const setup = Effect.gen(function*() {
   const base = yield* TempDir.make()
   const cwd = join(base, "ws")
   mkdirSync(cwd)
-  const ctx: Tool.ToolContext = { sessionId: "s-1", toolCallId: "c-1", cwd, roots: [cwd], progress: () => Effect.void, plan: () => Effect.void }
+  const ctx: Tool.ToolContext = { sessionId: "s-1", toolCallId: "c-1", cwd, roots: [cwd] }
   const files = (...names: ReadonlyArray<string>) => {
     for (const name of names) {
       mkdirSync(dirname(join(cwd, name)), { recursive: true })

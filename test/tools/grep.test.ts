@@ -15,7 +15,7 @@ const setup = Effect.gen(function*() {
   const base = yield* TempDir.make()
   const cwd = join(base, "ws")
   mkdirSync(cwd)
-  const ctx: Tool.ToolContext = { sessionId: "s-1", toolCallId: "c-1", cwd, roots: [cwd], progress: () => Effect.void, plan: () => Effect.void }
+  const ctx: Tool.ToolContext = { sessionId: "s-1", toolCallId: "c-1", cwd, roots: [cwd] }
   const files = (entries: Record<string, string | Uint8Array>) => {
     for (const [name, content] of Object.entries(entries)) {
       mkdirSync(dirname(join(cwd, name)), { recursive: true })

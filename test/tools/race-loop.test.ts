@@ -12,9 +12,11 @@ import { join } from "node:path"
 import { edit } from "../../src/tools/edit.ts"
 import { grep } from "../../src/tools/grep.ts"
 import { read } from "../../src/tools/read.ts"
+import type * as Edges from "../../src/tools/Edges.ts"
 import * as Tool from "../../src/tools/Tool.ts"
 import { write } from "../../src/tools/write.ts"
 import * as TempDir from "../support/TempDir.ts"
+import * as ToolServices from "../support/ToolServices.ts"
 
 const MARKER = "SECRET-MARKER-c41d"
 const RUNS = 150
@@ -58,7 +60,7 @@ const setup = Effect.gen(function*() {
   // The outside files also hold the text the edits look for, so an edit that reached them would apply.
   writeFileSync(join(outside, "file.txt"), `inside one\ninside two\n${MARKER}\n`)
   const before = snapshot(outside)
-  const ctx: Tool.ToolContext = { sessionId: "s-1", toolCallId: "call-1", cwd: ws, roots: [ws], progress: () => Effect.void, plan: () => Effect.void }
+  const ctx: Tool.ToolContext = { sessionId: "s-1", toolCallId: "call-1", cwd: ws, roots: [ws] }
   yield* Effect.acquireRelease(
     Effect.callback<ReturnType<typeof spawn>>((resume) => {
       const child = spawn(process.execPath, ["-e", FLIPPER, ws, outside], { stdio: ["ignore", "pipe", "inherit"] })
@@ -73,10 +75,10 @@ const setup = Effect.gen(function*() {
   const results: Array<Tool.ToolOutput> = []
   // RUNS calls, and more (up to MAX_RUNS) while none has gone through: on a busy machine the
   // flipper can win every race of a first batch.
-  const runMany = (tool: Tool.Tool, args: (i: number) => unknown) =>
+  const runMany = (tool: Tool.Tool<any, Edges.Services>, args: (i: number) => unknown) =>
     Effect.gen(function*() {
       for (let i = 0; i < MAX_RUNS && (i < RUNS || !results.some((out) => out.ok)); i++) {
-        results.push(yield* Tool.run(tool, args(i), ctx).pipe(Effect.provide(TempDir.platform)))
+        results.push(yield* Tool.run(tool, args(i), ctx).pipe(ToolServices.provide(), Effect.provide(TempDir.platform)))
       }
     })
   /** Nothing outside changed and no call saw outside content; some calls did succeed. */

@@ -17,9 +17,11 @@ import { glob } from "../../src/tools/glob.ts"
 import { grep } from "../../src/tools/grep.ts"
 import { read } from "../../src/tools/read.ts"
 import * as SafeFs from "../../src/fs/SafeFs.ts"
+import type * as Edges from "../../src/tools/Edges.ts"
 import * as Tool from "../../src/tools/Tool.ts"
 import { write } from "../../src/tools/write.ts"
 import * as TempDir from "../support/TempDir.ts"
+import * as ToolServices from "../support/ToolServices.ts"
 
 const MARKER = "SECRET-MARKER-7f3a"
 
@@ -47,11 +49,11 @@ const setup = Effect.gen(function*() {
   writeFileSync(join(ws, "file.txt"), "inside one\ninside two\n")
   for (const name of ["file.txt", "only-outside.txt"]) writeFileSync(join(outside, name), `${MARKER} one\n${MARKER} two\n`)
   writeFileSync(join(base, "secret.txt"), `${MARKER}\n`)
-  const ctx: Tool.ToolContext = { sessionId: "s-1", toolCallId: "call-1", cwd: ws, roots: [ws], progress: () => Effect.void, plan: () => Effect.void }
+  const ctx: Tool.ToolContext = { sessionId: "s-1", toolCallId: "call-1", cwd: ws, roots: [ws] }
   const before = snapshot(outside)
 
   /** Runs a tool; right after `realPath(trigger)` answers, `swap` runs once. */
-  const run = (tool: Tool.Tool, args: unknown, trigger: string, swap: () => void, hooks: SafeFs.Hooks = {}) => {
+  const run = (tool: Tool.Tool<any, Edges.Services>, args: unknown, trigger: string, swap: () => void, hooks: SafeFs.Hooks = {}) => {
     let swapped = false
     const racing = Layer.effect(
       FileSystem.FileSystem,
@@ -70,7 +72,7 @@ const setup = Effect.gen(function*() {
         })
       })
     ).pipe(Layer.provide(NodeFileSystem.layer))
-    return Tool.run(tool, args, ctx).pipe(
+    return Tool.run(tool, args, ctx).pipe(ToolServices.provide(),
       Effect.provide(Layer.mergeAll(racing, NodePath.layer)),
       Effect.provideService(SafeFs.Hooks, hooks),
       Effect.tap(() => Effect.sync(() => assert.isTrue(swapped, "the swap ran")))
@@ -103,8 +105,8 @@ const setup = Effect.gen(function*() {
     visit(ws)
   }
   /** Runs a tool with SafeFs hooks and no swap at the check. */
-  const runHooked = (tool: Tool.Tool, args: unknown, hooks: SafeFs.Hooks) =>
-    Tool.run(tool, args, ctx).pipe(Effect.provide(TempDir.platform), Effect.provideService(SafeFs.Hooks, hooks))
+  const runHooked = (tool: Tool.Tool<any, Edges.Services>, args: unknown, hooks: SafeFs.Hooks) =>
+    Tool.run(tool, args, ctx).pipe(ToolServices.provide(), Effect.provide(TempDir.platform), Effect.provideService(SafeFs.Hooks, hooks))
   return { base, ws, outside, run, runHooked, swapSub, swapFile, untouched }
 })
 

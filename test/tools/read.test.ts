@@ -6,20 +6,22 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { DEFAULT_LIMIT, MAX_BYTES, MAX_LINE_CHARS, read } from "../../src/tools/read.ts"
+import { DEFAULT_LIMIT, read } from "../../src/tools/read.ts"
+import { MAX_BYTES, MAX_LINE_CHARS } from "../../src/tools/TextWindow.ts"
 import * as Tool from "../../src/tools/Tool.ts"
 import * as TempDir from "../support/TempDir.ts"
+import * as ToolServices from "../support/ToolServices.ts"
 
 const setup = Effect.gen(function*() {
   const base = yield* TempDir.make()
   const cwd = join(base, "ws")
   mkdirSync(cwd)
-  const ctx: Tool.ToolContext = { sessionId: "s-1", toolCallId: "c-1", cwd, roots: [cwd], progress: () => Effect.void, plan: () => Effect.void }
+  const ctx: Tool.ToolContext = { sessionId: "s-1", toolCallId: "c-1", cwd, roots: [cwd] }
   const file = (name: string, content: string | Uint8Array) => {
     writeFileSync(join(cwd, name), content)
     return name
   }
-  const run = (args: unknown) => Tool.run(read, args, ctx).pipe(Effect.provide(TempDir.platform))
+  const run = (args: unknown) => Tool.run(read, args, ctx).pipe(ToolServices.provide(), Effect.provide(TempDir.platform))
   return { base, cwd, ctx, file, run }
 })
 

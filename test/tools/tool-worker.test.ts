@@ -14,8 +14,10 @@ import { edit } from "../../src/tools/edit.ts"
 import { glob } from "../../src/tools/glob.ts"
 import { grep } from "../../src/tools/grep.ts"
 import * as ToolWorker from "../../src/tools/worker/ToolWorker.ts"
+import type * as Edges from "../../src/tools/Edges.ts"
 import * as Tool from "../../src/tools/Tool.ts"
 import * as TempDir from "../support/TempDir.ts"
+import * as ToolServices from "../support/ToolServices.ts"
 
 /** Lines on which `(a+)+$` tries 2^26 splits of the `a`s before failing: seconds each, minutes in all. */
 const PATHOLOGICAL = `${"a".repeat(26)}b\n`.repeat(40)
@@ -38,7 +40,7 @@ const setup = Effect.gen(function*() {
   const base = yield* TempDir.make()
   const cwd = join(base, "ws")
   mkdirSync(cwd)
-  const ctx: Tool.ToolContext = { sessionId: "s-1", toolCallId: "c-1", cwd, roots: [cwd], progress: () => Effect.void, plan: () => Effect.void }
+  const ctx: Tool.ToolContext = { sessionId: "s-1", toolCallId: "c-1", cwd, roots: [cwd] }
   const read = (name: string) => readFileSync(join(cwd, name), "utf8")
   const files = (entries: Record<string, string>) => {
     for (const [name, content] of Object.entries(entries)) {
@@ -46,8 +48,8 @@ const setup = Effect.gen(function*() {
       writeFileSync(join(cwd, name), content)
     }
   }
-  const run = (tool: Tool.Tool, args: unknown, limit?: Duration.Duration) =>
-    Tool.run(tool, args, ctx).pipe(
+  const run = (tool: Tool.Tool<any, Edges.Services>, args: unknown, limit?: Duration.Duration) =>
+    Tool.run(tool, args, ctx).pipe(ToolServices.provide(),
       limit === undefined ? (effect) => effect : Effect.provideService(ToolWorker.TimeLimit, limit),
       Effect.provide(TempDir.platform)
     )

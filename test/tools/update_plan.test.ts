@@ -6,6 +6,7 @@ import * as Effect from "effect/Effect"
 import * as Tool from "../../src/tools/Tool.ts"
 import { update_plan } from "../../src/tools/update_plan.ts"
 import * as TempDir from "../support/TempDir.ts"
+import * as ToolServices from "../support/ToolServices.ts"
 
 const setup = () => {
   const published: Array<ReadonlyArray<Tool.PlanEntry>> = []
@@ -13,16 +14,14 @@ const setup = () => {
     sessionId: "s-1",
     toolCallId: "c-1",
     cwd: "/nowhere",
-    roots: ["/nowhere"],
-    progress: () => Effect.void,
-    plan: (entries) => Effect.sync(() => void published.push(entries))
+    roots: ["/nowhere"]
   }
-  const run = (args: unknown) => Tool.run(update_plan, args, ctx).pipe(Effect.provide(TempDir.platform))
+  const run = (args: unknown) => Tool.run(update_plan, args, ctx).pipe(ToolServices.provide({ plan: (entries) => Effect.sync(() => void published.push(entries)) }), Effect.provide(TempDir.platform))
   return { published, run }
 }
 
 describe("update_plan", () => {
-  it.effect("publishes the full list through ctx.plan and summarises it", () =>
+  it.effect("publishes the full list through the turn's Emit and summarises it", () =>
     Effect.gen(function*() {
       const { published, run } = setup()
       const entries: Array<Tool.PlanEntry> = [

@@ -42,7 +42,7 @@ const serve = (routes: Record<string, Handler>) =>
     (server) => Effect.sync(server.close)
   )
 
-const ctx: Tool.ToolContext = { sessionId: "s-1", toolCallId: "c-1", cwd: "/", roots: ["/"], progress: () => Effect.void, plan: () => Effect.void }
+const ctx: Tool.ToolContext = { sessionId: "s-1", toolCallId: "c-1", cwd: "/", roots: ["/"] }
 const run = (args: unknown) => Tool.run(web_fetch, args, ctx).pipe(Effect.provide(TempDir.platform))
 
 const page = (body: string | Uint8Array, type = "text/html; charset=utf-8", headers: Record<string, string> = {}): Handler => (_request, response) =>

@@ -7,17 +7,19 @@ import * as Effect from "effect/Effect"
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as SafeFs from "../../src/fs/SafeFs.ts"
+import type { ClientAccess } from "../../src/session/ClientCalls.ts"
 import * as Tool from "../../src/tools/Tool.ts"
 import { write } from "../../src/tools/write.ts"
 import * as TempDir from "../support/TempDir.ts"
+import * as ToolServices from "../support/ToolServices.ts"
 
-const setup = (client?: Tool.ClientAccess) =>
+const setup = (client?: ClientAccess) =>
   Effect.gen(function*() {
     const base = yield* TempDir.make()
     const cwd = join(base, "ws")
     mkdirSync(cwd)
-    const ctx: Tool.ToolContext = { sessionId: "s-1", toolCallId: "call-1", cwd, roots: [cwd], progress: () => Effect.void, plan: () => Effect.void, client }
-    const run = (args: unknown) => Tool.run(write, args, ctx).pipe(Effect.provide(TempDir.platform))
+    const ctx: Tool.ToolContext = { sessionId: "s-1", toolCallId: "call-1", cwd, roots: [cwd] }
+    const run = (args: unknown) => Tool.run(write, args, ctx).pipe(ToolServices.provide({ client }), Effect.provide(TempDir.platform))
     return { base, cwd, ctx, run }
   })
 
@@ -116,7 +118,7 @@ describe("write", () => {
   it.effect("writes through the client's writeTextFile when offered, not to disk", () =>
     Effect.gen(function*() {
       const calls: Array<[string, string]> = []
-      const client: Tool.ClientAccess = {
+      const client: ClientAccess = {
         writeTextFile: (path, content) => Effect.sync(() => void calls.push([path, content]))
       }
       const { cwd, run } = yield* setup(client)
@@ -129,7 +131,7 @@ describe("write", () => {
 
   it.effect("when the client cannot read the file it replaces, the diff's oldText is what the disk held (never empty)", () =>
     Effect.gen(function*() {
-      const client: Tool.ClientAccess = {
+      const client: ClientAccess = {
         readTextFile: () => Effect.fail("the editor cannot read it"),
         writeTextFile: () => Effect.void
       }
@@ -143,7 +145,7 @@ describe("write", () => {
   it.effect("a client write failure is a tool error; confinement still applies first", () =>
     Effect.gen(function*() {
       const calls: Array<string> = []
-      const client: Tool.ClientAccess = {
+      const client: ClientAccess = {
         writeTextFile: (path) => Effect.sync(() => calls.push(path)).pipe(Effect.andThen(Effect.fail("buffer is read-only")))
       }
       const { run } = yield* setup(client)
