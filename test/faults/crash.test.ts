@@ -155,8 +155,8 @@ describe("faults: kill -9 and session/load", () => {
         status: "failed",
         content: [{ type: "content", content: { type: "text", text: INTERRUPTED_TOOL } }]
       })
-      // The text of the turn_end that loading logged (turn_start, model_response, tool_call, tool_result, turn_end).
-      expect(updates.at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: INTERRUPTED_TURN }, messageId: "e5" })
+      // The text of the turn_end that loading logged (turn_start, model_response, tool_call, checkpoint, tool_result, turn_end).
+      expect(updates.at(-1)).toEqual({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: INTERRUPTED_TURN }, messageId: "e6" })
       const after = readFileSync(file, "utf8")
       expect(after.startsWith(before)).toBe(true)
       expect(after.slice(before.length).trimEnd().split("\n").map((l) => JSON.parse(l).type)).toEqual(["tool_result", "turn_end"])
