@@ -14,10 +14,13 @@
 import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
-import * as NodeZlib from "node:zlib"
+import type * as NodeZlib from "node:zlib"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { GitError } from "./Git.ts"
+
+/** Loaded at the first checkpoint, not at start-up (`test/e2e/startup.test.ts`). */
+const zlib = () => process.getBuiltinModule("node:zlib") as typeof NodeZlib
 
 const HEX = /^[0-9a-f]{40}$/
 
@@ -39,7 +42,7 @@ const store = (gitDir: string, type: "tree" | "commit", body: Buffer): Effect.Ef
   const id = NodeCrypto.createHash("sha1").update(raw).digest("hex")
   const file = NodePath.join(gitDir, "objects", id.slice(0, 2), id.slice(2))
   return Effect.tryPromise({
-    try: () => NodeFs.existsSync(file) ? Promise.resolve() : writeWhole(file, NodeZlib.deflateSync(raw)),
+    try: () => NodeFs.existsSync(file) ? Promise.resolve() : writeWhole(file, zlib().deflateSync(raw)),
     catch: failed(`Writing the checkpoint's ${type}`)
   }).pipe(Effect.as(id))
 }
