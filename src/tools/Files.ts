@@ -96,7 +96,9 @@ const client = (access: ClientFiles): Shape => {
           ? Effect.succeed(window)
           : Effect.mapError(Effect.map(read(file.absolute), (text) => TextWindow.ofText(text, offset, limit)), editor)
       )),
-    text: read === undefined ? local.text : (absolute) => Effect.mapError(read(absolute), editor),
+    // The disk's bytes still say whether it is text at all: a binary or non-UTF-8 file is refused
+    // as the disk refuses it (the editor would give text anyway, and writing it back would change every byte).
+    text: read === undefined ? local.text : (absolute, bytes) => Effect.andThen(strictText(bytes), Effect.mapError(read(absolute), editor)),
     store: write === undefined ? local.store : (target) => Effect.mapError(write(target.absolute, target.content), editor)
   }
 }
