@@ -12,7 +12,7 @@ import type * as Config from "../acp/Config.ts"
 import type * as Content from "../acp/Content.ts"
 import type * as AcpUpdates from "../acp/Update.ts"
 import { stringify as json } from "../jsonrpc/Framing.ts"
-import type { Canonical, SessionEvent, ToolResult } from "../log/Event.ts"
+import type { Canonical, SessionEvent, ToolResult, UsageShown } from "../log/Event.ts"
 import type { ToolDetails, UserBlock } from "../Vocabulary.ts"
 import * as Listing from "../log/Listing.ts"
 import { type Catalog, effortFor } from "../providers/Models.ts"
@@ -212,6 +212,14 @@ const compactionCall = (event: SessionEvent & { readonly type: "model_response" 
  * The session's title once its first prompt is known (the title `session/list` shows): the
  * update a presenter sends as the session's first turn starts (none for a later turn).
  */
+/** The context used and the session's cost so far, as ACP shows them (live, and again when a session is loaded). */
+export const usageUpdate = (usage: UsageShown): AcpUpdate => ({
+  sessionUpdate: "usage_update",
+  used: usage.used,
+  size: usage.size,
+  ...(usage.cost !== undefined ? { cost: { amount: usage.cost, currency: "USD" } } : {})
+})
+
 export const titleUpdate = (event: SessionEvent): ReadonlyArray<AcpUpdate> => {
   if (event.type !== "turn_start" || event.turn !== 1) return none
   const title = Listing.title(event.data.content)
@@ -255,12 +263,7 @@ export const live = (event: SessionEvent, options: Options = noOptions): Readonl
       // Questions are for the presenter to ask, in its own way (ACP: requests to the client).
       return none
     case "usage":
-      return [{
-        sessionUpdate: "usage_update",
-        used: event.data.used,
-        size: event.data.size,
-        ...(event.data.cost !== undefined ? { cost: { amount: event.data.cost, currency: "USD" } } : {})
-      }]
+      return [usageUpdate(event.data)]
     case "model_response":
       return compactionCall(event, options, false)
     case "turn_start":
