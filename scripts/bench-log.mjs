@@ -57,7 +57,7 @@ const makeEvents = (sessionId, n) => {
     const body = k === 0
       ? { type: "tool_call", data: { id, name: "read", args: { path: `src/file${seq}.ts` }, title: `Read src/file${seq}.ts`, kind: "read" } }
       : k === 1
-      ? { type: "tool_result", data: { id, ok: true, content: `1\t${text}` } }
+      ? { type: "tool_result", data: { id, ok: true, status: "done", content: `1\t${text}` } }
       : { type: "model_response", data: { call: seq, parts: [{ type: "text", text }], stop: "tool_use", usage: { input: 1000, output: 60 } } }
     events.push({ ...body, sessionId, seq, ts: ts + seq, turn: 1 })
   }
