@@ -44,6 +44,7 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
+import * as Blocks from "../acp/Blocks.ts"
 import * as AcpClient from "../acp/Client.ts"
 import type * as Initialize from "../acp/Initialize.ts"
 import { AgentMethod, ClientMethod } from "../acp/Methods.ts"
@@ -57,7 +58,6 @@ import type { TurnIO } from "../session/TurnContract.ts"
 import * as Ceiling from "../tools/Ceiling.ts"
 import * as ProcessGroup from "../tools/process/ProcessGroup.ts"
 import type * as Tool from "../tools/Tool.ts"
-import { userContent } from "../translate/Translate.ts"
 import { type ModelStop, promptText, type StopReason, type ToolKind, type UserBlock } from "../Vocabulary.ts"
 import * as Connection from "./ExternalConnection.ts"
 import * as Files from "./ExternalFiles.ts"
@@ -78,7 +78,7 @@ export const CANCEL_WAIT_MS = 5_000
 const promptBlock = (block: UserBlock, caps: Initialize.PromptCapabilities | undefined) =>
   (block.type === "image" && caps?.image !== true) || (block.type === "resource" && caps?.embeddedContext !== true)
     ? { type: "text" as const, text: promptText([block]) }
-    : userContent(block)
+    : Blocks.fromUserBlock(block)
 
 // ---------------------------------------------------------------------------
 // State
