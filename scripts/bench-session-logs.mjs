@@ -1,6 +1,6 @@
 // The session logs the session benches read (scripts/bench-sessions.mjs against Skein,
 // scripts/bench-sessions-floor.mjs against the plain-Node floor): many small finished sessions
-// to list, and one long one to load; and the options both take.
+// to list, and one long one to load; the options both take, and how both measure.
 import { mkdirSync, mkdtempSync, realpathSync, statSync, writeFileSync } from "node:fs"
 import os from "node:os"
 import { join } from "node:path"
@@ -70,4 +70,41 @@ export const prepare = (name) => {
   const t0 = process.hrtime.bigint()
   const big = writeSessionLogs({ ...folders, sessions, events })
   return { sessions, events, runs, tmp, ...folders, ...big, fixtureMs: Number(process.hrtime.bigint() - t0) / 1e6 }
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
+}
+export const round = (x) => Math.round(x * 10) / 10
+
+/**
+ * `listOnce` (every page, then the cwd filter's first) and `loadOnce` (the long log), each once to
+ * warm up and then `runs` times: the medians, what was listed and replayed, and the samples.
+ */
+export const measure = async ({ listOnce, loadOnce, runs, sessions, events, bigBytes }) => {
+  await listOnce()
+  const lists = []
+  for (let i = 0; i < runs; i++) lists.push(await listOnce())
+  await loadOnce()
+  const loads = []
+  for (let i = 0; i < runs; i++) loads.push(await loadOnce())
+  return {
+    list: {
+      sessions,
+      firstPageMs: round(median(lists.map((l) => l.firstPage))),
+      allPagesMs: round(median(lists.map((l) => l.allPages))),
+      listed: lists[0].count,
+      cwdFilterFirstPageMs: round(median(lists.map((l) => l.filteredPage))),
+      cwdFilterListed: lists[0].filteredCount,
+      samples: { firstPageMs: lists.map((l) => round(l.firstPage)), allPagesMs: lists.map((l) => round(l.allPages)) }
+    },
+    load: {
+      events,
+      logBytes: bigBytes,
+      loadMs: round(median(loads.map((l) => l.loadMs))),
+      replayedUpdates: loads[0].updates,
+      samples: { loadMs: loads.map((l) => round(l.loadMs)) }
+    }
+  }
 }

@@ -11,7 +11,7 @@
 import { rmSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { prepare } from "./bench-session-logs.mjs"
+import { measure, prepare } from "./bench-session-logs.mjs"
 import { Agent, msSince, now } from "../bench/client.mjs"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
@@ -56,38 +56,11 @@ const loadOnce = async () => {
   }
 }
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b)
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
-}
-const round = (x) => Math.round(x * 10) / 10
-
 try {
-  await listOnce()
-  const lists = []
-  for (let i = 0; i < RUNS; i++) lists.push(await listOnce())
-  await loadOnce()
-  const loads = []
-  for (let i = 0; i < RUNS; i++) loads.push(await loadOnce())
   const result = {
     agent: "plain-Node floor (bench/floor.mjs)",
     fixtures: { sessions: SESSIONS, events: EVENTS, logBytes: bigBytes },
-    list: {
-      sessions: SESSIONS,
-      firstPageMs: round(median(lists.map((l) => l.firstPage))),
-      allPagesMs: round(median(lists.map((l) => l.allPages))),
-      listed: lists[0].count,
-      cwdFilterFirstPageMs: round(median(lists.map((l) => l.filteredPage))),
-      cwdFilterListed: lists[0].filteredCount,
-      samples: { firstPageMs: lists.map((l) => round(l.firstPage)), allPagesMs: lists.map((l) => round(l.allPages)) }
-    },
-    load: {
-      events: EVENTS,
-      logBytes: bigBytes,
-      loadMs: round(median(loads.map((l) => l.loadMs))),
-      replayedUpdates: loads[0].updates,
-      samples: { loadMs: loads.map((l) => round(l.loadMs)) }
-    },
+    ...(await measure({ listOnce, loadOnce, runs: RUNS, sessions: SESSIONS, events: EVENTS, bigBytes })),
     runs: RUNS
   }
   process.stdout.write(JSON.stringify(result, null, 2) + "\n")

@@ -13,7 +13,7 @@ import { spawn } from "node:child_process"
 import { existsSync, rmSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { prepare } from "./bench-session-logs.mjs"
+import { measure, prepare, round } from "./bench-session-logs.mjs"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const skein = join(root, "dist", "skein.mjs")
@@ -82,11 +82,6 @@ const withAgent = (home, steps) =>
   })
 
 const ms = (start) => Number(process.hrtime.bigint() - start) / 1e6
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b)
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
-}
-const round = (x) => Math.round(x * 10) / 10
 
 const listOnce = () =>
   withAgent(listHome, async (request) => {
@@ -119,28 +114,9 @@ const loadOnce = () =>
   })
 
 try {
-  await listOnce()
-  const lists = []
-  for (let i = 0; i < RUNS; i++) lists.push(await listOnce())
-  await loadOnce()
-  const loads = []
-  for (let i = 0; i < RUNS; i++) loads.push(await loadOnce())
   const result = {
     fixtures: { sessions: SESSIONS, events: EVENTS, logBytes: bigBytes, buildMs: round(fixtureMs) },
-    list: {
-      sessions: SESSIONS,
-      firstPageMs: round(median(lists.map((l) => l.firstPage))),
-      allPagesMs: round(median(lists.map((l) => l.allPages))),
-      listed: lists[0].count,
-      cwdFilterFirstPageMs: round(median(lists.map((l) => l.filteredPage))),
-      cwdFilterListed: lists[0].filteredCount
-    },
-    load: {
-      events: EVENTS,
-      logBytes: bigBytes,
-      loadMs: round(median(loads.map((l) => l.loadMs))),
-      replayedUpdates: loads[0].updates
-    },
+    ...(await measure({ listOnce, loadOnce, runs: RUNS, sessions: SESSIONS, events: EVENTS, bigBytes })),
     runs: RUNS
   }
   process.stdout.write(JSON.stringify(result, null, 2) + "\n")
