@@ -60,13 +60,15 @@ export interface Shape {
 const disk = (error: SafeFs.Failure): Problem => ({ _tag: "Disk", error })
 const editor = (message: string): Problem => ({ _tag: "Editor", message })
 
+type NotText = Extract<Problem, { readonly _tag: "Binary" | "NotUtf8" }>
+
 /** Bytes as text for a change: refused when binary (a NUL early on) or not UTF-8. */
-const strictText = (bytes: Uint8Array): Effect.Effect<string, Problem> =>
+export const strictText = (bytes: Uint8Array): Effect.Effect<string, NotText> =>
   bytes.subarray(0, 8192).includes(0)
     ? Effect.fail({ _tag: "Binary" })
     : Effect.try({
       try: () => new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes),
-      catch: (): Problem => ({ _tag: "NotUtf8" })
+      catch: (): NotText => ({ _tag: "NotUtf8" })
     })
 
 const local: Shape = {
