@@ -37,7 +37,7 @@ const BASE_CONFIG: ReadonlyArray<readonly [string, string]> = [
 ]
 
 /** The environment of a call: Skein's (secrets removed, `drop` left out), GitGuard's, the configuration, then `extra`. */
-export const environment = (profile: Profile, extra: Readonly<Record<string, string>>): Record<string, string> => {
+const environment = (profile: Profile, extra: Readonly<Record<string, string>>): Record<string, string> => {
   const env: Record<string, string> = {}
   for (const [name, value] of Object.entries(Secrets.childEnv())) if (!profile.drop.test(name)) env[name] = value
   Object.assign(env, GitGuard.environment(env))
@@ -58,7 +58,7 @@ export interface Ran {
 }
 
 /** What git said on failure, briefly: its first line. */
-export const said = (ran: Ran): string => {
+const said = (ran: Ran): string => {
   const line = ran.stderr.split("\n").map((l) => l.trim()).find((l) => l !== "") ?? `exit code ${ran.code ?? "none"}`
   return line.replace(/^(?:fatal|error): /, "").slice(0, 300)
 }
