@@ -43,7 +43,8 @@ import * as Ceiling from "../tools/Ceiling.ts"
 import type { ModeId, StopReason, UserBlock } from "../Vocabulary.ts"
 import { admit, type Child, failureText, noChild, report, responseText, succeeded, text, workflowProblem, worktreeCall } from "./ChildReports.ts"
 import * as SessionId from "./SessionId.ts"
-import type { AnnouncedCall, Gated, Permit, TurnAgents } from "../session/TurnContract.ts"
+import { Permission, type TurnAgents } from "../session/TurnContract.ts"
+import type { ToolEnv } from "../tools/Tool.ts"
 import * as TraceContext from "../telemetry/TraceContext.ts"
 
 type Limits = Definitions.Limits
@@ -95,8 +96,6 @@ interface Options {
   /** The parent's ceiling as it is now. */
   readonly ceiling: () => Ceiling.Ceiling
   readonly rules: () => ReadonlyArray<PermissionRule>
-  /** The parent's permission gate (an isolated workspace is created only once it allows). */
-  readonly permit: (call: AnnouncedCall, subject: Gated, args: unknown) => Effect.Effect<Permit>
   /** The parent's checkpoint of its turn: a child in the shared workspace takes it before its first change. */
   readonly checkpoint?: Effect.Effect<unknown> | undefined
 }
@@ -110,9 +109,15 @@ export interface Children extends TurnAgents {
 /** How long a cancelled child may take to finalize before its scope is closed under it. */
 const SHUTDOWN_WAIT_MS = 10_000
 
-export const make = (options: Options): Effect.Effect<Children> =>
+/**
+ * The children of a turn. An isolated workspace is created only once the turn's `Permission`
+ * (the parent's gate) allows it.
+ */
+export const make = (options: Options): Effect.Effect<Children, never, Permission | ToolEnv> =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
+    const permission = yield* Permission
+    const environment = yield* Effect.context<ToolEnv>()
     const children = new Map<string, Child>()
     // The agents and limits are read once per turn, at the first use (a turn that spawns 64 reads them once).
     const catalog = yield* Effect.cached(options.factory.catalog(options.cwd))
@@ -208,7 +213,7 @@ export const make = (options: Options): Effect.Effect<Children> =>
         const workspace = request.workspace ?? "shared"
         const id = SessionId.make()
         const approve = (plan: Worktree.Plan) =>
-          Effect.flatMap(options.permit(worktreeCall(request.toolCallId, agent.name, plan), Worktree.change, plan), (permit) =>
+          Effect.flatMap(Effect.provideContext(permission.permit(worktreeCall(request.toolCallId, agent.name, plan), Worktree.change, plan), environment), (permit) =>
             permit._tag === "allow" ? Effect.void : Effect.fail(permit.reason))
         const worktree = workspace === "isolated"
           ? yield* Worktree.create({ cwd: options.cwd, id, home: factory.home, approve }).pipe(Effect.mapError((error) => error.message))
