@@ -95,8 +95,8 @@ const fallbackNotice = (reason: string | undefined): string =>
  * (whoever presents the turn); nobody there (`canAsk` false), calls that need asking are
  * denied at once.
  */
-const decide = (options: Options) => (call: AnnouncedCall, tool: Gated, args: unknown, prior?: Prior): Effect.Effect<Permit, never, ToolEnv | Questions> =>
-  Effect.gen(function*() {
+const decide = (options: Options): (call: AnnouncedCall, tool: Gated, args: unknown, prior?: Prior) => Effect.Effect<Permit, never, ToolEnv | Questions> =>
+  Effect.fn("skein.permit")(function*(call: AnnouncedCall, tool: Gated, args: unknown, prior?: Prior) {
     const command = tool.kind === "execute" && typeof (args as { command?: unknown }).command === "string"
       ? (args as { command: string }).command
       : undefined
@@ -201,7 +201,7 @@ const decide = (options: Options) => (call: AnnouncedCall, tool: Gated, args: un
       default:
         return outcome satisfies never
     }
-  })
+  }, (decision, call) => Spans.permit(decision, call))
 
 /** The session's gate as a turn's `Permission`: its questions go to the turn's `Questions`. */
 export const make = (options: Options): Effect.Effect<Permission["Service"], never, Questions> =>
