@@ -76,7 +76,7 @@ export const checkpointsFrom = (events: ReadonlyArray<Canonical>, toTurn: number
  * The turns from `toTurn` on (before `current`) that were to take a `before` checkpoint and
  * could not: a `checkpoint` notice of the turn, and no `before` checkpoint of it. Pure.
  */
-export const unprotected = (events: ReadonlyArray<Canonical>, toTurn: number, current: number): ReadonlyArray<number> => {
+const unprotected = (events: ReadonlyArray<Canonical>, toTurn: number, current: number): ReadonlyArray<number> => {
   const failed = new Set<number>()
   const taken = new Set<number>()
   for (const event of events) {

@@ -43,7 +43,7 @@ const clean = (value: string): string => {
 }
 
 /** `gen_ai.provider.name` for a wire dialect. */
-export const providerName = (dialect: string): string =>
+const providerName = (dialect: string): string =>
   dialect.startsWith("openai-") ? "openai" : dialect.startsWith("anthropic-") ? "anthropic" : dialect
 
 const turns = Metric.counter("skein.turns", { description: "Turns ended, by stop reason", incremental: true })
