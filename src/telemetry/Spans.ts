@@ -19,7 +19,8 @@
  *
  * The turn is the root of what it does, as in the spine: `invoke_agent` ⊃ `chat`,
  * `skein.compaction` ⊃ `chat`, and `execute_tool` ⊃ `skein.permit` ⊃ `skein.permission`.
- * The names of the spans that are not GenAI's are given where they are made (`Effect.fn`).
+ * `skein.permit`, `skein.compaction` and `skein.spawn` are named where they are made
+ * (`Effect.fn` in `runtime/Gate.ts`, `Compaction.ts`, `Children.ts`); this module annotates them.
  *
  * Metrics: `skein.turns` (by stop reason), `skein.tokens` (by `gen_ai.token.type`),
  * `skein.tool.calls.failed` (by tool and outcome).
