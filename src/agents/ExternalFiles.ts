@@ -1,9 +1,9 @@
 /**
  * The files Skein serves an external agent (it offers `fs`, and no terminal): its
  * `fs/read_text_file` reads inside the session's roots; its `fs/write_text_file` goes through
- * the turn's permission gate (`Permission`) as a call of the built-in `write` tool (told whether the user
- * allowed this very edit in the agent's own question), then writes inside the roots with that
- * tool over the local `Files` (Skein is the agent's editor: there is no other). Both go
+ * the turn's permission gate (`Permission`) as a call of the built-in `write` tool (told
+ * whether the user allowed this very edit in the agent's own question), then writes inside the
+ * roots with that tool over the local `Files` (Skein is the agent's editor: there is no other). Both go
  * through `SafeFs`, so a path that changes under them (a symbolic link appears) is refused.
  * A refusal is a JSON-RPC error whose message the agent reads; nothing reaches Skein's stdout.
  */
