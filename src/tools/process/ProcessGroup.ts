@@ -140,10 +140,11 @@ interface ProgramOptions {
   /** Gets stdout and stderr in arrival order; without it the caller reads `stdout`/`stderr`. */
   readonly onOutput?: ((chunk: Uint8Array) => void) | undefined
   /**
-   * Open descriptors the child inherits as 3, 4, … (a sandbox's namespaces and filter: see
-   * `sandbox/Policy.ts`). The program is then named by its path: it is not looked up.
+   * Open descriptors the child inherits as 3, 4, … (a sandbox's filter, `/dev/null` over what
+   * this process inherited: see `sandbox/Descriptors.ts`); `"ignore"` puts nothing there.
+   * The program is then named by its path: it is not looked up.
    */
-  readonly fds?: ReadonlyArray<number> | undefined
+  readonly fds?: ReadonlyArray<number | "ignore"> | undefined
   /**
    * The tree ends by itself once its leader has exited: a sandboxed command, whose PID
    * namespace's init exits with the command (the kernel then ends the rest), a moment after
