@@ -82,8 +82,11 @@ const needsHiding = (layout: Layout, path: string): boolean => {
  * filter from, when there is one.
  */
 export const bwrapOptions = (layout: Layout, options: { readonly network: "session" | "none"; readonly seccompFd?: number | undefined }): Array<string> => {
+  // No `--die-with-parent`: the init would then be killed the moment bubblewrap reports the
+  // command's exit, taking what the command left running with it before Skein could see it and
+  // tell the model. The init waits for those instead; Skein's containment ends them (and the
+  // init, whose death ends the whole namespace) as for any command, Skein's own death included.
   const out = [
-    "--die-with-parent",
     "--unshare-user",
     "--unshare-pid",
     "--unshare-ipc",
