@@ -363,8 +363,35 @@ const common = (event: SessionEvent): ReadonlyArray<AcpUpdate> => {
         { sessionUpdate: "current_mode_update", currentModeId: event.data.mode },
         { sessionUpdate: "config_option_update", configOptions: configOptions({ mode: event.data.mode as ModeId }) }
       ]
-    default:
+    // Shown by `live` or `replay` where they show at all, never the same way in both.
+    case "turn_start":
+    case "turn_input":
+    case "turn_aborted":
+    case "model_partial":
+    case "model_response":
+    case "text_delta":
+    case "thinking_delta":
+    case "tool_running":
+    case "tool_progress":
+    case "tool_terminal":
+    case "client_call":
+    case "permission":
+    case "permission_asked":
+    case "question_withdrawn":
+    case "config_changed":
+    case "mcp_servers":
+    case "subagent":
+    case "child_event":
+    case "compaction":
+    case "compacting":
+    case "skill_activation":
+    case "usage":
+    case "undo":
+    case "checkpoint":
+    case "rewound":
       return none
+    default:
+      return absurd(event)
   }
 }
 
