@@ -33,7 +33,7 @@ export const NEVER_AT_START = [
 /**
  * Modules `skein acp` does not evaluate before `session/new` is answered: the ACP schemas of the
  * client's answers (permission, files, terminals) and of `session/update`, which only external
- * agents decode and nothing before a turn needs (building them was a tenth of start-up's work).
+ * agents decode and nothing before a turn needs.
  */
 export const NOT_BEFORE_SESSION = [
   { why: "the ACP schemas of client answers and session updates", test: (input) => /^src\/acp\/(Client|Update|Protocol|index)\.ts$/.test(input) }
