@@ -16,6 +16,8 @@ export default defineConfig({
     // of its own (`isolate`): files share no module state.
     maxWorkers: Math.max(2, availableParallelism() - 1),
     // The longest files first (test/durations.json on a fresh clone): no 30 s file starts last.
-    sequence: { sequencer: LongestFirst }
+    sequence: { sequencer: LongestFirst },
+    // V8's compile cache for what each fresh worker imports natively (see the file).
+    setupFiles: ["test/support/setup.ts"]
   }
 })
