@@ -73,6 +73,8 @@ export type {
 export * as Replay from "./log/Replay.ts"
 export * as AcpReplay from "./translate/Replay.ts"
 export * as Rerun from "./runtime/Rerun.ts"
+/** What `Rerun.run` reports: each turn's tool results against the logged ones. */
+export type { Difference as RerunDifference, Report as RerunReport, TurnReport as RerunTurnReport } from "./runtime/RerunCompare.ts"
 export * as ReplayProvider from "./providers/Replay.ts"
 export { LogError } from "./log/LogError.ts"
 export { LOG_VERSION } from "./log/Event.ts"

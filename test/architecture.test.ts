@@ -3,7 +3,8 @@
  * between folders), no file imports one that imports it back (no cycle between files, type
  * imports and lazy `import()`s included), and the runtime's core (log, tools, providers,
  * runtime, mcp, session, secrets) never imports the ACP wire model: only presenters (server,
- * cli, translate) do. No source file is over 450 lines.
+ * cli, translate) do. No source file is over 450 lines. Only the package's entry points
+ * re-export: any other module's user imports a name from where it is defined.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs"
 import { dirname, join, relative, resolve } from "node:path"
@@ -137,6 +138,13 @@ describe("architecture", () => {
       .map((file) => [relative(SRC, file), readFileSync(file, "utf8").split("\n").length - 1] as const)
       .filter(([, lines]) => lines > MAX_LINES)
     expect(long).toEqual([])
+  })
+
+  it("only the entry points re-export (src/index.ts, src/acp/index.ts): no module is a shim for another's names", () => {
+    const entries = new Set(["index.ts", join("acp", "index.ts")])
+    const REEXPORT = /^export\s+(?:type\s+)?(?:\*|\{[^}]*\})(?:\s+as\s+\w+)?\s+from\s+["'][^"']+["']/gm
+    const shims = [...sources()].filter(([file]) => !entries.has(file)).flatMap(([file, text]) => [...text.matchAll(REEXPORT)].map((m) => `${file}: ${m[0].replace(/\s+/g, " ")}`))
+    expect(shims).toEqual([])
   })
 
   it("the runtime's core does not import the ACP wire model", () => {

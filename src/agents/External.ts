@@ -13,10 +13,11 @@
  *   and the next `run` starts it again (resuming its session with `session/load` when it
  *   offers that).
  * - **Protocol.** `initialize` (fs offered, no terminal), one `session/new`, then one
- *   `session/prompt` per turn. The agent's `session/request_permission` goes to `io.ask`
- *   (`ExternalQuestions.ts`); its `fs/read_text_file` and `fs/write_text_file` are served
- *   inside the session's roots, a write through `io.permit` (`ExternalFiles.ts`). Anything
- *   else is "method not found".
+ *   `session/prompt` per turn. The agent's `session/request_permission` goes to the turn's
+ *   `Questions` (`ExternalQuestions.ts`); its `fs/read_text_file` and `fs/write_text_file` are
+ *   served inside the session's roots, a write through the turn's `Permission`
+ *   (`ExternalFiles.ts`): the services `run` is provided, as the loop is. Anything else is
+ *   "method not found".
  * - **Folding.** What the agent streams, and what its requests announce, is folded into the
  *   turn's canonical events by a pure step (`ExternalFold.ts`); this runner carries out its
  *   outputs in order, one step at a time: events to log and publish, and the model call in
@@ -53,7 +54,7 @@ import * as Peer from "../jsonrpc/Peer.ts"
 import * as Rpc from "../jsonrpc/Protocol.ts"
 import type { LogError } from "../log/LogError.ts"
 import type { TurnOutcome } from "../session/Protocol.ts"
-import type { TurnIO } from "../session/TurnContract.ts"
+import type { Permission, Questions, TurnIO } from "../session/TurnContract.ts"
 import * as Ceiling from "../tools/Ceiling.ts"
 import * as ProcessGroup from "../tools/process/ProcessGroup.ts"
 import type * as Tool from "../tools/Tool.ts"
@@ -62,11 +63,11 @@ import { type ModelStop, promptText, type StopReason, type ToolKind, type UserBl
 import * as Connection from "./ExternalConnection.ts"
 import * as Files from "./ExternalFiles.ts"
 import * as Fold from "./ExternalFold.ts"
-import * as Questions from "./ExternalQuestions.ts"
+import * as AgentQuestions from "./ExternalQuestions.ts"
 
 export interface Runner {
   /** Runs one turn through the agent. Never fails: a problem is an outcome with an `error`. */
-  readonly run: (io: TurnIO) => Effect.Effect<TurnOutcome, never, Tool.ToolEnv>
+  readonly run: (io: TurnIO) => Effect.Effect<TurnOutcome, never, Tool.ToolEnv | Permission | Questions>
   /** The agent's process id while it runs. */
   readonly pid: () => number | undefined
 }
@@ -99,6 +100,8 @@ type Settled =
 /** One running prompt: the fold of its updates into the turn. */
 interface Prompt {
   readonly io: TurnIO
+  /** The turn's edges its handlers ask: the permission gate, and whoever presents the turn. */
+  readonly edges: Context.Context<Permission | Questions>
   /** The fold's state; changed only by `step`, one step at a time. */
   fold: Fold.State
   /** Still folding into its turn (nothing is logged for it once this is false). */
@@ -217,13 +220,15 @@ export const make = (agent: Connection.ExternalAgent, options: Connection.Option
     /** The running prompt as the handlers of the agent's requests see it. */
     const served = (p: Prompt): Files.Served => ({ io: p.io, step: (input) => step(p, input), ended: p.ended })
 
-    const asking: Questions.Asking = { timeoutMs: options.permissionTimeoutMs, confining }
+    const asking: AgentQuestions.Asking = { timeoutMs: options.permissionTimeoutMs, confining }
 
     const handlers = (conn: Connection.Connection) => ({
       requests: {
         [ClientMethod.sessionRequestPermission]: Peer.request(AcpClient.RequestPermissionRequest, (params) => {
           const p = promptOf(conn, params.sessionId)
-          return p === undefined ? Effect.succeed({ outcome: { outcome: "cancelled" } } as const) : Questions.requestPermission(served(p), asking, params)
+          return p === undefined
+            ? Effect.succeed({ outcome: { outcome: "cancelled" } } as const)
+            : Effect.provideContext(AgentQuestions.requestPermission(served(p), asking, params), p.edges)
         }),
         [ClientMethod.fsReadTextFile]: Peer.request(AcpClient.ReadTextFileRequest, (params) => {
           const p = promptOf(conn, params.sessionId)
@@ -231,7 +236,7 @@ export const make = (agent: Connection.ExternalAgent, options: Connection.Option
         }),
         [ClientMethod.fsWriteTextFile]: Peer.request(AcpClient.WriteTextFileRequest, (params) => {
           const p = promptOf(conn, params.sessionId)
-          return p === undefined ? Effect.fail(Files.noPrompt()) : Files.writeTextFile(served(p), params)
+          return p === undefined ? Effect.fail(Files.noPrompt()) : Effect.provideContext(Files.writeTextFile(served(p), params), p.edges)
         })
       },
       notifications: {
@@ -305,10 +310,11 @@ export const make = (agent: Connection.ExternalAgent, options: Connection.Option
         }
       })
 
-    const runPrompt = (conn: Connection.Connection, io: TurnIO) =>
+    const runPrompt = (conn: Connection.Connection, io: TurnIO, edges: Context.Context<Permission | Questions>) =>
       Effect.gen(function*() {
         const p: Prompt = {
           io,
+          edges,
           fold: Fold.initial(agent.name, io.turn, io.cwd),
           attached: true,
           broken: undefined,
@@ -374,9 +380,10 @@ export const make = (agent: Connection.ExternalAgent, options: Connection.Option
 
     const run = Effect.fn("External.run")(function*(io: TurnIO) {
       const services = yield* Effect.context<Tool.ToolEnv>()
+      const edges = yield* Effect.context<Permission | Questions>()
       const connected = yield* Effect.result(connect(io, services))
       if (Result.isFailure(connected)) return { stopReason: "end_turn", error: connected.failure } satisfies TurnOutcome
-      return yield* runPrompt(connected.success, io)
+      return yield* runPrompt(connected.success, io, edges)
     })
 
     return { run, pid: () => connection?.pid } satisfies Runner

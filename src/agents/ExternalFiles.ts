@@ -1,9 +1,9 @@
 /**
  * The files Skein serves an external agent (it offers `fs`, and no terminal): its
  * `fs/read_text_file` reads inside the session's roots; its `fs/write_text_file` goes through
- * the session's permission gate as a call of the built-in `write` tool (told whether the user
- * allowed this very edit in the agent's own question), then writes inside the roots with that
- * tool over the local `Files` (Skein is the agent's editor: there is no other). Both go
+ * the turn's permission gate (`Permission`) as a call of the built-in `write` tool (told
+ * whether the user allowed this very edit in the agent's own question), then writes inside the
+ * roots with that tool over the local `Files` (Skein is the agent's editor: there is no other). Both go
  * through `SafeFs`, so a path that changes under them (a symbolic link appears) is refused.
  * A refusal is a JSON-RPC error whose message the agent reads; nothing reaches Skein's stdout.
  */
@@ -15,7 +15,7 @@ import * as Rpc from "../jsonrpc/Protocol.ts"
 import * as SafeFs from "../fs/SafeFs.ts"
 import type { ToolStatus } from "../log/Event.ts"
 import type { ToolDetails } from "../Vocabulary.ts"
-import type { Permit, TurnIO } from "../session/TurnContract.ts"
+import { Permission, type Permit, type TurnIO } from "../session/TurnContract.ts"
 import * as Files from "../tools/Files.ts"
 import * as Tool from "../tools/Tool.ts"
 import * as Workspace from "../tools/Workspace.ts"
@@ -97,7 +97,7 @@ export const writeTextFile = (served: Served, params: AcpClient.WriteTextFileReq
     if (writing === undefined) return yield* noPrompt()
     const { call, args, own } = writing
     const permit = yield* Effect.raceFirst(
-      io.permit(call, write, args, { granted: writing.granted }),
+      Permission.use((gate) => gate.permit(call, write, args, { granted: writing.granted })),
       Effect.as(Deferred.await(served.ended), { _tag: "deny", reason: "The turn was cancelled" } satisfies Permit)
     )
     /** Ends Skein's own call of this write, if it is one. */

@@ -1,6 +1,6 @@
 /**
  * An external agent's permission questions (`session/request_permission`), put to whoever
- * presents the child's turn.
+ * presents the child's turn (its `Questions`).
  *
  * The agent's options are offered one per kind, each named by its kind (as Skein's own are);
  * the agent is answered with its own option id. Nobody to answer, or no answer in time, is the
@@ -12,6 +12,7 @@
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import type * as AcpClient from "../acp/Client.ts"
+import { Questions } from "../session/TurnContract.ts"
 import type { PermissionOption, PermissionToolCall, ToolKind } from "../Vocabulary.ts"
 import type { Served } from "./ExternalFiles.ts"
 import * as Fold from "./ExternalFold.ts"
@@ -54,7 +55,7 @@ export const requestPermission = (served: Served, asking: Asking, params: AcpCli
       ...(tracked.locations.length > 0 ? { locations: tracked.locations } : {}),
       ...(diffs.length > 0 ? { content: diffs } : {})
     }
-    const asked = served.io.ask({ toolCall, options: offered })
+    const asked = Questions.use((questions) => questions.ask({ toolCall, options: offered }))
     const answer = yield* Effect.raceFirst(
       asking.timeoutMs === undefined
         ? Effect.map(asked, (a) => ({ _tag: "answer" as const, a }))

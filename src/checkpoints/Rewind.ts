@@ -23,7 +23,8 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { Canonical, CanonicalBody } from "../log/Event.ts"
 import type { LogError } from "../log/LogError.ts"
-import type { PermissionOption, PermissionToolCall, UserBlock } from "../Vocabulary.ts"
+import { Questions } from "../session/TurnContract.ts"
+import type { UserBlock } from "../Vocabulary.ts"
 import type { Checkpoints } from "./Checkpoints.ts"
 import * as Shadow from "./Shadow.ts"
 
@@ -75,7 +76,7 @@ export const checkpointsFrom = (events: ReadonlyArray<Canonical>, toTurn: number
  * The turns from `toTurn` on (before `current`) that were to take a `before` checkpoint and
  * could not: a `checkpoint` notice of the turn, and no `before` checkpoint of it. Pure.
  */
-export const unprotected = (events: ReadonlyArray<Canonical>, toTurn: number, current: number): ReadonlyArray<number> => {
+const unprotected = (events: ReadonlyArray<Canonical>, toTurn: number, current: number): ReadonlyArray<number> => {
   const failed = new Set<number>()
   const taken = new Set<number>()
   for (const event of events) {
@@ -105,19 +106,13 @@ export interface Context {
   /** Why the session may not change files now, if it may not. */
   readonly readOnly: string | undefined
   readonly record: (body: CanonicalBody) => Effect.Effect<void, LogError>
-  /** Asks whoever presents the turn; undefined when nobody answers. */
-  readonly ask: (question: { readonly toolCall: PermissionToolCall; readonly options: ReadonlyArray<PermissionOption> }) => Effect.Effect<Answer | undefined>
-  readonly canAsk: () => boolean
 }
-
-/** A presenter's answer to the question (as the permission gate's questions are answered). */
-type Answer = { readonly outcome: "selected"; readonly optionId: string } | { readonly outcome: "cancelled" }
 
 const OVERWRITE = "allow_once"
 const KEEP = "reject_once"
 
-/** Runs `/rewind`; logs what it did. */
-export const run = (ctx: Context): Effect.Effect<void, LogError> =>
+/** Runs `/rewind`; logs what it did. A file changed meanwhile by something else is asked about (the turn's `Questions`). */
+export const run = (ctx: Context): Effect.Effect<void, LogError, Questions> =>
   Effect.gen(function*() {
     const shown = (absolute: string) => {
       const rel = NodePath.relative(ctx.cwd, absolute)
@@ -169,9 +164,10 @@ export const run = (ctx: Context): Effect.Effect<void, LogError> =>
       let keep = new Set<string>()
       if (conflicts.length > 0) {
         const names = list(conflicts.map((c) => shown(absolute(c))))
-        if (!ctx.canAsk()) return { refused: `${names} ${conflicts.length === 1 ? "was" : "were"} changed since by something other than this session, and nobody is here to say whether to overwrite ${conflicts.length === 1 ? "it" : "them"}` }
+        const questions = yield* Questions
+        if (!questions.canAsk()) return { refused: `${names} ${conflicts.length === 1 ? "was" : "were"} changed since by something other than this session, and nobody is here to say whether to overwrite ${conflicts.length === 1 ? "it" : "them"}` }
         const toolCallId = `rewind-${ctx.turn}`
-        const answer = yield* ctx.ask({
+        const answer = yield* questions.ask({
           toolCall: {
             toolCallId,
             title: `Rewind to before turn ${toTurn}: ${names} changed since by something else`,

@@ -22,6 +22,7 @@ import * as AcpReplay from "../translate/Replay.ts"
 import * as McpRecord from "../mcp/Record.ts"
 import { SessionLog } from "../log/SessionLog.ts"
 import * as Rerun from "../runtime/Rerun.ts"
+import type * as RerunCompare from "../runtime/RerunCompare.ts"
 import { sandboxSettings } from "./Config.ts"
 import * as Checks from "./Checks.ts"
 import * as Options from "./Options.ts"
@@ -39,7 +40,7 @@ const HELP = `Usage:
                                         tool results differ. Exit 0: same; 1: different.
 `
 
-const describe = (d: Rerun.Difference): Array<string> => {
+const describe = (d: RerunCompare.Difference): Array<string> => {
   const what = d.tool !== undefined ? `${d.tool} (${d.toolCallId})` : d.toolCallId ?? ""
   switch (d.kind) {
     case "missing":
@@ -54,7 +55,7 @@ const describe = (d: Rerun.Difference): Array<string> => {
 }
 
 /** The report as people read it. */
-export const formatReport = (report: Rerun.Report, cwd: string): string => {
+export const formatReport = (report: RerunCompare.Report, cwd: string): string => {
   const out = [`Re-ran session ${report.sessionId} in ${cwd}`]
   for (const turn of report.turns) {
     const head = `turn ${turn.turn}  "${turn.prompt}"`

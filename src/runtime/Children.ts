@@ -43,7 +43,9 @@ import * as Ceiling from "../tools/Ceiling.ts"
 import type { ModeId, StopReason, UserBlock } from "../Vocabulary.ts"
 import { admit, type Child, failureText, noChild, report, responseText, succeeded, text, workflowProblem, worktreeCall } from "./ChildReports.ts"
 import * as SessionId from "./SessionId.ts"
-import type { AnnouncedCall, Gated, Permit, TurnAgents } from "../session/TurnContract.ts"
+import { Permission, type TurnAgents } from "../session/TurnContract.ts"
+import type { ToolEnv } from "../tools/Tool.ts"
+import * as Spans from "../telemetry/Spans.ts"
 import * as TraceContext from "../telemetry/TraceContext.ts"
 
 type Limits = Definitions.Limits
@@ -95,8 +97,6 @@ interface Options {
   /** The parent's ceiling as it is now. */
   readonly ceiling: () => Ceiling.Ceiling
   readonly rules: () => ReadonlyArray<PermissionRule>
-  /** The parent's permission gate (an isolated workspace is created only once it allows). */
-  readonly permit: (call: AnnouncedCall, subject: Gated, args: unknown) => Effect.Effect<Permit>
   /** The parent's checkpoint of its turn: a child in the shared workspace takes it before its first change. */
   readonly checkpoint?: Effect.Effect<unknown> | undefined
 }
@@ -110,9 +110,15 @@ export interface Children extends TurnAgents {
 /** How long a cancelled child may take to finalize before its scope is closed under it. */
 const SHUTDOWN_WAIT_MS = 10_000
 
-export const make = (options: Options): Effect.Effect<Children> =>
+/**
+ * The children of a turn. An isolated workspace is created only once the turn's `Permission`
+ * (the parent's gate) allows it.
+ */
+export const make = (options: Options): Effect.Effect<Children, never, Permission | ToolEnv> =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
+    const permission = yield* Permission
+    const environment = yield* Effect.context<ToolEnv>()
     const children = new Map<string, Child>()
     // The agents and limits are read once per turn, at the first use (a turn that spawns 64 reads them once).
     const catalog = yield* Effect.cached(options.factory.catalog(options.cwd))
@@ -194,80 +200,84 @@ export const make = (options: Options): Effect.Effect<Children> =>
         child.driver = yield* Effect.forkIn(drive(child, content), scope)
       })
 
-    const spawn = (request: SpawnRequest): Effect.Effect<ChildReport, string> =>
-      Effect.gen(function*() {
-        if (closing) return yield* Effect.fail("The turn is ending; no more children can start")
-        const { agents: definitions, limits } = yield* factory.catalog(options.cwd)
-        const depth = factory.depth + 1
-        const agent = admit({ depth, limits, running: running().length, started: factory.started() + startedHere, definitions, name: request.agent ?? "general" })
-        if (typeof agent === "string") return yield* Effect.fail(agent)
-        if (agent.acp !== undefined) {
-          const refused = Ceiling.refusesExternal(options.ceiling(), agent.name)
-          if (refused !== undefined) return yield* Effect.fail(refused)
-        }
-        const workspace = request.workspace ?? "shared"
-        const id = SessionId.make()
-        const approve = (plan: Worktree.Plan) =>
-          Effect.flatMap(options.permit(worktreeCall(request.toolCallId, agent.name, plan), Worktree.change, plan), (permit) =>
-            permit._tag === "allow" ? Effect.void : Effect.fail(permit.reason))
-        const worktree = workspace === "isolated"
-          ? yield* Worktree.create({ cwd: options.cwd, id, home: factory.home, approve }).pipe(Effect.mapError((error) => error.message))
-          : undefined
-        const childScope = yield* Scope.fork(scope)
-        const session = yield* factory.open({
-          id,
-          parent: { sessionId: options.parentId, toolCallId: request.toolCallId, depth },
-          agent,
-          cwd: worktree?.cwd ?? options.cwd,
-          additionalDirectories: worktree !== undefined ? [] : options.additionalDirectories,
-          mode: options.ceiling().mode,
-          above: options.ceiling,
-          rules: options.rules(),
-          limits,
-          ...(worktree === undefined && options.checkpoint !== undefined ? { checkpoint: options.checkpoint } : {})
-        }, childScope).pipe(
-          Effect.tapError(() =>
-            Effect.andThen(Scope.close(childScope, Exit.void), worktree === undefined ? Effect.void : Effect.ignore(Worktree.remove(worktree)))
-          )
+    /** Admits, opens and announces a child (its isolated workspace once the gate allows it), in its span. */
+    const open: (request: SpawnRequest) => Effect.Effect<Child, string> = Effect.fn("skein.spawn")(function*(request: SpawnRequest) {
+      yield* Spans.spawn(request)
+      if (closing) return yield* Effect.fail("The turn is ending; no more children can start")
+      const { agents: definitions, limits } = yield* factory.catalog(options.cwd)
+      const depth = factory.depth + 1
+      const agent = admit({ depth, limits, running: running().length, started: factory.started() + startedHere, definitions, name: request.agent ?? "general" })
+      if (typeof agent === "string") return yield* Effect.fail(agent)
+      if (agent.acp !== undefined) {
+        const refused = Ceiling.refusesExternal(options.ceiling(), agent.name)
+        if (refused !== undefined) return yield* Effect.fail(refused)
+      }
+      const workspace = request.workspace ?? "shared"
+      const id = SessionId.make()
+      const approve = (plan: Worktree.Plan) =>
+        Effect.flatMap(Effect.provideContext(permission.permit(worktreeCall(request.toolCallId, agent.name, plan), Worktree.change, plan), environment), (permit) =>
+          permit._tag === "allow" ? Effect.void : Effect.fail(permit.reason))
+      const worktree = workspace === "isolated"
+        ? yield* Worktree.create({ cwd: options.cwd, id, home: factory.home, approve }).pipe(Effect.mapError((error) => error.message))
+        : undefined
+      const childScope = yield* Scope.fork(scope)
+      const session = yield* factory.open({
+        id,
+        parent: { sessionId: options.parentId, toolCallId: request.toolCallId, depth },
+        agent,
+        cwd: worktree?.cwd ?? options.cwd,
+        additionalDirectories: worktree !== undefined ? [] : options.additionalDirectories,
+        mode: options.ceiling().mode,
+        above: options.ceiling,
+        rules: options.rules(),
+        limits,
+        ...(worktree === undefined && options.checkpoint !== undefined ? { checkpoint: options.checkpoint } : {})
+      }, childScope).pipe(
+        Effect.tapError(() =>
+          Effect.andThen(Scope.close(childScope, Exit.void), worktree === undefined ? Effect.void : Effect.ignore(Worktree.remove(worktree)))
         )
-        startedHere++
-        const child: Child = {
+      )
+      startedHere++
+      const child: Child = {
+        id,
+        agent,
+        task: request.task,
+        toolCallId: request.toolCallId,
+        workspace,
+        session,
+        scope: childScope,
+        worktree,
+        timeoutMs: Math.min(request.timeoutMs ?? limits.timeoutMs, limits.timeoutMs),
+        state: "running",
+        stopReason: undefined,
+        answer: undefined,
+        error: undefined,
+        branch: worktree?.branch,
+        diff: undefined,
+        reported: true,
+        done: Deferred.makeUnsafe<void>(),
+        driver: undefined
+      }
+      children.set(id, child)
+      // Announced before any of its traffic.
+      yield* options.record({
+        type: "subagent",
+        data: {
+          event: "spawned",
           id,
-          agent,
-          task: request.task,
           toolCallId: request.toolCallId,
+          agent: agent.name,
+          task: request.task,
           workspace,
-          session,
-          scope: childScope,
-          worktree,
-          timeoutMs: Math.min(request.timeoutMs ?? limits.timeoutMs, limits.timeoutMs),
-          state: "running",
-          stopReason: undefined,
-          answer: undefined,
-          error: undefined,
-          branch: worktree?.branch,
-          diff: undefined,
-          reported: true,
-          done: Deferred.makeUnsafe<void>(),
-          driver: undefined
+          ...(worktree !== undefined ? { branch: worktree.branch } : {})
         }
-        children.set(id, child)
-        // Announced before any of its traffic.
-        yield* options.record({
-          type: "subagent",
-          data: {
-            event: "spawned",
-            id,
-            toolCallId: request.toolCallId,
-            agent: agent.name,
-            task: request.task,
-            workspace,
-            ...(worktree !== undefined ? { branch: worktree.branch } : {})
-          }
-        })
-        yield* start(child, text(request.task))
-        return report(child)
       })
+      return child
+    })
+
+    /** Starts a child on its task; its turn is beside the spawn's span, under the tool call that asked for it. */
+    const spawn = (request: SpawnRequest): Effect.Effect<ChildReport, string> =>
+      Effect.flatMap(open(request), (child) => Effect.map(start(child, text(request.task)), () => report(child)))
 
     const wait = (ids: ReadonlyArray<string> | undefined, timeoutMs: number | undefined, offset: number | undefined) =>
       Effect.gen(function*() {

@@ -169,31 +169,13 @@ export type Outcome = { readonly _tag: "Compacted"; readonly id: string } | { re
 /** The kept part's budget without a known window: enough for a few exchanges. */
 const DEFAULT_KEEP_TOKENS = 20_000
 
-/**
- * Compacts the conversation of `ctx`'s session now: the summary call (streamed, logged with
- * the compaction's id), then the `compaction` event. Never fails; interruptible (the session's
- * supervisor logs an interrupted summary call as cancelled, and no compaction happened).
- * Fails only when the log cannot be written.
- */
-export const run = (ctx: TurnContext, options: Options): Effect.Effect<Outcome, LogError> =>
+/** The summary call: streamed into the turn's state as it comes, then logged (marked `compaction: id`). */
+const summaryCall = (ctx: TurnContext, summarised: ReadonlyArray<Message>, options: Options, id: string) =>
   Effect.gen(function*() {
-    const history = ctx.history
-    const id = `${ctx.turn}.${options.call}`
-    const keepTokens = options.window === undefined ? DEFAULT_KEEP_TOKENS : Math.floor(options.window * KEEP_SHARE)
-    const where = cut(history, keepTokens)
-    if (where === undefined) return { _tag: "Failed", reason: "there is nothing to compact yet" } satisfies Outcome
-    const emit: Emit = ctx.emit
-    yield* emit.ephemeral({ type: "compacting", data: { id, trigger: options.trigger } })
-    // Both estimated the same way, so that they compare (a provider's own count is not known for the "after").
-    const before = estimate(history.messages, ctx.system)
-    const summarised = history.messages.slice(0, where.index)
     let text = ""
     let failure: string | undefined
     let stop = "end_turn" as ModelStop
     let usage: { readonly input: number; readonly output: number; readonly cached?: number } | undefined
-    ctx.state.partial = []
-    ctx.state.call = options.call
-    ctx.state.compaction = id
     yield* ctx.provider.stream({
       sessionId: ctx.sessionId,
       turn: ctx.turn,
@@ -233,7 +215,7 @@ export const run = (ctx: TurnContext, options: Options): Effect.Effect<Outcome, 
     ))
     if (failure === undefined && text.trim().length === 0) failure = "the model answered with an empty summary"
     if (failure === undefined && stop === "max_tokens") failure = "the summary was cut off by the model's output limit"
-    yield* emit.canonical({
+    yield* ctx.emit.canonical({
       type: "model_response",
       data: {
         call: options.call,
@@ -244,6 +226,34 @@ export const run = (ctx: TurnContext, options: Options): Effect.Effect<Outcome, 
         compaction: id
       }
     })
+    return { text, failure, usage, stop }
+  })
+
+/**
+ * Compacts the conversation of `ctx`'s session now: the summary call (streamed, logged with
+ * the compaction's id), then the `compaction` event. Never fails; interruptible (the session's
+ * supervisor logs an interrupted summary call as cancelled, and no compaction happened).
+ * Fails only when the log cannot be written.
+ */
+export const run: (ctx: TurnContext, options: Options) => Effect.Effect<Outcome, LogError> = Effect.fn("skein.compaction")(
+  function*(ctx: TurnContext, options: Options) {
+    const history = ctx.history
+    const id = `${ctx.turn}.${options.call}`
+    const keepTokens = options.window === undefined ? DEFAULT_KEEP_TOKENS : Math.floor(options.window * KEEP_SHARE)
+    const where = cut(history, keepTokens)
+    if (where === undefined) return { _tag: "Failed", reason: "there is nothing to compact yet" } satisfies Outcome
+    const emit: Emit = ctx.emit
+    yield* emit.ephemeral({ type: "compacting", data: { id, trigger: options.trigger } })
+    // Both estimated the same way, so that they compare (a provider's own count is not known for the "after").
+    const before = estimate(history.messages, ctx.system)
+    const summarised = history.messages.slice(0, where.index)
+    ctx.state.partial = []
+    ctx.state.call = options.call
+    ctx.state.compaction = id
+    // The summary call is a model call like the loop's (its span, its tokens), logged with the compaction's id.
+    const { text, failure } = yield* summaryCall(ctx, summarised, options, id).pipe(
+      Spans.modelCall({ dialect: ctx.provider.name, model: ctx.model, call: options.call })
+    )
     ctx.state.partial = undefined
     ctx.state.compaction = undefined
     if (failure !== undefined) return { _tag: "Failed", reason: `the summary call failed: ${failure}` } satisfies Outcome
@@ -267,4 +277,6 @@ export const run = (ctx: TurnContext, options: Options): Effect.Effect<Outcome, 
       }
     })
     return { _tag: "Compacted", id } satisfies Outcome
-  }).pipe(Spans.compaction(options.trigger))
+  },
+  (compacting, _ctx, options) => Spans.compaction(compacting, options.trigger)
+)

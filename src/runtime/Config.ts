@@ -10,7 +10,7 @@ import type * as Scope from "effect/Scope"
 import type { ExternalAgent, Options as ExternalOptions } from "../agents/ExternalConnection.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
 import type { TurnOutcome } from "../session/Protocol.ts"
-import type { TurnContext } from "../session/TurnContract.ts"
+import type { Permission, Questions, TurnContext } from "../session/TurnContract.ts"
 import type { Catalog } from "../providers/Models.ts"
 import type { Settings as SandboxSettings } from "../sandbox/Settings.ts"
 import type { Provider } from "../providers/Provider.ts"
@@ -79,7 +79,7 @@ interface Settings {
 type ExternalRunner = (
   agent: ExternalAgent,
   options: ExternalOptions
-) => Effect.Effect<{ readonly run: (ctx: TurnContext) => Effect.Effect<TurnOutcome, never, ToolEnv> }, never, Scope.Scope>
+) => Effect.Effect<{ readonly run: (ctx: TurnContext) => Effect.Effect<TurnOutcome, never, ToolEnv | Permission | Questions> }, never, Scope.Scope>
 
 export class Config extends Context.Service<Config, Settings>()("skein/runtime/Config") {
   static readonly layer = (settings: Settings) => Layer.succeed(Config, settings)

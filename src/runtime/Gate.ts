@@ -1,8 +1,8 @@
 /**
  * The permission gate of a session: applies the pure policy of
  * `tools/Permissions.ts` under the session's ceiling (`tools/Ceiling.ts`), asks the
- * presenter when the policy says so, records the answer in the log and remembers
- * "always" answers as rules.
+ * presenter when the policy says so (the turn's `Questions`), records the answer in the log and
+ * remembers "always" answers as rules. A turn is given it as its `Permission`.
  *
  * The ceiling is read at every decision, so a parent narrowed while its child works
  * (switched to `plan`, say) holds the child from its next call on; a question that was
@@ -20,36 +20,21 @@ import type { LogError } from "../log/LogError.ts"
 import * as Ceiling from "../tools/Ceiling.ts"
 import * as Confine from "../tools/commands/Confine.ts"
 import * as Permissions from "../tools/Permissions.ts"
-import type { PermissionToolCall } from "../Vocabulary.ts"
 import * as Protected from "../tools/Protected.ts"
 import * as Hosts from "../sandbox/Hosts.ts"
 import * as Address from "../tools/web/Address.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
 import type { ModeId } from "../Vocabulary.ts"
 import type { Placement, SessionSandbox } from "../tools/Sandboxed.ts"
-import type { AnnouncedCall, Gated, PermissionAnswer, Permit, Prior } from "../session/TurnContract.ts"
+import { type AnnouncedCall, type Gated, Permission, type Permit, type Prior, Questions } from "../session/TurnContract.ts"
 import * as Spans from "../telemetry/Spans.ts"
 
-/** What a presenter is asked: the live tool call (with the change it would make) and the four options. */
-interface PermissionRequest {
-  readonly sessionId: string
-  readonly toolCall: PermissionToolCall
-  readonly options: ReadonlyArray<Permissions.Option>
-}
-
-/** Asks the user. Must not fail; a problem is `cancelled`; `undefined` when nobody is there to answer. */
-type Asker = (request: PermissionRequest) => Effect.Effect<PermissionAnswer | undefined>
-
 interface Options {
-  readonly sessionId: string
   readonly cwd: string
   /** Every directory the session may touch, the cwd first (default: the cwd alone). */
   readonly roots?: ReadonlyArray<string> | undefined
   readonly mode: () => ModeId
   readonly history: History
-  readonly ask: Asker
-  /** Whether anyone can answer now (nobody presents the turn: calls that need asking are denied at once). */
-  readonly canAsk: () => boolean
   readonly timeoutMs: number
   readonly record: (body: CanonicalBody) => Effect.Effect<void, LogError>
   /** A read-only agent (an explorer): nothing that changes anything runs, whatever the mode; read-only commands run confined. */
@@ -105,8 +90,13 @@ const fallbackNotice = (reason: string | undefined): string =>
   `Commands run without a sandbox in this session${reason === undefined ? "" : ` (${reason})`}, so each is asked for as before. ` +
   "`skein doctor` shows what the sandbox needs; \"sandbox\": \"off\" in Skein's config.json turns this notice off."
 
-export const make = (options: Options) => (call: AnnouncedCall, tool: Gated, args: unknown, prior?: Prior): Effect.Effect<Permit, never, ToolEnv> =>
-  Effect.gen(function*() {
+/**
+ * The gate's decision on one call. A question goes to the `Questions` of the fiber that asks
+ * (whoever presents the turn); nobody there (`canAsk` false), calls that need asking are
+ * denied at once.
+ */
+const decide = (options: Options): (call: AnnouncedCall, tool: Gated, args: unknown, prior?: Prior) => Effect.Effect<Permit, never, ToolEnv | Questions> =>
+  Effect.fn("skein.permit")(function*(call: AnnouncedCall, tool: Gated, args: unknown, prior?: Prior) {
     const command = tool.kind === "execute" && typeof (args as { command?: unknown }).command === "string"
       ? (args as { command: string }).command
       : undefined
@@ -149,12 +139,12 @@ export const make = (options: Options) => (call: AnnouncedCall, tool: Gated, arg
       record({ type: "permission", data: { toolCallId: call.id, outcome: "unanswerable" } }),
       denied(`Permission is needed to run ${call.title}, and no one is there to answer. It was not run.`)
     )
-    if (!options.canAsk()) return yield* unanswerable
+    const questions = yield* Questions
+    if (!questions.canAsk()) return yield* unanswerable
     const choices = verdict.outside === true ? Permissions.outsideOptions : Permissions.options(tool, verdict.scope, command)
     // The change an edit would make, so the user sees it before answering (none if it cannot be worked out).
     const preview = tool.preview === undefined ? [] : yield* tool.preview(args, { cwd: options.cwd, roots: options.roots ?? [options.cwd] })
-    const answer = yield* options.ask({
-      sessionId: options.sessionId,
+    const answer = yield* questions.ask({
       toolCall: {
         toolCallId: call.id,
         title: verdict.outside === true ? Permissions.outsideTitle(call.title, outsideReason) : call.title,
@@ -211,4 +201,11 @@ export const make = (options: Options) => (call: AnnouncedCall, tool: Gated, arg
       default:
         return outcome satisfies never
     }
+  }, (decision, call) => Spans.permit(decision, call))
+
+/** The session's gate as a turn's `Permission`: its questions go to the turn's `Questions`. */
+export const make = (options: Options): Effect.Effect<Permission["Service"], never, Questions> =>
+  Questions.useSync((questions) => {
+    const gate = decide(options)
+    return Permission.of({ permit: (call, tool, args, prior) => Effect.provideService(gate(call, tool, args, prior), Questions, questions) })
   })

@@ -41,8 +41,6 @@ import * as Hooks from "../hooks/Hooks.ts"
 import { Runtime } from "./Api.ts"
 import { layer as RuntimeLayer } from "./Runtime.ts"
 
-export type { Difference, Report, TurnReport } from "./RerunCompare.ts"
-
 export interface Options {
   /** The logged session: its header and events. */
   readonly header: LogHeader

@@ -25,7 +25,7 @@ import * as Models from "../providers/Models.ts"
 import * as Prompt from "../providers/Prompt.ts"
 import * as ClientCalls from "../session/ClientCalls.ts"
 import { type Command, outcomeOf, type SendResult, type SessionError, type SessionInfo, type TurnOutcome } from "../session/Protocol.ts"
-import type * as TurnContract from "../session/TurnContract.ts"
+import * as TurnContract from "../session/TurnContract.ts"
 import { type Answer, isModeId, type ModeId, type Usage, type UserBlock } from "../Vocabulary.ts"
 import * as Ceiling from "../tools/Ceiling.ts"
 import * as Background from "../tools/process/Background.ts"
@@ -140,29 +140,34 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
         )
       })
 
-    /** Asks the presenter of `turn` a permission question; `undefined` when nobody answers. */
-    const askFor = (turn: number): TurnContract.TurnContext["ask"] => (request) =>
-      Effect.map(
-        question(turn, (requestId) => ({ type: "permission_asked", data: { requestId, toolCall: request.toolCall, options: request.options } })),
-        (answer) => (answer === undefined ? undefined : answer.outcome === "selected" ? answer : { outcome: "cancelled" as const })
-      )
     const presents = (turn: number) => SessionState.presents(actor.state(), turn)
 
-    const permitFor = (turn: number) =>
-      Checkpoints.guard(Gate.make({
-        sessionId: info.id,
-        cwd: info.cwd,
-        roots: [info.cwd, ...info.additionalDirectories],
-        mode: () => settings().mode,
-        history,
-        canAsk: () => presents(turn),
-        ask: askFor(turn),
-        timeoutMs: deps.permissionTimeoutMs,
-        record: (body) => record(turn, body),
-        readOnly: deps.readOnly,
-        above: deps.above,
-        sandbox: deps.sandbox
-      }), checkpointFor(turn))
+    /** Whoever presents `turn`, asked a question as it is; `undefined` when nobody answers. */
+    const questionsFor = (turn: number): TurnContract.Questions["Service"] => ({
+      ask: (request) =>
+        Effect.map(
+          question(turn, (requestId) => ({ type: "permission_asked", data: { requestId, toolCall: request.toolCall, options: request.options } })),
+          (answer) => (answer === undefined ? undefined : answer.outcome === "selected" ? answer : { outcome: "cancelled" as const })
+        ),
+      canAsk: () => presents(turn)
+    })
+
+    /** The permission gate of `turn` (asking its `Questions`); a call allowed to change files takes the turn's checkpoint first. */
+    const permissionFor = (turn: number) =>
+      Effect.map(
+        Gate.make({
+          cwd: info.cwd,
+          roots: [info.cwd, ...info.additionalDirectories],
+          mode: () => settings().mode,
+          history,
+          timeoutMs: deps.permissionTimeoutMs,
+          record: (body) => record(turn, body),
+          readOnly: deps.readOnly,
+          above: deps.above,
+          sandbox: deps.sandbox
+        }),
+        (gate) => TurnContract.Permission.of({ permit: Checkpoints.guard(gate.permit, checkpointFor(turn)) })
+      )
 
     /** The client's files and terminals for a turn, when its presenter's client offers them. */
     const clientFor = (q: SessionState.Queued) =>
@@ -200,9 +205,7 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
       record: (turn, body) => journal.canonical(turn, body),
       readLog: deps.readLog,
       checkpoints,
-      reach,
-      ask: askFor,
-      presents
+      reach
     }
 
     const turnEnv: SessionTurn.Env = {
@@ -218,7 +221,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
         forContent: (content: ReadonlyArray<UserBlock>) => (Commands.mayName(content) ? extensionsOf.fresh : extensionsOf.last)
       },
       system,
-      permitFor,
+      questionsFor,
+      permissionFor,
       clientFor,
       checkpointFor,
       record,

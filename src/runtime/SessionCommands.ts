@@ -51,9 +51,6 @@ export interface Env {
   readonly checkpoints: Checkpoints.Checkpoints | undefined
   /** The most the session may do now. */
   readonly reach: () => Ceiling.Ceiling
-  readonly ask: (turn: number) => TurnContract.TurnContext["ask"]
-  /** Whether someone presents turn `turn` now. */
-  readonly presents: (turn: number) => boolean
 }
 
 /** A command the model never sees ran: the rest of its prompt went nowhere, and the user is told. */
@@ -140,8 +137,8 @@ export const undo = (env: Env, turn: number): Effect.Effect<TurnOutcome, LogErro
     return { stopReason: "end_turn" }
   })
 
-/** `/rewind [N]`: the files and the conversation back to before turn N (`checkpoints/Rewind.ts`). */
-export const rewind = (env: Env, turn: number, args: string): Effect.Effect<TurnOutcome, LogError | SessionError> =>
+/** `/rewind [N]`: the files and the conversation back to before turn N (`checkpoints/Rewind.ts`); a conflict is asked of the turn's `Questions`. */
+export const rewind = (env: Env, turn: number, args: string): Effect.Effect<TurnOutcome, LogError | SessionError, TurnContract.Questions> =>
   Effect.gen(function*() {
     yield* Rewind.run({
       turn,
@@ -150,9 +147,7 @@ export const rewind = (env: Env, turn: number, args: string): Effect.Effect<Turn
       events: yield* env.readLog,
       checkpoints: env.checkpoints,
       readOnly: Ceiling.whyReadOnly(env.reach()),
-      record: (body) => env.record(turn, body),
-      ask: env.ask(turn),
-      canAsk: () => env.presents(turn)
+      record: (body) => env.record(turn, body)
     })
     return { stopReason: "end_turn" }
   })

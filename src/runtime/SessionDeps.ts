@@ -82,7 +82,7 @@ export interface Deps {
   /** The session's sandbox: its commands run in it, and are asked for accordingly. */
   readonly sandbox?: SessionSandbox | undefined
   /** Before each presented turn: the folder's trust question (`trust/Workspace.ts`); true when the answer made more load. */
-  readonly trustQuestion?: ((ask: TurnContract.TurnContext["ask"]) => Effect.Effect<boolean>) | undefined
+  readonly trustQuestion?: Effect.Effect<boolean, never, TurnContract.Questions> | undefined
   /** The hooks of a turn (`src/hooks`); without it, none run. */
   readonly hooks?: ReturnType<Workspace.Workspace["hooksFor"]> | undefined
   /** Where the session keeps checkpoints of its workspace (`$SKEIN_HOME`); without it, it keeps none. */
@@ -92,5 +92,5 @@ export interface Deps {
   /** A child in its parent's workspace: the parent's checkpoint, taken before the child's first change. */
   readonly checkpoint?: Effect.Effect<unknown> | undefined
   /** Runs a turn's work in place of the model/tool loop (an external ACP agent). */
-  readonly runTurn?: ((ctx: TurnContract.TurnContext) => Effect.Effect<TurnOutcome, never, ToolEnv>) | undefined
+  readonly runTurn?: ((ctx: TurnContract.TurnContext) => Effect.Effect<TurnOutcome, never, ToolEnv | TurnContract.Permission | TurnContract.Questions>) | undefined
 }

@@ -9,6 +9,7 @@
 import * as os from "node:os"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -17,7 +18,7 @@ import type * as History from "../log/History.ts"
 import type { LogError } from "../log/LogError.ts"
 import type { ClientAccess } from "../session/ClientCalls.ts"
 import type { SessionInfo, TurnOutcome } from "../session/Protocol.ts"
-import type * as TurnContract from "../session/TurnContract.ts"
+import * as TurnContract from "../session/TurnContract.ts"
 import * as Skills from "../skills/Skills.ts"
 import type * as Ceiling from "../tools/Ceiling.ts"
 import type * as Edges from "../tools/Edges.ts"
@@ -49,7 +50,10 @@ export interface Env {
   readonly extensions: { readonly fresh: Effect.Effect<SessionCommands.Extensions>; readonly forContent: (content: TurnContract.TurnContext["content"]) => Effect.Effect<SessionCommands.Extensions> }
   /** The system prompt for a turn offered `toolkit`. */
   readonly system: (toolkit: Toolkit) => Effect.Effect<string>
-  readonly permitFor: (turn: number) => TurnContract.TurnContext["permit"]
+  /** Whoever presents a turn, as its `Questions`. */
+  readonly questionsFor: (turn: number) => TurnContract.Questions["Service"]
+  /** The permission gate of a turn, asking its `Questions`. */
+  readonly permissionFor: (turn: number) => Effect.Effect<TurnContract.Permission["Service"], never, TurnContract.Questions>
   readonly clientFor: (q: SessionState.Queued) => ClientAccess | undefined
   readonly checkpointFor: (turn: number) => Effect.Effect<unknown>
   /** Logs an event of a turn, and what follows it (the usage it reports). */
@@ -91,8 +95,6 @@ const contextOf = (env: Env, q: SessionState.Queued, resolved: SessionCommands.R
       emit,
       state,
       notices: deps.notices,
-      permit: env.permitFor(q.turn),
-      ask: env.commands.ask(q.turn),
       agent: deps.agent,
       agents,
       readRoots: Skills.readableFolders(extensions.skills, deps.userHome ?? os.homedir()),
@@ -110,7 +112,7 @@ const contextOf = (env: Env, q: SessionState.Queued, resolved: SessionCommands.R
   })
 
 /** What the turn runs: a local command, an external agent's turn, or the model/tool loop. */
-const workOf = (env: Env, ctx: TurnContract.TurnContext, resolved: SessionCommands.Resolved): Effect.Effect<TurnOutcome, unknown, ToolEnv | Edges.Services> => {
+const workOf = (env: Env, ctx: TurnContract.TurnContext, resolved: SessionCommands.Resolved): Effect.Effect<TurnOutcome, unknown, ToolEnv | Edges.Services | TurnContract.Permission | TurnContract.Questions> => {
   const local = resolved.command?.local === true ? resolved.command : undefined
   switch (local?.name) {
     case "compact":
@@ -131,8 +133,12 @@ export const supervise = (env: Env, q: SessionState.Queued, cancelled: boolean):
   return Effect.uninterruptibleMask((restore) =>
     Effect.gen(function*() {
       const state: TurnContract.TurnState = { partial: undefined, call: 0, requested: new Map() }
+      // The turn's own edges: whoever presents it, asked its questions, and the permission gate that asks them.
+      const questions = env.questionsFor(q.turn)
+      const permission = yield* Effect.provideService(env.permissionFor(q.turn), TurnContract.Questions, questions)
+      const edges = Context.make(TurnContract.Questions, questions).pipe(Context.add(TurnContract.Permission, permission))
       // A folder's own definitions load once it is trusted: the question comes before they are read.
-      const trusted = q.presented && deps.trustQuestion !== undefined && (yield* deps.trustQuestion(env.commands.ask(q.turn)))
+      const trusted = q.presented && deps.trustQuestion !== undefined && (yield* Effect.provideContext(deps.trustQuestion, edges))
       const extensions = yield* (trusted ? env.extensions.fresh : env.extensions.forContent(q.content))
       const resolved = yield* SessionCommands.resolve(env.commands, q.content, extensions)
       const start: CanonicalBody = {
@@ -158,7 +164,6 @@ export const supervise = (env: Env, q: SessionState.Queued, cancelled: boolean):
       } else if (cancelled || env.actor.state().closed) {
         exit = Exit.interrupt()
       } else {
-        const permit = env.permitFor(q.turn)
         children = deps.children === undefined ? undefined : yield* Children.make({
           parentId: info.id,
           cwd: info.cwd,
@@ -170,9 +175,8 @@ export const supervise = (env: Env, q: SessionState.Queued, cancelled: boolean):
           client: q.client,
           ceiling: env.reach,
           rules: () => env.history.rules,
-          permit: (call, subject, args) => Effect.provideContext(permit(call, subject, args), deps.services),
           checkpoint: env.checkpointFor(q.turn)
-        })
+        }).pipe(Effect.provideContext(edges), Effect.provideContext(deps.services))
         const ctx = yield* contextOf(env, q, resolved, extensions, state, children)
         // What the turn's tools use, decided once for the turn: the client's files and terminal or Skein's, the sandbox.
         const services = TurnServices.make({
@@ -181,7 +185,7 @@ export const supervise = (env: Env, q: SessionState.Queued, cancelled: boolean):
           sandbox: deps.sandbox,
           agents: children,
           skills: SessionCommands.skillsFor(env.commands, q.turn, extensions)
-        })
+        }).pipe(Context.merge(edges))
         const work = workOf(env, ctx, resolved).pipe(
           Effect.provideContext(services),
           Effect.provideContext(deps.services),

@@ -3,9 +3,9 @@
  * calling tools, fails, or the iteration cap is reached.
  *
  * Its edges are parameters (the provider, the tools, the event sink), so tests
- * drive it with a scripted provider instead of mocking a network; what its tools
- * use (files, terminals, children, skills: `tools/Edges.ts`) is provided to the
- * turn as services. It never
+ * drive it with a scripted provider instead of mocking a network; the permission
+ * gate (`Permission`) and what its tools use (files, terminals, children, skills:
+ * `tools/Edges.ts`) are provided to the turn as services. It never
  * fails for model or tool problems: those are outcomes. It is interruptible
  * everywhere; the session's supervisor finalizes whatever it leaves open.
  */
@@ -16,7 +16,7 @@ import { appendPart } from "../log/History.ts"
 import type { StreamPart } from "../providers/Provider.ts"
 import * as Tool from "../tools/Tool.ts"
 import type { TurnOutcome } from "../session/Protocol.ts"
-import type { AnnouncedCall, Permit, Prior, TurnContext } from "../session/TurnContract.ts"
+import { type AnnouncedCall, Permission, type Permit, type Prior, type TurnContext } from "../session/TurnContract.ts"
 import * as Spans from "../telemetry/Spans.ts"
 import * as Checkpoint from "./Checkpoint.ts"
 import * as Compaction from "./Compaction.ts"
@@ -133,7 +133,7 @@ const executeToolCall = (ctx: TurnContext, call: { readonly id: string; readonly
       yield* Spans.toolEnded(call.name, known, "denied")
       return pre.stop
     }
-    const permit: Permit = runnable ? yield* ctx.permit(announced, tool, args, priorOf(pre?.decision)) : { _tag: "allow" }
+    const permit: Permit = runnable ? yield* Permission.use((gate) => gate.permit(announced, tool, args, priorOf(pre?.decision))) : { _tag: "allow" }
     if (permit._tag === "deny") {
       yield* ctx.emit.canonical({ type: "tool_result", data: { id: call.id, title: announced.title, ok: false, status: "denied", content: permit.reason } })
       yield* Spans.toolEnded(call.name, known, "denied")

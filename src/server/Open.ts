@@ -12,6 +12,7 @@ import * as Protocol from "../jsonrpc/Protocol.ts"
 import type { Canonical } from "../log/Event.ts"
 import type { Session } from "../session/Protocol.ts"
 import * as Present from "../translate/Present.ts"
+import type * as Shown from "../translate/Shown.ts"
 import * as Replay from "../translate/Replay.ts"
 import type * as Translate from "../translate/Translate.ts"
 import * as Connection from "./Connection.ts"
@@ -30,7 +31,7 @@ const watchOthers = (c: Connection.Connection, s: Session) =>
     const others = new Map<number, { readonly presenter: Present.Presenter; readonly encodeFor: Encoders }>()
     yield* s.events.pipe(Stream.runForEachArray((events) => {
       const lines: Array<string> = []
-      const show = (watched: { readonly encodeFor: Encoders }, actions: ReadonlyArray<Present.Action>) => {
+      const show = (watched: { readonly encodeFor: Encoders }, actions: ReadonlyArray<Shown.Action>) => {
         for (const action of actions) if (action._tag === "update") lines.push(watched.encodeFor(action.sessionId)(action.update as Translate.Update))
       }
       for (const event of events) {

@@ -1,9 +1,9 @@
 /**
  * The turn's contract: what a turn is given by its session (its context: the prompt, the
- * model, the tools, and its edges — emit, permit, ask, agents; what its tools use besides is
- * provided to the turn as services, `tools/Edges.ts`), what it shares with the
- * session's supervisor (its state), what the permission gate is shown and says, and how a
- * turn ends (`TurnOutcome`, in `Protocol.ts`).
+ * model, the tools, emit and its children), the edges it is provided as services for the
+ * turn (`Permission` and `Questions` here; what its tools use, in `tools/Edges.ts`), what it
+ * shares with the session's supervisor (its state), what the permission gate is shown and
+ * says, and how a turn ends (`TurnOutcome`, in `Protocol.ts`).
  *
  * It lives below the runtime so that whatever runs a turn imports it instead of each other:
  * the loop (`runtime/Turn.ts`), the gate (`runtime/Gate.ts`), compaction, the children of a
@@ -11,7 +11,8 @@
  * boundary (into the log, from a presenter) are Schemas; the rest, which holds functions, are
  * plain types.
  */
-import type * as Effect from "effect/Effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { type CanonicalBody, type EphemeralBody, ToolCall } from "../log/Event.ts"
 import type { TurnHooks } from "../hooks/Hooks.ts"
@@ -58,13 +59,33 @@ export interface Prior {
   readonly ask?: boolean | undefined
 }
 
-/** The permission gate of a turn: may this announced call run? */
-type PermitFn = (call: AnnouncedCall, tool: Gated, args: unknown, prior?: Prior) => Effect.Effect<Permit, never, ToolEnv>
+/**
+ * The permission gate of a turn (`runtime/Gate.ts`): may this announced call run? A denial's
+ * reason goes to the model. Provided to the turn's fiber when the turn starts; the loop, the
+ * children's isolated workspaces and an external agent's writes all ask it.
+ */
+export class Permission extends Context.Service<Permission, {
+  readonly permit: (call: AnnouncedCall, tool: Gated, args: unknown, prior?: Prior) => Effect.Effect<Permit, never, ToolEnv>
+}>()("skein/session/Permission") {}
 
-/** A permission question as it is, for whoever presents the turn. */
-interface Question {
+/** A question as it is put to whoever presents the turn: a tool call and the options offered. */
+export interface Question {
   readonly toolCall: PermissionToolCall
   readonly options: ReadonlyArray<PermissionOption>
+}
+
+/**
+ * Whoever presents the turn, asked a question as it is: the permission gate's, an external
+ * agent's own, `/rewind`'s and the folder's trust question. Provided to the turn's fiber when
+ * the turn starts. `ask` never fails: `undefined` when nobody answers (nobody presents the turn,
+ * or they went away meanwhile); `canAsk` says whether anyone presents it now.
+ */
+export class Questions extends Context.Service<Questions, {
+  readonly ask: (question: Question) => Effect.Effect<PermissionAnswer | undefined>
+  readonly canAsk: () => boolean
+}>()("skein/session/Questions") {
+  /** A turn nobody presents: nobody is asked. */
+  static readonly none: Questions["Service"] = { ask: () => Effect.succeed(undefined), canAsk: () => false }
 }
 
 /** What the loop shares with its supervisor, so an interrupted call can be finalized honestly. */
@@ -113,13 +134,6 @@ export interface TurnContext {
   readonly maxTurnRequests: number
   readonly emit: Emit
   readonly state: TurnState
-  /** The permission gate: may this announced call run? A denial's reason goes to the model. */
-  readonly permit: PermitFn
-  /**
-   * Asks whoever presents the turn a permission question as it is (for a turn run elsewhere:
-   * an external agent's own questions). `undefined` when nobody can answer; never fails.
-   */
-  readonly ask: (question: Question) => Effect.Effect<PermissionAnswer | undefined>
   /** The agent a child session runs as (the provider is told). */
   readonly agent?: string | undefined
   /**
@@ -155,6 +169,7 @@ export interface TurnContext {
 
 /**
  * What a turn run elsewhere (by an external agent) uses of its context: the prompt, where it
- * runs, the log's view, its edges. The agent brings its own model and tools.
+ * runs, the log's view, emit. The agent brings its own model and tools; it is provided the
+ * turn's `Permission` and `Questions` as the loop is.
  */
-export type TurnIO = Pick<TurnContext, "sessionId" | "turn" | "content" | "cwd" | "roots" | "history" | "emit" | "state" | "permit" | "ask">
+export type TurnIO = Pick<TurnContext, "sessionId" | "turn" | "content" | "cwd" | "roots" | "history" | "emit" | "state">

@@ -9,8 +9,18 @@
  * - `chat <model>`: a model call (`gen_ai.provider.name`, `gen_ai.request.model`, tokens in and
  *   out, the session's cost so far when the model's price is known).
  * - `execute_tool <tool>`: a tool call, with how it ended (`ok`, `error`, `denied`).
- * - `skein.permission`: the wait for an answer to a permission question, with the answer.
- * - `skein.compaction`: a compaction of the conversation.
+ * - `skein.permit`: the permission gate's decision on a call (under its tool call, or under
+ *   `skein.spawn` for an isolated workspace), with the verdict.
+ * - `skein.permission`: the wait for an answer to a permission question (under the decision
+ *   that asked it), with the answer.
+ * - `skein.compaction`: a compaction of the conversation; its summary call is a `chat` under it.
+ * - `skein.spawn`: a child session started by a tool call (the agent, the workspace); the
+ *   child's turn is under the same tool call.
+ *
+ * The turn is the root of what it does, as in the spine: `invoke_agent` ⊃ `chat`,
+ * `skein.compaction` ⊃ `chat`, and `execute_tool` ⊃ `skein.permit` ⊃ `skein.permission`.
+ * `skein.permit`, `skein.compaction` and `skein.spawn` are named where they are made
+ * (`Effect.fn` in `runtime/Gate.ts`, `Compaction.ts`, `Children.ts`); this module annotates them.
  *
  * Metrics: `skein.turns` (by stop reason), `skein.tokens` (by `gen_ai.token.type`),
  * `skein.tool.calls.failed` (by tool and outcome).
@@ -34,7 +44,7 @@ const clean = (value: string): string => {
 }
 
 /** `gen_ai.provider.name` for a wire dialect. */
-export const providerName = (dialect: string): string =>
+const providerName = (dialect: string): string =>
   dialect.startsWith("openai-") ? "openai" : dialect.startsWith("anthropic-") ? "anthropic" : dialect
 
 const turns = Metric.counter("skein.turns", { description: "Turns ended, by stop reason", incremental: true })
@@ -153,9 +163,27 @@ export const permission = <A>(tool: string, outcome: (answer: A) => string) => <
     Effect.withSpan("skein.permission", { kind: "internal", attributes: { "gen_ai.tool.name": clean(tool) } })
   )
 
-/** Runs a compaction in its span. */
-export const compaction = (trigger: string) => <A extends { readonly _tag: string }, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  self.pipe(
-    Effect.tap((outcome) => Effect.annotateCurrentSpan("skein.compaction.outcome", outcome._tag)),
-    Effect.withSpan("skein.compaction", { kind: "internal", attributes: { "skein.compaction.trigger": trigger } })
+/** In a compaction's span (`skein.compaction`): what started it, and what came of it. */
+export const compaction = <A extends { readonly _tag: string }, E, R>(self: Effect.Effect<A, E, R>, trigger: string): Effect.Effect<A, E, R> =>
+  Effect.andThen(
+    Effect.annotateCurrentSpan("skein.compaction.trigger", trigger),
+    Effect.tap(self, (outcome) => Effect.annotateCurrentSpan("skein.compaction.outcome", outcome._tag))
   )
+
+/**
+ * In the gate's span (`skein.permit`): the tool, and the verdict — `allow`, `allow_read_only`
+ * (allowed confined to reading) or `deny`.
+ */
+export const permit = <A extends { readonly _tag: "allow" | "deny"; readonly readOnly?: true | undefined }, E, R>(
+  self: Effect.Effect<A, E, R>,
+  call: { readonly name: string }
+): Effect.Effect<A, E, R> =>
+  Effect.andThen(
+    Effect.annotateCurrentSpan("gen_ai.tool.name", clean(call.name)),
+    Effect.tap(self, (verdict) =>
+      Effect.annotateCurrentSpan("skein.permit.verdict", verdict._tag === "deny" ? "deny" : verdict.readOnly === true ? "allow_read_only" : "allow"))
+  )
+
+/** In a spawn's span (`skein.spawn`): the agent asked for and the workspace. */
+export const spawn = (request: { readonly agent?: string | undefined; readonly workspace?: string | undefined }): Effect.Effect<void> =>
+  Effect.annotateCurrentSpan({ "gen_ai.agent.name": clean(request.agent ?? "general"), "skein.spawn.workspace": request.workspace ?? "shared" })

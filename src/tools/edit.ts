@@ -15,7 +15,6 @@ import * as PathLocks from "./PathLocks.ts"
 import * as Preview from "./Preview.ts"
 import * as SafeFs from "../fs/SafeFs.ts"
 import * as Tool from "./Tool.ts"
-import * as Edits from "./worker/edits.ts"
 import * as ToolWorker from "./worker/ToolWorker.ts"
 import * as Workspace from "./Workspace.ts"
 import { absoluteOf, describeProblem, editScope, inspect, plural, store } from "./write.ts"
@@ -33,11 +32,6 @@ const Params = Schema.Struct({
 })
 type Params = typeof Params.Type
 
-/**
- * The text an edit makes of `original` (the edits applied in order, a CRLF file kept CRLF), or
- * why it fails. Pure, and shared with the permission request's preview of the change.
- */
-export const editedText = Edits.rewrite
 
 export const edit = Tool.define<Params, Files.Files>({
   name: "edit",

@@ -26,7 +26,6 @@ export const MAX_OUTPUT_BYTES = 30 * 1024
 /** Files larger than this are not searched. */
 const MAX_FILE_BYTES = 1024 * 1024
 /** Characters of one matching line shown. */
-export const MAX_LINE_CHARS = Match.MAX_LINE_CHARS
 /** Paths sent to the worker at once to be matched against `glob`. */
 const GLOB_BATCH = 512
 /** Matches counted (past those shown) before the search stops. */
@@ -94,7 +93,7 @@ export const grep = Tool.define<Params>({
     "Search file contents with a JavaScript regular expression, line by line (a match cannot span lines); start the pattern with (?i) to ignore case.",
     "Searches the files under `path` (default: the working directory; may be a single file), optionally only those matching `glob`.",
     "Files excluded by .gitignore, the .git and node_modules directories, binary files and files over 1 MB are skipped; symbolic links are not followed.",
-    `Prints \`path:line: text\` for each matching line; at most ${MAX_MATCHES} matches and about ${MAX_OUTPUT_BYTES / 1024} KB are shown, lines are cut to ${MAX_LINE_CHARS} characters, and the output says how many more matches there are.`,
+    `Prints \`path:line: text\` for each matching line; at most ${MAX_MATCHES} matches and about ${MAX_OUTPUT_BYTES / 1024} KB are shown, lines are cut to ${Match.MAX_LINE_CHARS} characters, and the output says how many more matches there are.`,
     "Narrow `path` or `glob` when results are cut.",
     `A search still running after ${ToolWorker.formatLimit(ToolWorker.TimeLimit.defaultValue())} is stopped with an error: avoid nested repetition such as (a+)+, which can take exponential time.`
   ].join(" "),

@@ -16,10 +16,10 @@ import { absurd } from "effect/Function"
 import type { Canonical, SessionEvent } from "../log/Event.ts"
 import * as Children from "./Children.ts"
 import type * as Shown from "./Shown.ts"
+import type { Action } from "./Shown.ts"
 import type * as Translate from "./Translate.ts"
 import * as View from "./View.ts"
 
-export type Action = Shown.Action
 
 export interface Options {
   /** The client shows child sessions as sessions (`clientCapabilities.subagents`, unstable). */

@@ -21,13 +21,9 @@ import type { LogError } from "../log/LogError.ts"
 import * as Hooks from "../hooks/Hooks.ts"
 import * as HookSettings from "../hooks/Settings.ts"
 import type { SessionSandbox } from "../tools/Sandboxed.ts"
+import { Questions } from "../session/TurnContract.ts"
 import type { PermissionOption, PermissionToolCall } from "../Vocabulary.ts"
 import * as Trust from "./Trust.ts"
-
-/** Asks the presenter of a turn (`TurnContext.ask`); `undefined` when nobody can answer. */
-export type Ask = (question: { readonly toolCall: PermissionToolCall; readonly options: ReadonlyArray<PermissionOption> }) => Effect.Effect<
-  { readonly outcome: "selected"; readonly optionId: string } | { readonly outcome: "cancelled" } | undefined
->
 
 const TRUST_OPTIONS: ReadonlyArray<PermissionOption> = [
   { optionId: "allow_always", name: "Trust this folder", kind: "allow_always" },
@@ -63,24 +59,25 @@ export const make = (options: Options) => {
   const loadsProject = (cwd: string): Effect.Effect<boolean> => Effect.map(status(cwd), (s) => s.loads)
 
   /**
-   * The trust question of one session (asked once at most): run before each presented turn;
-   * true when the answer made the folder's definitions load.
+   * The trust question of one session (asked once at most), put to whoever presents the turn
+   * (its `Questions`): run before each presented turn; true when the answer made the folder's
+   * definitions load.
    */
   const questionFor = (cwd: string) => {
     let asked = false
-    return (ask: Ask): Effect.Effect<boolean> =>
-      Effect.gen(function*() {
-        if (asked || options.policy !== "ask") return false
-        const now = yield* status(cwd)
-        if (now.loads || now.state._tag === "denied") return false
-        asked = true
-        const answer = yield* ask({ toolCall: question(now, `trust-${(yield* Clock.currentTimeMillis).toString(36)}`), options: TRUST_OPTIONS })
-        if (answer?.outcome !== "selected" || (answer.optionId !== "allow_always" && answer.optionId !== "reject_always")) return false
-        const trusted = answer.optionId === "allow_always"
-        const saved = yield* Effect.result(Trust.remember(options.home, now.project, trusted, yield* Clock.currentTimeMillis))
-        if (saved._tag === "Failure") yield* Effect.logWarning(`The trust answer for ${now.project} was not remembered: ${saved.failure}`)
-        return trusted
-      })
+    return Effect.gen(function*() {
+      if (asked || options.policy !== "ask") return false
+      const now = yield* status(cwd)
+      if (now.loads || now.state._tag === "denied") return false
+      asked = true
+      const questions = yield* Questions
+      const answer = yield* questions.ask({ toolCall: question(now, `trust-${(yield* Clock.currentTimeMillis).toString(36)}`), options: TRUST_OPTIONS })
+      if (answer?.outcome !== "selected" || (answer.optionId !== "allow_always" && answer.optionId !== "reject_always")) return false
+      const trusted = answer.optionId === "allow_always"
+      const saved = yield* Effect.result(Trust.remember(options.home, now.project, trusted, yield* Clock.currentTimeMillis))
+      if (saved._tag === "Failure") yield* Effect.logWarning(`The trust answer for ${now.project} was not remembered: ${saved.failure}`)
+      return trusted
+    })
   }
 
   /**

@@ -1,12 +1,14 @@
 /**
  * External ACP agents, driven for real: the agent is Skein itself (`dist/skein.mjs acp` with a
  * scripted provider), run by `External.make(...).run(io)` as an ACP client would run it. The
- * test's `io` plays the session: it stamps and logs the events into a real History, answers
- * the agent's questions, plays the permission gate, and finalizes each turn the way the
+ * test's `io` plays the session: it stamps and logs the events into a real History; the turn's
+ * `Questions` and `Permission` it is provided answer the agent's questions and play the
+ * permission gate; and it finalizes each turn the way the
  * session's supervisor does. Then the log must hold together (every tool call part of a model
  * response, every call answered once) and replay into the expected transcript.
  */
 import { assert, describe, expectTypeOf, it } from "@effect/vitest"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -21,7 +23,7 @@ import * as Fold from "../../src/agents/ExternalFold.ts"
 import { type Canonical, CanonicalBody, type EphemeralBody } from "../../src/log/Event.ts"
 import * as History from "../../src/log/History.ts"
 import type { TurnOutcome } from "../../src/session/Protocol.ts"
-import type * as TurnContract from "../../src/session/TurnContract.ts"
+import * as TurnContract from "../../src/session/TurnContract.ts"
 import type { ToolEnv } from "../../src/tools/Tool.ts"
 import * as Replay from "../../src/translate/Replay.ts"
 import type { PermissionOption, PermissionToolCall } from "../../src/Vocabulary.ts"
@@ -140,18 +142,25 @@ const ioFor = (h: Harness, turn: number, state: TurnContract.TurnState): TurnCon
       }),
     ephemeral: (body) => Effect.sync(() => void h.ephemeral.push({ turn, body }))
   },
-  state,
-  permit: (call, tool, args, prior) =>
-    Effect.sync(() => {
-      h.permits.push({ call, tool: tool.name, args, ...(prior?.granted === true ? { granted: true as const } : {}) })
-      return h.permit(call, prior?.granted === true)
-    }),
-  ask: (question) =>
-    Effect.suspend(() => {
-      h.asked.push(question)
-      return h.askWith !== undefined ? h.askWith(question) : Effect.succeed(h.answer(question))
-    })
+  state
 })
+
+/** The turn's edges as the test plays them: the permission gate (records, answers `h.permit`) and the presenter's questions. */
+const edgesFor = (h: Harness) =>
+  Context.make(TurnContract.Permission, {
+    permit: (call, tool, args, prior) =>
+      Effect.sync(() => {
+        h.permits.push({ call, tool: tool.name, args, ...(prior?.granted === true ? { granted: true as const } : {}) })
+        return h.permit(call, prior?.granted === true)
+      })
+  }).pipe(Context.add(TurnContract.Questions, {
+    ask: (question) =>
+      Effect.suspend(() => {
+        h.asked.push(question)
+        return h.askWith !== undefined ? h.askWith(question) : Effect.succeed(h.answer(question))
+      }),
+    canAsk: () => true
+  }))
 
 /**
  * One turn as the session supervises it: `turn_start`, the runner (with `meanwhile` alongside
@@ -168,7 +177,7 @@ const turn = (
     const content = [{ type: "text" as const, text }]
     yield* log(h, n, { type: "turn_start", data: { content } })
     const state: TurnContract.TurnState = { partial: undefined, call: 0, requested: new Map() }
-    const fiber = yield* Effect.forkChild(runner.run({ ...ioFor(h, n, state), content }))
+    const fiber = yield* Effect.forkChild(runner.run({ ...ioFor(h, n, state), content }).pipe(Effect.provideContext(edgesFor(h))))
     if (meanwhile !== undefined) yield* meanwhile(fiber, n)
     const exit = yield* Fiber.await(fiber)
     const outcome: TurnOutcome = Exit.isSuccess(exit) ? exit.value : { stopReason: "cancelled" }
@@ -332,7 +341,9 @@ describe("External", () => {
           yield* log(h, n, { type: "turn_start", data: { content: [{ type: "text", text: "read it" }] } })
           const state: TurnContract.TurnState = { partial: undefined, call: 0, requested: new Map() }
           // The agent runs in the workspace, but this session may only touch `sub/`.
-          const outcome = yield* runner.run({ ...ioFor(h, n, state), roots: [inner], content: [{ type: "text", text: "read it" }] })
+          const outcome = yield* runner.run({ ...ioFor(h, n, state), roots: [inner], content: [{ type: "text", text: "read it" }] }).pipe(
+            Effect.provideContext(edgesFor(h))
+          )
           yield* log(h, n, { type: "turn_end", data: { stopReason: outcome.stopReason } })
           const result = ofType(h, "tool_result")[0]!.data
           assert.isFalse(result.ok)

@@ -12,7 +12,7 @@ import * as History from "../../src/log/History.ts"
 import type { PermissionRule } from "../../src/log/Event.ts"
 import type * as Ceiling from "../../src/tools/Ceiling.ts"
 import * as Gate from "../../src/runtime/Gate.ts"
-import type * as TurnContract from "../../src/session/TurnContract.ts"
+import * as TurnContract from "../../src/session/TurnContract.ts"
 import type { ModeId } from "../../src/Vocabulary.ts"
 import { bash } from "../../src/tools/bash.ts"
 import type * as Edges from "../../src/tools/Edges.ts"
@@ -31,20 +31,25 @@ interface Setup {
 
 const gate = (cwd: string, setup: Setup) => {
   const asked: Array<string> = []
-  const permit = Gate.make({
-    sessionId: "child",
+  const gate = Gate.make({
     cwd,
     mode: () => setup.mode ?? "default",
     history: History.make(),
-    ask: (request) => Effect.sync(() => (asked.push(request.toolCall.title), setup.answer?.())),
-    canAsk: () => true,
     timeoutMs: 60_000,
     record: () => Effect.void,
     readOnly: setup.readOnly,
     above: setup.above
   })
+  // Whoever presents the turn: records the question, answers as the setup says.
+  const questions: TurnContract.Questions["Service"] = {
+    ask: (request) => Effect.sync(() => (asked.push(request.toolCall.title), setup.answer?.())),
+    canAsk: () => true
+  }
   const call = (tool: Tool.Tool<any, Edges.Services>, args: any, prior?: TurnContract.Prior) =>
-    permit({ id: "c1", name: tool.name, args, title: tool.title(args), kind: tool.kind, locations: tool.locations(args, cwd) }, tool, args, prior)
+    Effect.flatMap(gate, ({ permit }) =>
+      permit({ id: "c1", name: tool.name, args, title: tool.title(args), kind: tool.kind, locations: tool.locations(args, cwd) }, tool, args, prior)).pipe(
+        Effect.provideService(TurnContract.Questions, questions)
+      )
   return { asked, call }
 }
 

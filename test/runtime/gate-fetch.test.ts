@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import type { CanonicalBody } from "../../src/log/Event.ts"
 import * as History from "../../src/log/History.ts"
 import * as Gate from "../../src/runtime/Gate.ts"
+import * as TurnContract from "../../src/session/TurnContract.ts"
 import type { Placement, SessionSandbox } from "../../src/tools/Sandboxed.ts"
 import { web_fetch } from "../../src/tools/web_fetch.ts"
 import type { ModeId } from "../../src/Vocabulary.ts"
@@ -25,15 +26,17 @@ const sandbox = (placement: Placement, allow: ReadonlyArray<string>): SessionSan
 
 const setup = (mode: ModeId, answer: string, session?: SessionSandbox) => {
   const history = History.make()
-  const asked: Array<Parameters<Parameters<typeof Gate.make>[0]["ask"]>[0]> = []
+  const asked: Array<TurnContract.Question> = []
   const logged: Array<CanonicalBody> = []
-  const permit = Gate.make({
-    sessionId: "s1",
+  // Whoever presents the turn: records the question, answers `answer`.
+  const questions: TurnContract.Questions["Service"] = {
+    ask: (request) => Effect.sync(() => (asked.push(request), { outcome: "selected" as const, optionId: answer })),
+    canAsk: () => true
+  }
+  const gate = Gate.make({
     cwd: "/ws",
     mode: () => mode,
     history,
-    ask: (request) => Effect.sync(() => (asked.push(request), { outcome: "selected" as const, optionId: answer })),
-    canAsk: () => true,
     timeoutMs: 60_000,
     record: (body) =>
       Effect.sync(() => {
@@ -43,9 +46,11 @@ const setup = (mode: ModeId, answer: string, session?: SessionSandbox) => {
     sandbox: session
   })
   const fetch = (url: string) =>
-    permit({ id: `c${asked.length}`, name: "web_fetch", args: { url }, title: web_fetch.title({ url }), kind: "fetch" }, web_fetch, { url }).pipe(
-      Effect.provide(TempDir.platform)
-    )
+    Effect.flatMap(gate, ({ permit }) =>
+      permit({ id: `c${asked.length}`, name: "web_fetch", args: { url }, title: web_fetch.title({ url }), kind: "fetch" }, web_fetch, { url })).pipe(
+        Effect.provideService(TurnContract.Questions, questions),
+        Effect.provide(TempDir.platform)
+      )
   return { fetch, asked, logged }
 }
 

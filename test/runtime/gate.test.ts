@@ -11,6 +11,7 @@ import { join } from "node:path"
 import * as History from "../../src/log/History.ts"
 import type { PermissionRule } from "../../src/log/Event.ts"
 import * as Gate from "../../src/runtime/Gate.ts"
+import { Questions } from "../../src/session/TurnContract.ts"
 import type { ModeId } from "../../src/Vocabulary.ts"
 import { bash } from "../../src/tools/bash.ts"
 import { edit } from "../../src/tools/edit.ts"
@@ -25,18 +26,16 @@ const attempt = (cwd: string, mode: ModeId, tool: Tool.Tool<any, Edges.Services>
   Effect.gen(function*() {
     const history = History.make()
     history.rules.push(...rules)
-    const permit = Gate.make({
-      sessionId: "s1",
+    // Nobody presents the turn: what needs asking is denied.
+    const gate = yield* Gate.make({
       cwd,
       roots: [cwd],
       mode: () => mode,
       history,
-      ask: () => Effect.succeed(undefined),
-      canAsk: () => false,
       timeoutMs: 1_000,
       record: () => Effect.void
-    })
-    const verdict = yield* permit(
+    }).pipe(Effect.provideService(Questions, Questions.none))
+    const verdict = yield* gate.permit(
       { id: "c1", name: tool.name, args, title: tool.title(args), kind: tool.kind, locations: tool.locations(args, cwd) },
       tool,
       args

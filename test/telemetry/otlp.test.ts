@@ -1,10 +1,12 @@
 /**
  * OpenTelemetry end to end: the built agent, with `OTEL_EXPORTER_OTLP_ENDPOINT` pointing at a
  * local OTLP/HTTP receiver (JSON protocol), runs a turn that reads a file, writes one (asking
- * permission) and starts a child; when it exits, the receiver holds the turn's spans under the
- * client's `traceparent`, the model calls, tool calls and permission wait under the turn, and
- * the child's turn under the parent's `spawn_agent` call, with their attributes — and no prompt
- * text or secret anywhere in what was sent.
+ * permission) and starts a child, then a turn that compacts the conversation; when it exits,
+ * the receiver holds the turn's spans under the client's `traceparent`, nested as the spine
+ * reads (the turn ⊃ its model calls; the turn ⊃ each tool call ⊃ the gate's decision ⊃ the wait
+ * for an answer; the spawn and the child's turn under the parent's `spawn_agent` call; the
+ * compaction ⊃ its summary call), with their attributes — and no prompt text or secret anywhere
+ * in what was sent.
  */
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -111,6 +113,9 @@ describe("telemetry: OTLP export", () => {
       _meta: { traceparent: `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01` }
     }, 20_000)
     expect(response.result).toEqual({ stopReason: "end_turn" })
+    // A second turn compacts the conversation (a local command: one summary call, no model turn).
+    const compacted = await agent.requestRaw("session/prompt", { sessionId, prompt: [{ type: "text", text: "/compact" }] }, 20_000)
+    expect(compacted.result).toEqual({ stopReason: "end_turn" })
     agent.closeStdin()
     expect((await agent.waitExit(10_000)).code).toBe(0)
     expectClean(agent)
@@ -158,10 +163,21 @@ describe("telemetry: OTLP export", () => {
       expect(tool(name).attributes["gen_ai.tool.name"]).toBe(name)
       expect(tool(name).attributes["skein.tool.outcome"]).toBe("ok")
     }
-    // The permission wait is under the write it asked about, with the answer.
+    // Every tool call holds the gate's decision on it, with the verdict.
+    const decisions = byName("skein.permit")
+    const decision = (name: string) => decisions.filter((s) => s.parentSpanId === tool(name).spanId)
+    for (const name of ["read", "spawn_agent", "write", "wait_agent"]) {
+      expect(decision(name).map((s) => s.attributes)).toEqual([{ "gen_ai.tool.name": name, "skein.permit.verdict": "allow" }])
+    }
+    // The permission wait is under the decision on the write it asked about, with the answer.
     const permission = byName("skein.permission")
-    expect(permission.map((s) => s.parentSpanId)).toEqual([tool("write").spanId])
+    expect(permission.map((s) => s.parentSpanId)).toEqual([decision("write")[0]!.spanId])
     expect(permission[0]!.attributes["skein.permission.outcome"]).toBe("allow_once")
+
+    // The spawn is under the tool call that asked for it, with the agent and the workspace.
+    const spawns = byName("skein.spawn")
+    expect(spawns.map((s) => s.parentSpanId)).toEqual([tool("spawn_agent").spanId])
+    expect(spawns[0]!.attributes).toMatchObject({ "gen_ai.agent.name": "explorer", "skein.spawn.workspace": "shared" })
 
     // The child's turn is under the tool call that started it, in the same trace.
     const [child] = byName("invoke_agent explorer")
@@ -171,6 +187,16 @@ describe("telemetry: OTLP export", () => {
     expect(child!.attributes["skein.parent.session.id"]).toBe(sessionId)
     const childCall = spans.find((s) => s.name.startsWith("chat ") && s.parentSpanId === child!.spanId)!
     expect(childCall.attributes["gen_ai.usage.output_tokens"]).toBe(3)
+
+    // The second turn: the compaction under it, its summary call a model call under the compaction.
+    const [second] = spans.filter((s) => s.name === "invoke_agent skein" && s.attributes["skein.turn"] === 2)
+    expect(second).toBeDefined()
+    const compactions = byName("skein.compaction")
+    expect(compactions.map((s) => s.parentSpanId)).toEqual([second!.spanId])
+    expect(compactions[0]!.attributes).toMatchObject({ "skein.compaction.trigger": "manual", "skein.compaction.outcome": "Compacted" })
+    const summaries = spans.filter((s) => s.name.startsWith("chat ") && s.parentSpanId === compactions[0]!.spanId)
+    expect(summaries.map((s) => s.attributes["skein.model_call"])).toEqual([1])
+    expect(spans.filter((s) => s.name.startsWith("chat ") && s.parentSpanId === second!.spanId)).toEqual([])
 
     // Metrics: turns (the parent's and the child's) and tokens.
     const metrics = received.filter((r) => r.path === "/v1/metrics").map((r) => r.text).join("\n")

@@ -14,6 +14,7 @@ import { execFileSync, spawnSync } from "node:child_process"
 import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Confine from "../../src/tools/commands/Confine.ts"
+import type * as GitGuard from "../../src/tools/commands/GitGuard.ts"
 import * as TempDir from "../support/TempDir.ts"
 
 const setup = Effect.gen(function*() {
@@ -34,8 +35,8 @@ const setup = Effect.gen(function*() {
   return { base, ws, outside, check }
 })
 
-const allowed = (verdict: Confine.Verdict) => verdict.ok
-const reason = (verdict: Confine.Verdict) => verdict.ok ? "allowed" : verdict.reason
+const allowed = (verdict: GitGuard.Verdict) => verdict.ok
+const reason = (verdict: GitGuard.Verdict) => verdict.ok ? "allowed" : verdict.reason
 
 describe("Confine.check: paths", () => {
   it.effect("operands, option values and `< file` must resolve inside the workspace", () =>

@@ -6,11 +6,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { EventBody, SessionEvent } from "../../src/log/Event.ts"
 import * as Present from "../../src/translate/Present.ts"
+import type * as Shown from "../../src/translate/Shown.ts"
 
 let seq = 0
 const e = (body: EventBody, sessionId = "p", turn = 1): SessionEvent => ({ ...body, sessionId, seq: ++seq, ts: 0, turn }) as SessionEvent
 const child = (body: EventBody, turn = 1) => e({ type: "child_event", data: { event: e(body, "c", turn) } })
-const updatesOf = (actions: ReadonlyArray<Present.Action>, sessionId = "p") =>
+const updatesOf = (actions: ReadonlyArray<Shown.Action>, sessionId = "p") =>
   actions.flatMap((a) => (a._tag === "update" && a.sessionId === sessionId ? [a.update as Record<string, unknown>] : []))
 
 const asked = (toolCallId: string) => ({

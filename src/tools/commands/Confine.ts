@@ -27,7 +27,7 @@ interface Context {
   readonly env: Readonly<Record<string, string | undefined>>
 }
 
-export type Verdict = GitGuard.Verdict
+type Verdict = GitGuard.Verdict
 
 const refuse = (reason: string): Verdict => ({ ok: false, reason })
 const OK: Verdict = { ok: true }
