@@ -9,6 +9,7 @@ import { build } from "esbuild"
 import { createHash } from "node:crypto"
 import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { resolve } from "node:path"
+import { ACP_START, broken, NEVER_AT_START, NOT_BEFORE_SESSION, staticallyReached } from "./startup-modules.mjs"
 import { warmCodeCache } from "./warm-code-cache.mjs"
 
 // Built-in modules that start-up does not need are loaded on first use instead, whoever imports
@@ -291,26 +292,20 @@ if (rpcInMain.length > 0) {
   process.stderr.write(`build: the main bundle reaches the RPC modules (${rpcInMain.slice(0, 3).join(", ")})\n`)
   process.exit(1)
 }
-// What start-up evaluates: the modules reached from the entry through static imports only. The
-// OTLP exporter (src/telemetry/Otlp.ts, effect/observability) is for a process that exports
-// telemetry; any other must not pay for it, so it is reached through a dynamic import alone.
-const staticallyReached = (metafile) => {
-  const seen = new Set(["src/cli/main.ts"])
-  const queue = ["src/cli/main.ts"]
-  while (queue.length > 0) {
-    for (const imported of metafile.inputs[queue.pop()]?.imports ?? []) {
-      if (imported.kind === "dynamic-import" || imported.external === true || seen.has(imported.path)) continue
-      seen.add(imported.path)
-      queue.push(imported.path)
+// What start-up evaluates (scripts/startup-modules.mjs): the modules reached from the entry
+// through static imports only. The OTLP exporter (src/telemetry/Otlp.ts, effect/observability) is
+// for a process that exports telemetry; any other must not pay for it, so it is reached through a
+// dynamic import alone. And what `skein acp` evaluates until `session/new` is answered holds no
+// schema that only a turn or an external agent uses.
+for (const [name, cli, rules] of [
+  ["skein-main.cjs", main, [[["src/cli/main.ts"], NEVER_AT_START], [ACP_START, NOT_BEFORE_SESSION]]],
+  ["skein-remote.cjs", remote, [[["src/cli/main.ts"], NEVER_AT_START]]]
+]) {
+  for (const [roots, rule] of rules) {
+    for (const { why, inputs } of broken(staticallyReached(cli.metafile, roots), rule)) {
+      process.stderr.write(`build: ${name} evaluates ${why} at start-up (${inputs.join(", ")}): import it dynamically where it is used\n`)
+      process.exit(1)
     }
-  }
-  return seen
-}
-for (const [name, cli] of [["skein-main.cjs", main], ["skein-remote.cjs", remote]]) {
-  const eager = [...staticallyReached(cli.metafile)].filter((input) => input === "src/telemetry/Otlp.ts" || /effect\/dist\/observability\//.test(input))
-  if (eager.length > 0) {
-    process.stderr.write(`build: ${name} loads the telemetry exporter at start-up (${eager.slice(0, 3).join(", ")}): import it dynamically\n`)
-    process.exit(1)
   }
 }
 // The launcher names its code caches after the bundles' contents: V8 itself only checks the

@@ -46,11 +46,11 @@ import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Blocks from "../acp/Blocks.ts"
-import * as AcpClient from "../acp/Client.ts"
+import type * as AcpClient from "../acp/Client.ts"
 import type * as Initialize from "../acp/Initialize.ts"
 import { AgentMethod, ClientMethod } from "../acp/Methods.ts"
 import * as AcpSession from "../acp/Session.ts"
-import * as AcpUpdate from "../acp/Update.ts"
+import type * as AcpUpdate from "../acp/Update.ts"
 import * as Peer from "../jsonrpc/Peer.ts"
 import * as Rpc from "../jsonrpc/Protocol.ts"
 import type { LogError } from "../log/LogError.ts"
@@ -80,6 +80,18 @@ const promptBlock = (block: UserBlock, caps: Initialize.PromptCapabilities | und
   (block.type === "image" && caps?.image !== true) || (block.type === "resource" && caps?.embeddedContext !== true)
     ? { type: "text" as const, text: promptText([block]) }
     : Blocks.fromUserBlock(block)
+
+/**
+ * The ACP schemas of what an agent asks of Skein, loaded with the first connection to an external
+ * agent: a process that never starts one (every `skein acp` until it does) never builds them.
+ */
+interface Wire {
+  readonly client: typeof AcpClient
+  readonly update: typeof AcpUpdate
+}
+const wire: Effect.Effect<Wire> = Effect.promise(() =>
+  Promise.all([import("../acp/Client.ts"), import("../acp/Update.ts")]).then(([client, update]) => ({ client, update }))
+)
 
 // ---------------------------------------------------------------------------
 // State
@@ -222,25 +234,25 @@ export const make = (agent: Connection.ExternalAgent, options: Connection.Option
 
     const asking: AgentQuestions.Asking = { timeoutMs: options.permissionTimeoutMs, confining }
 
-    const handlers = (conn: Connection.Connection) => ({
+    const handlers = (wire: Wire) => (conn: Connection.Connection) => ({
       requests: {
-        [ClientMethod.sessionRequestPermission]: Peer.request(AcpClient.RequestPermissionRequest, (params) => {
+        [ClientMethod.sessionRequestPermission]: Peer.request(wire.client.RequestPermissionRequest, (params) => {
           const p = promptOf(conn, params.sessionId)
           return p === undefined
             ? Effect.succeed({ outcome: { outcome: "cancelled" } } as const)
             : Effect.provideContext(AgentQuestions.requestPermission(served(p), asking, params), p.edges)
         }),
-        [ClientMethod.fsReadTextFile]: Peer.request(AcpClient.ReadTextFileRequest, (params) => {
+        [ClientMethod.fsReadTextFile]: Peer.request(wire.client.ReadTextFileRequest, (params) => {
           const p = promptOf(conn, params.sessionId)
           return p === undefined ? Effect.fail(Files.noPrompt()) : Files.readTextFile(p.io, params)
         }),
-        [ClientMethod.fsWriteTextFile]: Peer.request(AcpClient.WriteTextFileRequest, (params) => {
+        [ClientMethod.fsWriteTextFile]: Peer.request(wire.client.WriteTextFileRequest, (params) => {
           const p = promptOf(conn, params.sessionId)
           return p === undefined ? Effect.fail(Files.noPrompt()) : Effect.provideContext(Files.writeTextFile(served(p), params), p.edges)
         })
       },
       notifications: {
-        [ClientMethod.sessionUpdate]: Peer.notification(AcpUpdate.SessionNotification, (n) => {
+        [ClientMethod.sessionUpdate]: Peer.notification(wire.update.SessionNotification, (n) => {
           const p = promptOf(conn, n.sessionId)
           // Outside a prompt (a `session/load` replay, commands offered): nothing of a turn.
           return p === undefined ? Effect.void : Effect.asVoid(step(p, { _tag: "Update", update: n.update, readOnly: readOnly() }))
@@ -264,7 +276,8 @@ export const make = (agent: Connection.ExternalAgent, options: Connection.Option
         if (connection !== undefined && !(yield* Deferred.isDone(connection.lost))) return connection
         if (connection !== undefined) yield* drop(connection)
         if (closed) return yield* Effect.fail(`${who} is closed`)
-        connection = yield* Connection.open(agent, options, { parent, resumable, cwd: io.cwd, roots: io.roots, handlers, services })
+        const handled = handlers(yield* wire)
+        connection = yield* Connection.open(agent, options, { parent, resumable, cwd: io.cwd, roots: io.roots, handlers: handled, services })
         return connection
       }))
 

@@ -64,20 +64,31 @@ const explain = (schema: Schema.ConstraintDecoder<unknown>, data: unknown): stri
 }
 
 const build = (union: EventUnion): Check => {
+  const members = new Map(union.members.map((member) => [member.fields.type.literal, member]))
   const guards = new Map<string, (data: unknown) => boolean>()
-  for (const member of union.members) {
+  /**
+   * The guard of `type`, compiled at its first check: a process checks the few types it logs or
+   * reads, and compiling every member's guard at once cost start-up
+   * more than all of them are used for.
+   */
+  const guardOf = (type: string): ((data: unknown) => boolean) | undefined => {
+    const known = guards.get(type)
+    if (known !== undefined) return known
+    const member = members.get(type)
+    if (member === undefined) return undefined
     const data = member.fields.data
     // Compiled for this Schema (and what it contains) only; anything else keeps interpreting.
     SchemaJITCompiler.enable(SchemaAST.toType(data.ast))
     const is = Schema.is(data)
-    guards.set(member.fields.type.literal, (value) => is(value))
+    const guard = (value: unknown) => is(value)
+    guards.set(type, guard)
+    return guard
   }
   return (type, data) => {
-    const is = guards.get(type)
+    const is = guardOf(type)
     if (is === undefined) return "unknown event type"
     if (is(data)) return undefined
-    const member = union.members.find((m) => m.fields.type.literal === type)!
-    return `a ${type} whose data does not match its schema${explain(member.fields.data, data)}`
+    return `a ${type} whose data does not match its schema${explain(members.get(type)!.fields.data, data)}`
   }
 }
 

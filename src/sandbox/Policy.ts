@@ -82,8 +82,11 @@ const needsHiding = (layout: Layout, path: string): boolean => {
  * filter from, when there is one.
  */
 export const bwrapOptions = (layout: Layout, options: { readonly network: "session" | "none"; readonly seccompFd?: number | undefined }): Array<string> => {
+  // No `--die-with-parent`: the init would then be killed the moment bubblewrap reports the
+  // command's exit, taking what the command left running with it before Skein could see it and
+  // tell the model. The init waits for those instead; Skein's containment ends them (and the
+  // init, whose death ends the whole namespace) as for any command, Skein's own death included.
   const out = [
-    "--die-with-parent",
     "--unshare-user",
     "--unshare-pid",
     "--unshare-ipc",
@@ -118,26 +121,33 @@ export interface Tools {
   readonly nsenter: string
 }
 
-/** Descriptors a command inherits: the session's namespaces (user, network) and the seccomp filter. */
-const USERNS_FD = 3
-const NETNS_FD = 4
-const SECCOMP_FD = 5
+/** The one descriptor a command's chain inherits: the seccomp filter, which bwrap reads and closes. */
+const SECCOMP_FD = 3
+
+/** Where the session's namespaces are held: descriptors of Skein's process (`pid`). */
+export interface Held {
+  readonly pid: number
+  readonly userFd: number
+  readonly netFd: number
+}
 
 /**
- * The whole command line: enter the session's user and network namespaces (their
- * descriptors at 3 and 4), then bubblewrap, then the program. Nothing secret is on it (the
- * environment is passed as the environment: command lines are readable by every user).
+ * The whole command line: enter the session's user and network namespaces, then bubblewrap,
+ * then the program. `nsenter` opens the namespaces through Skein's `/proc/<pid>/fd`: they are
+ * not inherited, so nothing down the chain (bwrap passes every descriptor it gets on to the
+ * command) can hold them. Nothing secret is on it (the environment is passed as the
+ * environment: command lines are readable by every user).
  */
 export const commandLine = (
   tools: Tools,
   layout: Layout,
   program: { readonly file: string; readonly args: ReadonlyArray<string> },
-  options: { readonly seccomp: boolean }
+  options: { readonly seccomp: boolean; readonly namespaces: Held }
 ): { readonly file: string; readonly args: ReadonlyArray<string> } => ({
   file: tools.nsenter,
   args: [
-    `--user=/proc/self/fd/${USERNS_FD}`,
-    `--net=/proc/self/fd/${NETNS_FD}`,
+    `--user=/proc/${options.namespaces.pid}/fd/${options.namespaces.userFd}`,
+    `--net=/proc/${options.namespaces.pid}/fd/${options.namespaces.netFd}`,
     "--preserve-credentials",
     "--",
     tools.bwrap,

@@ -25,6 +25,7 @@ import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Containment from "../tools/process/Containment.ts"
 import * as ProcessGroup from "../tools/process/ProcessGroup.ts"
+import * as Descriptors from "./Descriptors.ts"
 import { findTools } from "./Detect.ts"
 import * as Env from "./Env.ts"
 import * as Facts from "./Facts.ts"
@@ -102,11 +103,11 @@ const probe = (tools: Policy.Tools, dir: string, seccomp: string | undefined): E
     NodeFs.mkdirSync(tmp, { recursive: true, mode: 0o700 })
     yield* Effect.addFinalizer(() => Effect.sync(() => removeQuietly(tmp)))
     const layout = Facts.layout({ roots: [tmp], allowWrite: [], denyRead: [], cwd: tmp, home: NodeOs.homedir(), skeinHome: tmp, runtime: NodePath.dirname(dir), tmp }, false)
-    const line = Policy.commandLine(tools, layout, { file: "/bin/sh", args: ["-c", "true"] }, { seccomp: seccomp !== undefined })
+    const line = Policy.commandLine(tools, layout, { file: "/bin/sh", args: ["-c", "true"] }, { seccomp: seccomp !== undefined, namespaces: held(ns) })
     const seccompFd = seccomp === undefined ? [] : [yield* openFile(seccomp)]
     let stderr = ""
     const group = yield* Effect.acquireRelease(
-      ProcessGroup.spawnProgram({ file: line.file, args: line.args, cwd: tmp, env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" }, fds: [ns.userFd, ns.netFd, ...seccompFd] }),
+      ProcessGroup.spawnProgram({ file: line.file, args: line.args, cwd: tmp, env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" }, fds: seccompFd }),
       ProcessGroup.release
     ).pipe(Effect.mapError(({ code }) => `nsenter could not start (${code ?? "unknown error"})`))
     group.stderr.on("data", (chunk: Buffer) => {
@@ -120,6 +121,9 @@ const probe = (tools: Policy.Tools, dir: string, seccomp: string | undefined): E
     }
     return { _tag: "available", tools, seccomp: seccomp !== undefined } as const
   })).pipe(Effect.catch((reason: string) => Effect.succeed({ _tag: "unavailable", reason } as const)))
+
+/** Where a command's `nsenter` finds the session's namespaces: this process's descriptors. */
+const held = (ns: Namespace.Namespace): Policy.Held => ({ pid: process.pid, userFd: ns.userFd, netFd: ns.netFd })
 
 /** Opens a file for reading for the scope's lifetime (bwrap reads the seccomp filter from it). */
 const openFile = (path: string) =>
@@ -255,14 +259,17 @@ export const make = (settings: Settings, options: { readonly skeinHome: string; 
               runtime: runtime === undefined ? undefined : NodePath.dirname(runtime),
               tmp: ready.tmp
             }, how.readOnly)
-            const line = Policy.commandLine(available.tools, layout, { file, args: program.args }, { seccomp: available.seccomp })
+            const line = Policy.commandLine(available.tools, layout, { file, args: program.args }, { seccomp: available.seccomp, namespaces: held(ready.ns) })
             const seccomp = available.seccomp ? yield* seccompFile : undefined
             const filterFd = seccomp === undefined ? [] : [yield* openFile(seccomp)]
+            // What this process was started with beyond stdio would reach the command: blanked.
+            const leaks = Descriptors.inherited()
+            const blank = leaks.length === 0 ? undefined : yield* openFile("/dev/null")
             return yield* use({
               file: line.file,
               args: line.args,
               env: Env.environment(program.env, ready.ns.proxyPort),
-              fds: [ready.ns.userFd, ready.ns.netFd, ...filterFd],
+              fds: blank === undefined ? filterFd : Descriptors.slots(filterFd, leaks, blank),
               endsWithLeader: true
             })
           }))

@@ -10,7 +10,8 @@ import * as Effect from "effect/Effect"
 import * as FiberMap from "effect/FiberMap"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
-import * as Acp from "../acp/index.ts"
+import * as Initialize from "../acp/Initialize.ts"
+import * as Session from "../acp/Session.ts"
 import * as Peer from "../jsonrpc/Peer.ts"
 import * as Protocol from "../jsonrpc/Protocol.ts"
 import { Runtime, type RuntimeError } from "../runtime/Api.ts"
@@ -46,7 +47,7 @@ export const handlers = (
   const c = Connection.make(peer, runtime, options, watches)
   const signIn = options.signIn
 
-  const list = (params: Acp.Session.ListSessionsRequest) =>
+  const list = (params: Session.ListSessionsRequest) =>
     Effect.gen(function*() {
       const page = yield* Effect.mapError(
         runtime.listSessions({ cwd: params.cwd ?? undefined, cursor: params.cursor ?? undefined }),
@@ -64,12 +65,12 @@ export const handlers = (
       }
     })
 
-  const cancel = (params: Acp.Session.CancelNotification) =>
+  const cancel = (params: Session.CancelNotification) =>
     Effect.ignore(Effect.flatMap(runtime.getSession(params.sessionId), (s) => s.cancel))
 
   return {
     requests: {
-      initialize: Peer.request(Acp.Initialize.InitializeRequest, (params) =>
+      initialize: Peer.request(Initialize.InitializeRequest, (params) =>
         Effect.sync(() => {
           c.client = {
             offered: {
@@ -90,7 +91,7 @@ export const handlers = (
           // `_session/steering`: content for a running turn; `_session/rewind`: back to before a turn (extension methods).
           _meta: { steering: { supported: true }, rewind: { supported: true }, ...(options.sandbox !== undefined ? { skein: { sandbox: options.sandbox } } : {}) }
         })))),
-      authenticate: Peer.request(Acp.Initialize.AuthenticateRequest, (params) =>
+      authenticate: Peer.request(Initialize.AuthenticateRequest, (params) =>
         signIn === undefined ? Effect.succeed({}) : Effect.gen(function*() {
           if (params.methodId !== Auth.SETUP_METHOD && params.methodId !== Auth.CONFIG_METHOD) {
             return yield* Protocol.invalidParams(`Unknown auth method (the methods are ${Auth.SETUP_METHOD} and ${Auth.CONFIG_METHOD})`)
@@ -100,23 +101,23 @@ export const handlers = (
           return {}
         })),
       ...(signIn === undefined ? {} : {
-        logout: Peer.request(Acp.Initialize.LogoutRequest, () =>
+        logout: Peer.request(Initialize.LogoutRequest, () =>
           Effect.as(Effect.mapError(signIn.logout, (message) => new Protocol.RpcError({ code: Protocol.ErrorCode.InternalError, message })), {}))
       }),
-      "session/new": Peer.request(Acp.Session.NewSessionRequest, Open.newSession(c)),
-      "session/load": Peer.request(Acp.Session.LoadSessionRequest, Open.reopen(c, true)),
-      "session/resume": Peer.request(Acp.Session.ResumeSessionRequest, Open.reopen(c, false)),
-      "session/fork": Peer.request(Acp.Session.ForkSessionRequest, Open.fork(c)),
-      "session/list": Peer.request(Acp.Session.ListSessionsRequest, list),
-      "session/close": Peer.request(Acp.Session.CloseSessionRequest, (params) =>
+      "session/new": Peer.request(Session.NewSessionRequest, Open.newSession(c)),
+      "session/load": Peer.request(Session.LoadSessionRequest, Open.reopen(c, true)),
+      "session/resume": Peer.request(Session.ResumeSessionRequest, Open.reopen(c, false)),
+      "session/fork": Peer.request(Session.ForkSessionRequest, Open.fork(c)),
+      "session/list": Peer.request(Session.ListSessionsRequest, list),
+      "session/close": Peer.request(Session.CloseSessionRequest, (params) =>
         Effect.as(Effect.andThen(Open.forget(c, params.sessionId), runtime.closeSession(params.sessionId)), {})),
-      "session/delete": Peer.request(Acp.Session.DeleteSessionRequest, (params) =>
+      "session/delete": Peer.request(Session.DeleteSessionRequest, (params) =>
         Effect.as(Effect.andThen(Open.forget(c, params.sessionId), Effect.mapError(runtime.deleteSession(params.sessionId), runtimeError)), {})),
-      "session/prompt": Peer.request(Acp.Session.PromptRequest, PresentTurn.prompt(c), {
+      "session/prompt": Peer.request(Session.PromptRequest, PresentTurn.prompt(c), {
         // `$/cancel_request` on a prompt cancels its turn; the prompt then answers `cancelled`.
         onCancel: cancel
       }),
-      "session/set_mode": Peer.request(Acp.Session.SetSessionModeRequest, (params) =>
+      "session/set_mode": Peer.request(Session.SetSessionModeRequest, (params) =>
         Effect.gen(function*() {
           const s = yield* Connection.session(c, params.sessionId)
           yield* Connection.notChild(s)
@@ -124,7 +125,7 @@ export const handlers = (
           yield* Connection.announceMode(c, s)
           return {}
         })),
-      "session/set_config_option": Peer.request(Acp.Session.SetSessionConfigOptionRequest, (params) =>
+      "session/set_config_option": Peer.request(Session.SetSessionConfigOptionRequest, (params) =>
         Effect.gen(function*() {
           const s = yield* Connection.session(c, params.sessionId)
           yield* Connection.notChild(s)
@@ -135,13 +136,13 @@ export const handlers = (
           if (params.configId === "mode") yield* Connection.announceMode(c, s)
           return { configOptions: (yield* Connection.sessionState(c, s)).configOptions }
         })),
-      "_session/steering": Peer.request(Acp.Session.PromptRequest, PresentTurn.steering(c)),
+      "_session/steering": Peer.request(Session.PromptRequest, PresentTurn.steering(c)),
       "_session/rewind": Peer.request(Rewind.RewindRequest, PresentTurn.rewind(c)),
       // A notification in ACP; some clients send it as a request. It works the same and answers null.
-      "session/cancel": Peer.request(Acp.Session.CancelNotification, (params) => Effect.as(cancel(params), null))
+      "session/cancel": Peer.request(Session.CancelNotification, (params) => Effect.as(cancel(params), null))
     },
     notifications: {
-      "session/cancel": Peer.notification(Acp.Session.CancelNotification, cancel)
+      "session/cancel": Peer.notification(Session.CancelNotification, cancel)
     }
   }
 }

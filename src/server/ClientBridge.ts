@@ -9,7 +9,7 @@
 import type * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import * as Acp from "../acp/index.ts"
+import type * as AcpClient from "../acp/Client.ts"
 import type * as Peer from "../jsonrpc/Peer.ts"
 import * as Protocol from "../jsonrpc/Protocol.ts"
 import type { SessionEvent } from "../log/Event.ts"
@@ -35,7 +35,17 @@ export type Question = SessionEvent & (
   | { readonly type: "client_call"; readonly data: ClientCall }
 )
 
-const decodePermission = Schema.decodeUnknownEffect(Acp.Client.RequestPermissionResponse)
+/**
+ * The schemas of the client's answers, loaded with the first question or call: a session asks
+ * none before its first turn, so neither `initialize` nor `session/new` builds them.
+ */
+const clientSchemas = Effect.promise(() => import("../acp/Client.ts"))
+
+/** Decodes `response` with the schema `pick` takes from the client's answers. */
+const decode = <S extends Schema.Top & { readonly DecodingServices: never }>(pick: (schemas: typeof AcpClient) => S) => (response: unknown) =>
+  Effect.flatMap(clientSchemas, (schemas) => Schema.decodeUnknownEffect(pick(schemas))(response))
+
+const decodePermission = decode((c) => c.RequestPermissionResponse)
 
 const cancelled: Answer = { outcome: "cancelled" }
 
@@ -53,7 +63,7 @@ const permission = (peer: Peer.Peer, sessionId: string, data: PermissionAsked, s
   const request = () => `session/request_permission #${id} (tool call ${quoted(data.toolCall.toolCallId)} of session ${sessionId})`
   return peer.request(
     "session/request_permission",
-    { sessionId, toolCall: data.toolCall, options: data.options } satisfies typeof Acp.Client.RequestPermissionRequest.Encoded,
+    { sessionId, toolCall: data.toolCall, options: data.options } satisfies typeof AcpClient.RequestPermissionRequest.Encoded,
     { sent, assigned: (assigned) => (id = assigned) }
   ).pipe(
     Effect.flatMap(decodePermission),
@@ -72,16 +82,16 @@ const permission = (peer: Peer.Peer, sessionId: string, data: PermissionAsked, s
   )
 }
 
-const exitStatus = (status: Acp.Client.TerminalExitStatus) => ({ exitCode: status.exitCode ?? null, signal: status.signal ?? null })
+const exitStatus = (status: AcpClient.TerminalExitStatus) => ({ exitCode: status.exitCode ?? null, signal: status.signal ?? null })
 
 /** Each client method's response, decoded as ACP allows and put in the session's shape of its result. */
 const results: Record<ClientCall["op"]["method"], (response: unknown) => Effect.Effect<unknown, Schema.SchemaError>> = {
-  "fs/read_text_file": (r) => Effect.map(Schema.decodeUnknownEffect(Acp.Client.ReadTextFileResponse)(r), (x) => ({ content: x.content })),
+  "fs/read_text_file": (r) => Effect.map(decode((c) => c.ReadTextFileResponse)(r), (x) => ({ content: x.content })),
   "fs/write_text_file": () => Effect.succeed({}),
-  "terminal/create": (r) => Effect.map(Schema.decodeUnknownEffect(Acp.Client.CreateTerminalResponse)(r), (x) => ({ terminalId: x.terminalId })),
-  "terminal/wait_for_exit": (r) => Effect.map(Schema.decodeUnknownEffect(Acp.Client.WaitForTerminalExitResponse)(r), exitStatus),
+  "terminal/create": (r) => Effect.map(decode((c) => c.CreateTerminalResponse)(r), (x) => ({ terminalId: x.terminalId })),
+  "terminal/wait_for_exit": (r) => Effect.map(decode((c) => c.WaitForTerminalExitResponse)(r), exitStatus),
   "terminal/output": (r) =>
-    Effect.map(Schema.decodeUnknownEffect(Acp.Client.TerminalOutputResponse)(r), (x) => ({
+    Effect.map(decode((c) => c.TerminalOutputResponse)(r), (x) => ({
       output: x.output,
       truncated: x.truncated,
       exitStatus: x.exitStatus == null ? null : exitStatus(x.exitStatus)

@@ -22,14 +22,14 @@ export interface Program {
 
 /**
  * A program made ready to run sandboxed: spawn `file args` with `env`, inheriting `fds` as
- * 3, 4, …; `endsWithLeader` (always true): what it starts ends once it has exited (its PID
- * namespace), see `ProcessGroup.spawnProgram`.
+ * 3, 4, … (`"ignore"`: nothing put there); `endsWithLeader` (always true): what it starts ends
+ * once it has exited (its PID namespace), see `ProcessGroup.spawnProgram`.
  */
 export interface Launch {
   readonly file: string
   readonly args: ReadonlyArray<string>
   readonly env: Readonly<Record<string, string>>
-  readonly fds: ReadonlyArray<number>
+  readonly fds: ReadonlyArray<number | "ignore">
   readonly endsWithLeader: true
 }
 

@@ -40,7 +40,11 @@ const realPathOrAncestor = Effect.fnUntraced(function*(target: string) {
         const cause = (error.reason as { readonly cause?: { readonly code?: unknown } }).cause
         const loop = cause?.code === "ELOOP"
         return Effect.succeed(
-          code === "NotFound" ? { _tag: "missing" as const } : loop ? { _tag: "loop" as const } : { _tag: "error" as const, code }
+          code === "NotFound"
+            ? { _tag: "missing" as const }
+            : loop
+            ? { _tag: "loop" as const }
+            : { _tag: "error" as const, code: cause?.code === "ENOTDIR" ? "a part of it is a file, not a folder" : cause?.code === "EACCES" ? "permission denied" : String(cause?.code ?? code) }
         )
       })
     )
@@ -70,14 +74,17 @@ export const resolve = Effect.fnUntraced(function*(input: string, roots: Roots) 
   if (input.length === 0) return yield* Effect.fail("Path is empty")
   if (input.includes("\0")) return yield* Effect.fail("Path contains a NUL byte")
   const absolute = path.resolve(roots.cwd, input)
-  const real = yield* realPathOrAncestor(absolute)
-  for (const root of roots.roots) {
-    const realRoot = yield* fs.realPath(root).pipe(Effect.orElseSucceed(() => root))
-    if (isInside(path, realRoot, real)) return real
-  }
-  return yield* Effect.fail(
+  const realRoots = yield* Effect.forEach(roots.roots, (root) => fs.realPath(root).pipe(Effect.orElseSucceed(() => root)))
+  const outside = Effect.fail(
     `Path ${JSON.stringify(input)} is outside the workspace (${roots.roots.join(", ")}); only files under the session's directories can be used`
   )
+  // A path that names no place inside the roots is refused as outside whatever the disk holds
+  // there: how resolving it failed (a file where a folder would be) says nothing about the
+  // workspace, and would tell the model what exists outside it.
+  const named = (candidate: string) => [...roots.roots, ...realRoots].some((root) => isInside(path, root, candidate))
+  const real = yield* realPathOrAncestor(absolute).pipe(Effect.catch((message) => named(absolute) ? Effect.fail(message) : outside))
+  for (const realRoot of realRoots) if (isInside(path, realRoot, real)) return real
+  return yield* outside
 })
 
 /** A path as shown to people: relative to the cwd when inside it. */

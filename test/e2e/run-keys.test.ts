@@ -78,13 +78,16 @@ describe.skipIf(!ptyAvailable)("e2e: skein run's keys at a terminal", () => {
     expect(prompts()).toEqual([lines.join("\n"), "one\ntwo\nthree"])
   })
 
-  it("the status line's clock moves through a silent 5 s command, with the hint that Esc interrupts", async () => {
-    const { term } = setup([{ calls: [[{ text: "Waiting on it.\n" }, { tool: "bash", args: { command: "sleep 5" } }], [{ text: "Slept." }]] }])
+  it("the status line's clock moves through a silent command, with the hint that Esc interrupts", async () => {
+    // The command prints nothing until the test lets it end (once the clock has moved twice).
+    const { term, cwd } = setup([{ calls: [[{ text: "Waiting on it.\n" }, { tool: "bash", args: { command: "sh hold" } }], [{ text: "Slept." }]] }])
+    writeFileSync(join(cwd, "hold"), "until [ -e go ]; do sleep 0.05; done\n")
     const t = term("--mode", "bypassPermissions")
     await prompt(t)
     t.type("sleep\r")
-    await t.waitFor("running `sleep 5` · 1s · esc to interrupt")
-    await t.waitFor("running `sleep 5` · 3s · esc to interrupt")
+    await t.waitFor("running `sh hold` · 1s · esc to interrupt")
+    await t.waitFor("running `sh hold` · 2s · esc to interrupt")
+    writeFileSync(join(cwd, "go"), "")
     await t.waitFor("Slept.")
     expect(await leave(t)).toBe(0)
   })

@@ -129,6 +129,22 @@ Bwrap.describeWithBwrap("e2e: the sandbox", () => {
     expect(results(agent, sessionId)[0].content).toContain("Read-only file system")
   })
 
+  it("a descriptor Skein was started with (an editor's, open on a file outside) does not reach a sandboxed command", async () => {
+    const outside = outsideDir()
+    const target = path.join(outside, "held.txt")
+    writeFileSync(target, "")
+    // The editor's side: Skein starts with fd 20 open for writing on a file outside the workspace.
+    const wrapper = ["/bin/bash", "-c", "exec 20>>\"$0\"; exec \"$@\"", target]
+    const agent = await agents.ready({ script: bashTurn("echo leaked >&20; ls -l /proc/$$/fd; true"), wrapper })
+    const sessionId = await agent.newSession()
+    await agent.prompt(sessionId, "go")
+    expect(readFileSync(target, "utf8")).toBe("")
+    const [result] = results(agent, sessionId)
+    expect(result.content).toMatch(/ 20 -> \/dev\/null\n/)
+    expect(result.content).not.toContain(target)
+    expect(result.content).not.toMatch(/user:\[|net:\[/)
+  })
+
   it("plan mode runs read-only commands sandboxed, and nothing else", async () => {
     const agent = await agents.ready({ script: bashTurn("ls", "touch made.txt"), files: { "a.txt": "x" }, args: ["--mode", "plan"] })
     const sessionId = await agent.newSession()

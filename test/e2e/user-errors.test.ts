@@ -6,7 +6,7 @@
  * any work; `skein doctor` refuses what `skein run` refuses, in the same words. A failure that
  * is not the user's (a damaged log, a session another process holds) stays exit 1.
  */
-import { spawnSync } from "node:child_process"
+import { spawn } from "node:child_process"
 import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -40,8 +40,25 @@ const env = (): Record<string, string> => {
   return { ...out, SKEIN_NO_CODE_CACHE: "1" }
 }
 
+/** Runs skein with an empty stdin to its end (killed after 20 s, a hang): its status and output. */
 const skein = (args: ReadonlyArray<string>, extraEnv: Record<string, string> = {}) =>
-  spawnSync(NODE, [SKEIN, ...args], { cwd: root, env: { ...env(), ...extraEnv }, input: "", encoding: "utf8", timeout: 20_000 })
+  new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+    const child = spawn(NODE, [SKEIN, ...args], { cwd: root, env: { ...env(), ...extraEnv }, stdio: ["pipe", "pipe", "pipe"] })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
+    child.stdin.end()
+    const timer = setTimeout(() => child.kill("SIGKILL"), 20_000)
+    child.on("error", (error) => {
+      clearTimeout(timer)
+      reject(error)
+    })
+    child.on("close", (status) => {
+      clearTimeout(timer)
+      resolve({ status, stdout, stderr })
+    })
+  })
 
 const ok = ["--home", home, "--script", script]
 const cases: ReadonlyArray<readonly [string, ReadonlyArray<string>, RegExp, Record<string, string>?]> = [
@@ -90,8 +107,9 @@ const cases: ReadonlyArray<readonly [string, ReadonlyArray<string>, RegExp, Reco
 ]
 
 describe("e2e: user errors", () => {
-  it.each(cases.map(([name, args, message, extraEnv]) => ({ name, args, message, extraEnv })))("$name: one line, exit 2", ({ args, message, extraEnv }) => {
-    const r = skein(args, extraEnv)
+  // Each case is a process of its own, refused before any work: they run a few at a time.
+  it.concurrent.each(cases.map(([name, args, message, extraEnv]) => ({ name, args, message, extraEnv })))("$name: one line, exit 2", async ({ args, message, extraEnv }) => {
+    const r = await skein(args, extraEnv)
     expect({ status: r.status, stdout: r.stdout }).toEqual({ status: 2, stdout: "" })
     expect(r.stderr).toMatch(/^skein: [^\n]+\n$/)
     expect(r.stderr).toMatch(message)
@@ -101,9 +119,9 @@ describe("e2e: user errors", () => {
   // or for root, whom permissions do not stop, /proc, where no folder can be made).
   const readOnly = join(root, "read-only-home")
   mkdirSync(readOnly, { mode: 0o500 })
-  it.each([unwritable, process.getuid?.() === 0 ? "/proc" : readOnly])("doctor refuses the home %s that run refuses, in the same words, and creates nothing", (dir) => {
-    const run = skein(["run", "--home", dir, "--script", script, "hi"])
-    const doctor = skein(["doctor", "--home", dir, "--script", script])
+  it.each([unwritable, process.getuid?.() === 0 ? "/proc" : readOnly])("doctor refuses the home %s that run refuses, in the same words, and creates nothing", async (dir) => {
+    const run = await skein(["run", "--home", dir, "--script", script, "hi"])
+    const doctor = await skein(["doctor", "--home", dir, "--script", script])
     expect({ status: run.status, stdout: run.stdout }).toEqual({ status: 2, stdout: "" })
     expect(run.stderr).toMatch(/^skein: Cannot (create|write to) [^\n]+\n$/)
     expect({ status: doctor.status, stdout: doctor.stdout, stderr: doctor.stderr }).toEqual({ status: 2, stdout: "", stderr: run.stderr })
@@ -117,14 +135,14 @@ describe("e2e: user errors", () => {
     mkdirSync(sessions, { recursive: true })
     const id = "0bad10e5-0000-4000-8000-000000000000"
     writeFileSync(join(sessions, `${id}.ndjson`), `${JSON.stringify({ type: "session", v: 1, id, cwd: root, created: 1 })}\n{ torn\n{"seq":2}\n`)
-    const show = skein(["sessions", "show", id, "--home", home])
+    const show = await skein(["sessions", "show", id, "--home", home])
     expect(show.status).toBe(1)
     expect(show.stderr).toMatch(/^skein: [^\n]+\n$/)
 
     // A session another Skein process holds.
     const agent = await agents.ready({ script: { turns: [{ calls: [[{ text: "ok" }]] }] } })
     const sessionId = await agent.newSession()
-    const resume = skein(["run", "--home", agent.home, "--script", agent.scriptPath, "--resume", sessionId, "hi"])
+    const resume = await skein(["run", "--home", agent.home, "--script", agent.scriptPath, "--resume", sessionId, "hi"])
     expect(resume.status).toBe(1)
     expect(resume.stderr).toMatch(/^skein: [^\n]*another Skein process[^\n]*\n$/)
   })

@@ -125,6 +125,32 @@ const storeIn = <E, R>(layer: Layer.Layer<SessionLog, E, R>) =>
     layer
   )
 
+describe("a check is built for the types it meets", () => {
+  it("compiles a type's Schema at its first check, never the other members' (a process checks the few types it logs, not every one)", () => {
+    const looked: Array<string> = []
+    // The same members, each telling when its data Schema is taken.
+    const watched: Checks.EventUnion = {
+      members: CanonicalBody.members.map((member) => ({
+        fields: {
+          type: member.fields.type,
+          get data() {
+            looked.push(member.fields.type.literal)
+            return member.fields.data as Schema.ConstraintDecoder<unknown>
+          }
+        }
+      }))
+    }
+    const check = Checks.of(watched)
+    assert.deepStrictEqual(looked, [])
+    assert.isUndefined(check("turn_start", { content: [{ type: "text", text: "hi" }] }))
+    assert.isUndefined(check("turn_start", { content: [] }))
+    assert.strictEqual(check("bookmark", {}), "unknown event type")
+    assert.deepStrictEqual(looked, ["turn_start"])
+    assert.include(check("turn_end", { stopReason: SECRET }) ?? "", "a turn_end whose data does not match its schema (stopReason: Expected")
+    assert.deepStrictEqual([...new Set(looked)], ["turn_start", "turn_end"])
+  })
+})
+
 describe("a new event type needs no change in the reader", () => {
   const log = header() + start + line(2, "bookmark", { label: "here", at: 3 }) + line(3, "turn_end", { stopReason: "end_turn" })
 

@@ -2,7 +2,7 @@
  * Background commands on the real sandbox: a server started in the background runs in the
  * session's network namespace, reachable from the session's later sandboxed commands and from
  * nothing else (not from a command run outside the sandbox, not from another session), and
- * `kill_shell` ends the whole sandboxed tree.
+ * `kill_shell` ends the whole sandboxed tree; what one leaves running when it exits is killed and reported.
  */
 import { assert, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -19,6 +19,7 @@ import type * as Edges from "../../src/tools/Edges.ts"
 import * as Tool from "../../src/tools/Tool.ts"
 import { getCommand, killTagged, processesWith, serverCommand, uniqueTag } from "../support/Background.ts"
 import * as Bwrap from "../support/Bwrap.ts"
+import { survivors, uniqueArg } from "../support/Escapes.ts"
 import * as TempDir from "../support/TempDir.ts"
 import * as ToolServices from "../support/ToolServices.ts"
 import * as Visible from "../support/Visible.ts"
@@ -79,4 +80,23 @@ Bwrap.describeWithBwrap("sandbox: background commands", () => {
       assert.deepStrictEqual(processesWith(tag), [])
     }).pipe(Effect.scoped, Effect.ensuring(Effect.sync(() => killTagged(tag))))
   })
+
+  it.live("a background command that exits leaving something running: that is killed, and bash_output says so", () =>
+    Effect.gen(function*() {
+      const base = yield* dir
+      const home = join(base, "home")
+      mkdirSync(home)
+      const manager = yield* Sandbox.make(Settings.DEFAULT, { skeinHome: join(home, ".skein"), userHome: home })
+      const a = yield* session(manager, join(base, "a"))
+      const arg = uniqueArg()
+      const started = yield* a.call(bash, { command: `sleep ${arg} & echo started`, run_in_background: true })
+      assert.isTrue(started.ok, started.content)
+      let output = ""
+      for (let i = 0; i < 1_000 && !output.includes("[exited"); i++) {
+        yield* Effect.sleep(20)
+        output += (yield* a.call(bash_output, { id: "bg1" })).content
+      }
+      assert.include(output, "[exited with code 0]\n[background processes still running at exit were killed (SIGTERM)]")
+      assert.deepStrictEqual(survivors(arg), [])
+    }).pipe(Effect.scoped))
 })

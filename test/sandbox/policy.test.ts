@@ -122,10 +122,13 @@ describe("Policy", () => {
     assert.notInclude(args.join(" "), "--bind /home/u/p/.git")
   })
 
-  it("the command line carries no environment", () => {
-    const line = Policy.commandLine({ bwrap: "/usr/bin/bwrap", nsenter: "/usr/bin/nsenter" }, layout, { file: "/bin/bash", args: ["-c", "true"] }, { seccomp: true })
+  it("the command line carries no environment, and reaches the session's namespaces through Skein's descriptors", () => {
+    const namespaces = { pid: 4242, userFd: 31, netFd: 32 }
+    const line = Policy.commandLine({ bwrap: "/usr/bin/bwrap", nsenter: "/usr/bin/nsenter" }, layout, { file: "/bin/bash", args: ["-c", "true"] }, { seccomp: true, namespaces })
     assert.strictEqual(line.file, "/usr/bin/nsenter")
-    assert.deepStrictEqual(line.args.slice(0, 5), ["--user=/proc/self/fd/3", "--net=/proc/self/fd/4", "--preserve-credentials", "--", "/usr/bin/bwrap"])
+    assert.deepStrictEqual(line.args.slice(0, 5), ["--user=/proc/4242/fd/31", "--net=/proc/4242/fd/32", "--preserve-credentials", "--", "/usr/bin/bwrap"])
+    // The filter is the one descriptor the chain inherits (bwrap reads and closes it).
+    assert.deepStrictEqual(line.args.slice(-6, -4), ["--seccomp", "3"])
     assert.deepStrictEqual(line.args.slice(-4), ["--", "/bin/bash", "-c", "true"])
     assert.notInclude(line.args.join(" "), "--setenv")
   })

@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Scope from "effect/Scope"
+import * as TestClock from "effect/testing/TestClock"
 import { existsSync, mkdtempSync, realpathSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -68,10 +69,20 @@ export const containmentSuite = (expected: Containment.Mechanism) => {
             assert.deepStrictEqual(survivors(arg), [])
           })))
 
-      it.live("is killed on timeout", () =>
+      // The timeout is the turn's clock: the test moves it once the escape runs (real processes
+      // are waited for in real time), instead of waiting the timeout out.
+      it.effect("is killed on timeout", () =>
         withEscape((dir, arg) =>
           Effect.gen(function*() {
-            const out = yield* run({ command: `${escapeCommand(dir, [{ escape, arg }])}\nsleep 30`, timeout_ms: 1_500 }, dir)
+            const ready = join(dir, "ready")
+            const command = `${escapeCommand(dir, [{ escape, arg }])}\n: > ${ready}\nsleep 30`
+            const fiber = yield* Effect.forkChild(run({ command, timeout_ms: 1_500 }, dir), { startImmediately: true })
+            yield* TestClock.withLive(waitUntil(() => existsSync(ready), 30_000, "the escape to run"))
+            // Not yet: the command is still running short of its timeout.
+            yield* TestClock.adjust(1_499)
+            assert.isUndefined(fiber.pollUnsafe())
+            yield* TestClock.adjust(1)
+            const out = yield* Fiber.join(fiber)
             assert.isAbove(escapePid(dir, 0), 0)
             assert.strictEqual(out.content, "started\n[killed by SIGTERM after timeout of 1500 ms]")
             assert.deepStrictEqual(survivors(arg), [])

@@ -112,6 +112,20 @@ describe("Workspace.resolve", () => {
       assert.match(yield* refused("loop-a", roots), /symlink loop/)
     }))
 
+  // A path outside is refused as outside whatever stands there: a file where a folder would be
+  // (`/tmp/a/a` with `/tmp/a` a file) once failed as `Cannot resolve …: BadResource`, which told
+  // the model what exists outside and named an internal error. Inside, the failure says what is wrong.
+  it.effect("a path outside through a file is refused as outside; inside, the message says a part is a file", () =>
+    Effect.gen(function*() {
+      const { ws, outside, roots } = yield* setup
+      writeFileSync(join(outside, "plain"), "x")
+      assert.match(yield* refused(join(outside, "plain", "child"), roots), /outside the workspace/)
+      writeFileSync(join(ws, "plain"), "x")
+      const inside = yield* refused("plain/child", roots)
+      assert.match(inside, /a part of it is a file, not a folder/)
+      assert.notInclude(inside, "BadResource")
+    }))
+
   // A dangling symlink is judged by where it points, not as a not-yet-existing file inside the
   // workspace: a tool that creates the file (write) would follow the link outside the roots.
   it.effect("a dangling symlink that points outside is refused", () =>

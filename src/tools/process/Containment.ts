@@ -103,6 +103,11 @@ export interface Tree {
    * (a sandbox's, which exits on its own a moment after the process Skein started has).
    */
   readonly settling: () => boolean
+  /**
+   * Whether something of the tree can still run that is not such an init: what a command
+   * left running (in a sandbox, the children its init still waits for).
+   */
+  readonly leftBehind: () => boolean
   readonly signal: (sig: NodeJS.Signals) => void
   /** Forget the tree (after it is dead, or when the spawn failed) and remove its cgroup. */
   readonly release: () => void
@@ -163,6 +168,14 @@ export const make = (): Tree => {
   // Once no process of the tree is left, none can appear: nothing is left to fork.
   let dead = false
 
+  /** The tree's tasks that can still run (undefined where they cannot be told apart: no /proc). */
+  const liveTasks = (): ReadonlyArray<number> | undefined => {
+    if (pgid === 0 || dead || mechanism === "group") return undefined
+    return cgroup !== undefined
+      ? [...new Set([...runningIn(cgroup), ...ProcTable.members(epoch, pgid, undefined, 0)])]
+      : ProcTable.members(epoch, pgid, marker, since)
+  }
+
   const tree: Tree = {
     env: { [name]: String(n) },
     wraps: cgroup !== undefined,
@@ -189,11 +202,12 @@ export const make = (): Tree => {
     inCgroup: () => cgroup !== undefined && !dead && Cgroup.populated(cgroup),
     events: cgroup === undefined ? undefined : NodePath.join(cgroup, "cgroup.events"),
     settling: () => {
-      if (pgid === 0 || dead || mechanism === "group") return false
-      const running = cgroup !== undefined
-        ? [...new Set([...runningIn(cgroup), ...ProcTable.members(epoch, pgid, undefined, 0)])]
-        : ProcTable.members(epoch, pgid, marker, since)
-      return ProcTable.onlyChildlessInits(running)
+      const running = liveTasks()
+      return running !== undefined && ProcTable.onlyChildlessInits(running)
+    },
+    leftBehind: () => {
+      const running = liveTasks()
+      return running !== undefined && running.length > 0 && !ProcTable.onlyChildlessInits(running)
     },
     signal: (sig) => {
       if (pgid === 0) return

@@ -140,15 +140,17 @@ interface ProgramOptions {
   /** Gets stdout and stderr in arrival order; without it the caller reads `stdout`/`stderr`. */
   readonly onOutput?: ((chunk: Uint8Array) => void) | undefined
   /**
-   * Open descriptors the child inherits as 3, 4, … (a sandbox's namespaces and filter: see
-   * `sandbox/Policy.ts`). The program is then named by its path: it is not looked up.
+   * Open descriptors the child inherits as 3, 4, … (a sandbox's filter, `/dev/null` over what
+   * this process inherited: see `sandbox/Descriptors.ts`); `"ignore"` puts nothing there.
+   * The program is then named by its path: it is not looked up.
    */
-  readonly fds?: ReadonlyArray<number> | undefined
+  readonly fds?: ReadonlyArray<number | "ignore"> | undefined
   /**
-   * The tree ends by itself once its leader has exited: a sandboxed command, whose PID
-   * namespace's init exits with the command (the kernel then ends the rest), a moment after
-   * bubblewrap, the leader, has reported it. What is left then is winding down, not left
-   * behind: it is given `SETTLE_MS` to end before it is signalled.
+   * The tree winds down by itself once its leader has exited: a sandboxed command, whose PID
+   * namespace's init exits a moment after bubblewrap, the leader, has reported the command's
+   * exit, unless the command left something running (the init then waits for it). An init
+   * with nothing left to wait for is winding down, not left behind: it is given `SETTLE_MS`
+   * to end before it is signalled; what the command left is signalled and reported at once.
    */
   readonly endsWithLeader?: boolean | undefined
 }
@@ -256,10 +258,14 @@ export const terminate = (group: Group): Effect.Effect<NodeJS.Signals | null> =>
   Effect.gen(function*() {
     const tree = group.tree
     if (!tree.isAlive()) return null
-    // While the cgroup holds a process the tree is winding down: only its emptying is watched
-    // (a small read), then the whole tree is looked at.
+    // A tree that ends with its leader, once the leader has exited: if all that runs is its pid
+    // namespace's init with no child (or an init already exiting), the sandbox is winding down,
+    // and only the cgroup's emptying is watched (a small read), then the whole tree is looked
+    // at. An init that still has children waits for what the command left running: that is
+    // signalled and reported below, as for any tree. Nothing new can start meanwhile: an init
+    // forks nothing once its first child has exited.
     if (
-      group.endsWithLeader && group.exitStatus() !== undefined &&
+      group.endsWithLeader && group.exitStatus() !== undefined && !tree.leftBehind() &&
       (yield* pollUntil(() => !tree.inCgroup() && !tree.isAlive(), SETTLE_MS, { watch: tree.events }))
     ) return null
     // A sandbox's init outlives the process Skein started by a moment (bubblewrap's leaves once

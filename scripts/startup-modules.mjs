@@ -1,0 +1,47 @@
+// What the CLI bundles evaluate at start-up, from esbuild's metafile, and what they must not.
+// esbuild turns a module reached only through `import()` into one evaluated when that import
+// runs; every other module of the bundle is evaluated when the bundle loads. scripts/build.mjs
+// fails a build that evaluates one of these too early; test/e2e/startup-modules.test.ts checks
+// the sources the same way.
+
+/** The modules reached from `roots` through static imports only: those evaluated with them. */
+export const staticallyReached = (metafile, roots) => {
+  const seen = new Set(roots)
+  const queue = [...roots]
+  while (queue.length > 0) {
+    for (const imported of metafile.inputs[queue.pop()]?.imports ?? []) {
+      if (imported.kind === "dynamic-import" || imported.external === true || seen.has(imported.path)) continue
+      seen.add(imported.path)
+      queue.push(imported.path)
+    }
+  }
+  return seen
+}
+
+/**
+ * What `skein acp` evaluates before it answers `session/new`: the entry, then the runtime it
+ * imports right after answering `initialize` (src/cli/acp.ts) and the providers' HTTP client the
+ * registry imports for a session (src/providers/Registry.ts).
+ */
+export const ACP_START = ["src/cli/main.ts", "src/Local.ts", "src/providers/Dialects.ts"]
+
+/** Modules no start-up evaluates (each bundle, from its entry): a process that exports telemetry loads the exporter. */
+export const NEVER_AT_START = [
+  { why: "the telemetry exporter", test: (input) => input === "src/telemetry/Otlp.ts" || /effect\/dist\/observability\//.test(input) }
+]
+
+/**
+ * Modules `skein acp` does not evaluate before `session/new` is answered: the ACP schemas of the
+ * client's answers (permission, files, terminals) and of `session/update`, which only external
+ * agents decode and nothing before a turn needs.
+ */
+export const NOT_BEFORE_SESSION = [
+  { why: "the ACP schemas of client answers and session updates", test: (input) => /^src\/acp\/(Client|Update|Protocol|index)\.ts$/.test(input) }
+]
+
+/** Each rule broken by `reached`: `why` and the first inputs that break it. */
+export const broken = (reached, rules) =>
+  rules.flatMap((rule) => {
+    const inputs = [...reached].filter(rule.test)
+    return inputs.length === 0 ? [] : [{ why: rule.why, inputs: inputs.slice(0, 3) }]
+  })
