@@ -11,23 +11,19 @@
 //
 // R runs (default 3), each on fresh copies, Skein and git interleaved. Prints one JSON object:
 // { files, first: { skein: {ms, bytes}, stash: {ms, bytes} } [], second: … [] }. Options: --runs R.
-import { build } from "esbuild"
 import { execFileSync } from "node:child_process"
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { dirname, join } from "node:path"
-import { fileURLToPath, pathToFileURL } from "node:url"
+import { join } from "node:path"
 import { parseArgs } from "node:util"
+import { bundle } from "./bench-bundle.mjs"
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const { values } = parseArgs({ options: { runs: { type: "string" } } })
 const RUNS = Math.max(1, Number(values.runs ?? 3))
 const FOLDERS = 100
 const PER_FOLDER = 100
 const CHANGED = 10
 
-const cache = join(root, "node_modules", ".cache", "skein-bench")
-mkdirSync(cache, { recursive: true })
 const base = realpathSync(mkdtempSync(join(tmpdir(), "skein-bench-checkpoint-")))
 
 const du = (dir) => {
@@ -47,23 +43,7 @@ const timed = (f) => {
 }
 
 try {
-  const entry = join(cache, "checkpoint-entry.mjs")
-  await build({
-    stdin: {
-      contents: [`export * as Shadow from "./src/checkpoints/Shadow.ts"`, `export * as Effect from "effect/Effect"`].join("\n"),
-      resolveDir: root,
-      loader: "ts",
-      sourcefile: "bench-checkpoint-entry.ts"
-    },
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node22",
-    external: ["effect", "@effect/*"],
-    outfile: entry,
-    logLevel: "silent"
-  })
-  const { Shadow, Effect } = await import(pathToFileURL(entry).href)
+  const { Shadow, Effect } = await bundle("checkpoint", [`export * as Shadow from "./src/checkpoints/Shadow.ts"`, `export * as Effect from "effect/Effect"`])
 
   // The workspace, once; each run works on copies of it.
   const template = join(base, "template")

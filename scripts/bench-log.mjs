@@ -16,14 +16,12 @@
 // Runs are interleaved; prints one JSON object: { writer, runtime, floor, appendFileSync } with
 // samples in events/s. Options: --events N (default 20,000), --tools K (default 5,000),
 // --runs R (default 5).
-import { build } from "esbuild"
 import { closeSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, realpathSync, rmSync, appendFileSync, writeSync } from "node:fs"
 import os from "node:os"
-import { dirname, join } from "node:path"
-import { fileURLToPath, pathToFileURL } from "node:url"
+import { join } from "node:path"
 import { parseArgs } from "node:util"
+import { bundle } from "./bench-bundle.mjs"
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const { values } = parseArgs({ options: { events: { type: "string" }, tools: { type: "string" }, runs: { type: "string" } } })
 const int = (v, fallback) => (v === undefined || v === "" ? fallback : Math.max(1, Number.parseInt(v, 10) || fallback))
 const EVENTS = int(values.events ?? process.env.BENCH_LOG_EVENTS, 20_000)
@@ -32,32 +30,14 @@ const RUNS = int(values.runs ?? process.env.BENCH_LOG_RUNS, 5)
 
 // The writer and the runtime from src/, with Effect and the platform external (resolved from
 // the repository's node_modules, like dist/index.mjs).
-const cache = join(root, "node_modules", ".cache", "skein-bench")
-mkdirSync(cache, { recursive: true })
-const bundle = join(cache, "log-entry.mjs")
-await build({
-  stdin: {
-    contents: [
-      `export { SessionLog } from "./src/log/SessionLog.ts"`,
-      `export { Skein, Runtime } from "./src/index.ts"`,
-      `export * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"`,
-      `export * as NodePath from "@effect/platform-node/NodePath"`,
-      `export * as Effect from "effect/Effect"`,
-      `export * as Layer from "effect/Layer"`
-    ].join("\n"),
-    resolveDir: root,
-    loader: "ts",
-    sourcefile: "bench-log-entry.ts"
-  },
-  bundle: true,
-  platform: "node",
-  format: "esm",
-  target: "node22",
-  packages: "external",
-  outfile: bundle,
-  logLevel: "warning"
-})
-const { SessionLog, Skein, Runtime, NodeFileSystem, NodePath, Effect, Layer } = await import(pathToFileURL(bundle).href)
+const { SessionLog, Skein, Runtime, NodeFileSystem, NodePath, Effect, Layer } = await bundle("log", [
+  `export { SessionLog } from "./src/log/SessionLog.ts"`,
+  `export { Skein, Runtime } from "./src/index.ts"`,
+  `export * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"`,
+  `export * as NodePath from "@effect/platform-node/NodePath"`,
+  `export * as Effect from "effect/Effect"`,
+  `export * as Layer from "effect/Layer"`
+])
 
 const tmp = realpathSync(mkdtempSync(join(os.tmpdir(), "skein-bench-log-")))
 const workspace = join(tmp, "workspace")
@@ -77,7 +57,7 @@ const makeEvents = (sessionId, n) => {
     const body = k === 0
       ? { type: "tool_call", data: { id, name: "read", args: { path: `src/file${seq}.ts` }, title: `Read src/file${seq}.ts`, kind: "read" } }
       : k === 1
-      ? { type: "tool_result", data: { id, ok: true, content: `1\t${text}` } }
+      ? { type: "tool_result", data: { id, ok: true, status: "done", content: `1\t${text}` } }
       : { type: "model_response", data: { call: seq, parts: [{ type: "text", text }], stop: "tool_use", usage: { input: 1000, output: 60 } } }
     events.push({ ...body, sessionId, seq, ts: ts + seq, turn: 1 })
   }

@@ -8,54 +8,32 @@
 // one). Prints one JSON object: { true: { plain, sandboxed }, gitStatus: { plain, sandboxed } }
 // with samples in ms, or { skipped: reason } where there is no sandbox. Options: --runs R
 // (default 30).
-import { build } from "esbuild"
 import { execFileSync } from "node:child_process"
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
-import { dirname, join } from "node:path"
-import { fileURLToPath, pathToFileURL } from "node:url"
+import { join } from "node:path"
 import { parseArgs } from "node:util"
+import { bundle } from "./bench-bundle.mjs"
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const { values } = parseArgs({ options: { runs: { type: "string" } } })
 const RUNS = Math.max(1, Number(values.runs ?? 30))
 
-// The bundle lives in node_modules/.cache, where `effect` resolves from.
-const cache = join(root, "node_modules", ".cache", "skein-bench")
-mkdirSync(cache, { recursive: true })
 // Not under /tmp: a sandboxed command sees a /tmp of its own (roots there are bound in, but a
 // workspace is rarely there).
 const base = realpathSync(mkdtempSync(join("/var/tmp", "skein-bench-sandbox-")))
 try {
-  const entry = join(cache, "sandbox-entry.mjs")
-  await build({
-    stdin: {
-      contents: [
-        `export { bash } from "./src/tools/bash.ts"`,
-        `export * as Tool from "./src/tools/Tool.ts"`,
-        `export * as TurnServices from "./src/runtime/TurnServices.ts"`,
-        `export * as Sandbox from "./src/sandbox/Sandbox.ts"`,
-        `export * as Settings from "./src/sandbox/Settings.ts"`,
-        `export * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"`,
-        `export * as NodePath from "@effect/platform-node/NodePath"`,
-        `export * as Effect from "effect/Effect"`,
-        `export * as Layer from "effect/Layer"`,
-        `export * as Scope from "effect/Scope"`,
-        `export * as Exit from "effect/Exit"`
-      ].join("\n"),
-      resolveDir: root,
-      loader: "ts",
-      sourcefile: "bench-sandbox-entry.ts"
-    },
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node22",
-    external: ["effect", "@effect/*"],
-    outfile: entry,
-    logLevel: "silent"
-  })
-  // The bundle imports effect from this repository's node_modules.
-  const m = await import(pathToFileURL(entry).href)
+  const m = await bundle("sandbox", [
+    `export { bash } from "./src/tools/bash.ts"`,
+    `export * as Tool from "./src/tools/Tool.ts"`,
+    `export * as TurnServices from "./src/runtime/TurnServices.ts"`,
+    `export * as Sandbox from "./src/sandbox/Sandbox.ts"`,
+    `export * as Settings from "./src/sandbox/Settings.ts"`,
+    `export * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"`,
+    `export * as NodePath from "@effect/platform-node/NodePath"`,
+    `export * as Effect from "effect/Effect"`,
+    `export * as Layer from "effect/Layer"`,
+    `export * as Scope from "effect/Scope"`,
+    `export * as Exit from "effect/Exit"`
+  ])
   const { bash, Tool, TurnServices, Sandbox, Settings, NodeFileSystem, NodePath, Effect, Layer, Scope, Exit } = m
 
   const repo = join(base, "repo")

@@ -10,11 +10,10 @@
 // Prints one JSON object on stdout: { list: {...}, load: {...} } with times in ms.
 // Options: --sessions N, --events M, --runs R (or BENCH_SESSIONS, BENCH_EVENTS, BENCH_RUNS).
 import { spawn } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs"
-import os from "node:os"
+import { existsSync, rmSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { parseArgs } from "node:util"
+import { measure, prepare, round } from "./bench-session-logs.mjs"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const skein = join(root, "dist", "skein.mjs")
@@ -22,66 +21,10 @@ if (!existsSync(skein)) {
   process.stderr.write("bench-sessions: dist/skein.mjs is missing (run `npm run build`)\n")
   process.exit(1)
 }
-const { values } = parseArgs({ options: { sessions: { type: "string" }, events: { type: "string" }, runs: { type: "string" } } })
-const int = (v, fallback) => (v === undefined || v === "" ? fallback : Math.max(1, Number.parseInt(v, 10) || fallback))
-const SESSIONS = int(values.sessions ?? process.env.BENCH_SESSIONS, 1000)
-const EVENTS = int(values.events ?? process.env.BENCH_EVENTS, 100_000)
-const RUNS = int(values.runs ?? process.env.BENCH_RUNS, 5)
-
-const tmp = realpathSync(mkdtempSync(join(os.tmpdir(), "skein-bench-sessions-")))
-const listHome = join(tmp, "list-home")
-const loadHome = join(tmp, "load-home")
-const workspace = join(tmp, "workspace")
-const other = join(tmp, "other")
-for (const dir of [join(listHome, "sessions"), join(loadHome, "sessions"), workspace, other]) mkdirSync(dir, { recursive: true })
+// The fixtures (scripts/bench-session-logs.mjs).
+const { sessions: SESSIONS, events: EVENTS, runs: RUNS, tmp, listHome, loadHome, workspace, other, bigId, bigBytes, fixtureMs } = prepare("bench-sessions")
 
 const line = (o) => JSON.stringify(o) + "\n"
-const uuid = (i) => `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`
-
-// ---- fixtures --------------------------------------------------------------------------------
-
-/** A small finished session: header, a prompt, an answer with a read, its result, the end. */
-const smallLog = (id, cwd, i) => {
-  const t = 1_700_000_000_000 + i * 1000
-  return line({ type: "session", v: 2, id, cwd, created: t, mode: "default", skein: "bench" }) +
-    line({ seq: 1, ts: t, turn: 1, type: "turn_start", data: { content: [{ type: "text", text: `Task number ${i}: summarise the notes and fix the failing test` }] } }) +
-    line({ seq: 2, ts: t + 1, turn: 1, type: "model_response", data: { call: 1, parts: [{ type: "text", text: "Reading." }, { type: "tool_call", id: "c1", name: "read", args: { path: "notes.txt" } }], stop: "tool_use" } }) +
-    line({ seq: 3, ts: t + 2, turn: 1, type: "tool_call", data: { id: "c1", name: "read", args: { path: "notes.txt" }, title: "Read notes.txt", kind: "read" } }) +
-    line({ seq: 4, ts: t + 3, turn: 1, type: "tool_result", data: { id: "c1", ok: true, content: "1\tHello notes" } }) +
-    line({ seq: 5, ts: t + 4, turn: 1, type: "model_response", data: { call: 2, parts: [{ type: "text", text: "Done." }], stop: "end_turn", usage: { input: 1200, output: 40 } } }) +
-    line({ seq: 6, ts: t + 5, turn: 1, type: "turn_end", data: { stopReason: "end_turn" } })
-}
-
-const t0 = process.hrtime.bigint()
-for (let i = 0; i < SESSIONS; i++) {
-  // Every tenth session is in another directory, for the cwd filter.
-  writeFileSync(join(listHome, "sessions", `${uuid(i)}.ndjson`), smallLog(uuid(i), i % 10 === 0 ? other : workspace, i))
-}
-
-/** One long session of about EVENTS events: turns of six events with text, a tool call and its result. */
-const bigId = uuid(999_999)
-{
-  const parts = [line({ type: "session", v: 2, id: bigId, cwd: workspace, created: 1_700_000_000_000, mode: "default", skein: "bench" })]
-  let seq = 0
-  let turn = 0
-  const filler = "The quick brown fox jumps over the lazy dog. ".repeat(4)
-  while (seq < EVENTS) {
-    turn++
-    const ts = 1_700_000_000_000 + seq
-    const id = `call_${turn}`
-    parts.push(
-      line({ seq: ++seq, ts, turn, type: "turn_start", data: { content: [{ type: "text", text: `Step ${turn}: look at file ${turn}.txt` }] } }),
-      line({ seq: ++seq, ts, turn, type: "model_response", data: { call: 1, parts: [{ type: "thinking", text: "Let me look." }, { type: "text", text: filler }, { type: "tool_call", id, name: "read", args: { path: `${turn}.txt` } }], stop: "tool_use", usage: { input: 1000 + turn, output: 60 } } }),
-      line({ seq: ++seq, ts, turn, type: "tool_call", data: { id, name: "read", args: { path: `${turn}.txt` }, title: `Read ${turn}.txt`, kind: "read", locations: [{ path: `${workspace}/${turn}.txt` }] } }),
-      line({ seq: ++seq, ts, turn, type: "tool_result", data: { id, ok: true, content: `1\t${filler}\n2\t${filler}` } }),
-      line({ seq: ++seq, ts, turn, type: "model_response", data: { call: 2, parts: [{ type: "text", text: `Read ${turn}.txt. ${filler}` }], stop: "end_turn", usage: { input: 1100 + turn, output: 80 } } }),
-      line({ seq: ++seq, ts, turn, type: "turn_end", data: { stopReason: "end_turn" } })
-    )
-  }
-  writeFileSync(join(loadHome, "sessions", `${bigId}.ndjson`), parts.join(""))
-}
-const fixtureMs = Number(process.hrtime.bigint() - t0) / 1e6
-const bigBytes = statSync(join(loadHome, "sessions", `${bigId}.ndjson`)).size
 
 // ---- an ACP client over a spawned agent --------------------------------------------------------
 
@@ -139,11 +82,6 @@ const withAgent = (home, steps) =>
   })
 
 const ms = (start) => Number(process.hrtime.bigint() - start) / 1e6
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b)
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
-}
-const round = (x) => Math.round(x * 10) / 10
 
 const listOnce = () =>
   withAgent(listHome, async (request) => {
@@ -176,28 +114,9 @@ const loadOnce = () =>
   })
 
 try {
-  await listOnce()
-  const lists = []
-  for (let i = 0; i < RUNS; i++) lists.push(await listOnce())
-  await loadOnce()
-  const loads = []
-  for (let i = 0; i < RUNS; i++) loads.push(await loadOnce())
   const result = {
     fixtures: { sessions: SESSIONS, events: EVENTS, logBytes: bigBytes, buildMs: round(fixtureMs) },
-    list: {
-      sessions: SESSIONS,
-      firstPageMs: round(median(lists.map((l) => l.firstPage))),
-      allPagesMs: round(median(lists.map((l) => l.allPages))),
-      listed: lists[0].count,
-      cwdFilterFirstPageMs: round(median(lists.map((l) => l.filteredPage))),
-      cwdFilterListed: lists[0].filteredCount
-    },
-    load: {
-      events: EVENTS,
-      logBytes: bigBytes,
-      loadMs: round(median(loads.map((l) => l.loadMs))),
-      replayedUpdates: loads[0].updates
-    },
+    ...(await measure({ listOnce, loadOnce, runs: RUNS, sessions: SESSIONS, events: EVENTS, bigBytes })),
     runs: RUNS
   }
   process.stdout.write(JSON.stringify(result, null, 2) + "\n")

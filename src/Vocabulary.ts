@@ -74,22 +74,22 @@ export const ToolDetails = Schema.Struct({
 })
 export type ToolDetails = typeof ToolDetails.Type
 
+/** A user block as text, as the model and a transcript see it (an image as `[image]`). */
+export const blockText = (block: UserBlock): string => {
+  switch (block.type) {
+    case "text":
+      return block.text
+    case "resource_link":
+      return `[${block.name}](${block.uri})`
+    case "resource":
+      return block.text !== undefined ? `<resource uri="${block.uri}">\n${block.text}\n</resource>` : `[resource ${block.uri}]`
+    case "image":
+      return "[image]"
+  }
+}
+
 /** The text of a user prompt, as the model and a transcript see it. */
-export const promptText = (content: ReadonlyArray<UserBlock>): string =>
-  content
-    .map((block) => {
-      switch (block.type) {
-        case "text":
-          return block.text
-        case "resource_link":
-          return `[${block.name}](${block.uri})`
-        case "resource":
-          return block.text !== undefined ? `<resource uri="${block.uri}">\n${block.text}\n</resource>` : `[resource ${block.uri}]`
-        case "image":
-          return "[image]"
-      }
-    })
-    .join("\n")
+export const promptText = (content: ReadonlyArray<UserBlock>): string => content.map(blockText).join("\n")
 
 // ---------------------------------------------------------------------------
 // Modes: what a session may do without asking (ids as Claude Code users know them)

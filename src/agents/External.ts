@@ -45,6 +45,7 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
+import * as Blocks from "../acp/Blocks.ts"
 import type * as AcpClient from "../acp/Client.ts"
 import type * as Initialize from "../acp/Initialize.ts"
 import { AgentMethod, ClientMethod } from "../acp/Methods.ts"
@@ -58,7 +59,6 @@ import type { Permission, Questions, TurnIO } from "../session/TurnContract.ts"
 import * as Ceiling from "../tools/Ceiling.ts"
 import * as ProcessGroup from "../tools/process/ProcessGroup.ts"
 import type * as Tool from "../tools/Tool.ts"
-import { userContent } from "../translate/Translate.ts"
 import { type ModelStop, promptText, type StopReason, type ToolKind, type UserBlock } from "../Vocabulary.ts"
 import * as Connection from "./ExternalConnection.ts"
 import * as Files from "./ExternalFiles.ts"
@@ -79,7 +79,7 @@ export const CANCEL_WAIT_MS = 5_000
 const promptBlock = (block: UserBlock, caps: Initialize.PromptCapabilities | undefined) =>
   (block.type === "image" && caps?.image !== true) || (block.type === "resource" && caps?.embeddedContext !== true)
     ? { type: "text" as const, text: promptText([block]) }
-    : userContent(block)
+    : Blocks.fromUserBlock(block)
 
 /**
  * The ACP schemas of what an agent asks of Skein, loaded with the first connection to an external

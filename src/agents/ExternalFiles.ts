@@ -77,7 +77,13 @@ export const readTextFile = (io: TurnIO, params: AcpClient.ReadTextFileRequest) 
       }
       return yield* SafeFs.readAll(handle)
     })).pipe(Effect.mapError((error) => (error._tag === "RpcError" ? error : fsFailure(error, "read"))))
-    const text = new TextDecoder("utf-8").decode(bytes)
+    // Text only, as an edit of Skein's own takes it: a binary or non-UTF-8 file read as text and
+    // written back would have every byte that is not text changed.
+    const text = yield* Files.strictText(bytes).pipe(
+      Effect.mapError((problem) =>
+        refused(problem._tag === "Binary" ? "The file is binary; fs/read_text_file reads text files only" : "The file is not valid UTF-8 text")
+      )
+    )
     if (params.line === undefined && params.limit === undefined) return { content: text }
     // Lines keep their ends, so a window joins back into the file's own text.
     const lines = text.split(/(?<=\n)/)

@@ -23,7 +23,7 @@
  *   call. So every tool call is part of a model response, and each one gets one result.
  */
 import * as NodePath from "node:path"
-import type * as AcpContent from "../acp/Content.ts"
+import * as Blocks from "../acp/Blocks.ts"
 import type * as AcpUpdate from "../acp/Update.ts"
 import type { CanonicalBody, EphemeralBody, ToolStatus } from "../log/Event.ts"
 import type { AssistantPart, Location, ModelStop, StopReason, ToolDetails, ToolKind } from "../Vocabulary.ts"
@@ -142,27 +142,9 @@ export const initial = (agent: string, turn: number, cwd: string): State => ({
 // From ACP to the log
 // ---------------------------------------------------------------------------
 
-/** A content block as text. */
-const blockText = (block: AcpContent.ContentBlock): string => {
-  switch (block.type) {
-    case "text":
-      return block.text
-    case "resource_link":
-      return `[${block.name}](${block.uri})`
-    case "resource":
-      return "text" in block.resource ? block.resource.text : `[resource ${block.resource.uri}]`
-    case "image":
-      return "[image]"
-    case "audio":
-      return "[audio]"
-    default:
-      return block satisfies never
-  }
-}
-
 /** The text of a tool call's content (diffs and terminals are not text). */
 const contentText = (content: ReadonlyArray<ToolCallContent>): string =>
-  content.flatMap((item) => (item.type === "content" ? [blockText(item.content)] : [])).join("\n")
+  content.flatMap((item) => (item.type === "content" ? [Blocks.text(item.content)] : [])).join("\n")
 
 /** The diffs of a tool call's content. */
 export const diffsOf = (content: ReadonlyArray<ToolCallContent>) =>
@@ -294,7 +276,7 @@ const apply = (state: State, update: AcpUpdate.SessionUpdate): Step => {
   switch (update.sessionUpdate) {
     case "agent_message_chunk":
     case "agent_thought_chunk": {
-      const text = blockText(update.content)
+      const text = Blocks.text(update.content)
       if (text.length === 0) return [state, []]
       const kind = update.sessionUpdate === "agent_message_chunk" ? "text" : "thinking"
       const parts = [...state.parts]

@@ -14,7 +14,7 @@
  *
  * git runs as Skein's auto-allowed commands do (GitGuard's overrides: no hooks, no fsmonitor,
  * no pager, no network, no submodule recursion), plus no automatic gc or maintenance and no
- * signing, inside a contained process group (ProcessGroup.ts) that is gone when the call
+ * signing, inside a contained process group (`GitProcess.ts`) that is gone when the call
  * returns. The programs a repository's *own* configuration can make git run while it checks
  * out or adds files (filter drivers) cannot be switched off by name: such a repository is
  * refused, as GitGuard refuses it for read-only commands; the user's global configuration is
@@ -30,10 +30,9 @@ import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import * as Secrets from "../secrets/Secrets.ts"
 import * as GitGuard from "../tools/commands/GitGuard.ts"
+import * as GitProcess from "../tools/commands/GitProcess.ts"
 import type * as Permissions from "../tools/Permissions.ts"
-import * as ProcessGroup from "../tools/process/ProcessGroup.ts"
 
 export class WorktreeError extends Schema.TaggedError<WorktreeError>()("WorktreeError", {
   message: Schema.String
@@ -92,21 +91,13 @@ export const change: Permissions.Subject<Plan> = {
 // Running git
 // ---------------------------------------------------------------------------
 
-/** A git call longer than this is stopped (adding a very large working tree is the slow one). */
-const TIMEOUT_MS = 120_000
-/** What a call may print (a diff listing of every file of a large change fits). */
-const MAX_OUTPUT_BYTES = 32 * 1024 * 1024
-
-/** Configuration on top of GitGuard's: nothing left running behind a call, nothing signed. */
-const EXTRA_CONFIG: ReadonlyArray<readonly [string, string]> = [
-  ["gc.auto", "0"],
-  ["maintenance.auto", "false"],
-  ["commit.gpgSign", "false"],
-  ["core.quotePath", "false"]
-]
-
-/** Variables that would point git at another repository, index or object store than the one asked for. */
-const LOCATING = /^GIT_(?:DIR|WORK_TREE|INDEX_FILE|OBJECT_DIRECTORY|ALTERNATE_OBJECT_DIRECTORIES|COMMON_DIR|NAMESPACE|PREFIX|IMPLICIT_WORK_TREE|GRAFT_FILE|SHALLOW_FILE|NO_REPLACE_OBJECTS|REPLACE_REF_BASE|CEILING_DIRECTORIES|DISCOVERY_ACROSS_FILESYSTEM)$/
+const PROFILE: GitProcess.Profile = {
+  // Adding a very large working tree is the slow one; a diff listing of every file of a large change fits.
+  timeoutMs: 120_000,
+  maxOutputBytes: 32 * 1024 * 1024,
+  /** Variables that would point git at another repository, index or object store than the one asked for. */
+  drop: /^GIT_(?:DIR|WORK_TREE|INDEX_FILE|OBJECT_DIRECTORY|ALTERNATE_OBJECT_DIRECTORIES|COMMON_DIR|NAMESPACE|PREFIX|IMPLICIT_WORK_TREE|GRAFT_FILE|SHALLOW_FILE|NO_REPLACE_OBJECTS|REPLACE_REF_BASE|CEILING_DIRECTORIES|DISCOVERY_ACROSS_FILESYSTEM)$/
+}
 
 const IDENTITY = {
   GIT_AUTHOR_NAME: "Skein",
@@ -115,63 +106,21 @@ const IDENTITY = {
   GIT_COMMITTER_EMAIL: "skein@localhost"
 }
 
-const environment = (extra: Readonly<Record<string, string>>): Record<string, string> => {
-  const env: Record<string, string> = {}
-  for (const [name, value] of Object.entries(Secrets.childEnv())) if (!LOCATING.test(name)) env[name] = value
-  Object.assign(env, GitGuard.environment(env))
-  const start = Number(env["GIT_CONFIG_COUNT"])
-  EXTRA_CONFIG.forEach(([key, value], i) => {
-    env[`GIT_CONFIG_KEY_${start + i}`] = key
-    env[`GIT_CONFIG_VALUE_${start + i}`] = value
-  })
-  env["GIT_CONFIG_COUNT"] = String(start + EXTRA_CONFIG.length)
-  return { ...env, ...extra }
-}
-
 interface Ran {
   readonly code: number | null
   readonly stdout: string
-  readonly stderr: string
-}
-
-/** What git said on failure, briefly: its first line. */
-const said = (ran: Ran): string => {
-  const line = ran.stderr.split("\n").map((l) => l.trim()).find((l) => l !== "") ?? `exit code ${ran.code ?? "none"}`
-  return line.replace(/^(?:fatal|error): /, "").slice(0, 300)
 }
 
 /** Runs git in `cwd` and waits for it; its whole process tree is gone when this returns. */
-const run = (args: ReadonlyArray<string>, cwd: string, extraEnv: Readonly<Record<string, string>> = {}): Effect.Effect<Ran, WorktreeError> =>
-  Effect.acquireUseRelease(
-    ProcessGroup.spawnProgram({ file: "git", args, cwd, env: environment(extraEnv) }).pipe(
-      Effect.mapError(({ code }) =>
-        fail(code === "ENOENT" && NodeFs.existsSync(cwd) ? "git could not be started: it is not installed or not on the PATH" : `git could not be started in ${cwd} (${code ?? "unknown error"})`)
-      )
-    ),
-    (group) =>
-      Effect.gen(function*() {
-        const out: Array<Buffer> = []
-        const err: Array<Buffer> = []
-        let size = 0
-        const collect = (into: Array<Buffer>) => (chunk: Buffer) => {
-          size += chunk.length
-          if (size <= MAX_OUTPUT_BYTES) into.push(chunk)
-        }
-        group.stdout.on("data", collect(out))
-        group.stderr.on("data", collect(err))
-        if (!(yield* ProcessGroup.awaitFor(group.exited, TIMEOUT_MS))) {
-          return yield* fail(`git ${args[0]} did not finish within ${TIMEOUT_MS / 1000} s and was stopped`)
-        }
-        yield* ProcessGroup.awaitFor(group.drained, 1_000)
-        if (size > MAX_OUTPUT_BYTES) return yield* fail(`git ${args[0]} printed more than ${MAX_OUTPUT_BYTES / 1024 / 1024} MiB`)
-        return { code: group.exitStatus()?.code ?? null, stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") }
-      }),
-    (group) => ProcessGroup.release(group)
+const run = (args: ReadonlyArray<string>, cwd: string, env?: Readonly<Record<string, string>>): Effect.Effect<Ran, WorktreeError> =>
+  GitProcess.run(PROFILE, args, { cwd, env }).pipe(
+    Effect.map((ran) => ({ code: ran.code, stdout: ran.stdout.toString("utf8") })),
+    Effect.mapError(fail)
   )
 
 /** Runs git; a non-zero exit is a `WorktreeError` saying `what` failed and what git said. */
-const git = (what: string, args: ReadonlyArray<string>, cwd: string, extraEnv?: Readonly<Record<string, string>>) =>
-  Effect.flatMap(run(args, cwd, extraEnv), (ran) => (ran.code === 0 ? Effect.succeed(ran.stdout) : Effect.fail(fail(`${what} failed: ${said(ran)}`))))
+const git = (what: string, args: ReadonlyArray<string>, cwd: string, env?: Readonly<Record<string, string>>) =>
+  Effect.mapError(GitProcess.git(PROFILE, what, args, { cwd, env }), fail)
 
 const lines = (text: string): Array<string> => text.split("\n").filter((line) => line !== "")
 

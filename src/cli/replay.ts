@@ -2,8 +2,9 @@
  * `skein replay ID|FILE [--acp | --rerun [--cwd DIR]]`: a saved session again.
  *
  * - no flag: the transcript, for people;
- * - `--acp`: exactly the `session/update` notifications `session/load` sends,
- *   one JSON-RPC line each;
+ * - `--acp`: the `session/update` notifications `session/load` sends, one
+ *   JSON-RPC line each (but for the closing `usage_update`, which needs the
+ *   configured models' windows and prices);
  * - `--rerun`: every turn again with model calls answered from the log and the
  *   tools run for real (in `--cwd DIR`, default the logged cwd), then a report
  *   per turn of where tool results differ. Exit 0: all the same; 1: they

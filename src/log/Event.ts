@@ -343,8 +343,11 @@ const ThinkingDelta = event("thinking_delta", { text: Schema.String })
 const ToolRunning = event("tool_running", { id: Schema.String })
 /** The running output of a tool call so far (the whole bounded buffer each time). */
 const ToolProgress = event("tool_progress", { id: Schema.String, output: Schema.String })
-/** After a model call: the context it used (`used` of the window's `size` tokens) and the session's cost so far (USD). */
-const UsageUpdate = event("usage", { used: Schema.Number, size: Schema.Number, cost: Schema.optionalKey(Schema.Number) })
+/** The context a model call used (`used` of the window's `size` tokens) and the session's cost so far (USD). */
+export const UsageShown = Schema.Struct({ used: Schema.Number, size: Schema.Number, cost: Schema.optionalKey(Schema.Number) })
+export type UsageShown = typeof UsageShown.Type
+/** After a model call: its `UsageShown`. Not logged: a loaded session derives the last one from its log (`runtime/Usage.ts`). */
+const UsageUpdate = Schema.Struct({ type: Schema.Literal("usage"), data: UsageShown })
 const PermissionAskedEvent = Schema.Struct({ type: Schema.Literal("permission_asked"), data: PermissionAsked })
 const ClientCallEvent = Schema.Struct({ type: Schema.Literal("client_call"), data: ClientCall })
 /** A question nobody needs to answer any more: withdrawn, or `answered` (by whoever answered first). */

@@ -5,7 +5,7 @@
  * folded incrementally: each canonical event is applied once, in O(1), as it
  * is logged or read back. Providers receive a read-only view.
  */
-import type { AssistantPart, Message } from "../Vocabulary.ts"
+import type { AssistantPart, Message, Usage } from "../Vocabulary.ts"
 import { title as titleOf } from "./Listing.ts"
 import type { CanonicalBody, PermissionRule } from "./Event.ts"
 
@@ -44,6 +44,13 @@ export interface History {
   readonly seqs: Array<number>
   /** The context the last model call used (input and output tokens), as its usage said; after a compaction, its estimate. */
   lastUsed: number | undefined
+  /**
+   * Every model call's usage so far (a compaction's summary call too), summed by the model it
+   * ran with: the `model` setting at the time, `""` for the session's default. What it cost.
+   */
+  readonly spending: Map<string, Usage>
+  /** The context the last usage update showed as used: a call's, or a compaction's estimate after it; a rewind keeps it. */
+  shownUsed: number | undefined
   /** The latest plan, which survives compaction. */
   plan: PlanEntries | undefined
   /** Skills the model loaded, by name. */
@@ -92,6 +99,8 @@ export const make = (): History => ({
   subagents: 0,
   seqs: [],
   lastUsed: undefined,
+  spending: new Map(),
+  shownUsed: undefined,
   plan: undefined,
   skills: new Map(),
   compactions: 0,
@@ -112,6 +121,14 @@ export const appendPart = (parts: Array<AssistantPart>, type: "text" | "thinking
   } else {
     parts.push({ type, text })
   }
+}
+
+/** Adds a call's usage to what the model it ran with has used (cached tokens counted only up to the input). */
+const spend = (history: History, usage: Usage): void => {
+  const model = history.config.get("model") ?? ""
+  const sum = history.spending.get(model) ?? { input: 0, output: 0, cached: 0 }
+  const cached = Math.min(usage.cached ?? 0, usage.input)
+  history.spending.set(model, { input: sum.input + usage.input, output: sum.output + usage.output, cached: (sum.cached ?? 0) + cached })
 }
 
 /**
@@ -147,9 +164,10 @@ export const apply = (history: History, event: CanonicalBody, seq?: number): voi
     }
     case "model_response": {
       history.partial = undefined
+      if (event.data.usage !== undefined) spend(history, event.data.usage)
       // A compaction's call: its answer is the summary its `compaction` event holds.
       if (event.data.compaction !== undefined) return
-      if (event.data.usage !== undefined) history.lastUsed = event.data.usage.input + event.data.usage.output
+      if (event.data.usage !== undefined) history.lastUsed = history.shownUsed = event.data.usage.input + event.data.usage.output
       if (event.data.parts.length === 0) return
       for (const part of event.data.parts) {
         if (part.type === "tool_call") {
@@ -201,7 +219,7 @@ export const apply = (history: History, event: CanonicalBody, seq?: number): voi
       if (keep < 0) keep = history.messages.length
       history.messages.splice(0, keep, summaryMessage(history, event.data.summaryForModel))
       history.seqs.splice(0, keep, at)
-      history.lastUsed = event.data.usageAfter
+      history.lastUsed = history.shownUsed = event.data.usageAfter
       history.compactions++
       return
     }

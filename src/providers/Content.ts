@@ -2,21 +2,9 @@
  * Helpers the dialects share to map provider-neutral content: user blocks as
  * text or images, and the provenance of thinking signatures.
  */
-import type { UserBlock } from "../Vocabulary.ts"
+import { blockText, type UserBlock } from "../Vocabulary.ts"
 
 const IMAGE_OMITTED = "[An image was attached, but this model does not accept images.]"
-
-/** A user block as text, for dialects and models that take text only (images excepted). */
-const blockText = (block: Exclude<UserBlock, { type: "image" }>): string => {
-  switch (block.type) {
-    case "text":
-      return block.text
-    case "resource_link":
-      return `[${block.name}](${block.uri})`
-    case "resource":
-      return block.text !== undefined ? `<resource uri="${block.uri}">\n${block.text}\n</resource>` : `[resource ${block.uri}]`
-  }
-}
 
 type Piece = { readonly type: "text"; readonly text: string } | { readonly type: "image"; readonly mimeType: string; readonly data: string }
 

@@ -43,6 +43,7 @@ import type { Deps, Session } from "./SessionDeps.ts"
 import * as SessionState from "./SessionState.ts"
 import * as SessionTurn from "./SessionTurn.ts"
 import * as TurnEnd from "./TurnEnd.ts"
+import * as UsageShown from "./Usage.ts"
 
 /**
  * Starts a session actor in `scope`. `history` is the already-folded history (empty for a new
@@ -59,7 +60,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
       settings: { mode, config: new Map(history.config) },
       // A child session's mode can only be narrowed from the one it started with (its parent's).
       limits: { models: deps.models, model: deps.model, ceiling: info.parent !== undefined ? mode : undefined },
-      now: yield* Clock.currentTimeMillis
+      now: yield* Clock.currentTimeMillis,
+      usage: UsageShown.restore(history, deps.models, deps.model, deps.provider.contextWindow)
     })
     const logProblem = (what: string) => (cause: Cause.Cause<unknown>) => Effect.logError(`session ${info.id}: ${what}`, Cause.pretty(cause))
 
@@ -111,9 +113,10 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
         if (cost !== undefined) yield* actor.now({ _tag: "Spend", usd: cost })
         const spent = actor.state().spent
         yield* Spans.cost(cost === undefined ? undefined : spent)
-        const size = contextWindow()
-        if (size === undefined || used === undefined) return
-        yield* journal.ephemeral(turn, { type: "usage", data: { used, size, ...(spent > 0 || cost !== undefined ? { cost: spent } : {}) } })
+        const shown = UsageShown.shown(used, contextWindow(), spent, cost !== undefined)
+        if (shown === undefined) return
+        yield* actor.now({ _tag: "Shown", usage: shown })
+        yield* journal.ephemeral(turn, { type: "usage", data: shown })
       })
 
     /** Logs an event of a turn, then the usage update that follows it, if any. */
@@ -307,7 +310,13 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
       settings: Effect.sync(() => {
         const model = currentModel()
         const effort = settings().config.get("thought_level")
-        return { mode: reach().mode, ...(model !== undefined ? { model } : {}), ...(effort !== undefined ? { effort } : {}) }
+        const usage = actor.state().shown
+        return {
+          mode: reach().mode,
+          ...(model !== undefined ? { model } : {}),
+          ...(effort !== undefined ? { effort } : {}),
+          ...(usage !== undefined ? { usage } : {})
+        }
       }),
       events: Stream.unwrap(Effect.map(deps.bus.subscribe(info.id), (sub) => (sub === undefined ? Stream.empty : Bus.toStream(sub)))),
       subscribe: (fromSeq) =>

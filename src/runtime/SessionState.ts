@@ -23,11 +23,12 @@
  */
 import type * as Deferred from "effect/Deferred"
 import type * as Fiber from "effect/Fiber"
-import type { EphemeralBody } from "../log/Event.ts"
+import type { EphemeralBody, UsageShown } from "../log/Event.ts"
 import type * as Models from "../providers/Models.ts"
 import type { Capabilities } from "../session/ClientCalls.ts"
 import { type SendResult, SessionError } from "../session/Protocol.ts"
 import * as Ceiling from "../tools/Ceiling.ts"
+import type * as Usage from "./Usage.ts"
 import { type Answer, isModeId, type ModeId, type UserBlock } from "../Vocabulary.ts"
 
 /** Where a request's answer goes: every request of the protocol is answered with a `SendResult`. */
@@ -105,6 +106,8 @@ export interface State {
   readonly asked: number
   /** The session's cost so far (USD), when the model's price is known. */
   readonly spent: number
+  /** What the last usage update showed (a loaded session's: derived from its log). */
+  readonly shown: UsageShown | undefined
   /** When the session last finished its work (ms since the epoch, from the Clock). */
   readonly idleSince: number
   readonly closed: boolean
@@ -148,6 +151,8 @@ export type Message =
   | { readonly _tag: "Withdraw"; readonly asker: Asker }
   /** A model call's cost. */
   | { readonly _tag: "Spend"; readonly usd: number }
+  /** A usage update was shown. */
+  | { readonly _tag: "Shown"; readonly usage: UsageShown }
   /** Another Skein took the session over. */
   | { readonly _tag: "Lose"; readonly error: SessionError }
   /** The session's scope is closing. */
@@ -185,6 +190,8 @@ export const initial = (options: {
   readonly settings: Settings
   readonly limits: Limits
   readonly now: number
+  /** A loaded session's cost so far and last usage update (`Usage.restore`). */
+  readonly usage?: Usage.Restored | undefined
 }): State => ({
   limits: options.limits,
   accepted: options.turnsSoFar,
@@ -195,7 +202,8 @@ export const initial = (options: {
   settings: options.settings,
   questions: [],
   asked: 0,
-  spent: 0,
+  spent: options.usage?.spent ?? 0,
+  shown: options.usage?.shown,
   idleSince: options.now,
   closed: false,
   closedWith: undefined
@@ -393,6 +401,8 @@ export const step = (state: State, message: Message): Step => {
     }
     case "Spend":
       return stay({ ...state, spent: state.spent + message.usd })
+    case "Shown":
+      return stay({ ...state, shown: message.usage })
     case "Lose":
       return state.closedWith !== undefined ? stay(state) : stay({ ...state, closedWith: message.error }, [{ _tag: "CloseSession", error: message.error }])
     case "Close": {

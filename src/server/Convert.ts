@@ -3,6 +3,7 @@
  * content as the runtime's user blocks. Pure.
  */
 import * as Effect from "effect/Effect"
+import * as Blocks from "../acp/Blocks.ts"
 import type * as Acp from "../acp/index.ts"
 import * as Protocol from "../jsonrpc/Protocol.ts"
 import type { RuntimeError } from "../runtime/Api.ts"
@@ -32,31 +33,13 @@ export const sessionError = (error: SessionError): Protocol.RpcError =>
     ? new Protocol.RpcError({ code: Protocol.ErrorCode.InternalError, message: error.message })
     : Protocol.invalidParams(error.message)
 
-/** ACP prompt content → runtime user blocks; refuses kinds not advertised. */
+/** ACP prompt content → runtime user blocks; refuses kinds not advertised (audio, embedded resources). */
 export const userBlocks = (prompt: ReadonlyArray<Acp.Content.ContentBlock>): Effect.Effect<ReadonlyArray<UserBlock>, Protocol.RpcError> => {
   const blocks: Array<UserBlock> = []
   for (const block of prompt) {
-    switch (block.type) {
-      case "text":
-        blocks.push({ type: "text", text: block.text })
-        break
-      case "resource_link":
-        blocks.push({
-          type: "resource_link",
-          uri: block.uri,
-          name: block.name,
-          ...(block.mimeType != null ? { mimeType: block.mimeType } : {}),
-          ...(block.title != null ? { title: block.title } : {}),
-          ...(block.description != null ? { description: block.description } : {}),
-          ...(block.size != null ? { size: Number(block.size) } : {})
-        })
-        break
-      case "image":
-        blocks.push({ type: "image", data: block.data, mimeType: block.mimeType, ...(block.uri != null ? { uri: block.uri } : {}) })
-        break
-      default:
-        return Effect.fail(Protocol.invalidParams(`Prompt content of type "${block.type}" is not supported (see promptCapabilities)`))
-    }
+    const converted = block.type === "audio" || block.type === "resource" ? undefined : Blocks.toUserBlock(block)
+    if (converted === undefined) return Effect.fail(Protocol.invalidParams(`Prompt content of type "${block.type}" is not supported (see promptCapabilities)`))
+    blocks.push(converted)
   }
   return Effect.succeed(blocks)
 }

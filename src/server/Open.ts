@@ -14,7 +14,7 @@ import type { Session } from "../session/Protocol.ts"
 import * as Present from "../translate/Present.ts"
 import type * as Shown from "../translate/Shown.ts"
 import * as Replay from "../translate/Replay.ts"
-import type * as Translate from "../translate/Translate.ts"
+import * as Translate from "../translate/Translate.ts"
 import * as Connection from "./Connection.ts"
 import { runtimeError } from "./Convert.ts"
 
@@ -124,6 +124,9 @@ export const reopen = (c: Connection.Connection, replay: boolean) => (params: Ac
           lines = []
         }
       }, { native: c.client.nativeChildren, shown: c.client.shown, childLog: (id) => childLogs.get(id) })
+      // Last, the usage the session showed last (not logged: derived from the log on load).
+      const usage = (yield* Effect.orElseSucceed(loaded.session.settings, () => undefined))?.usage
+      if (usage !== undefined) lines.push(encodeFor(params.sessionId)(Translate.usageUpdate(usage)))
       if (lines.length > 0) chunks.push(lines.join(""))
       for (const chunk of chunks) yield* c.peer.sendEncoded(chunk)
     }

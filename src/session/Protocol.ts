@@ -19,7 +19,7 @@
 import * as Schema from "effect/Schema"
 import type * as Stream from "effect/Stream"
 import type { Effect } from "effect/Effect"
-import { CanonicalBody, EphemeralBody, type SessionEvent } from "../log/Event.ts"
+import { CanonicalBody, EphemeralBody, type SessionEvent, UsageShown } from "../log/Event.ts"
 import { Answer, McpServerStatus, ModeId, StopReason, UserBlock } from "../Vocabulary.ts"
 
 // ---------------------------------------------------------------------------
@@ -69,11 +69,16 @@ export const SessionInfo = Schema.Struct({
 })
 export type SessionInfo = typeof SessionInfo.Type
 
-/** The session's choices: its mode, model (catalog key) and reasoning effort. */
+/**
+ * The session's choices: its mode, model (catalog key) and reasoning effort; and `usage`, what
+ * its last usage update showed (a loaded session's: derived from its log), so a presenter that
+ * opens the session can show it again.
+ */
 export const Settings = Schema.Struct({
   mode: ModeId,
   model: Schema.optionalKey(Schema.String),
-  effort: Schema.optionalKey(Schema.String)
+  effort: Schema.optionalKey(Schema.String),
+  usage: Schema.optionalKey(UsageShown)
 })
 export type Settings = typeof Settings.Type
 

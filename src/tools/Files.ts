@@ -60,13 +60,15 @@ export interface Shape {
 const disk = (error: SafeFs.Failure): Problem => ({ _tag: "Disk", error })
 const editor = (message: string): Problem => ({ _tag: "Editor", message })
 
+type NotText = Extract<Problem, { readonly _tag: "Binary" | "NotUtf8" }>
+
 /** Bytes as text for a change: refused when binary (a NUL early on) or not UTF-8. */
-const strictText = (bytes: Uint8Array): Effect.Effect<string, Problem> =>
+export const strictText = (bytes: Uint8Array): Effect.Effect<string, NotText> =>
   bytes.subarray(0, 8192).includes(0)
     ? Effect.fail({ _tag: "Binary" })
     : Effect.try({
       try: () => new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes),
-      catch: (): Problem => ({ _tag: "NotUtf8" })
+      catch: (): NotText => ({ _tag: "NotUtf8" })
     })
 
 const local: Shape = {
@@ -96,7 +98,9 @@ const client = (access: ClientFiles): Shape => {
           ? Effect.succeed(window)
           : Effect.mapError(Effect.map(read(file.absolute), (text) => TextWindow.ofText(text, offset, limit)), editor)
       )),
-    text: read === undefined ? local.text : (absolute) => Effect.mapError(read(absolute), editor),
+    // The disk's bytes still say whether it is text at all: a binary or non-UTF-8 file is refused
+    // as the disk refuses it (the editor would give text anyway, and writing it back would change every byte).
+    text: read === undefined ? local.text : (absolute, bytes) => Effect.andThen(strictText(bytes), Effect.mapError(read(absolute), editor)),
     store: write === undefined ? local.store : (target) => Effect.mapError(write(target.absolute, target.content), editor)
   }
 }

@@ -19,6 +19,7 @@
  * Pure, apart from the state it keeps per turn (live) or per load (replay).
  */
 import { absurd } from "effect/Function"
+import * as Blocks from "../acp/Blocks.ts"
 import type * as Update from "../acp/Update.ts"
 import type { Canonical, SessionEvent } from "../log/Event.ts"
 import type { Location, ToolKind } from "../Vocabulary.ts"
@@ -268,7 +269,7 @@ export const presenter = (parentId: string, native: boolean, viewOf: (sessionId:
         return replayed && child !== undefined && event.data.outcome !== "unanswerable" ? announceOwn(child, event.data.toolCallId, true) : []
       case "turn_start": {
         if (!native) return []
-        const content = event.data.content.map(Translate.userContent) as ReadonlyArray<ContentBlock>
+        const content = event.data.content.map(Blocks.fromUserBlock) as ReadonlyArray<ContentBlock>
         const message: SessionMessage = { sessionUpdate: "session_message", messageId: `${id}-prompt-${event.turn}`, senderSessionId: owner, recipientSessionId: id, content }
         return [update(id, message), update(owner, message)]
       }

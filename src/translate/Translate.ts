@@ -8,12 +8,13 @@
  *   events alone, with the full texts the deltas added up to.
  */
 import { absurd } from "effect/Function"
+import * as Blocks from "../acp/Blocks.ts"
 import type * as Config from "../acp/Config.ts"
 import type * as Content from "../acp/Content.ts"
 import type * as AcpUpdates from "../acp/Update.ts"
 import { stringify as json } from "../jsonrpc/Framing.ts"
-import type { Canonical, SessionEvent, ToolResult } from "../log/Event.ts"
-import type { ToolDetails, UserBlock } from "../Vocabulary.ts"
+import type { Canonical, SessionEvent, ToolResult, UsageShown } from "../log/Event.ts"
+import type { ToolDetails } from "../Vocabulary.ts"
 import * as Listing from "../log/Listing.ts"
 import { type Catalog, effortFor } from "../providers/Models.ts"
 import { modes, type ModeId } from "../Vocabulary.ts"
@@ -41,29 +42,6 @@ const none: ReadonlyArray<AcpUpdate> = []
 type ToolResultData = (typeof ToolResult.Type)["data"]
 
 const text = (value: string): AcpContentBlock => ({ type: "text", text: value })
-
-/** A user block as ACP content. */
-export const userContent = (block: UserBlock): AcpContentBlock => {
-  switch (block.type) {
-    case "text":
-      return text(block.text)
-    case "image":
-      return block.uri !== undefined
-        ? { type: "image", data: block.data, mimeType: block.mimeType, uri: block.uri }
-        : { type: "image", data: block.data, mimeType: block.mimeType }
-    case "resource_link": {
-      const { type: _type, ...rest } = block
-      return { type: "resource_link", ...rest }
-    }
-    case "resource":
-      return {
-        type: "resource",
-        resource: block.blob !== undefined
-          ? { uri: block.uri, blob: block.blob, ...(block.mimeType !== undefined ? { mimeType: block.mimeType } : {}) }
-          : { uri: block.uri, text: block.text ?? "", ...(block.mimeType !== undefined ? { mimeType: block.mimeType } : {}) }
-      }
-  }
-}
 
 /** The content a client shows for a finished tool call. */
 export const toolResultContent = (content: string, details: ToolDetails | undefined): ReadonlyArray<AcpToolCallContent> => {
@@ -212,6 +190,14 @@ const compactionCall = (event: SessionEvent & { readonly type: "model_response" 
  * The session's title once its first prompt is known (the title `session/list` shows): the
  * update a presenter sends as the session's first turn starts (none for a later turn).
  */
+/** The context used and the session's cost so far, as ACP shows them (live, and again when a session is loaded). */
+export const usageUpdate = (usage: UsageShown): AcpUpdate => ({
+  sessionUpdate: "usage_update",
+  used: usage.used,
+  size: usage.size,
+  ...(usage.cost !== undefined ? { cost: { amount: usage.cost, currency: "USD" } } : {})
+})
+
 export const titleUpdate = (event: SessionEvent): ReadonlyArray<AcpUpdate> => {
   if (event.type !== "turn_start" || event.turn !== 1) return none
   const title = Listing.title(event.data.content)
@@ -231,7 +217,7 @@ export const live = (event: SessionEvent, options: Options = noOptions): Readonl
       return compactionUpdate(event.data.id, "completed", options, false, { summary: event.data.summaryForUser })
     case "turn_input":
       // Steering the user sent while the turn ran, shown where the model took it.
-      return event.data.content.map((block) => ({ sessionUpdate: "user_message_chunk", content: userContent(block) }))
+      return event.data.content.map((block) => ({ sessionUpdate: "user_message_chunk", content: Blocks.fromUserBlock(block) }))
     case "text_delta":
       return [{ sessionUpdate: "agent_message_chunk", content: text(event.data.text) }]
     case "thinking_delta":
@@ -255,12 +241,7 @@ export const live = (event: SessionEvent, options: Options = noOptions): Readonl
       // Questions are for the presenter to ask, in its own way (ACP: requests to the client).
       return none
     case "usage":
-      return [{
-        sessionUpdate: "usage_update",
-        used: event.data.used,
-        size: event.data.size,
-        ...(event.data.cost !== undefined ? { cost: { amount: event.data.cost, currency: "USD" } } : {})
-      }]
+      return [usageUpdate(event.data)]
     case "model_response":
       return compactionCall(event, options, false)
     case "turn_start":
@@ -298,11 +279,11 @@ export const replay = (event: Canonical, options: Options = noOptions): Readonly
       const at = command === undefined || command.local === true ? -1 : command.block ?? 0
       return event.data.content.map((block, i) => ({
         sessionUpdate: "user_message_chunk",
-        content: i === at ? text(typed(command!)) : userContent(block)
+        content: i === at ? text(typed(command!)) : Blocks.fromUserBlock(block)
       }))
     }
     case "turn_input":
-      return event.data.content.map((block) => ({ sessionUpdate: "user_message_chunk", content: userContent(block) }))
+      return event.data.content.map((block) => ({ sessionUpdate: "user_message_chunk", content: Blocks.fromUserBlock(block) }))
     case "compaction":
       // As the client saw it live: started, then done with its summary.
       return [

@@ -616,6 +616,25 @@ describe("External", () => {
           }))
       }))
 
+    live("fs/read_text_file refuses a binary or non-UTF-8 file, as an edit of Skein's own does", () =>
+      Effect.gen(function*() {
+        const h = yield* fake()
+        writeFileSync(join(h.cwd, "image.bin"), Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0x01, 0x0a]))
+        writeFileSync(join(h.cwd, "latin1.txt"), Buffer.from("caf\u00e9\n", "latin1"))
+        yield* withRunner(h, (runner) =>
+          Effect.gen(function*() {
+            yield* turn(h, runner, steps(
+              { request: "fs/read_text_file", params: { path: join(h.cwd, "image.bin") } },
+              { request: "fs/read_text_file", params: { path: join(h.cwd, "latin1.txt") } }
+            ))
+            assert.deepStrictEqual(answers(h, 1), [
+              { error: { code: Files.REFUSED, message: "The file is binary; fs/read_text_file reads text files only" } },
+              { error: { code: Files.REFUSED, message: "The file is not valid UTF-8 text" } }
+            ])
+            assertConsistent(h)
+          }))
+      }))
+
     live("a write outside any of the agent's tool calls is a call of Skein's write, through the gate", () =>
       Effect.gen(function*() {
         const h = yield* fake()

@@ -26,6 +26,8 @@ const files: Record<string, string> = {
   "crlf.txt": "alpha\r\nbeta\r\n",
   "empty.txt": "",
   "binary.bin": "PK\u0000\u0001 not text",
+  "binary-edit.bin": "PK\u0000\u0001 not text",
+  "binary-write.bin": "PK\u0000\u0001 not text",
   "replace.txt": "old content\n",
   "edit.ts": "function a() {\n  return 1\n}\n",
   "crlf-edit.txt": "first\r\nsecond\r\n",
@@ -51,8 +53,18 @@ const cases: ReadonlyArray<Case> = [
   { name: "edit text that occurs twice", tool: "edit", args: { path: "twice.txt", edits: [{ oldText: "x", newText: "y" }] } },
   { name: "edit text that is not there", tool: "edit", args: { path: "keep.txt", edits: [{ oldText: "absent", newText: "y" }] } },
   { name: "edit with no change", tool: "edit", args: { path: "keep.txt", edits: [{ oldText: "unchanged", newText: "unchanged" }] } },
-  { name: "edit a missing file", tool: "edit", args: { path: "missing.ts", edits: [{ oldText: "a", newText: "b" }] } }
+  { name: "edit a missing file", tool: "edit", args: { path: "missing.ts", edits: [{ oldText: "a", newText: "b" }] } },
+  { name: "edit a binary file", tool: "edit", args: { path: "binary-edit.bin", edits: [{ oldText: "not text", newText: "text" }] } },
+  { name: "edit a file that is not UTF-8", tool: "edit", args: { path: "latin1.txt", edits: [{ oldText: "caf", newText: "CAF" }] } },
+  { name: "read a file that is not UTF-8", tool: "read", args: { path: "latin1-read.txt" } },
+  { name: "write over a binary file", tool: "write", args: { path: "binary-write.bin", content: "text now\n" } }
 ]
+
+/** Files whose bytes are not UTF-8 text (the table above holds text): café in Latin-1. */
+const bytes: Record<string, Uint8Array> = {
+  "latin1.txt": Buffer.from("caf\u00e9\n", "latin1"),
+  "latin1-read.txt": Buffer.from("caf\u00e9\n", "latin1")
+}
 
 /** Every file under `dir` and its content, relative paths sorted. */
 const tree = (dir: string, under = ""): Record<string, string> => {
@@ -90,6 +102,7 @@ const run = async (editor: boolean) => {
     script: { turns: [{ calls: [...cases.map((c, i) => [{ tool: c.tool, args: c.args, id: `c${i}` }]), [{ text: "done" }]] }] }
   })
   writeFileSync(path.join(agent.root, "outside.txt"), "outside\n")
+  for (const [name, content] of Object.entries(bytes)) writeFileSync(path.join(agent.cwd, name), content)
   const sessionId = await agent.newSession()
   expect((await agent.prompt(sessionId, "go")).stopReason).toBe("end_turn")
   expectClean(agent)
@@ -114,7 +127,11 @@ describe("e2e: the turn's files, on disk or through the client's editor", () => 
     expect(disk.results.map((r) => r.status)).toEqual([
       "completed", "completed", "completed", "completed", "completed", "failed", "failed", "failed",
       "completed", "completed", "failed",
-      "completed", "completed", "failed", "failed", "completed", "failed"
+      "completed", "completed", "failed", "failed", "completed", "failed",
+      "failed", "failed", "completed", "completed"
     ])
+    // Neither the binary file nor the Latin-1 one was changed by an edit.
+    expect(disk.workspace["binary-edit.bin"]).toBe(files["binary-edit.bin"])
+    expect(disk.workspace["binary-write.bin"]).toBe("text now\n")
   })
 })

@@ -8,10 +8,11 @@
  * replayed updates equal the live ones, session by session (a child's own, when the client
  * shows children as sessions), except for what a replay leaves out by design:
  * - the prompts, which the client sent itself live, are replayed as user messages (`u<turn>`);
- * - `usage_update` (the context meter is sent again at the next model call) and the command
- *   list (sent after the load answers) are not part of the history;
+ * - `usage_update` is not part of the history: the load sends the last one the live session
+ *   showed, once, after it (compared on its own); the command list is sent after the load answers;
  * - the order in which a child's cards and its parent's interleave (they ran in parallel).
- * `skein replay --acp` prints the same bytes the load sends.
+ * `skein replay --acp` prints the same bytes the load sends, but for that last `usage_update`
+ * (the model's window and price are the configuration's, which a replay does not read).
  */
 import { spawnSync } from "node:child_process"
 import { describe, expect, it } from "vitest"
@@ -72,6 +73,7 @@ const fold = (updates: ReadonlyArray<any>) => {
   const sessionMessages = new Map<string, unknown>()
   const plans: Array<unknown> = []
   const titles: Array<string> = []
+  let usage: unknown
   for (const u of updates) {
     switch (u.sessionUpdate) {
       case "agent_message_chunk":
@@ -105,6 +107,8 @@ const fold = (updates: ReadonlyArray<any>) => {
         titles.push(u.title)
         break
       case "usage_update":
+        usage = u
+        break
       case "available_commands_update":
         break
       default:
@@ -121,11 +125,13 @@ const fold = (updates: ReadonlyArray<any>) => {
     children: Object.fromEntries(children),
     sessionMessages: Object.fromEntries(sessionMessages),
     plan: plans.at(-1),
-    titles
+    titles,
+    /** The last usage update (compared for the loaded session only: a child's is not replayed). */
+    usage
   }
 }
 
-const withoutPrompts = (shown: ReturnType<typeof fold>) => ({ ...shown, messages: shown.messages.filter(([id]) => !/^u\d+$/.test(id as string)) })
+const withoutPrompts = ({ usage: _, ...shown }: ReturnType<typeof fold>) => ({ ...shown, messages: shown.messages.filter(([id]) => !/^u\d+$/.test(id as string)) })
 
 const runLive = async (native: boolean) => {
   const first = await agents.ready({ script, files: { "notes.txt": "hi\n" }, clientCapabilities: native ? { subagents: true } : {} })
@@ -170,7 +176,7 @@ describe("e2e: session/load shows what the live session showed", () => {
       for (const id of sessions) {
         const live = fold(first.allUpdates(id))
         const replayed = fold(second.allUpdates(id))
-        expect(withoutPrompts(replayed)).toEqual(live)
+        expect(withoutPrompts(replayed)).toEqual(withoutPrompts(live))
         // What the replay adds: the prompts the client sent, as user messages.
         if (id === sessionId) {
           expect(replayed.messages.filter(([messageId]) => /^u\d+$/.test(messageId as string))).toEqual(
@@ -180,6 +186,9 @@ describe("e2e: session/load shows what the live session showed", () => {
       }
       // What is compared is what the brief of this test lists (so that an empty fold cannot pass).
       const live = fold(first.allUpdates(sessionId))
+      // The context meter as the compaction left it (the window is the script's), shown again after the history.
+      expect(live.usage).toMatchObject({ sessionUpdate: "usage_update", size: 1000 })
+      expect(second.allUpdates(sessionId).filter((u) => u.sessionUpdate !== "available_commands_update").at(-1)).toEqual(live.usage)
       expect(live.titles).toEqual([PROMPTS[0]])
       expect(live.plan).toEqual([{ content: "Fix the notes", status: "completed", priority: "high" }])
       expect(live.messages).toContainEqual([expect.stringMatching(/^e\d+$/), "user_message_chunk", STEERING])
@@ -205,10 +214,11 @@ describe("e2e: session/load shows what the live session showed", () => {
         expect(live.cards["s1"]).toMatchObject({ title: "general — Write b.txt", status: "completed" })
       }
       if (!native) {
-        // `skein replay --acp` prints the bytes the load sent (its command list aside).
+        // `skein replay --acp` prints the bytes the load sent (its command list and last usage aside).
         const printed = spawnSync(NODE, [SKEIN, "replay", sessionId, "--acp", "--home", first.home], { encoding: "utf8" })
         expect(printed.status).toBe(0)
         const sent = second.lines.filter((l) => l.includes('"session/update"') && !l.includes('"available_commands_update"'))
+        expect(sent.pop()).toContain('"usage_update"')
         expect(printed.stdout.trimEnd().split("\n")).toEqual(sent)
       }
     })

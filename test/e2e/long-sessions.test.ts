@@ -94,6 +94,13 @@ const loadInNewProcess = async (first: AgentProcess, sessionId: string, native: 
   return second.updates(sessionId)
 }
 
+/** The last `usage_update` the live session sent, which a load sends again after the history. */
+const lastUsage = (agent: AgentProcess, sessionId: string) => {
+  const last = agent.allUpdates(sessionId).findLast((u) => u.sessionUpdate === "usage_update")
+  expect(last).toMatchObject({ sessionUpdate: "usage_update", size: expect.any(Number) })
+  return last
+}
+
 const brief = (u: acp.SessionUpdate) => {
   const any = u as any
   switch (u.sessionUpdate) {
@@ -128,8 +135,11 @@ describe("e2e: compaction", () => {
       // As the client saw it live: started, then done with the summary.
       `compaction_update: ${id} in_progress`,
       `compaction_update: ${id} completed`,
-      "agent_message_chunk: Second answer."
+      "agent_message_chunk: Second answer.",
+      // Last, the context meter as the live session last showed it.
+      "usage_update"
     ])
+    expect(replayed.at(-1)).toEqual(lastUsage(agent, sessionId))
     expect(replayed[4]).toEqual({ sessionUpdate: "compaction_update", compactionId: id, status: "completed", summary: [{ type: "text", text: SUMMARY }] })
   })
 
@@ -157,8 +167,10 @@ describe("e2e: compaction", () => {
       // The card as the client saw it live: started, then done with the summary (never an empty finished card).
       `tool_call: ${toolCallId} think in_progress Compacting the conversation`,
       `tool_call_update: ${toolCallId} think completed Compacted the conversation`,
-      "agent_message_chunk: Second answer."
+      "agent_message_chunk: Second answer.",
+      "usage_update"
     ])
+    expect(replayed.at(-1)).toEqual(lastUsage(agent, sessionId))
     expect(replayed[4]).toMatchObject({ content: [{ type: "content", content: { type: "text", text: SUMMARY } }] })
   })
 })

@@ -112,4 +112,25 @@ describe("Provider.warm", () => {
     assert.isUndefined(Unconfigured.make().warm)
     assert.isUndefined(Scripted.make({ turns: [] }).warm)
   })
+
+  it.live("warming again and again leaves no listener behind on the process or Node's shared agents", () =>
+    quiet(Effect.gen(function*() {
+      const http = process.getBuiltinModule("node:http")
+      const https = process.getBuiltinModule("node:https")
+      const emitters = { process, http: http.globalAgent, https: https.globalAgent }
+      const counts = () =>
+        Object.fromEntries(Object.entries(emitters).map(([name, e]) => [name, e.eventNames().reduce((n, event) => n + e.listenerCount(event), 0)]))
+      const warmOnce = Effect.flatMap(TempDir.make(), (home) =>
+        Effect.flatMap(
+          Registry.resolve({ home, env: { OPENAI_BASE_URL: "https://127.0.0.1:9/v1" }, provider: "openai-chat", model: "llama3", httpClient: HttpClient.make(() => Effect.die("no call")) }),
+          (resolved) => resolved.provider.warm!
+        )).pipe(Effect.provide(TempDir.platform), Effect.provideService(Warm.Observer, () => void warmed++))
+      let warmed = 0
+      yield* warmOnce
+      const before = counts()
+      for (let i = 0; i < 20; i++) yield* warmOnce
+      assert.deepStrictEqual(counts(), before)
+      // Each one ran its attempt (in memory).
+      assert.strictEqual(warmed, 21)
+    })))
 })
