@@ -36,8 +36,8 @@ export type Reply = Deferred.Deferred<SendResult, SessionError>
 /** Where a question's asker waits: `undefined` when nobody answers. */
 export type Asker = Deferred.Deferred<Answer | undefined>
 
-export interface Queued {
-  readonly turn: number
+/** A prompt as it was sent: what a queued turn runs. */
+interface Prompted {
   readonly content: ReadonlyArray<UserBlock>
   /** Whether someone presents it (runs its stream): then its questions wait for answers. */
   readonly presented: boolean
@@ -46,6 +46,10 @@ export interface Queued {
   readonly key?: string | undefined
   /** The caller's trace context (W3C `traceparent`), the parent of the turn's span. */
   readonly traceparent?: string | undefined
+}
+
+export interface Queued extends Prompted {
+  readonly turn: number
   /** The cancel epoch it was accepted in: older than the state's means cancelled. */
   readonly epoch: number
 }
@@ -119,15 +123,6 @@ export interface State {
 export interface Change {
   readonly id: string
   readonly value: string
-}
-
-interface Prompted {
-  readonly content: ReadonlyArray<UserBlock>
-  readonly presented: boolean
-  readonly client?: Capabilities | undefined
-  readonly by?: string | undefined
-  readonly key?: string | undefined
-  readonly traceparent?: string | undefined
 }
 
 export type Message =
