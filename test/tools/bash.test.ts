@@ -46,7 +46,13 @@ const alive = (pid: number): boolean => {
   return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z"
 }
 
-const readPids = (dir: string): Array<number> => TREE_PIDS.map((name) => Number(readFileSync(join(dir, `${name}.pid`), "utf8").trim()))
+const readPids = (dir: string): Array<number> =>
+  TREE_PIDS.map((name) => {
+    const pid = Number(readFileSync(join(dir, `${name}.pid`), "utf8").trim())
+    // An empty file would read as pid 0, which `kill` takes as the test's own group.
+    assert.isAbove(pid, 1, `${name}.pid holds a pid`)
+    return pid
+  })
 
 /** Waits (real time) until `done` holds, failing the test after `ms`. */
 const waitUntil = (done: () => boolean, ms: number, what: string) =>
