@@ -127,7 +127,7 @@ export const make = (options: Options) => {
         project: options.project(request.cwd),
         // A child asks nothing about trust (its parent's turn did), and runs only the tool hooks.
         trustQuestion: undefined,
-        hooks: options.workspace.hooksFor({ id, cwd: request.cwd, sandbox, child: true }),
+        hooks: options.workspace.forSession({ id, cwd: request.cwd, sandbox, child: true }).hooks,
         toolkit,
         agent: agent.name,
         instructions: childPrompt(agent),

@@ -154,6 +154,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
 
     const depsFor = (id: string, cwd: string, writer: Writer, mcp: Mcp, sandbox: SessionSandbox | undefined): SessionDeps.Deps => {
       const servers = mcp.session
+      const trust = workspace.forSession({ id, cwd, sandbox, child: false })
       return {
         bus,
         writer,
@@ -177,8 +178,8 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         compactAt: config.compactAt,
         userHome: config.userHome,
         sandbox,
-        trustQuestion: workspace.questionFor(cwd),
-        hooks: workspace.hooksFor({ id, cwd, sandbox, child: false })
+        trustQuestion: trust.question,
+        hooks: trust.hooks
       }
     }
 

@@ -34,6 +34,9 @@ export interface Session extends ProtocolSession {
   readonly idleSince: () => number | undefined
 }
 
+/** A session's trust question and hooks (`Workspace.forSession`). */
+type SessionTrust = ReturnType<Workspace.Workspace["forSession"]>
+
 export interface Deps {
   readonly bus: Bus.Bus["Service"]
   readonly writer: Writer
@@ -81,10 +84,10 @@ export interface Deps {
   readonly project?: Effect.Effect<Prompt.Project> | undefined
   /** The session's sandbox: its commands run in it, and are asked for accordingly. */
   readonly sandbox?: SessionSandbox | undefined
-  /** Before each presented turn: the folder's trust question (`trust/Workspace.ts`); true when the answer made more load. */
+  /** Before each presented turn: the folder's trust question, settled once per session (`trust/Workspace.ts`); true when the answer made more load. */
   readonly trustQuestion?: Effect.Effect<boolean, never, TurnContract.Questions> | undefined
-  /** The hooks of a turn (`src/hooks`); without it, none run. */
-  readonly hooks?: ReturnType<Workspace.Workspace["hooksFor"]> | undefined
+  /** The hooks of a turn (`src/hooks`), read once per session; without it, none run. */
+  readonly hooks?: SessionTrust["hooks"] | undefined
   /** Where the session keeps checkpoints of its workspace (`$SKEIN_HOME`); without it, it keeps none. */
   readonly checkpointsHome?: string | undefined
   /** How much its checkpoints may keep (default `Checkpoints.DEFAULT_LIMITS`). */

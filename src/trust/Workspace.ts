@@ -8,8 +8,17 @@
  * are remembered in Skein's home; no answer (cancelled, nobody there, a timeout) is not, and
  * the folder's definitions stay unloaded for that session.
  *
- * Also the hooks of a session's turns (`src/hooks`): read from the settings files at each turn's
- * start (the project's only when `loadsProject`), run live, or answered from a log (`replay`).
+ * Both are decided per session, never per turn (`forSession`, ADR 0046):
+ *
+ * - The trust question is settled at the session's first presented prompt: asked there when the
+ *   folder ships something and has no answer, and not looked at again in that session (a folder
+ *   that shipped nothing then and ships something now is asked about in the next session).
+ * - The hooks (`src/hooks`) are read from the settings files once per session in this process,
+ *   at its first turn, after the trust question (the project's only when `loadsProject`), and
+ *   kept: a settings file changed mid-session (by the model, too) counts from the next session,
+ *   or from the session loaded again after it was closed. Trusting the folder in the session's
+ *   own question reads them again at once, with the folder's. Run live, or answered from a
+ *   log (`replay`).
  */
 import * as NodePath from "node:path"
 import * as Clock from "effect/Clock"
@@ -31,7 +40,7 @@ const TRUST_OPTIONS: ReadonlyArray<PermissionOption> = [
 ]
 
 /** The question's pseudo tool call: the folder and what it ships (as locations), and what trusting it means. */
-const question = (status: Trust.Status, id: string): PermissionToolCall => {
+const questionCard = (status: Trust.Status, id: string): PermissionToolCall => {
   const listed = status.ships.map((file) => NodePath.relative(status.project, file) || file)
   return {
     toolCallId: id,
@@ -59,64 +68,76 @@ export const make = (options: Options) => {
   const loadsProject = (cwd: string): Effect.Effect<boolean> => Effect.map(status(cwd), (s) => s.loads)
 
   /**
-   * The trust question of one session (asked once at most), put to whoever presents the turn
-   * (its `Questions`): run before each presented turn; true when the answer made the folder's
-   * definitions load.
+   * The trust question and the hooks of one session: `top` (a session the user prompts) runs
+   * every hook event; a child session (`child`) only the tool events, and asks nothing.
    */
-  const questionFor = (cwd: string) => {
-    let asked = false
-    return Effect.gen(function*() {
-      if (asked || options.policy !== "ask") return false
-      const now = yield* status(cwd)
-      if (now.loads || now.state._tag === "denied") return false
-      asked = true
-      const questions = yield* Questions
-      const answer = yield* questions.ask({ toolCall: question(now, `trust-${(yield* Clock.currentTimeMillis).toString(36)}`), options: TRUST_OPTIONS })
-      if (answer?.outcome !== "selected" || (answer.optionId !== "allow_always" && answer.optionId !== "reject_always")) return false
-      const trusted = answer.optionId === "allow_always"
-      const saved = yield* Effect.result(Trust.remember(options.home, now.project, trusted, yield* Clock.currentTimeMillis))
-      if (saved._tag === "Failure") yield* Effect.logWarning(`The trust answer for ${now.project} was not remembered: ${saved.failure}`)
-      return trusted
-    })
-  }
-
-  /**
-   * The hooks of a session's turn: `top` (a session the user prompts) runs every event; a child
-   * session only the tool events. `starting`: the first turn of the session in this process.
-   */
-  const hooksFor = (session: {
+  const forSession = (session: {
     readonly id: string
     readonly cwd: string
     readonly sandbox?: SessionSandbox | undefined
     readonly child: boolean
   }) => {
+    /** Whether the question is settled for this session (asked, or not needed). */
+    let settled = false
+    /** The session's hooks as read (or answered from a log); read again only after the folder was trusted here. */
+    let fire: Hooks.Fire | undefined
     let started = false
-    return (turn: {
+
+    /**
+     * Run before each presented turn; asks at most once, at the first: true when the answer made
+     * the folder's definitions load. Put to whoever presents the turn (its `Questions`).
+     */
+    const question: Effect.Effect<boolean, never, Questions> = Effect.gen(function*() {
+      if (settled || options.policy !== "ask") return false
+      settled = true
+      const now = yield* status(session.cwd)
+      if (now.loads || now.state._tag === "denied") return false
+      const questions = yield* Questions
+      const answer = yield* questions.ask({ toolCall: questionCard(now, `trust-${(yield* Clock.currentTimeMillis).toString(36)}`), options: TRUST_OPTIONS })
+      if (answer?.outcome !== "selected" || (answer.optionId !== "allow_always" && answer.optionId !== "reject_always")) return false
+      const trusted = answer.optionId === "allow_always"
+      const saved = yield* Effect.result(Trust.remember(options.home, now.project, trusted, yield* Clock.currentTimeMillis))
+      if (saved._tag === "Failure") yield* Effect.logWarning(`The trust answer for ${now.project} was not remembered: ${saved.failure}`)
+      // The folder's own hooks load from this prompt on.
+      if (trusted) fire = undefined
+      return trusted
+    })
+
+    /** The session's hooks, read at its first turn in this process (and after the folder was trusted in it). */
+    const hooksNow = Effect.gen(function*() {
+      if (fire !== undefined) return fire
+      const root = Trust.projectOf(session.cwd)
+      const read = options.replay?.(session.id) ?? Hooks.live(
+        (yield* HookSettings.read({ cwd: session.cwd, home: options.home, project: yield* loadsProject(session.cwd), root })).hooks
+          .filter((hook) => !session.child || hook.event === "PreToolUse" || hook.event === "PostToolUse"),
+        { cwd: session.cwd, projectDir: root, sandbox: session.sandbox }
+      )
+      fire = read
+      return read
+    })
+
+    /** The hooks of one turn; `starting`: the first turn of the session in this process. */
+    const hooks = (turn: {
       readonly turn: number
       readonly mode: () => string
       readonly record: (body: CanonicalBody) => Effect.Effect<void, LogError>
     }): Effect.Effect<(Hooks.TurnHooks & { readonly starting?: "startup" | "resume" }) | undefined, never, FileSystem.FileSystem | Path.Path> =>
-      Effect.gen(function*() {
-        const replayed = options.replay?.(session.id)
-        const root = Trust.projectOf(session.cwd)
-        const fire = replayed ?? Hooks.live(
-          (yield* HookSettings.read({ cwd: session.cwd, home: options.home, project: yield* loadsProject(session.cwd), root })).hooks
-            .filter((hook) => !session.child || hook.event === "PreToolUse" || hook.event === "PostToolUse"),
-          { cwd: session.cwd, projectDir: root, sandbox: session.sandbox }
-        )
+      Effect.map(hooksNow, (fire) => {
         const starting = session.child || started ? undefined : turn.turn === 1 ? "startup" as const : "resume" as const
         started = true
-        const hooks = Hooks.forTurn({
+        const turnHooks = Hooks.forTurn({
           fire,
           turn: turn.turn,
           base: { sessionId: session.id, transcriptPath: NodePath.join(options.home, "sessions", `${session.id}.ndjson`), cwd: session.cwd, mode: turn.mode },
           record: turn.record
         })
-        return { ...hooks, ...(starting !== undefined ? { starting } : {}) }
+        return { ...turnHooks, ...(starting !== undefined ? { starting } : {}) }
       })
+
+    return { question, hooks }
   }
 
-  return { status, loadsProject, questionFor, hooksFor }
+  return { status, loadsProject, forSession }
 }
 
 export type Workspace = ReturnType<typeof make>

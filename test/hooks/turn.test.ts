@@ -186,4 +186,33 @@ describe("hooks in a turn", () => {
           assert.include(hookEvents(events)[0]?.message ?? "", "failed (exit code 1): broken")
         })
     ))
+
+  it.live("hooks are read once per session: a settings file the model writes mid-session adds no hook to it; a new session runs it", () => {
+    const settingsJson = JSON.stringify({ hooks: { PreToolUse: [{ matcher: "", hooks: [{ type: "command", command: "echo ran >> hook-runs" }] }] } })
+    return withSkein({
+      script: {
+        turns: [
+          { calls: [[tool("write", { path: ".claude/settings.json", content: settingsJson }, "w1")], [{ text: "written" }]] },
+          { calls: [[tool("read", { path: "notes.txt" }, "r1")], [{ text: "read" }]] }
+        ]
+      },
+      mode: "acceptEdits"
+    }, ({ cwd, runtime }) =>
+      Effect.gen(function*() {
+        const runs = () => (existsSync(join(cwd, "hook-runs")) ? readFileSync(join(cwd, "hook-runs"), "utf8").split("\n").filter(Boolean).length : 0)
+        const session = yield* runtime.newSession({ cwd })
+        const first = yield* turn(session, "write the settings")
+        assert.isTrue(resultOf(first, "w1")!.ok)
+        assert.isTrue(existsSync(join(cwd, ".claude", "settings.json")))
+        const second = yield* turn(session, "read the notes")
+        assert.isTrue(resultOf(second, "r1")!.ok)
+        assert.deepStrictEqual(hookEvents(second), [])
+        assert.strictEqual(runs(), 0)
+        // A new session reads the settings as they are now: its first tool call runs the hook.
+        const next = yield* runtime.newSession({ cwd })
+        const events = yield* turn(next, "write the settings again")
+        assert.deepStrictEqual(hookEvents(events).map((h) => [h.event, h.toolCallId]), [["PreToolUse", "w1"]])
+        assert.strictEqual(runs(), 1)
+      }))
+  })
 })
