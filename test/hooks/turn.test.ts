@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import type { SessionEvent } from "../../src/log/Event.ts"
 import type { Script } from "../../src/providers/Scripted.ts"
-import type { ModeId } from "../../src/Vocabulary.ts"
+import type { Answer, ModeId } from "../../src/Vocabulary.ts"
 import { MAX_STOP_CONTINUATIONS } from "../../src/runtime/Turn.ts"
 import { localOf, text, withSkein } from "../support/Sessions.ts"
 
@@ -25,11 +25,17 @@ const settings = (cwd: string, hooks: Hooks) => {
 
 const tool = (name: string, args: unknown, id: string) => ({ tool: name, args, id })
 
+
+/** What a presented turn needs of a session. */
+interface Presented {
+  readonly turn: (content: ReturnType<typeof text>) => Stream.Stream<SessionEvent, unknown>
+  readonly answer: (requestId: string, answer: Answer) => Effect.Effect<void, unknown>
+}
 /** Runs one presented turn, answering each permission question with `answer` (default: reject), and gives its events. */
-const turn = (session: { readonly turn: any; readonly answer: any }, prompt: string, answer = "reject_once") =>
+const turn = (session: Presented, prompt: string, answer = "reject_once") =>
   Effect.gen(function*() {
     const seen: Array<SessionEvent> = []
-    yield* (session.turn(text(prompt)) as Stream.Stream<SessionEvent, unknown>).pipe(
+    yield* session.turn(text(prompt)).pipe(
       Stream.runForEach((event) => {
         seen.push(event)
         return event.type === "permission_asked"

@@ -11,17 +11,24 @@ import * as Stream from "effect/Stream"
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import type { SessionEvent } from "../../src/log/Event.ts"
+import type { Answer } from "../../src/Vocabulary.ts"
 import { text, withSkein } from "../support/Sessions.ts"
 
 const HOOK = JSON.stringify({ hooks: { PreToolUse: [{ matcher: "", hooks: [{ type: "command", command: "echo ran >> hook-runs" }] }] } })
 
 const tool = (name: string, args: unknown, id: string) => ({ tool: name, args, id })
 
+
+/** What a presented turn needs of a session. */
+interface Presented {
+  readonly turn: (content: ReturnType<typeof text>) => Stream.Stream<SessionEvent, unknown>
+  readonly answer: (requestId: string, answer: Answer) => Effect.Effect<void, unknown>
+}
 /** One presented turn; every question is answered `answer`. */
-const turn = (session: { readonly turn: any; readonly answer: any }, prompt: string, answer: string) =>
+const turn = (session: Presented, prompt: string, answer: string) =>
   Effect.gen(function*() {
     const seen: Array<SessionEvent> = []
-    yield* (session.turn(text(prompt)) as Stream.Stream<SessionEvent, unknown>).pipe(
+    yield* session.turn(text(prompt)).pipe(
       Stream.runForEach((event) => {
         seen.push(event)
         return event.type === "permission_asked" ? Effect.ignore(session.answer(event.data.requestId, { outcome: "selected", optionId: answer })) : Effect.void
