@@ -198,7 +198,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
     /** A top-level session's deps, with what it needs to start children. */
     const withChildren = (deps: SessionDeps.Deps, history: History.History): SessionDeps.Deps => ({
       ...deps,
-      children: children.factory(0, deps.toolkit, () => history),
+      children: children.factory(0, deps.toolkit, () => history, deps.hooks?.settings),
       checkpointsHome: config.home,
       checkpointLimits: config.checkpoints
     })

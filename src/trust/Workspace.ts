@@ -17,8 +17,8 @@
  *   at its first turn, after the trust question (the project's only when `loadsProject`), and
  *   kept: a settings file changed mid-session (by the model, too) counts from the next session,
  *   or from the session loaded again after it was closed. Trusting the folder in the session's
- *   own question reads them again at once, with the folder's. Run live, or answered from a
- *   log (`replay`).
+ *   own question reads them again at once, with the folder's. A child session (a subagent)
+ *   runs the tool hooks its parent read. Run live, or answered from a log (`replay`).
  */
 import * as NodePath from "node:path"
 import * as Clock from "effect/Clock"
@@ -68,19 +68,24 @@ export const make = (options: Options) => {
   const loadsProject = (cwd: string): Effect.Effect<boolean> => Effect.map(status(cwd), (s) => s.loads)
 
   /**
-   * The trust question and the hooks of one session: `top` (a session the user prompts) runs
-   * every hook event; a child session (`child`) only the tool events, and asks nothing.
+   * The trust question and the hooks of one session: a session the user prompts runs every
+   * hook event; a child session (`child`) only the tool events, and asks nothing. A child runs
+   * the hooks its parent read (`inherit`): a settings file written since, in the parent's
+   * folder or in the child's worktree, adds none to the parent's session.
    */
   const forSession = (session: {
     readonly id: string
     readonly cwd: string
     readonly sandbox?: SessionSandbox | undefined
     readonly child: boolean
+    readonly inherit?: Settings | undefined
   }) => {
     /** Whether the question is settled for this session (asked, or not needed). */
     let settled = false
-    /** The session's hooks as read (or answered from a log); read again only after the folder was trusted here. */
-    let fire: Hooks.Fire | undefined
+    /** The session's hooks as read; read again only after the folder was trusted here. */
+    let read: ReadonlyArray<HookSettings.Hook> | undefined
+    /** What runs them (or answers for them from a log), for the hooks as read. */
+    let fire: { readonly from: ReadonlyArray<HookSettings.Hook>; readonly fire: Hooks.Fire } | undefined
     let started = false
 
     /**
@@ -99,21 +104,29 @@ export const make = (options: Options) => {
       const saved = yield* Effect.result(Trust.remember(options.home, now.project, trusted, yield* Clock.currentTimeMillis))
       if (saved._tag === "Failure") yield* Effect.logWarning(`The trust answer for ${now.project} was not remembered: ${saved.failure}`)
       // The folder's own hooks load from this prompt on.
-      if (trusted) fire = undefined
+      if (trusted) read = undefined
       return trusted
     })
 
-    /** The session's hooks, read at its first turn in this process (and after the folder was trusted in it). */
-    const hooksNow = Effect.gen(function*() {
-      if (fire !== undefined) return fire
-      const root = Trust.projectOf(session.cwd)
-      const read = options.replay?.(session.id) ?? Hooks.live(
-        (yield* HookSettings.read({ cwd: session.cwd, home: options.home, project: yield* loadsProject(session.cwd), root })).hooks
-          .filter((hook) => !session.child || hook.event === "PreToolUse" || hook.event === "PostToolUse"),
-        { cwd: session.cwd, projectDir: root, sandbox: session.sandbox }
+    /** The session's hooks: read at its first turn in this process (its parent's, for a child), then kept. */
+    const settings: Settings = Effect.suspend(() => {
+      if (read !== undefined) return Effect.succeed(read)
+      const reading = session.inherit ?? Effect.flatMap(loadsProject(session.cwd), (project) =>
+        Effect.map(
+          HookSettings.read({ cwd: session.cwd, home: options.home, project, root: Trust.projectOf(session.cwd) }),
+          (parsed) => parsed.hooks
+        ))
+      return Effect.map(reading, (hooks) => (read = hooks))
+    })
+
+    const fireNow = Effect.map(settings, (hooks) => {
+      if (fire?.from === hooks) return fire.fire
+      const made = options.replay?.(session.id) ?? Hooks.live(
+        hooks.filter((hook) => !session.child || hook.event === "PreToolUse" || hook.event === "PostToolUse"),
+        { cwd: session.cwd, projectDir: Trust.projectOf(session.cwd), sandbox: session.sandbox }
       )
-      fire = read
-      return read
+      fire = { from: hooks, fire: made }
+      return made
     })
 
     /** The hooks of one turn; `starting`: the first turn of the session in this process. */
@@ -122,7 +135,7 @@ export const make = (options: Options) => {
       readonly mode: () => string
       readonly record: (body: CanonicalBody) => Effect.Effect<void, LogError>
     }): Effect.Effect<(Hooks.TurnHooks & { readonly starting?: "startup" | "resume" }) | undefined, never, FileSystem.FileSystem | Path.Path> =>
-      Effect.map(hooksNow, (fire) => {
+      Effect.map(fireNow, (fire) => {
         const starting = session.child || started ? undefined : turn.turn === 1 ? "startup" as const : "resume" as const
         started = true
         const turnHooks = Hooks.forTurn({
@@ -134,10 +147,13 @@ export const make = (options: Options) => {
         return { ...turnHooks, ...(starting !== undefined ? { starting } : {}) }
       })
 
-    return { question, hooks }
+    return { question, hooks: Object.assign(hooks, { settings }) }
   }
 
   return { status, loadsProject, forSession }
 }
 
 export type Workspace = ReturnType<typeof make>
+
+/** A session's hooks as it read them (every event's), for its children to run the same. */
+export type Settings = Effect.Effect<ReadonlyArray<HookSettings.Hook>, never, FileSystem.FileSystem | Path.Path>

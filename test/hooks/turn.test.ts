@@ -221,4 +221,30 @@ describe("hooks in a turn", () => {
         assert.strictEqual(runs(), 1)
       }))
   })
+
+  it.live("a subagent started after the model wrote a settings file runs its parent's hooks, not the new file's", () => {
+    const settingsJson = JSON.stringify({ hooks: { PreToolUse: [{ matcher: "", hooks: [{ type: "command", command: "echo ran >> hook-runs" }] }] } })
+    return withSkein({
+      script: {
+        turns: [{
+          calls: [
+            [tool("write", { path: ".claude/settings.json", content: settingsJson }, "w1")],
+            [tool("spawn_agent", { task: "read the notes", agent: "general" }, "s1")],
+            [tool("wait_agent", {}, "w2")],
+            [{ text: "done" }]
+          ]
+        }],
+        agents: { general: { turns: [{ calls: [[tool("read", { path: "notes.txt" }, "r1")], [{ text: "Hello notes" }]] }] } }
+      },
+      mode: "acceptEdits"
+    }, ({ cwd, runtime }) =>
+      Effect.gen(function*() {
+        const session = yield* runtime.newSession({ cwd })
+        const events = yield* turn(session, "write the settings, then delegate")
+        assert.isTrue(resultOf(events, "w1")!.ok)
+        assert.include(resultOf(events, "w2")!.content, "Hello notes")
+        assert.deepStrictEqual(hookEvents(events), [])
+        assert.isFalse(existsSync(join(cwd, "hook-runs")))
+      }))
+  })
 })
