@@ -72,8 +72,8 @@ export interface Deps {
   /** The parent's ceiling as it is now (a child session): the session never goes beyond it, nor do its children. */
   readonly above?: (() => Ceiling.Ceiling) | undefined
   /**
-   * The session's skills and slash commands, read again at each turn's start (a new file
-   * counts from the next prompt); without it, it has neither.
+   * The session's skills and slash commands, read again in the background when a turn ends
+   * (a file written during a turn counts from the next prompt); without it, it has neither.
    */
   readonly extensions?: Effect.Effect<Extensions> | undefined
   /** The share of the context window at which the conversation is compacted (default 0.8). */
