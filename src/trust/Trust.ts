@@ -91,14 +91,20 @@ export const projectOf = (cwd: string): string => {
   return found.folders.at(-1)!
 }
 
-/** What the folder ships, as absolute paths (the user's home is not a project: its own folders are the user's). */
-export const ships = (cwd: string, userHome?: string): ReadonlyArray<string> => {
+/**
+ * The folders a project's files are looked for in: the cwd and each folder above it up to its
+ * repository's root, nearest first (the user's home is not a project: its own folders are the user's).
+ */
+export const folders = (cwd: string, userHome?: string): ReadonlyArray<string> => {
   const home = userHome === undefined ? undefined : realpath(userHome)
-  return chain(cwd).folders
-    .filter((dir) => dir !== home)
+  return chain(cwd).folders.filter((dir) => dir !== home)
+}
+
+/** What the folder ships, as absolute paths. */
+export const ships = (cwd: string, userHome?: string): ReadonlyArray<string> =>
+  folders(cwd, userHome)
     .flatMap((dir) => SHIPPED.map((item) => NodePath.join(dir, item)))
     .filter((file) => mayExist(file))
-}
 
 /** The entry that decides for `project`: its own, or the nearest folder above it that has one. */
 export const lookup = (store: Store, project: string): State => {
