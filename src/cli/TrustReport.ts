@@ -16,7 +16,7 @@ export const trustReport = (status: Trust.Status): ReadonlyArray<string> => {
   if (shipped.length === 0) out.push("  nothing to trust: the folder ships no hooks, agents, commands, skills or settings")
   else {
     out.push(`  ships     ${shipped.join(", ")}`)
-    out.push(status.loads ? `  loaded: ${status.why}` : `  NOT loaded (its hooks, agents, commands, skills and settings): ${status.why}`)
+    out.push(status.loads ? `  loaded: ${status.why}` : `  NOT loaded (its hooks, agents, commands, skills, settings and MCP servers): ${status.why}`)
   }
   if (status.problem !== undefined) out.push(`  warning: ${status.problem}`)
   out.push("  (AGENTS.md and CLAUDE.md are text for the model and are read either way; your own definitions always load)")

@@ -16,12 +16,12 @@ import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
 import * as Path from "effect/Path"
-import { existsSync } from "node:fs"
 import { homedir } from "node:os"
 import * as nodePath from "node:path"
 import * as Definitions from "../agents/Definitions.ts"
 import * as Commands from "../commands/Commands.ts"
 import * as McpConfig from "../mcp/Config.ts"
+import * as Project from "../mcp/Project.ts"
 import * as McpSession from "../mcp/McpSession.ts"
 import * as McpRecord from "../mcp/Record.ts"
 import * as Errors from "../providers/Errors.ts"
@@ -33,6 +33,7 @@ import * as Sandbox from "../sandbox/Sandbox.ts"
 import * as Skills from "../skills/Skills.ts"
 import * as HookSettings from "../hooks/Settings.ts"
 import * as Trust from "../trust/Trust.ts"
+import * as McpReport from "./McpReport.ts"
 import * as TrustReport from "./TrustReport.ts"
 import * as Checks from "./Checks.ts"
 import * as CodeCache from "./CodeCache.ts"
@@ -287,7 +288,12 @@ export const run = (args: ReadonlyArray<string>) =>
     }))
     process.stdout.write(`\n${[...TrustReport.trustReport(trust), "", ...TrustReport.hooksReport(hooks)].join("\n")}\n`)
     process.stdout.write(yield* sandboxReport(common))
-    process.stdout.write(configuredMcp(common.home, process.cwd()))
+    process.stdout.write(McpReport.mcpReport({
+      file: nodePath.join(common.home, "config.json"),
+      user: McpConfig.load(common.home),
+      project: Project.read(process.cwd(), { userHome: homedir() }),
+      trust
+    }))
     if (mcp !== undefined) process.stdout.write(yield* mcpReport(mcp))
     const store = common.store === undefined
       ? undefined
@@ -333,27 +339,6 @@ export const project = (options: { readonly cwd: string; readonly home: string; 
     const instructions = yield* Prompt.instructions(options.cwd)
     return { agents, skills, commands, instructions, trust, hooks }
   })
-
-/**
- * The MCP servers of config.json that every session starts (not started here: no network),
- * with the names of their variables and headers but never their values.
- */
-export const configuredMcp = (home: string, cwd: string): string => {
-  const loaded = McpConfig.load(home)
-  const lines = loaded.servers.map((server) => {
-    if ("url" in server) {
-      const headers = server.headers.map((h) => h.name)
-      return `${server.name}: ${server.type} ${server.url}${headers.length > 0 ? ` (headers: ${headers.join(", ")})` : ""}`
-    }
-    const env = server.env.map((e) => e.name)
-    return `${server.name}: stdio ${[server.command, ...server.args].join(" ")}${env.length > 0 ? ` (env: ${env.join(", ")})` : ""}`
-  })
-  for (const problem of loaded.problems) lines.push(`skipped: ${problem}`)
-  if (lines.length === 0) lines.push("none (add \"mcpServers\" to config.json)")
-  const project = [".mcp.json", ".skein/config.json"].filter((f) => existsSync(nodePath.join(cwd, f)))
-  if (project.length > 0) lines.push(`not started: ${project.join(", ")} in this project (a project's MCP servers wait for workspace trust)`)
-  return `\nMCP servers (${nodePath.join(home, "config.json")}, for every session; a client's server of the same name wins)\n${lines.map((l) => `  ${l}\n`).join("")}`
-}
 
 /** A saved session's log and working directory, for `--mcp`; an unknown id is a usage error. */
 const mcpSession = (home: string, sessionId: string) =>

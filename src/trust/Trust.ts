@@ -1,6 +1,6 @@
 /**
- * Workspace trust: a repository's hooks, agents, commands, skills and settings are code the
- * user did not write. Until the user trusted the folder, none of them loads (the user's own,
+ * Workspace trust: a repository's hooks, agents, commands, skills, settings and MCP servers are
+ * code the user did not write. Until the user trusted the folder, none of them loads (the user's own,
  * from Skein's home and `~/.claude`/`~/.agents`, always do; project instructions, AGENTS.md and
  * CLAUDE.md, are text for the model, not code, and load either way).
  *
@@ -59,7 +59,7 @@ export interface Status {
   /** What it ships, as paths under `project` (or the cwd). */
   readonly ships: ReadonlyArray<string>
   readonly state: State
-  /** Whether its hooks, agents, commands, skills and settings load. */
+  /** Whether its hooks, agents, commands, skills, settings and MCP servers load. */
   readonly loads: boolean
   /** Why they do or do not, in a sentence. */
   readonly why: string
