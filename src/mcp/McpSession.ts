@@ -14,6 +14,8 @@
  * - A tool's own error (`isError`, a JSON-RPC error answer) is a failed tool
  *   result; the server stays.
  * - `notifications/tools/list_changed` makes the server's tools be listed again.
+ * - `add` starts more servers later (a folder trusted mid-session), each replacing, stopped
+ *   first with everything it started, a server of its name.
  *
  * The MCP client (Effect's, with its schemas for every protocol revision) is
  * loaded by the first server's fiber, not by `start`: a session with servers

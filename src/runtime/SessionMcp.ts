@@ -80,7 +80,7 @@ export const late = (options: {
   return Effect.gen(function*() {
     if (!pending || !(yield* options.trusted)) return undefined
     pending = false
-    const now: Plan = { ...plan({ cwd: options.cwd, userHome: options.userHome, trusted: true, below: options.plan.below, above: options.plan.above }), pending: false }
+    const now = plan({ cwd: options.cwd, userHome: options.userHome, trusted: true, below: options.plan.below, above: options.plan.above })
     const client = new Set(now.above.map((s) => s.name))
     const adding = now.project.filter((s) => !client.has(s.name))
     if (adding.length === 0) return undefined
