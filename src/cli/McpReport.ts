@@ -2,20 +2,22 @@
  * `skein doctor`'s MCP section: the servers a session here starts from the user's
  * `config.json` and the project's own files (`.mcp.json`, `.skein/config.json`, up to the
  * repository's root), whether the project's start (workspace trust), and each skipped entry
- * and why. Names of variables and headers, never their values. Pure: the caller reads the files.
+ * and why. Names of variables and headers, never their values; a secret in a command line or a
+ * URL (a `${TOKEN}` expanded into it, a key written there) is redacted. The caller reads the files.
  */
 import type * as McpConfig from "../mcp/Config.ts"
 import type * as Project from "../mcp/Project.ts"
+import * as Secrets from "../secrets/Secrets.ts"
 import type * as Trust from "../trust/Trust.ts"
 import type { McpServer } from "../Vocabulary.ts"
 
 const line = (server: McpServer): string => {
   if ("url" in server) {
     const headers = server.headers.map((h) => h.name)
-    return `${server.name}: ${server.type} ${server.url}${headers.length > 0 ? ` (headers: ${headers.join(", ")})` : ""}`
+    return `${server.name}: ${server.type} ${Secrets.redactWithShapes(server.url)}${headers.length > 0 ? ` (headers: ${headers.join(", ")})` : ""}`
   }
   const env = server.env.map((e) => e.name)
-  return `${server.name}: stdio ${[server.command, ...server.args].join(" ")}${env.length > 0 ? ` (env: ${env.join(", ")})` : ""}${server.sandbox === true ? " (sandboxed)" : ""}`
+  return `${server.name}: stdio ${Secrets.redactWithShapes([server.command, ...server.args].join(" "))}${env.length > 0 ? ` (env: ${env.join(", ")})` : ""}${server.sandbox === true ? " (sandboxed)" : ""}`
 }
 
 const indent = (lines: ReadonlyArray<string>, by: string) => lines.map((l) => `${by}${l}\n`).join("")

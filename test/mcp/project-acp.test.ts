@@ -171,17 +171,26 @@ describe("e2e: a project's MCP servers", () => {
       script: { turns: [] },
       files: {
         ...GIT,
-        ".mcp.json": JSON.stringify({ mcpServers: { proj: { command: "proj-server", env: { PROJ_SECRET_TOKEN: "do-not-print-me" } }, broken: { command: "x", args: "no" }, lacking: { command: "${NOT_SET_ANYWHERE}" } } })
+        ".mcp.json": JSON.stringify({
+          mcpServers: {
+            proj: { command: "proj-server", env: { PROJ_SECRET_TOKEN: "do-not-print-me" } },
+            flagged: { command: "flag-server", args: ["--token", "${DOCTOR_API_TOKEN}"] },
+            broken: { command: "x", args: "no" },
+            lacking: { command: "${NOT_SET_ANYWHERE}" }
+          }
+        })
       }
     })
     const doctor = (...args: Array<string>) =>
-      spawnSync(NODE, [SKEIN, "doctor", "--home", agent.home, "--script", agent.scriptPath, ...args], { cwd: agent.cwd, encoding: "utf8", env: { ...process.env, SKEIN_HOME: "" } }).stdout
+      spawnSync(NODE, [SKEIN, "doctor", "--home", agent.home, "--script", agent.scriptPath, ...args], { cwd: agent.cwd, encoding: "utf8", env: { ...process.env, SKEIN_HOME: "", DOCTOR_API_TOKEN: "t0ken-in-an-arg" } }).stdout
     const untrusted = doctor()
     expect(untrusted).toContain(`${path.join(agent.cwd, ".mcp.json")}: NOT started: it is not trusted yet`)
     expect(untrusted).toContain("proj: stdio proj-server (env: PROJ_SECRET_TOKEN)")
     expect(untrusted).toContain("skipped: mcpServers.broken: \"args\" must be a list of strings")
     expect(untrusted).toContain("skipped: mcpServers.lacking: ${NOT_SET_ANYWHERE} is not set in Skein's environment")
+    expect(untrusted).toContain("flagged: stdio flag-server --token ")
     expect(untrusted).not.toContain("do-not-print-me")
+    expect(untrusted).not.toContain("t0ken-in-an-arg")
     expect(doctor("--trust")).toContain(`${path.join(agent.cwd, ".mcp.json")}: started (every folder is trusted in this run`)
   })
 })
