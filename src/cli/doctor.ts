@@ -291,7 +291,7 @@ export const run = (args: ReadonlyArray<string>) =>
     process.stdout.write(McpReport.mcpReport({
       file: nodePath.join(common.home, "config.json"),
       user: McpConfig.load(common.home),
-      project: Project.read(process.cwd(), { userHome: homedir() }),
+      project: yield* Project.read(process.cwd(), { userHome: homedir() }),
       trust
     }))
     if (mcp !== undefined) process.stdout.write(yield* mcpReport(mcp))

@@ -141,11 +141,18 @@ export const loadFile = (file: string, env: Env = process.env): Loaded => {
     const code = (error as NodeJS.ErrnoException).code
     return { servers: [], problems: code === "ENOENT" || code === "ENOTDIR" ? [] : [`${file} cannot be read (${code ?? "error"})`] }
   }
+  return fromText(text, file, env)
+}
+
+/** The servers of a config file's text (`file` names it in a problem). */
+export const fromText = (text: string, file: string, env: Env): Loaded => {
+  let json: unknown
   try {
-    return fromJson(JSON.parse(text), env)
+    json = JSON.parse(text)
   } catch {
     return { servers: [], problems: [`${file} is not valid JSON`] }
   }
+  return fromJson(json, env)
 }
 
 /** The user's configured servers (`$SKEIN_HOME/config.json`). */

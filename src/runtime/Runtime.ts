@@ -209,7 +209,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
     const userHome = config.userHome ?? os.homedir()
     /** A session's MCP plan: the user's and the client's servers, and the folder's own while it is trusted. */
     const mcpPlan = (cwd: string, below: ReadonlyArray<McpServer>, above: ReadonlyArray<McpServer>) =>
-      Effect.map(workspace.loadsProject(cwd), (trusted) => SessionMcp.plan({ cwd, userHome, trusted, below, above }))
+      Effect.flatMap(workspace.loadsProject(cwd), (trusted) => SessionMcp.plan({ cwd, userHome, trusted, below, above }))
 
     /**
      * Starts a session's MCP servers in its scope, in the background (the MCP

@@ -46,10 +46,13 @@ export const plan = (options: {
   readonly trusted: boolean
   readonly below: ReadonlyArray<McpServer>
   readonly above: ReadonlyArray<McpServer>
-}): Plan => {
-  const found = Project.read(options.cwd, { userHome: options.userHome }).servers
-  return { below: options.below, above: options.above, project: options.trusted ? found : [], pending: !options.trusted && found.length > 0 }
-}
+}): Effect.Effect<Plan> =>
+  Effect.map(Project.read(options.cwd, { userHome: options.userHome }), ({ servers: found }) => ({
+    below: options.below,
+    above: options.above,
+    project: options.trusted ? found : [],
+    pending: !options.trusted && found.length > 0
+  }))
 
 /** What a session logs and records about its servers: the `mcp_servers` event, the settings beside the log. */
 export const record = (writer: Writer, plan: Plan): Effect.Effect<ReadonlyArray<CanonicalBody>> => {
@@ -80,7 +83,7 @@ export const late = (options: {
   return Effect.gen(function*() {
     if (!pending || !(yield* options.trusted)) return undefined
     pending = false
-    const now = plan({ cwd: options.cwd, userHome: options.userHome, trusted: true, below: options.plan.below, above: options.plan.above })
+    const now = yield* plan({ cwd: options.cwd, userHome: options.userHome, trusted: true, below: options.plan.below, above: options.plan.above })
     const client = new Set(now.above.map((s) => s.name))
     const adding = now.project.filter((s) => !client.has(s.name))
     if (adding.length === 0) return undefined

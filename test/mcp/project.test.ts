@@ -6,7 +6,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { mkdirSync, writeFileSync } from "node:fs"
+import { spawnSync } from "node:child_process"
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import * as McpConfig from "../../src/mcp/Config.ts"
 import * as Project from "../../src/mcp/Project.ts"
@@ -67,7 +68,7 @@ describe("a project's MCP settings", () => {
       write(join(repo, ".skein/config.json"), mcp({ same: "root-skein" }))
       write(join(repo, "packages", ".mcp.json"), "{ not json")
       write(join(pkg, ".mcp.json"), mcp({ shared: "pkg" }))
-      const found = Project.read(pkg, { userHome: user, env: {} })
+      const found = yield* Project.read(pkg, { userHome: user, env: {} })
       assert.deepStrictEqual(who(found.servers), { rootOnly: "root", same: "root-skein", shared: "pkg" })
       assert.deepStrictEqual(found.files.map((f) => [f.file, f.servers.map((s) => s.name), f.problems]), [
         [join(pkg, ".mcp.json"), ["shared"], []],
@@ -76,7 +77,24 @@ describe("a project's MCP settings", () => {
         [join(repo, ".mcp.json"), ["shared", "rootOnly", "same"], ["mcpServers.bad: \"command\" must be a command to run"]]
       ])
       // Outside a repository: the folder alone.
-      assert.deepStrictEqual(who(Project.read(join(user, "code"), { userHome: user, env: {} }).servers), { above: "above-root" })
+      assert.deepStrictEqual(who((yield* Project.read(join(user, "code"), { userHome: user, env: {} })).servers), { above: "above-root" })
+    }))
+
+  it.effect("a repository's file that is a FIFO, or a link out of the repository, is a problem: never waited on or followed", () =>
+    Effect.gen(function*() {
+      const base = yield* TempDir.make()
+      const repo = join(base, "repo")
+      mkdirSync(join(repo, ".git"), { recursive: true })
+      mkdirSync(join(repo, ".skein"), { recursive: true })
+      write(join(base, "elsewhere.json"), mcp({ stolen: "outside" }))
+      symlinkSync(join(base, "elsewhere.json"), join(repo, ".skein/config.json"))
+      assert.strictEqual(spawnSync("mkfifo", [join(repo, ".mcp.json")]).status, 0)
+      const found = yield* Project.read(repo, { env: {} })
+      assert.deepStrictEqual(found.servers, [])
+      assert.deepStrictEqual(found.files.map((f) => f.problems), [
+        [`${join(repo, ".skein/config.json")}: it leads outside ${repo} (through a symbolic link), so it is not read`],
+        [`${join(repo, ".mcp.json")}: it is not a regular file (a FIFO, socket or device), so it is not read`]
+      ])
     }))
 
   it("a session starts the client's over the project's over the user's; only the project's that start are named as the project's", () => {
