@@ -362,7 +362,9 @@ export const start = (options: Options): Effect.Effect<McpSession, never, Scope.
         Effect.andThen(Effect.sync(() => {
           for (const entry of entries) if (entry.state._tag !== "failed") entry.state = { _tag: "closed" }
           rebuild()
-        }))
+        })),
+        // Whoever waits for a server that was still connecting (`settled`, `add`) is not left waiting.
+        Effect.andThen(Effect.forEach(entries, (entry) => Deferred.succeed(entry.settled, undefined), { discard: true }))
       )
     }))
 
