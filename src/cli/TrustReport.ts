@@ -13,7 +13,7 @@ const pad = (text: string, width: number) => (text.length >= width ? `${text} ` 
 export const trustReport = (status: Trust.Status): ReadonlyArray<string> => {
   const out = [`Workspace trust (${status.project})`]
   const shipped = status.ships.map((file) => NodePath.relative(status.project, file) || file)
-  if (shipped.length === 0) out.push("  nothing to trust: the folder ships no hooks, agents, commands, skills or settings")
+  if (shipped.length === 0) out.push("  nothing to trust: the folder ships no hooks, agents, commands, skills, settings or MCP servers")
   else {
     out.push(`  ships     ${shipped.join(", ")}`)
     out.push(status.loads ? `  loaded: ${status.why}` : `  NOT loaded (its hooks, agents, commands, skills, settings and MCP servers): ${status.why}`)

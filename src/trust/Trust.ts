@@ -175,7 +175,7 @@ export const status = (options: { readonly cwd: string; readonly home: string; r
     const shipped = ships(options.cwd, options.userHome)
     const state = lookup(store, project)
     const base = { project, ships: shipped, state, ...(problem !== undefined ? { problem: `${fileOf(options.home)}: ${problem}; no folder is trusted until it is fixed or an answer replaces it` } : {}) }
-    if (shipped.length === 0) return { ...base, loads: true, why: "it ships no hooks, agents, commands, skills or settings" }
+    if (shipped.length === 0) return { ...base, loads: true, why: "it ships no hooks, agents, commands, skills, settings or MCP servers" }
     if (options.policy === undefined) return { ...base, loads: true, why: "this program loads every folder's definitions" }
     if (options.policy === "all") return { ...base, loads: true, why: "every folder is trusted in this run (--trust or SKEIN_TRUST=1)" }
     switch (state._tag) {
