@@ -47,12 +47,14 @@ export const plan = (options: {
   readonly below: ReadonlyArray<McpServer>
   readonly above: ReadonlyArray<McpServer>
 }): Effect.Effect<Plan> =>
-  Effect.map(Project.read(options.cwd, { userHome: options.userHome }), ({ servers: found }) => ({
-    below: options.below,
-    above: options.above,
-    project: options.trusted ? found : [],
-    pending: !options.trusted && found.length > 0
-  }))
+  Effect.gen(function*() {
+    const { servers: found, files } = yield* Project.read(options.cwd, { userHome: options.userHome })
+    // A trusted folder's skipped entries are said where the session's warnings go (doctor lists them too).
+    if (options.trusted) for (const file of files) for (const problem of file.problems) {
+      yield* Effect.logWarning(`MCP settings ${problem.startsWith(file.file) ? problem : `${file.file}: ${problem}`} (skipped)`)
+    }
+    return { below: options.below, above: options.above, project: options.trusted ? found : [], pending: !options.trusted && found.length > 0 }
+  })
 
 /** What a session logs and records about its servers: the `mcp_servers` event, the settings beside the log. */
 export const record = (writer: Writer, plan: Plan): Effect.Effect<ReadonlyArray<CanonicalBody>> => {

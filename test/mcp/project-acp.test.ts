@@ -58,7 +58,8 @@ describe("e2e: a project's MCP servers", () => {
         ".mcp.json": mcpJson({
           dup: server({ WHO: "root" }),
           top: server({ WHO: "root" }),
-          proj: server({ WHO: "${PROJ_WHO:-root-default}", API_TOKEN: "${PROJ_API_TOKEN}" })
+          proj: server({ WHO: "${PROJ_WHO:-root-default}", API_TOKEN: "${PROJ_API_TOKEN}" }),
+          bad: { command: NODE, args: "not a list" }
         }),
         "pkg/.mcp.json": mcpJson({ dup: server({ WHO: "near" }) })
       },
@@ -79,6 +80,8 @@ describe("e2e: a project's MCP servers", () => {
     expect([by.d.content, by.t.content, by.p.content]).toEqual(["env WHO=near", "env WHO=client", "env WHO=root-default"])
     expect(by.k.ok).toBe(true)
     expect(by.k.content).toMatch(/^env API_TOKEN=/)
+    // A bad entry is skipped, and said on stderr.
+    expect(agent.stderr).toContain(`MCP settings ${path.join(agent.cwd, ".mcp.json")}: mcpServers.bad: "args" must be a list of strings (skipped)`)
     // The overridden servers never ran: one of each name.
     expect(ready(agent, "dup") + ready(agent, "top") + ready(agent, "proj")).toBe(3)
 
