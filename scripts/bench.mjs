@@ -1310,6 +1310,8 @@ const sandboxFigures = (r) => {
   for (const [key, id, what] of [["true", "sandbox.true", "`true`"], ["gitStatus", "sandbox.git", "`git status` in a repository of 200 files"]]) {
     const sandboxed = summarize(v[key].sandboxed)
     const plain = summarize(v[key].plain)
+    const a = v[key].added
+    if (a) section(`sandbox: ${what}: added ${round(a.median)} ms, the median of ${v[key].plain.length} paired differences (90% interval ${round(a.low)}–${round(a.high)} ms)`)
     addFigure({
       group: "sandbox",
       id,
