@@ -12,10 +12,14 @@
 // unsandboxed samples alone are bimodal on a busy machine, and the difference of two medians
 // moved by several ms between runs of the same build.
 //
+// Skein's own part is measured too, as this process's CPU time in each call (user + system:
+// the main thread's and libuv's, not the child processes'): hardly moved by a busy machine.
+//
 // Commands: `true` (the start alone) and `git status` in a repository of 200 files (a typical
-// one). Prints one JSON object: { true: { plain, sandboxed, added }, gitStatus: { … } } with
-// samples in ms (plain[i] and sandboxed[i] are pair i) and added: { median, low, high } in ms,
-// or { skipped: reason } where there is no sandbox. Options: --runs R (default 100), --warm W
+// one). Prints one JSON object: { true: { plain, sandboxed, added, cpu }, gitStatus: { … } }
+// with samples in ms (plain[i] and sandboxed[i] are pair i), added: { median, low, high } in
+// ms, and cpu: { plain, sandboxed, added } the same for the CPU time; or { skipped: reason }
+// where there is no sandbox. Options: --runs R (default 100), --warm W
 // (default 10).
 import { execFileSync } from "node:child_process"
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
@@ -91,12 +95,15 @@ try {
     // The turn's services as a session builds them: with the session's sandbox, or without one.
     const services = (withSandbox) =>
       TurnServices.make({ emit: { progress: () => Effect.void, plan: () => Effect.void }, ...(withSandbox ? { sandbox } : {}) })
+    /** One call: its time, and this process's CPU time (user + system) in it: Skein's own work. */
     const time = async (command, withSandbox) => {
       const started = performance.now()
+      const cpu = process.cpuUsage()
       const output = await run(Tool.run(bash, { command }, ctx).pipe(Effect.provideContext(services(withSandbox))))
       const ms = performance.now() - started
+      const used = process.cpuUsage(cpu)
       if (!output.ok) throw new Error(`${command}${withSandbox ? " (sandboxed)" : ""} failed: ${output.content}`)
-      return ms
+      return { ms, cpuMs: (used.user + used.system) / 1000 }
     }
     const result = {}
     for (const [key, command] of [["true", "true"], ["gitStatus", "git status"]]) {
@@ -117,7 +124,15 @@ try {
           plain.push(await time(command, false))
         }
       }
-      result[key] = { command, plain, sandboxed, added: added(plain, sandboxed) }
+      const ms = (samples) => samples.map((s) => s.ms)
+      const cpu = (samples) => samples.map((s) => s.cpuMs)
+      result[key] = {
+        command,
+        plain: ms(plain),
+        sandboxed: ms(sandboxed),
+        added: added(ms(plain), ms(sandboxed)),
+        cpu: { plain: cpu(plain), sandboxed: cpu(sandboxed), added: added(cpu(plain), cpu(sandboxed)) }
+      }
     }
     process.stdout.write(JSON.stringify(result))
   }

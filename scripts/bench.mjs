@@ -50,7 +50,8 @@
 //    after 10 files changed, time and disk, against `git stash` of the same tree in the same run;
 //    target: ≤ 1× git stash).
 // 9. sandbox: scripts/bench-sandbox.mjs (the `bash` tool in-process, `true` and `git status` in
-//    a repository, sandboxed against unsandboxed, interleaved; target: ≤ 10 ms added).
+//    a repository, sandboxed against unsandboxed, in pairs; target: ≤ 10 ms added, the median of
+//    the paired differences; also Skein's own CPU per call, both ways).
 // 10. telemetry: scripts/bench-telemetry.mjs (cold start and a turn with OpenTelemetry off, the
 //    exporter never loaded, against on, exporting to a local OTLP/HTTP receiver; interleaved).
 // 11. monitor: scripts/bench-monitor.mjs (the web monitor in headless Chromium: a 100,000-delta
@@ -1326,6 +1327,21 @@ const sandboxFigures = (r) => {
         ? `added: ${round(v[key].added.median)} ms, the median of ${v[key].plain.length} paired differences (90% interval ${round(v[key].added.low)}–${round(v[key].added.high)} ms); medians apart: ${round(sandboxed.median - plain.median)} ms`
         : `added: ${round(sandboxed.median - plain.median)} ms at the median, ${round(sandboxed.p90 - plain.p90)} ms at p90`
     })
+    const cpu = v[key].cpu
+    if (cpu) {
+      section(`sandbox: ${what}: Skein's own CPU added ${round(cpu.added.median)} ms (90% interval ${round(cpu.added.low)}–${round(cpu.added.high)} ms)`)
+      addFigure({
+        group: "sandbox",
+        id: `${id}.cpu`,
+        label: `${what} through the bash tool, sandboxed: Skein's own CPU per call`,
+        unit: "ms",
+        subject: "Skein",
+        ...summarize(cpu.sandboxed),
+        baseline: { name: "the same, unsandboxed", ...summarize(cpu.plain) },
+        added: round(cpu.added.median),
+        note: `this process's CPU time (user + system) in each call, not its children's: what Skein itself adds (${round(cpu.added.median)} ms, the median of the paired differences, 90% interval ${round(cpu.added.low)}–${round(cpu.added.high)} ms), hardly moved by a busy machine`
+      })
+    }
   }
 }
 
