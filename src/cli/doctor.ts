@@ -294,7 +294,7 @@ export const run = (args: ReadonlyArray<string>) =>
       project: yield* Project.read(process.cwd(), { userHome: homedir() }),
       trust
     }))
-    if (mcp !== undefined) process.stdout.write(yield* mcpReport(mcp))
+    if (mcp !== undefined) process.stdout.write(yield* mcpReport(mcp, { home: common.home, policy: common.trust ? "all" : "ask" }))
     const store = common.store === undefined
       ? undefined
       : yield* Effect.flatMap(Effect.promise(() => import("../log/PgStore.ts")), (PgStore) => PgStore.status(common.store!))
@@ -355,10 +355,14 @@ const mcpSession = (home: string, sessionId: string) =>
   }).pipe(Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)))
 
 /** The status of the MCP servers a session used, started and stopped for the report. */
-const mcpReport = (session: { readonly sessionId: string; readonly log: string; readonly cwd: string }) =>
+const mcpReport = (session: { readonly sessionId: string; readonly log: string; readonly cwd: string }, trust: { readonly home: string; readonly policy: Trust.Policy }) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    const servers = yield* McpRecord.loadFile(fs, McpRecord.settingsPath(session.log))
+    const recorded = yield* McpRecord.loadFile(fs, McpRecord.settingsPath(session.log))
+    // The project's own servers are its code: started again only while its folder is trusted.
+    const status = yield* Trust.status({ cwd: session.cwd, home: trust.home, userHome: homedir(), policy: trust.policy })
+    const { servers, left } = McpRecord.startable(recorded, status.loads)
     const statuses = yield* McpSession.probe({ servers, cwd: session.cwd })
-    return `\nMCP servers of ${session.sessionId}\n${McpSession.statusText(statuses).split("\n").map((l) => `  ${l}`).join("\n")}\n`
+    const notStarted = left.length === 0 ? [] : [`not started: ${left.join(", ")} (the project's own): ${status.why}`]
+    return `\nMCP servers of ${session.sessionId}\n${[McpSession.statusText(statuses), ...notStarted].join("\n").split("\n").map((l) => `  ${l}`).join("\n")}\n`
   }).pipe(Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)))

@@ -111,14 +111,23 @@ export const load = (writer: Writer): Effect.Effect<Recorded> =>
     Effect.flatMap((text) => decode(text, `the session log ${writer.path}`))
   )
 
+/**
+ * What of a record starts again outside a session (`skein doctor --mcp`, `skein replay --rerun`):
+ * everything while the session's folder is trusted (`trusted`), else all but the project's own;
+ * those left out by name.
+ */
+export const startable = (recorded: Recorded, trusted: boolean): { readonly servers: ReadonlyArray<McpServer>; readonly left: ReadonlyArray<string> } =>
+  trusted || recorded.project.length === 0
+    ? { servers: recorded.servers, left: [] }
+    : { servers: recorded.servers.filter((s) => !recorded.project.includes(s.name)), left: recorded.project }
+
 /** Reads the settings file of a log anywhere (the CLI's `replay` and `doctor`); a missing file is no servers. */
-export const loadFile = (fs: FileSystem.FileSystem, file: string): Effect.Effect<ReadonlyArray<McpServer>> =>
+export const loadFile = (fs: FileSystem.FileSystem, file: string): Effect.Effect<Recorded> =>
   Effect.gen(function*() {
     if (!(yield* fs.exists(file))) return undefined
     return yield* fs.readFileString(file)
   }).pipe(
     // Unreadable: decoded as nothing, with the warning.
     Effect.catchCause(() => Effect.succeed("")),
-    Effect.flatMap((text) => decode(text, file)),
-    Effect.map((recorded) => recorded.servers)
+    Effect.flatMap((text) => decode(text, file))
   )

@@ -187,18 +187,22 @@ describe("Record", () => {
       assert.strictEqual(statSync(file).mode & 0o777, 0o600)
       const expected = Schema.decodeUnknownSync(Schema.Array(Schema.Unknown))(servers)
       assert.deepStrictEqual(yield* Record.load(writer), { servers: expected as typeof servers, project: [] })
-      assert.deepStrictEqual(yield* Record.loadFile(fs, file), expected)
+      assert.deepStrictEqual(yield* Record.loadFile(fs, file), { servers: expected as typeof servers, project: [] })
       assert.include(readFileSync(file, "utf8"), "ghp_secret")
       // Which of them came from the project's files is kept with them.
       yield* Record.save(writer, servers, [servers[0]!.name])
       assert.strictEqual(statSync(file).mode & 0o777, 0o600)
       assert.deepStrictEqual(yield* Record.load(writer), { servers: expected as typeof servers, project: [servers[0]!.name] })
+      // Outside a session (doctor --mcp, replay --rerun) the project's start again only while its folder is trusted.
+      const recorded = yield* Record.loadFile(fs, file)
+      assert.deepStrictEqual(Record.startable(recorded, true), { servers: expected as typeof servers, left: [] })
+      assert.deepStrictEqual(Record.startable(recorded, false), { servers: (expected as typeof servers).slice(1), left: [servers[0]!.name] })
       writeFileSync(file, "{ not json")
       assert.deepStrictEqual(yield* Record.load(writer), { servers: [], project: [] })
-      assert.deepStrictEqual(yield* Record.loadFile(fs, file), [])
+      assert.deepStrictEqual(yield* Record.loadFile(fs, file), { servers: [], project: [] })
       yield* Record.save(writer, [])
       assert.isFalse(yield* fs.exists(file))
-      assert.deepStrictEqual(yield* Record.loadFile(fs, file), [])
+      assert.deepStrictEqual(yield* Record.loadFile(fs, file), { servers: [], project: [] })
     }).pipe(Effect.scoped, Effect.provide(TempDir.platform), Effect.provide(Logger.layer([]))))
 
   it.effect("a store without files keeps them with the session, and drops them with it", () =>

@@ -155,6 +155,10 @@ describe("e2e: a project's MCP servers", () => {
     // The folder is no longer trusted: loading the session does not start its server from the record.
     await agent.sdk.request("session/close", { sessionId })
     trustFile(agent.home, agent.cwd, false)
+    // Nor does doctor --mcp, which starts what a session used.
+    const doctor = spawnSync(NODE, [SKEIN, "doctor", "--home", agent.home, "--script", agent.scriptPath, "--mcp", sessionId], { cwd: agent.cwd, encoding: "utf8" }).stdout
+    expect(doctor).toContain(`not started: proj, dup (the project's own): ${agent.cwd} was not trusted on`)
+    expect(doctor).not.toContain("dup (stdio")
     await agent.sdk.request("session/load", { sessionId, cwd: agent.cwd, mcpServers: [] } as acp.LoadSessionRequest)
     // The user's, then the project's, then the user's again.
     await waitUntil(() => ready(agent, "dup") === 3, "the user's MCP server to be ready again", 20_000)
