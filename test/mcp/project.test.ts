@@ -67,9 +67,11 @@ describe("a project's MCP settings", () => {
       write(join(repo, ".mcp.json"), { mcpServers: { ...mcp({ shared: "root", rootOnly: "root", same: "root-mcp" }).mcpServers, bad: { command: 42 } } })
       write(join(repo, ".skein/config.json"), mcp({ same: "root-skein" }))
       write(join(repo, "packages", ".mcp.json"), "{ not json")
-      write(join(pkg, ".mcp.json"), mcp({ shared: "pkg" }))
+      write(join(pkg, ".mcp.json"), { mcpServers: { shared: { command: "srv", env: { WHO: "pkg" }, sandbox: true } } })
       const found = yield* Project.read(pkg, { userHome: user, env: {} })
       assert.deepStrictEqual(who(found.servers), { rootOnly: "root", same: "root-skein", shared: "pkg" })
+      // A project's server may ask for the sandbox, as the user's may.
+      assert.deepInclude(found.servers, { name: "shared", command: "srv", args: [], env: [{ name: "WHO", value: "pkg" }], sandbox: true })
       assert.deepStrictEqual(found.files.map((f) => [f.file, f.servers.map((s) => s.name), f.problems]), [
         [join(pkg, ".mcp.json"), ["shared"], []],
         [join(repo, "packages", ".mcp.json"), [], [`${join(repo, "packages", ".mcp.json")} is not valid JSON`]],
