@@ -1,9 +1,8 @@
 /**
  * A value read from outside (a session's skills and commands) kept as last read, with a read
  * that refreshes it in the background at most once per interval, by the `Clock`: callers in
- * quick succession (a script, a benchmark) share one read. `last` never waits for a read;
- * `known` waits only for one already running (so that what it gives is no older than the last
- * `refresh`), and starts none.
+ * quick succession (a script, a benchmark) share one read. `known` starts no read, and waits
+ * only for one already running (so that what it gives is no older than the last `refresh`).
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -14,8 +13,6 @@ import type * as Scope from "effect/Scope"
 export interface Latest<A> {
   /** Reads now and keeps what it read. */
   readonly fresh: Effect.Effect<A>
-  /** The last value read (reading now when there is none yet), refreshing it meanwhile when it is older than the interval. */
-  readonly last: Effect.Effect<A>
   /** The value as of the last read started: waits for a read still running, starts none (reads now when there is no value yet). */
   readonly known: Effect.Effect<A>
   /** Starts a background read unless one runs or the last is recent. */
@@ -39,7 +36,6 @@ export const make = <A>(read: Effect.Effect<A>, options: { readonly everyMs: num
     if (busy() || now - readAt < options.everyMs) return Effect.void
     return Effect.asVoid(Effect.tap(Effect.forkIn(fresh, options.scope), (fiber) => Effect.sync(() => void (running = fiber))))
   })
-  const last = Effect.suspend(() => known === undefined ? fresh : Effect.as(refresh, known.value))
   const current = Effect.suspend(() => known === undefined ? fresh : Effect.succeed(known.value))
   const knownNow = Effect.suspend(() =>
     busy()
@@ -47,5 +43,5 @@ export const make = <A>(read: Effect.Effect<A>, options: { readonly everyMs: num
       ? Effect.flatMap(Fiber.await(running!), (exit) => (Exit.isSuccess(exit) ? Effect.succeed(exit.value) : current))
       : current
   )
-  return { fresh, last, known: knownNow, refresh }
+  return { fresh, known: knownNow, refresh }
 }

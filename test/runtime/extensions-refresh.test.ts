@@ -53,8 +53,11 @@ describe("skills and commands, read again between turns", () => {
       assert.strictEqual(yield* latest.known, "b")
       assert.strictEqual(reads, 2)
       value = "c"
-      assert.strictEqual(yield* latest.last, "b") // and starts a read only once the interval is over
+      yield* latest.refresh // the last read is recent again
+      assert.strictEqual(yield* latest.known, "b")
       assert.strictEqual(reads, 2)
+      assert.strictEqual(yield* latest.fresh, "c")
+      assert.strictEqual(reads, 3)
       yield* Scope.close(scope, Exit.void)
     }))
 })
