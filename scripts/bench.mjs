@@ -88,6 +88,7 @@
 //   --merge         with --only: put the sections run into the recorded results (bench/results.*),
 //                   keeping the other sections' figures as they were recorded
 //   --no-readme     do not touch README.md
+//   --help, -h      this text
 // A partial run (--only) prints its table and writes nothing, unless --merge.
 import { execFile } from "node:child_process"
 import http from "node:http"
@@ -101,27 +102,48 @@ import { buildPrevious } from "../bench/previous.mjs"
 import { warmCodeCache } from "./warm-code-cache.mjs"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
-const { values } = parseArgs({
-  options: {
-    runs: { type: "string" },
-    warmup: { type: "string" },
-    prompts: { type: "string" },
-    deltas: { type: "string" },
-    turns: { type: "string" },
-    first: { type: "string" },
-    pause: { type: "string" },
-    "mem-runs": { type: "string" },
-    "sessions-runs": { type: "string" },
-    "sub-runs": { type: "string" },
-    spawns: { type: "string" },
-    "sub-deltas": { type: "string" },
-    "sub-pace": { type: "string" },
-    merge: { type: "boolean" },
-    only: { type: "string" },
-    previous: { type: "string" },
-    "no-readme": { type: "boolean" }
+/** This file's opening comment: what the bench does and its options. */
+const usage = () => {
+  const lines = []
+  for (const line of readFileSync(fileURLToPath(import.meta.url), "utf8").split("\n")) {
+    if (!line.startsWith("//")) break
+    lines.push(line.replace(/^\/\/ ?/, ""))
   }
-})
+  return `${lines.join("\n")}\n`
+}
+const OPTIONS = {
+  runs: { type: "string" },
+  warmup: { type: "string" },
+  prompts: { type: "string" },
+  deltas: { type: "string" },
+  turns: { type: "string" },
+  first: { type: "string" },
+  pause: { type: "string" },
+  "mem-runs": { type: "string" },
+  "sessions-runs": { type: "string" },
+  "sub-runs": { type: "string" },
+  spawns: { type: "string" },
+  "sub-deltas": { type: "string" },
+  "sub-pace": { type: "string" },
+  merge: { type: "boolean" },
+  only: { type: "string" },
+  previous: { type: "string" },
+  "no-readme": { type: "boolean" },
+  help: { type: "boolean", short: "h" }
+}
+const parseOptions = () => {
+  try {
+    return parseArgs({ options: OPTIONS }).values
+  } catch (error) {
+    process.stderr.write(`bench: ${error.message} (options: npm run bench -- --help)\n`)
+    process.exit(2)
+  }
+}
+const values = parseOptions()
+if (values.help) {
+  process.stdout.write(usage())
+  process.exit(0)
+}
 const nonNegative = (value, fallback, name) => {
   if (value === undefined || value === "") return fallback
   const n = Number(value)

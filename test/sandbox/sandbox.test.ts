@@ -174,7 +174,8 @@ Bwrap.describeWithBwrap("sandbox: a workspace under /tmp", () => {
         "pwd",
         "cat a.txt",
         "echo made > b.txt && git add a.txt b.txt && git -c user.name=t -c user.email=t@t commit -qm x && git log --oneline | wc -l",
-        `cat ${sibling}/other.txt || echo private`
+        // One pipe for both: cat's message and the echo after it arrive in the order written.
+        `cat ${sibling}/other.txt 2>&1 || echo private`
       ].join("; "))
       assert.strictEqual(ran.code, 0, ran.output)
       assert.strictEqual(ran.output, `${ws}\nin the workspace\n1\ncat: ${sibling}/other.txt: No such file or directory\nprivate\n`)
