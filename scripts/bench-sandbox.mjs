@@ -1,21 +1,55 @@
 // What the sandbox adds to a command, in-process: the `bash` tool (src/tools/bash.ts, bundled
 // here with esbuild, Effect external) runs the same command with a session's sandbox (bubblewrap:
-// nsenter into the session's namespaces, then bwrap) and without one, interleaved, R runs each
-// after a warm-up (the first sandboxed command also probes the sandbox and makes the session's
-// namespaces: not measured). Times are from the tool's call to its result, as a turn sees them.
+// nsenter into the session's namespaces, then bwrap) and without one, in R pairs after a warm-up
+// of WARM pairs that is thrown away (the first sandboxed command also probes the sandbox and
+// makes the session's namespaces; the first few of each kind fill caches). Times are from the
+// tool's call to its result, as a turn sees them.
+//
+// What is added is measured pair by pair: each pair runs both, back to back, the order
+// alternating, so that both see the same moment of a busy machine; the figure is the median of
+// the R differences, with a 90% interval (the 5th and 95th percentile of that median over
+// resamplings of the pairs, a fixed seed: the same samples give the same interval). The
+// unsandboxed samples alone are bimodal on a busy machine, and the difference of two medians
+// moved by several ms between runs of the same build.
+//
+// Skein's own part is measured too, as this process's CPU time in each call (user + system:
+// the main thread's and libuv's, not the child processes'): hardly moved by a busy machine.
 //
 // Commands: `true` (the start alone) and `git status` in a repository of 200 files (a typical
-// one). Prints one JSON object: { true: { plain, sandboxed }, gitStatus: { plain, sandboxed } }
-// with samples in ms, or { skipped: reason } where there is no sandbox. Options: --runs R
-// (default 30).
+// one). Prints one JSON object: { true: { plain, sandboxed, added, cpu }, gitStatus: { … } }
+// with samples in ms (plain[i] and sandboxed[i] are pair i), added: { median, low, high } in
+// ms, and cpu: { plain, sandboxed, added } the same for the CPU time; or { skipped: reason }
+// where there is no sandbox. Options: --runs R (default 100), --warm W
+// (default 10).
 import { execFileSync } from "node:child_process"
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { bundle } from "./bench-bundle.mjs"
 
-const { values } = parseArgs({ options: { runs: { type: "string" } } })
-const RUNS = Math.max(1, Number(values.runs ?? 30))
+const { values } = parseArgs({ options: { runs: { type: "string" }, warm: { type: "string" } } })
+const RUNS = Math.max(1, Number(values.runs ?? 100))
+const WARM = Math.max(1, Number(values.warm ?? 10))
+
+const median = (xs) => {
+  const sorted = [...xs].sort((a, b) => a - b)
+  const mid = (sorted.length - 1) / 2
+  return (sorted[Math.floor(mid)] + sorted[Math.ceil(mid)]) / 2
+}
+
+/** The median of the paired differences, and its 90% interval over 1000 resamplings of the pairs (seeded). */
+export const added = (plain, sandboxed) => {
+  const diffs = sandboxed.map((s, i) => s - plain[i])
+  let seed = 0x5eed
+  const random = () => {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0
+    return seed / 2 ** 32
+  }
+  const medians = []
+  for (let b = 0; b < 1000; b++) medians.push(median(Array.from(diffs, () => diffs[Math.floor(random() * diffs.length)])))
+  medians.sort((a, b) => a - b)
+  return { median: median(diffs), low: medians[49], high: medians[949] }
+}
 
 // Not under /tmp: a sandboxed command sees a /tmp of its own (roots there are bound in, but a
 // workspace is rarely there).
@@ -61,19 +95,22 @@ try {
     // The turn's services as a session builds them: with the session's sandbox, or without one.
     const services = (withSandbox) =>
       TurnServices.make({ emit: { progress: () => Effect.void, plan: () => Effect.void }, ...(withSandbox ? { sandbox } : {}) })
+    /** One call: its time, and this process's CPU time (user + system) in it: Skein's own work. */
     const time = async (command, withSandbox) => {
       const started = performance.now()
+      const cpu = process.cpuUsage()
       const output = await run(Tool.run(bash, { command }, ctx).pipe(Effect.provideContext(services(withSandbox))))
       const ms = performance.now() - started
+      const used = process.cpuUsage(cpu)
       if (!output.ok) throw new Error(`${command}${withSandbox ? " (sandboxed)" : ""} failed: ${output.content}`)
-      return ms
+      return { ms, cpuMs: (used.user + used.system) / 1000 }
     }
     const result = {}
     for (const [key, command] of [["true", "true"], ["gitStatus", "git status"]]) {
       const plain = []
       const sandboxed = []
-      // Warm-up: the first sandboxed command makes the session's namespaces.
-      for (let i = 0; i < 3; i++) {
+      // Warm-up, not kept: the first sandboxed command makes the session's namespaces.
+      for (let i = 0; i < WARM; i++) {
         await time(command, false)
         await time(command, true)
       }
@@ -87,7 +124,15 @@ try {
           plain.push(await time(command, false))
         }
       }
-      result[key] = { command, plain, sandboxed }
+      const ms = (samples) => samples.map((s) => s.ms)
+      const cpu = (samples) => samples.map((s) => s.cpuMs)
+      result[key] = {
+        command,
+        plain: ms(plain),
+        sandboxed: ms(sandboxed),
+        added: added(ms(plain), ms(sandboxed)),
+        cpu: { plain: cpu(plain), sandboxed: cpu(sandboxed), added: added(cpu(plain), cpu(sandboxed)) }
+      }
     }
     process.stdout.write(JSON.stringify(result))
   }

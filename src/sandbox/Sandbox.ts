@@ -270,7 +270,8 @@ export const make = (settings: Settings, options: { readonly skeinHome: string; 
               args: line.args,
               env: Env.environment(program.env, ready.ns.proxyPort),
               fds: blank === undefined ? filterFd : Descriptors.slots(filterFd, leaks, blank),
-              endsWithLeader: true
+              endsWithLeader: true,
+              confined: true
             })
           }))
 

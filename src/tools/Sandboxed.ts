@@ -31,6 +31,8 @@ export interface Launch {
   readonly env: Readonly<Record<string, string>>
   readonly fds: ReadonlyArray<number | "ignore">
   readonly endsWithLeader: true
+  /** Always true: what it starts cannot leave its cgroup (see `ProcessGroup.spawnProgram`). */
+  readonly confined: true
 }
 
 export interface SessionSandbox {

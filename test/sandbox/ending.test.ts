@@ -3,7 +3,9 @@
  * the command's exit while the sandbox's init is still winding down; that is not something the
  * command left running, so it is neither signalled nor reported as such, and the call does
  * not wait in 10 ms steps for it. What the command did leave running is: the init waits for
- * it, and Skein kills it and says so, as for a command outside the sandbox.
+ * it, and Skein kills it and says so, as for a command outside the sandbox. Where commands get
+ * a cgroup, what runs of a sandboxed one is read from it alone (nothing in the sandbox can leave
+ * it), never from a scan of /proc.
  */
 import { assert, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -12,6 +14,8 @@ import { join } from "node:path"
 import * as Sandbox from "../../src/sandbox/Sandbox.ts"
 import * as Settings from "../../src/sandbox/Settings.ts"
 import { bash } from "../../src/tools/bash.ts"
+import * as Containment from "../../src/tools/process/Containment.ts"
+import * as ProcTable from "../../src/tools/process/ProcTable.ts"
 import * as Tool from "../../src/tools/Tool.ts"
 import * as Bwrap from "../support/Bwrap.ts"
 import { survivors, uniqueArg } from "../support/Escapes.ts"
@@ -41,6 +45,22 @@ Bwrap.describeWithBwrap("sandbox: a command's end", () => {
         const out = yield* Tool.run(bash, { command: "sleep 0.001 & wait; echo started" }, context).pipe(ToolServices.provide({ sandbox }), Effect.provide(TempDir.platform))
         assert.strictEqual(out.content, "started\n[exit code 0]", `run ${i + 1}`)
       }
+    }).pipe(Effect.scoped), 120_000)
+
+  it.live("the end of a sandboxed command is read from its cgroup, not from a scan of /proc", () =>
+    Effect.gen(function*() {
+      const { context, sandbox } = yield* setup
+      if (Containment.mechanism() !== "cgroup") return
+      // The first command probes the sandbox and makes the session's namespaces (their holders
+      // are not sandboxed commands): not counted.
+      yield* Tool.run(bash, { command: "true" }, context).pipe(ToolServices.provide({ sandbox }), Effect.provide(TempDir.platform))
+      const before = ProcTable.scanCount()
+      for (let i = 0; i < RUNS; i++) {
+        const out = yield* Tool.run(bash, { command: "sleep 0.001 & wait; echo started" }, context).pipe(ToolServices.provide({ sandbox }), Effect.provide(TempDir.platform))
+        assert.strictEqual(out.content, "started\n[exit code 0]", `run ${i + 1}`)
+      }
+      // Each scan reads every process above the command's pid: several ms on a busy machine.
+      assert.strictEqual(ProcTable.scanCount() - before, 0)
     }).pipe(Effect.scoped), 120_000)
 
   it.live("what a sandboxed command leaves running is killed, and the model is told, as outside the sandbox", () =>

@@ -132,6 +132,20 @@ const isGroupAlive = (pgid: number, epoch?: ProcTable.Epoch): boolean => {
   return process.platform !== "linux" || ProcTable.members(epoch, pgid, undefined, 0).length > 0
 }
 
+/**
+ * Whether the leader of group `pgid` can still run: the one process of a confined tree that may
+ * be outside its cgroup (before its wrapper has joined it). While the group exists its number
+ * is not given to another process, and `kill` says whether it exists.
+ */
+const leaderRuns = (pgid: number): boolean => {
+  try {
+    process.kill(-pgid, 0)
+  } catch {
+    return false
+  }
+  return ProcTable.canRun(pgid)
+}
+
 /** The tasks of a cgroup that can still run (not those on their way out, which it lists a moment longer). */
 const runningIn = (cgroup: string): Array<number> => Cgroup.populated(cgroup) ? Cgroup.threads(cgroup).filter(ProcTable.canRun) : []
 
@@ -148,8 +162,14 @@ const removeLingering = () => {
 const WRAPPER = `{ echo $$ > "$0"; } 2>/dev/null || { echo "skein: the command's cgroup is gone; not running it" >&2; exit 125; }
 exec "$@"`
 
-/** A tree for one child about to be spawned. */
-export const make = (): Tree => {
+/**
+ * A tree for one child about to be spawned. `confined`: no process of the tree but its leader
+ * (before its wrapper has joined the cgroup) can be outside its cgroup (a sandboxed command:
+ * see `ProcessGroup.spawnProgram`), so the cgroup and the leader say what of it runs, without a
+ * scan of /proc for the process group (several ms on a busy machine, at each look at a tree).
+ * Without a cgroup it changes nothing.
+ */
+export const make = (options: { readonly confined?: boolean | undefined } = {}): Tree => {
   const { mechanism, cgroup: base, name, watchdog } = init()
   const n = ++counter
   const marker = `${name}=${n}`
@@ -162,6 +182,7 @@ export const make = (): Tree => {
   }
   // Without a cgroup of its own (none here, or mkdir failed), the marker finds the tree.
   const scan = cgroup === undefined && mechanism !== "group"
+  const confined = options.confined === true && cgroup !== undefined
   let pgid = 0
   let since = 0
   let epoch: ProcTable.Epoch | undefined
@@ -171,6 +192,7 @@ export const make = (): Tree => {
   /** The tree's tasks that can still run (undefined where they cannot be told apart: no /proc). */
   const liveTasks = (): ReadonlyArray<number> | undefined => {
     if (pgid === 0 || dead || mechanism === "group") return undefined
+    if (confined) return [...new Set([...runningIn(cgroup!), ...(leaderRuns(pgid) ? [pgid] : [])])]
     return cgroup !== undefined
       ? [...new Set([...runningIn(cgroup), ...ProcTable.members(epoch, pgid, undefined, 0)])]
       : ProcTable.members(epoch, pgid, marker, since)
@@ -195,7 +217,7 @@ export const make = (): Tree => {
     isAlive: () => {
       if (pgid === 0 || dead) return false
       const alive = (cgroup !== undefined && runningIn(cgroup).length > 0) ||
-        (scan ? ProcTable.members(epoch, pgid, marker, since).length > 0 : isGroupAlive(pgid, epoch))
+        (confined ? leaderRuns(pgid) : scan ? ProcTable.members(epoch, pgid, marker, since).length > 0 : isGroupAlive(pgid, epoch))
       dead = !alive
       return alive
     },

@@ -140,6 +140,10 @@ const noWrapSince = (e: Epoch | undefined): boolean => {
   return now !== undefined && max !== undefined && now - e.forks < max - e.last
 }
 
+let scans = 0
+/** How many times `members` has looked through /proc (for tests and diagnostics). */
+export const scanCount = (): number => scans
+
 /**
  * Live processes that are in group `pgrp`, or that started no earlier than
  * `since` (a descendant cannot be older than its ancestor) and carry `marker`
@@ -152,6 +156,7 @@ const noWrapSince = (e: Epoch | undefined): boolean => {
  * of the system. Otherwise, or without an epoch, all are read.
  */
 export const members = (epoch: Epoch | undefined, pgrp: number, marker: string | undefined, since: number): Array<number> => {
+  scans++
   const floor = noWrapSince(epoch) ? epoch!.leader : 0
   const out: Array<number> = []
   for (const entry of pids()) {

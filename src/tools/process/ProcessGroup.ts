@@ -153,6 +153,14 @@ interface ProgramOptions {
    * to end before it is signalled; what the command left is signalled and reported at once.
    */
   readonly endsWithLeader?: boolean | undefined
+  /**
+   * No process of the tree but its leader can leave the tree's cgroup, so that the cgroup alone
+   * says what of it still runs (no scan of /proc for its process group: see
+   * `Containment.make`). A sandboxed command: everything it starts is in its PID namespace,
+   * whose cgroup namespace is rooted at the command's cgroup (a process can move only within
+   * it), on a read-only cgroup file system, without capabilities.
+   */
+  readonly confined?: boolean | undefined
 }
 
 /** Why a program could not start: the errno code when there is one. */
@@ -169,7 +177,7 @@ export const spawnProgram = (options: ProgramOptions): Effect.Effect<Group, Cann
   Effect.callback<Group, CannotStart>((resume) => {
     const exited = Deferred.makeUnsafe<LeaderExit>()
     const drained = Deferred.makeUnsafe<void>()
-    const tree = Containment.make()
+    const tree = Containment.make({ confined: options.confined })
     const cannot = (code: string | undefined) => {
       tree.release()
       resume(Effect.fail({ code }))
