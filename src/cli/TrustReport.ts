@@ -13,10 +13,10 @@ const pad = (text: string, width: number) => (text.length >= width ? `${text} ` 
 export const trustReport = (status: Trust.Status): ReadonlyArray<string> => {
   const out = [`Workspace trust (${status.project})`]
   const shipped = status.ships.map((file) => NodePath.relative(status.project, file) || file)
-  if (shipped.length === 0) out.push("  nothing to trust: the folder ships no hooks, agents, commands, skills or settings")
+  if (shipped.length === 0) out.push("  nothing to trust: the folder ships no hooks, agents, commands, skills, settings or MCP servers")
   else {
     out.push(`  ships     ${shipped.join(", ")}`)
-    out.push(status.loads ? `  loaded: ${status.why}` : `  NOT loaded (its hooks, agents, commands, skills and settings): ${status.why}`)
+    out.push(status.loads ? `  loaded: ${status.why}` : `  NOT loaded (its hooks, agents, commands, skills, settings and MCP servers): ${status.why}`)
   }
   if (status.problem !== undefined) out.push(`  warning: ${status.problem}`)
   out.push("  (AGENTS.md and CLAUDE.md are text for the model and are read either way; your own definitions always load)")

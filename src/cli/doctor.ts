@@ -16,12 +16,12 @@ import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
 import * as Path from "effect/Path"
-import { existsSync } from "node:fs"
 import { homedir } from "node:os"
 import * as nodePath from "node:path"
 import * as Definitions from "../agents/Definitions.ts"
 import * as Commands from "../commands/Commands.ts"
 import * as McpConfig from "../mcp/Config.ts"
+import * as Project from "../mcp/Project.ts"
 import * as McpSession from "../mcp/McpSession.ts"
 import * as McpRecord from "../mcp/Record.ts"
 import * as Errors from "../providers/Errors.ts"
@@ -33,6 +33,7 @@ import * as Sandbox from "../sandbox/Sandbox.ts"
 import * as Skills from "../skills/Skills.ts"
 import * as HookSettings from "../hooks/Settings.ts"
 import * as Trust from "../trust/Trust.ts"
+import * as McpReport from "./McpReport.ts"
 import * as TrustReport from "./TrustReport.ts"
 import * as Checks from "./Checks.ts"
 import * as CodeCache from "./CodeCache.ts"
@@ -287,8 +288,13 @@ export const run = (args: ReadonlyArray<string>) =>
     }))
     process.stdout.write(`\n${[...TrustReport.trustReport(trust), "", ...TrustReport.hooksReport(hooks)].join("\n")}\n`)
     process.stdout.write(yield* sandboxReport(common))
-    process.stdout.write(configuredMcp(common.home, process.cwd()))
-    if (mcp !== undefined) process.stdout.write(yield* mcpReport(mcp))
+    process.stdout.write(McpReport.mcpReport({
+      file: nodePath.join(common.home, "config.json"),
+      user: McpConfig.load(common.home),
+      project: yield* Project.read(process.cwd(), { userHome: homedir() }),
+      trust
+    }))
+    if (mcp !== undefined) process.stdout.write(yield* mcpReport(mcp, { home: common.home, policy: common.trust ? "all" : "ask" }))
     const store = common.store === undefined
       ? undefined
       : yield* Effect.flatMap(Effect.promise(() => import("../log/PgStore.ts")), (PgStore) => PgStore.status(common.store!))
@@ -334,27 +340,6 @@ export const project = (options: { readonly cwd: string; readonly home: string; 
     return { agents, skills, commands, instructions, trust, hooks }
   })
 
-/**
- * The MCP servers of config.json that every session starts (not started here: no network),
- * with the names of their variables and headers but never their values.
- */
-export const configuredMcp = (home: string, cwd: string): string => {
-  const loaded = McpConfig.load(home)
-  const lines = loaded.servers.map((server) => {
-    if ("url" in server) {
-      const headers = server.headers.map((h) => h.name)
-      return `${server.name}: ${server.type} ${server.url}${headers.length > 0 ? ` (headers: ${headers.join(", ")})` : ""}`
-    }
-    const env = server.env.map((e) => e.name)
-    return `${server.name}: stdio ${[server.command, ...server.args].join(" ")}${env.length > 0 ? ` (env: ${env.join(", ")})` : ""}`
-  })
-  for (const problem of loaded.problems) lines.push(`skipped: ${problem}`)
-  if (lines.length === 0) lines.push("none (add \"mcpServers\" to config.json)")
-  const project = [".mcp.json", ".skein/config.json"].filter((f) => existsSync(nodePath.join(cwd, f)))
-  if (project.length > 0) lines.push(`not started: ${project.join(", ")} in this project (a project's MCP servers wait for workspace trust)`)
-  return `\nMCP servers (${nodePath.join(home, "config.json")}, for every session; a client's server of the same name wins)\n${lines.map((l) => `  ${l}\n`).join("")}`
-}
-
 /** A saved session's log and working directory, for `--mcp`; an unknown id is a usage error. */
 const mcpSession = (home: string, sessionId: string) =>
   Effect.gen(function*() {
@@ -370,10 +355,14 @@ const mcpSession = (home: string, sessionId: string) =>
   }).pipe(Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)))
 
 /** The status of the MCP servers a session used, started and stopped for the report. */
-const mcpReport = (session: { readonly sessionId: string; readonly log: string; readonly cwd: string }) =>
+const mcpReport = (session: { readonly sessionId: string; readonly log: string; readonly cwd: string }, trust: { readonly home: string; readonly policy: Trust.Policy }) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    const servers = yield* McpRecord.loadFile(fs, McpRecord.settingsPath(session.log))
+    const recorded = yield* McpRecord.loadFile(fs, McpRecord.settingsPath(session.log))
+    // The project's own servers are its code: started again only while its folder is trusted.
+    const status = yield* Trust.status({ cwd: session.cwd, home: trust.home, userHome: homedir(), policy: trust.policy })
+    const { servers, left } = McpRecord.startable(recorded, status.loads)
     const statuses = yield* McpSession.probe({ servers, cwd: session.cwd })
-    return `\nMCP servers of ${session.sessionId}\n${McpSession.statusText(statuses).split("\n").map((l) => `  ${l}`).join("\n")}\n`
+    const notStarted = left.length === 0 ? [] : [`not started: ${left.join(", ")} (the project's own): ${status.why}`]
+    return `\nMCP servers of ${session.sessionId}\n${[McpSession.statusText(statuses), ...notStarted].join("\n").split("\n").map((l) => `  ${l}`).join("\n")}\n`
   }).pipe(Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)))

@@ -17,12 +17,14 @@ import * as NodePath from "@effect/platform-node/NodePath"
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
+import { homedir } from "node:os"
 import * as nodePath from "node:path"
 import * as Replay from "../log/Replay.ts"
 import * as AcpReplay from "../translate/Replay.ts"
 import * as McpRecord from "../mcp/Record.ts"
 import { SessionLog } from "../log/SessionLog.ts"
 import * as Rerun from "../runtime/Rerun.ts"
+import * as Trust from "../trust/Trust.ts"
 import type * as RerunCompare from "../runtime/RerunCompare.ts"
 import { sandboxSettings } from "./Config.ts"
 import * as Checks from "./Checks.ts"
@@ -110,6 +112,9 @@ const childLogs = (events: Rerun.Options["events"]) =>
 const rerun = (contents: { readonly header: Rerun.Options["header"]; readonly events: Rerun.Options["events"]; readonly file: string }, options: {
   readonly cwd: string | undefined
   readonly home: string | undefined
+  /** Skein's own home (its `trust.json`) and whether every folder is trusted (`--trust`). */
+  readonly skeinHome: string
+  readonly trust: Trust.Policy
   readonly json: boolean
   /** Its commands run in the sandbox as a session's would (--sandbox, SKEIN_SANDBOX, config.json). */
   readonly sandbox: Rerun.Options["sandbox"]
@@ -128,8 +133,12 @@ const rerun = (contents: { readonly header: Rerun.Options["header"]; readonly ev
         )
       )
     }
-    // The MCP servers the session used, as recorded beside its log (none for a log elsewhere without them).
-    const mcpServers = yield* McpRecord.loadFile(fs, McpRecord.settingsPath(contents.file))
+    // The MCP servers the session used, as recorded beside its log (none for a log elsewhere without
+    // them); the project's own only while its folder is trusted (they are its code).
+    const recorded = yield* McpRecord.loadFile(fs, McpRecord.settingsPath(contents.file))
+    const trust = yield* Trust.status({ cwd, home: options.skeinHome, userHome: homedir(), policy: options.trust })
+    const { servers: mcpServers, left } = McpRecord.startable(recorded, trust.loads)
+    if (left.length > 0) yield* Effect.sync(() => process.stderr.write(`MCP servers not started: ${left.join(", ")} (the project's own): ${trust.why}\n`))
     const children = yield* childLogs(contents.events)
     const report = yield* Rerun.run({ header: contents.header, events: contents.events, cwd, home, mcpServers, children, sandbox: options.sandbox })
     yield* writeOut(options.json ? JSON.stringify(report, null, 2) + "\n" : formatReport(report, cwd))
@@ -158,7 +167,14 @@ export const run = (args: ReadonlyArray<string>) =>
       if (parsed.values.rerun === true) {
         const cwd = parsed.values.cwd !== undefined ? nodePath.resolve(parsed.values.cwd) : undefined
         const home = parsed.values["rerun-home"] !== undefined ? nodePath.resolve(parsed.values["rerun-home"]) : undefined
-        return yield* rerun(contents, { cwd, home, json: parsed.values.json === true, sandbox: yield* sandboxSettings(common) })
+        return yield* rerun(contents, {
+          cwd,
+          home,
+          skeinHome: common.home,
+          trust: common.trust ? "all" : "ask",
+          json: parsed.values.json === true,
+          sandbox: yield* sandboxSettings(common)
+        })
       }
       const events = yield* asLoaded(contents)
       if (parsed.values.acp === true) {

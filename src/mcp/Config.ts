@@ -8,17 +8,25 @@
  *     "docs":  { "type": "http", "url": "https://example.com/mcp", "headers": { "Authorization": "Bearer …" } } } }
  * ```
  *
- * Every session uses them (`skein run` and `skein acp` alike), merged with the servers an ACP
- * client sends: on a name clash the client's wins. Only the user's file is read: a project's
- * own MCP settings (`.mcp.json`, `.skein/config.json`) are code from the repository and start
- * only once workspace trust exists. A bad entry is skipped and reported (`skein doctor`);
- * values never appear in a problem (they may hold secrets).
+ * Every session uses them (`skein run` and `skein acp` alike), merged with a trusted project's
+ * (`Project.ts`: `.mcp.json`, `.skein/config.json`, read with this same parser) and the servers
+ * an ACP client sends: on a name clash the client's wins, then the nearest project file's, then
+ * the user's. A bad entry is skipped and reported (`skein doctor`); values never appear in a
+ * problem (they may hold secrets).
+ *
+ * `${VAR}` and `${VAR:-default}` in `command`, `args`, `env` values, `url` and `headers` values
+ * are expanded from Skein's own environment (the one it was started with; nothing the model
+ * runs can change it), once, as Claude Code does in `.mcp.json`; an expanded value is not
+ * expanded again. `${VAR}` unset and without a default skips the entry (its problem names the
+ * variable, never a value).
  */
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import type { McpServer, McpServerStdio } from "../Vocabulary.ts"
 
-interface Loaded {
+export type Env = Readonly<Record<string, string | undefined>>
+
+export interface Loaded {
   readonly servers: ReadonlyArray<McpServer>
   /** What was wrong with entries that were skipped, for `skein doctor`. */
   readonly problems: ReadonlyArray<string>
@@ -37,8 +45,54 @@ const pairs = (u: unknown): Array<{ readonly name: string; readonly value: strin
   return out
 }
 
-/** The servers of a parsed config file's `mcpServers` (absent: none). */
-export const fromJson = (json: unknown): Loaded => {
+const VARIABLE = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g
+
+/**
+ * `${VAR}` (the variable; unset: missing) and `${VAR:-default}` (the default when it is unset or
+ * empty) in `text`, from `env`, in one pass; the names of the variables that were missing.
+ */
+export const expand = (text: string, env: Env): { readonly text: string; readonly missing: ReadonlyArray<string> } => {
+  const missing: Array<string> = []
+  const out = text.replace(VARIABLE, (_whole, name: string, fallback: string | undefined) => {
+    const value = env[name]
+    if (fallback !== undefined) return value === undefined || value === "" ? fallback : value
+    if (value === undefined) missing.push(name)
+    return value ?? ""
+  })
+  return { text: out, missing }
+}
+
+/** A server with every `${…}` of its command, args, env, URL and headers expanded; or the variables it lacks. */
+const expandServer = (server: McpServer, env: Env): McpServer | { readonly missing: ReadonlyArray<string> } => {
+  const missing = new Set<string>()
+  const one = (text: string) => {
+    const done = expand(text, env)
+    for (const name of done.missing) missing.add(name)
+    return done.text
+  }
+  const pairsOf = (list: ReadonlyArray<{ readonly name: string; readonly value: string }>) => list.map((p) => ({ name: p.name, value: one(p.value) }))
+  const out: McpServer = "url" in server
+    ? { ...server, url: one(server.url), headers: pairsOf(server.headers) }
+    : { ...server, command: one(server.command), args: server.args.map(one), env: pairsOf(server.env) }
+  return missing.size === 0 ? out : { missing: [...missing] }
+}
+
+/** The servers of a parsed config file's `mcpServers` (absent: none), `${…}` expanded from `env`. */
+export const fromJson = (json: unknown, env: Env = {}): Loaded => {
+  const parsed = parse(json)
+  const servers: Array<McpServer> = []
+  const problems = [...parsed.problems]
+  for (const server of parsed.servers) {
+    const expanded = expandServer(server, env)
+    if ("missing" in expanded) {
+      const names = expanded.missing.map((name) => `\${${name}}`).join(", ")
+      problems.push(`mcpServers.${server.name}: ${names} ${expanded.missing.length === 1 ? "is" : "are"} not set in Skein's environment (a default: \${NAME:-value})`)
+    } else servers.push(expanded)
+  }
+  return { servers, problems }
+}
+
+const parse = (json: unknown): Loaded => {
   const section = isRecord(json) ? json.mcpServers : undefined
   if (section === undefined) return { servers: [], problems: [] }
   if (!isRecord(section)) return { servers: [], problems: ["\"mcpServers\" must be an object of servers by name"] }
@@ -78,21 +132,31 @@ export const fromJson = (json: unknown): Loaded => {
   return { servers, problems }
 }
 
-/** The user's configured servers; a missing or unreadable file has none (its problem said). */
-export const load = (home: string): Loaded => {
-  const file = nodePath.join(home, "config.json")
+/** The servers of a config file; a missing one has none, an unreadable one none and its problem. */
+export const loadFile = (file: string, env: Env = process.env): Loaded => {
   let text: string
   try {
     text = fs.readFileSync(file, "utf8")
-  } catch {
-    return { servers: [], problems: [] }
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    return { servers: [], problems: code === "ENOENT" || code === "ENOTDIR" ? [] : [`${file} cannot be read (${code ?? "error"})`] }
   }
+  return fromText(text, file, env)
+}
+
+/** The servers of a config file's text (`file` names it in a problem). */
+export const fromText = (text: string, file: string, env: Env): Loaded => {
+  let json: unknown
   try {
-    return fromJson(JSON.parse(text))
+    json = JSON.parse(text)
   } catch {
     return { servers: [], problems: [`${file} is not valid JSON`] }
   }
+  return fromJson(json, env)
 }
+
+/** The user's configured servers (`$SKEIN_HOME/config.json`). */
+export const load = (home: string, env: Env = process.env): Loaded => loadFile(nodePath.join(home, "config.json"), env)
 
 /** The configured servers with the client's: a client's server replaces a configured one of its name. */
 export const merge = (configured: ReadonlyArray<McpServer>, fromClient: ReadonlyArray<McpServer>): ReadonlyArray<McpServer> => {
@@ -100,3 +164,6 @@ export const merge = (configured: ReadonlyArray<McpServer>, fromClient: Readonly
   const names = new Set(fromClient.map((s) => s.name))
   return [...configured.filter((s) => !names.has(s.name)), ...fromClient]
 }
+
+/** Servers of several sources, each winning over the ones before it on a name: `mergeAll(user, project, client)`. */
+export const mergeAll = (...sources: ReadonlyArray<ReadonlyArray<McpServer>>): ReadonlyArray<McpServer> => sources.reduce((below, above) => merge(below, above), [])

@@ -14,6 +14,8 @@
  * - A tool's own error (`isError`, a JSON-RPC error answer) is a failed tool
  *   result; the server stays.
  * - `notifications/tools/list_changed` makes the server's tools be listed again.
+ * - `add` starts more servers later (a folder trusted mid-session), each replacing, stopped
+ *   first with everything it started, a server of its name.
  *
  * The MCP client (Effect's, with its schemas for every protocol revision) is
  * loaded by the first server's fiber, not by `start`: a session with servers
@@ -36,6 +38,7 @@ import * as Secrets from "../secrets/Secrets.ts"
 import * as Tool from "../tools/Tool.ts"
 import type * as Connect from "./Connect.ts"
 import * as Diagnostics from "./Diagnostics.ts"
+import { describe, isToolLevel } from "./Failure.ts"
 import * as McpTool from "./McpTool.ts"
 
 const DEFAULT_INIT_TIMEOUT_MS = 10_000
@@ -78,6 +81,11 @@ export interface McpSession {
   readonly takeNotices: () => ReadonlyArray<Notice>
   /** Completes when every server is ready or failed. */
   readonly settled: Effect.Effect<void>
+  /**
+   * Starts more servers in the background, each replacing a server of its name (stopped first);
+   * what it returns completes when each of them is ready or failed. Nothing once the session closes.
+   */
+  readonly add: (servers: ReadonlyArray<McpServer>) => Effect.Effect<Effect.Effect<void>>
 }
 
 type State =
@@ -105,41 +113,6 @@ const isHttp = (config: McpServer): config is McpServerHttp => "type" in config 
 const isSse = (config: McpServer): config is McpServerSse => "type" in config && config.type === "sse"
 const transportOf = (config: McpServer): Transport => (isHttp(config) ? "http" : isSse(config) ? "sse" : "stdio")
 
-const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`
-
-/** Why a server failed, in words for the user (never a payload value). */
-const describe = (error: McpClientError, initTimeoutMs: number, callTimeoutMs: number): string => {
-  const reason = error.reason
-  switch (reason._tag) {
-    case "TimeoutError":
-      return reason.operation === "initialization"
-        ? `it did not answer \`initialize\` within ${seconds(initTimeoutMs)}`
-        : reason.operation === "tools/call"
-        ? `a tool call did not finish within ${seconds(callTimeoutMs)}`
-        : `it did not list its tools within ${seconds(initTimeoutMs)}`
-    case "TransportError":
-      return reason.description ?? "its connection failed"
-    case "ClosedError":
-      return reason.sessionExpired === true ? "its HTTP session expired" : "its connection closed"
-    case "HttpError":
-      return `it answered HTTP ${reason.status}${
-        reason.status === 401 || reason.status === 403 ? " (it needs authorization, which Skein does not support yet)" : ""
-      }`
-    case "ProtocolError":
-      return reason.code !== undefined
-        ? `it answered with an error (${reason.description ?? "no message"}, code ${reason.code})`
-        : `it broke the MCP protocol (${reason.description ?? "no detail"})`
-    case "ValidationError":
-      return `it sent an invalid MCP message (${reason.description})`
-    case "UnsupportedError":
-    case "LimitError":
-    case "ConfigurationError":
-      return reason.description
-    case "ToolError":
-      return "a tool failed"
-  }
-}
-
 /**
  * Resumes after the work already queued (e.g. writing the `session/new`
  * answer): loading the MCP client the first time takes tens of milliseconds of
@@ -150,10 +123,6 @@ const nextMacrotask: Effect.Effect<void> = Effect.callback<void>((resume) => {
   const timer = setTimeout(() => resume(Effect.void), 1)
   return Effect.sync(() => clearTimeout(timer))
 })
-
-/** Whether a failed call leaves the server usable (its answer was an error, not garbage or silence). */
-const isToolLevel = (error: McpClientError): boolean =>
-  (error.reason._tag === "ProtocolError" && error.reason.code !== undefined) || error.reason._tag === "UnsupportedError"
 
 /** Makes a server's configured secrets known: env values, header values, credentials in its URL. */
 const register = (secrets: Secrets.Registry, config: McpServer) => {
@@ -184,7 +153,7 @@ export const start = (options: Options): Effect.Effect<McpSession, never, Scope.
     // redacted wherever they show up (a tool's output, another server's result, the log).
     const secrets = Secrets.registry()
     for (const config of options.servers) register(secrets, config)
-    const baseEnv = secrets.childEnv(options.env ?? process.env)
+    let baseEnv = secrets.childEnv(options.env ?? process.env)
     // A server (and what it runs) must not find Skein's own secrets in /proc/<skein>/environ.
     if (options.servers.length > 0) ProcEnviron.hideSecrets()
     const notices: Array<Notice> = []
@@ -193,24 +162,28 @@ export const start = (options: Options): Effect.Effect<McpSession, never, Scope.
 
     const entries: Array<Entry> = []
     const prefixes = new Set<string>()
-    for (const config of options.servers) {
-      const prefix = McpTool.serverPrefix(config.name, prefixes)
-      prefixes.add(prefix)
-      entries.push({
-        config,
-        transport: transportOf(config),
-        prefix,
-        diagnostics: Diagnostics.make(),
-        scope: yield* Scope.make(),
-        settled: yield* Deferred.make<void>(),
-        relist: yield* Queue.unbounded<void>(),
-        state: { _tag: "connecting" },
-        tools: new Map(),
-        connected: undefined,
-        pid: undefined,
-        serverInfo: undefined
+    const entryOf = (config: McpServer) =>
+      Effect.gen(function*() {
+        const prefix = McpTool.serverPrefix(config.name, prefixes)
+        prefixes.add(prefix)
+        const entry: Entry = {
+          config,
+          transport: transportOf(config),
+          prefix,
+          diagnostics: Diagnostics.make(),
+          scope: yield* Scope.make(),
+          settled: yield* Deferred.make<void>(),
+          relist: yield* Queue.unbounded<void>(),
+          state: { _tag: "connecting" },
+          tools: new Map(),
+          connected: undefined,
+          pid: undefined,
+          serverInfo: undefined
+        }
+        entries.push(entry)
+        return entry
       })
-    }
+    for (const config of options.servers) yield* entryOf(config)
 
     const rebuild = () => {
       snapshot = entries.flatMap((entry) => (entry.state._tag === "ready" ? [...entry.tools.values()] : []))
@@ -347,17 +320,51 @@ export const start = (options: Options): Effect.Effect<McpSession, never, Scope.
         Effect.catchDefect(() => markFailed(entry, "it sent a message Skein cannot read"))
       )
 
-    const fibers = yield* Effect.forEach(entries, (entry) => Effect.forkIn(run(entry), scope))
+    const fibers = new Map<Entry, Fiber.Fiber<void>>()
+    for (const entry of entries) fibers.set(entry, yield* Effect.forkIn(run(entry), scope))
 
-    // Registered after the fibers, so it runs before their interruption: stop quietly, all at once.
+    /** Stops a server for good and forgets it (another of its name replaces it). */
+    const remove = (entry: Entry) =>
+      Effect.gen(function*() {
+        entry.state = { _tag: "closed" }
+        entries.splice(entries.indexOf(entry), 1)
+        prefixes.delete(entry.prefix)
+        rebuild()
+        const fiber = fibers.get(entry)
+        fibers.delete(entry)
+        if (fiber !== undefined) yield* Fiber.interrupt(fiber)
+        yield* Scope.close(entry.scope, Exit.void)
+        yield* Deferred.succeed(entry.settled, undefined)
+      })
+
+    const add = (servers: ReadonlyArray<McpServer>) =>
+      Effect.gen(function*() {
+        if (closing || servers.length === 0) return Effect.void
+        for (const config of servers) register(secrets, config)
+        baseEnv = secrets.childEnv(options.env ?? process.env)
+        ProcEnviron.hideSecrets()
+        const added: Array<Entry> = []
+        for (const config of servers) {
+          const old = entries.find((entry) => entry.config.name === config.name)
+          if (old !== undefined) yield* remove(old)
+          const entry = yield* entryOf(config)
+          added.push(entry)
+          fibers.set(entry, yield* Effect.forkIn(run(entry), scope))
+        }
+        return Effect.forEach(added, (entry) => Deferred.await(entry.settled), { discard: true })
+      })
+
+    // Registered after the first fibers, so it runs before their interruption: stop quietly, all at once.
     yield* Scope.addFinalizer(scope, Effect.suspend(() => {
       closing = true
-      return Fiber.interruptAll(fibers).pipe(
+      return Fiber.interruptAll([...fibers.values()]).pipe(
         Effect.andThen(Effect.forEach(entries, (entry) => Scope.close(entry.scope, Exit.void), { concurrency: "unbounded", discard: true })),
         Effect.andThen(Effect.sync(() => {
           for (const entry of entries) if (entry.state._tag !== "failed") entry.state = { _tag: "closed" }
           rebuild()
-        }))
+        })),
+        // Whoever waits for a server that was still connecting (`settled`, `add`) is not left waiting.
+        Effect.andThen(Effect.forEach(entries, (entry) => Deferred.succeed(entry.settled, undefined), { discard: true }))
       )
     }))
 
@@ -389,7 +396,8 @@ export const start = (options: Options): Effect.Effect<McpSession, never, Scope.
       get,
       status,
       takeNotices: () => notices.splice(0),
-      settled: Effect.forEach(entries, (entry) => Deferred.await(entry.settled), { discard: true })
+      settled: Effect.suspend(() => Effect.forEach([...entries], (entry) => Deferred.await(entry.settled), { discard: true })),
+      add
     } satisfies McpSession
   })
 

@@ -16,6 +16,10 @@
  *   says which servers were used; they are then not restarted.
  *
  * The client's list wins whenever it names at least one server.
+ *
+ * The side record also names the servers that came from the project's own files (`project`):
+ * those are the folder's code, started again only while the folder is trusted (`session/load`
+ * reads the project's files again instead).
  */
 import * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"
@@ -75,32 +79,50 @@ export const same = (a: ReadonlyArray<McpServer>, b: ReadonlyArray<McpServer>): 
 /** The settings file of a log in the file store: `<id>.mcp.json` beside `<id>.ndjson`. */
 export const settingsPath = (logPath: string): string => sidePath(logPath, "mcp")
 
-const Settings = Schema.Struct({ v: Schema.Literal(1), servers: Schema.Array(McpServer) })
+const Settings = Schema.Struct({ v: Schema.Literal(1), servers: Schema.Array(McpServer), project: Schema.optionalKey(Schema.Array(Schema.String)) })
+
+/** A session's servers as recorded, and the names of those that came from the project's files. */
+export interface Recorded {
+  readonly servers: ReadonlyArray<McpServer>
+  readonly project: ReadonlyArray<string>
+}
+
+const NONE: Recorded = { servers: [], project: [] }
 const decodeSettings = Schema.decodeUnknownEffect(Schema.fromJsonString(Settings))
 
 /** Saves the settings in the session's side record (the writer holds its lock); an empty list removes it. */
-export const save = (writer: Writer, servers: ReadonlyArray<McpServer>) =>
-  writer.saveSide("mcp", servers.length === 0 ? undefined : JSON.stringify({ v: 1, servers }) + "\n").pipe(
+export const save = (writer: Writer, servers: ReadonlyArray<McpServer>, project: ReadonlyArray<string> = []) =>
+  writer.saveSide("mcp", servers.length === 0 ? undefined : JSON.stringify({ v: 1, servers, ...(project.length > 0 ? { project } : {}) }) + "\n").pipe(
     Effect.catchCause((cause) => Effect.logWarning(`Could not save the MCP settings of the session log ${writer.path}`, cause))
   )
 
-const decode = (text: string | undefined, where: string): Effect.Effect<ReadonlyArray<McpServer>> =>
-  text === undefined ? Effect.succeed([]) : decodeSettings(text).pipe(
-    Effect.map((settings) => settings.servers),
+const decode = (text: string | undefined, where: string): Effect.Effect<Recorded> =>
+  text === undefined ? Effect.succeed(NONE) : decodeSettings(text).pipe(
+    Effect.map((settings): Recorded => ({ servers: settings.servers, project: settings.project ?? [] })),
     Effect.catchCause(() =>
-      Effect.as(Effect.logWarning(`The MCP settings of ${where} are unreadable; the session's MCP servers are not restarted`), [])
+      Effect.as(Effect.logWarning(`The MCP settings of ${where} are unreadable; the session's MCP servers are not restarted`), NONE)
     )
   )
 
 /** Reads the settings from the session's side record; none, or unreadable ones (with a warning), are no servers. */
-export const load = (writer: Writer): Effect.Effect<ReadonlyArray<McpServer>> =>
+export const load = (writer: Writer): Effect.Effect<Recorded> =>
   writer.loadSide("mcp").pipe(
     Effect.catchCause(() => Effect.succeed(undefined)),
     Effect.flatMap((text) => decode(text, `the session log ${writer.path}`))
   )
 
+/**
+ * What of a record starts again outside a session (`skein doctor --mcp`, `skein replay --rerun`):
+ * everything while the session's folder is trusted (`trusted`), else all but the project's own;
+ * those left out by name.
+ */
+export const startable = (recorded: Recorded, trusted: boolean): { readonly servers: ReadonlyArray<McpServer>; readonly left: ReadonlyArray<string> } =>
+  trusted || recorded.project.length === 0
+    ? { servers: recorded.servers, left: [] }
+    : { servers: recorded.servers.filter((s) => !recorded.project.includes(s.name)), left: recorded.project }
+
 /** Reads the settings file of a log anywhere (the CLI's `replay` and `doctor`); a missing file is no servers. */
-export const loadFile = (fs: FileSystem.FileSystem, file: string): Effect.Effect<ReadonlyArray<McpServer>> =>
+export const loadFile = (fs: FileSystem.FileSystem, file: string): Effect.Effect<Recorded> =>
   Effect.gen(function*() {
     if (!(yield* fs.exists(file))) return undefined
     return yield* fs.readFileString(file)

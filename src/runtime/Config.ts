@@ -58,7 +58,7 @@ interface Settings {
    * does and are asked for; an MCP server or external agent that asks for the sandbox does not start.
    */
   readonly sandbox?: SandboxSettings | undefined
-  /** MCP servers every session uses (the user's configuration); a client's server of the same name wins. */
+  /** MCP servers every session uses (the user's configuration); a trusted project's, then a client's server of the same name wins. */
   readonly mcpServers?: ReadonlyArray<McpServer> | undefined
   /**
    * Workspace trust (`src/trust`): `ask` (the CLI's default) loads a folder's own hooks, agents,

@@ -54,6 +54,7 @@ import * as Session from "./Session.ts"
 import type * as SessionCommands from "./SessionCommands.ts"
 import type * as SessionDeps from "./SessionDeps.ts"
 import * as SessionId from "./SessionId.ts"
+import * as SessionMcp from "./SessionMcp.ts"
 
 import * as Fork from "./Fork.ts"
 import {
@@ -73,11 +74,13 @@ const fromLogError = (error: LogError): RuntimeError =>
     message: error.message
   })
 
-/** A session's MCP servers, started (when it has some), and what to log about them. */
+/** A session's MCP servers, started (when it has some, or a folder's wait for trust), and what to log about them. */
 interface Mcp {
   readonly session: McpSession.McpSession | undefined
   /** The `mcp_servers` event to log at start, when the session's servers changed. */
   readonly record: ReadonlyArray<CanonicalBody>
+  /** Before each turn: the folder's servers, once it is trusted (`SessionMcp.late`). */
+  readonly late?: Effect.Effect<SessionMcp.Started | undefined> | undefined
 }
 
 /**
@@ -177,6 +180,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         userHome: config.userHome,
         sandbox,
         trustQuestion: workspace.questionFor(cwd),
+        projectMcp: mcp.late,
         hooks: workspace.hooksFor({ id, cwd, sandbox, child: false })
       }
     }
@@ -201,21 +205,27 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
       checkpointLimits: config.checkpoints
     })
 
+    const userHome = config.userHome ?? os.homedir()
+    /** A session's MCP plan: the user's and the client's servers, and the folder's own while it is trusted. */
+    const mcpPlan = (cwd: string, below: ReadonlyArray<McpServer>, above: ReadonlyArray<McpServer>) =>
+      Effect.flatMap(workspace.loadsProject(cwd), (trusted) => SessionMcp.plan({ cwd, userHome, trusted, below, above }))
+
     /**
      * Starts a session's MCP servers in its scope, in the background (the MCP
      * client loads only for sessions that have servers, and not before the
      * session answers), and records them when they changed: their settings
      * beside the log, what identifies them in it.
      */
-    const startMcp = (servers: ReadonlyArray<McpServer>, changed: boolean, writer: Writer, cwd: string, scope: Scope.Scope, sandbox: SessionSandbox | undefined) =>
+    const startMcp = (plan: SessionMcp.Plan, changed: boolean, writer: Writer, cwd: string, scope: Scope.Scope, sandbox: SessionSandbox | undefined) =>
       Effect.gen(function*() {
-        if (changed) yield* McpRecord.save(writer, servers)
-        const record: ReadonlyArray<CanonicalBody> = changed ? [{ type: "mcp_servers", data: { servers: McpRecord.summary(servers) } }] : []
-        if (servers.length === 0) return { session: undefined, record } satisfies Mcp
+        const servers = SessionMcp.servers(plan)
+        const record = changed ? yield* SessionMcp.record(writer, plan) : []
+        if (servers.length === 0 && !plan.pending) return { session: undefined, record } satisfies Mcp
         const session = yield* McpSession.start({ servers, cwd, clientInfo: { name: "skein", version: config.version }, sandbox }).pipe(
           Scope.provide(scope)
         )
-        return { session, record } satisfies Mcp
+        const late = plan.pending ? SessionMcp.late({ plan, cwd, userHome, trusted: workspace.loadsProject(cwd), mcp: session, writer }) : undefined
+        return { session, record, late } satisfies Mcp
       })
 
     const newSession = Effect.fn("Runtime.newSession")(function*(options: NewSessionOptions, as?: { readonly id: string }) {
@@ -241,9 +251,9 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           ...(additionalDirectories.length > 0 ? { additionalDirectories } : {}),
           skein: config.version
         }).pipe(Scope.provide(scope))
-        const servers = McpConfig.merge(config.mcpServers ?? [], options.mcpServers ?? [])
+        const plan = yield* mcpPlan(options.cwd, config.mcpServers ?? [], options.mcpServers ?? [])
         const sandbox = yield* sandboxFor(options.cwd, additionalDirectories, scope)
-        const mcp = yield* startMcp(servers, servers.length > 0, writer, options.cwd, scope, sandbox)
+        const mcp = yield* startMcp(plan, SessionMcp.servers(plan).length > 0, writer, options.cwd, scope, sandbox)
         const history = History.make()
         history.mode = mode
         return yield* Session.make({ id, cwd: options.cwd, additionalDirectories, created }, history, withChildren(depsFor(id, options.cwd, writer, mcp, sandbox), history), scope)
@@ -307,14 +317,18 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
           // The mode it started in, unless its log changed it since.
           if (history.mode === undefined || !isModeId(history.mode)) history.mode = header.mode !== undefined && isModeId(header.mode) ? header.mode : config.defaultMode
           // The client's servers win over the configured ones; without any from the client, the
-          // ones the session used last time, under the configuration as it is now.
+          // ones the session used last time, under the configuration as it is now. The project's
+          // are read again, and start only while the folder is trusted (never from the record).
           const recorded = yield* McpRecord.load(writer)
           const fromClient = options.mcpServers ?? []
-          const servers = fromClient.length > 0
-            ? McpConfig.merge(config.mcpServers ?? [], fromClient)
-            : McpConfig.merge(recorded, config.mcpServers ?? [])
+          const plan = yield* mcpPlan(
+            header.cwd,
+            fromClient.length > 0 ? config.mcpServers ?? [] : McpConfig.merge(recorded.servers.filter((s) => !recorded.project.includes(s.name)), config.mcpServers ?? []),
+            fromClient
+          )
           const sandbox = yield* sandboxFor(header.cwd, additionalDirectories, scope)
-          const mcp = yield* startMcp(servers, !McpRecord.same(servers, recorded), writer, header.cwd, scope, sandbox)
+          const changed = !McpRecord.same(SessionMcp.servers(plan), recorded.servers) || SessionMcp.projectNames(plan).join() !== recorded.project.join()
+          const mcp = yield* startMcp(plan, changed, writer, header.cwd, scope, sandbox)
           const session = yield* Session.make(
             { id: header.id, cwd: header.cwd, additionalDirectories, created: header.created },
             history,

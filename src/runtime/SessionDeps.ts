@@ -21,6 +21,7 @@ import type { McpServerStatus } from "../Vocabulary.ts"
 import type * as Bus from "./Bus.ts"
 import type * as Children from "./Children.ts"
 import type { Extensions } from "./SessionCommands.ts"
+import type * as SessionMcp from "./SessionMcp.ts"
 import type * as Checkpoints from "../checkpoints/Checkpoints.ts"
 
 /** A session live in this process: the protocol, and what the runtime that hosts it reads. */
@@ -83,6 +84,8 @@ export interface Deps {
   readonly sandbox?: SessionSandbox | undefined
   /** Before each presented turn: the folder's trust question (`trust/Workspace.ts`); true when the answer made more load. */
   readonly trustQuestion?: Effect.Effect<boolean, never, TurnContract.Questions> | undefined
+  /** Before each turn, after the trust question: the folder's MCP servers once it is trusted (`SessionMcp.late`). */
+  readonly projectMcp?: Effect.Effect<SessionMcp.Started | undefined> | undefined
   /** The hooks of a turn (`src/hooks`); without it, none run. */
   readonly hooks?: ReturnType<Workspace.Workspace["hooksFor"]> | undefined
   /** Where the session keeps checkpoints of its workspace (`$SKEIN_HOME`); without it, it keeps none. */

@@ -139,6 +139,9 @@ export const supervise = (env: Env, q: SessionState.Queued, cancelled: boolean):
       const edges = Context.make(TurnContract.Questions, questions).pipe(Context.add(TurnContract.Permission, permission))
       // A folder's own definitions load once it is trusted: the question comes before they are read.
       const trusted = q.presented && deps.trustQuestion !== undefined && (yield* Effect.provideContext(deps.trustQuestion, edges))
+      // Its MCP servers too: started now, and awaited (at most their start-up timeout) so this turn's model sees their tools.
+      const late = deps.projectMcp === undefined ? undefined : yield* deps.projectMcp
+      if (late !== undefined) yield* Effect.andThen(env.journal.soon(late.events), Effect.exit(restore(late.ready)))
       const extensions = yield* (trusted ? env.extensions.fresh : env.extensions.forContent(q.content))
       const resolved = yield* SessionCommands.resolve(env.commands, q.content, extensions)
       const start: CanonicalBody = {

@@ -1,6 +1,6 @@
 /**
- * Workspace trust: a repository's hooks, agents, commands, skills and settings are code the
- * user did not write. Until the user trusted the folder, none of them loads (the user's own,
+ * Workspace trust: a repository's hooks, agents, commands, skills, settings and MCP servers are
+ * code the user did not write. Until the user trusted the folder, none of them loads (the user's own,
  * from Skein's home and `~/.claude`/`~/.agents`, always do; project instructions, AGENTS.md and
  * CLAUDE.md, are text for the model, not code, and load either way).
  *
@@ -59,7 +59,7 @@ export interface Status {
   /** What it ships, as paths under `project` (or the cwd). */
   readonly ships: ReadonlyArray<string>
   readonly state: State
-  /** Whether its hooks, agents, commands, skills and settings load. */
+  /** Whether its hooks, agents, commands, skills, settings and MCP servers load. */
   readonly loads: boolean
   /** Why they do or do not, in a sentence. */
   readonly why: string
@@ -91,14 +91,20 @@ export const projectOf = (cwd: string): string => {
   return found.folders.at(-1)!
 }
 
-/** What the folder ships, as absolute paths (the user's home is not a project: its own folders are the user's). */
-export const ships = (cwd: string, userHome?: string): ReadonlyArray<string> => {
+/**
+ * The folders a project's files are looked for in: the cwd and each folder above it up to its
+ * repository's root, nearest first (the user's home is not a project: its own folders are the user's).
+ */
+export const folders = (cwd: string, userHome?: string): ReadonlyArray<string> => {
   const home = userHome === undefined ? undefined : realpath(userHome)
-  return chain(cwd).folders
-    .filter((dir) => dir !== home)
+  return chain(cwd).folders.filter((dir) => dir !== home)
+}
+
+/** What the folder ships, as absolute paths. */
+export const ships = (cwd: string, userHome?: string): ReadonlyArray<string> =>
+  folders(cwd, userHome)
     .flatMap((dir) => SHIPPED.map((item) => NodePath.join(dir, item)))
     .filter((file) => mayExist(file))
-}
 
 /** The entry that decides for `project`: its own, or the nearest folder above it that has one. */
 export const lookup = (store: Store, project: string): State => {
@@ -169,7 +175,7 @@ export const status = (options: { readonly cwd: string; readonly home: string; r
     const shipped = ships(options.cwd, options.userHome)
     const state = lookup(store, project)
     const base = { project, ships: shipped, state, ...(problem !== undefined ? { problem: `${fileOf(options.home)}: ${problem}; no folder is trusted until it is fixed or an answer replaces it` } : {}) }
-    if (shipped.length === 0) return { ...base, loads: true, why: "it ships no hooks, agents, commands, skills or settings" }
+    if (shipped.length === 0) return { ...base, loads: true, why: "it ships no hooks, agents, commands, skills, settings or MCP servers" }
     if (options.policy === undefined) return { ...base, loads: true, why: "this program loads every folder's definitions" }
     if (options.policy === "all") return { ...base, loads: true, why: "every folder is trusted in this run (--trust or SKEIN_TRUST=1)" }
     switch (state._tag) {

@@ -1,6 +1,6 @@
 /**
  * What a runtime may load from a session's folder, and the question that decides it: the one
- * check every loader asks (`loadsProject`: hooks, agents, commands, skills, settings), and the
+ * check every loader asks (`loadsProject`: hooks, agents, commands, skills, settings, MCP servers), and the
  * trust question at the first presented prompt of a session in a folder that ships any of them
  * and has no answer yet (a permission question on a pseudo tool call "Trust this folder?",
  * which the ACP client and the terminal both show; ACP RFD #1488 proposes a dedicated
@@ -35,7 +35,7 @@ const question = (status: Trust.Status, id: string): PermissionToolCall => {
   const listed = status.ships.map((file) => NodePath.relative(status.project, file) || file)
   return {
     toolCallId: id,
-    title: `Trust this folder? ${status.project} ships ${listed.join(", ")}: trusting it loads them (its hooks run commands). ` +
+    title: `Trust this folder? ${status.project} ships ${listed.join(", ")}: trusting it loads them (its hooks run commands, its MCP servers start). ` +
       "Until then only your own definitions load; AGENTS.md and CLAUDE.md are read either way.",
     kind: "other",
     status: "pending",

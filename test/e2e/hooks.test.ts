@@ -63,7 +63,7 @@ describe("e2e: hooks and workspace trust", () => {
     const runs = () => (existsSync(path.join(agent.cwd, "hook-runs")) ? readFileSync(path.join(agent.cwd, "hook-runs"), "utf8").split("\n").filter(Boolean).length : 0)
     const doctor = () => spawnSync(NODE, [SKEIN, "doctor", "--home", agent.home, "--script", agent.scriptPath], { cwd: agent.cwd, encoding: "utf8" }).stdout
 
-    expect(doctor()).toContain("NOT loaded (its hooks, agents, commands, skills and settings): it is not trusted yet")
+    expect(doctor()).toContain("NOT loaded (its hooks, agents, commands, skills, settings and MCP servers): it is not trusted yet")
     // No answer: nothing of the folder loads, and the session does not ask again.
     const first = await agent.newSession()
     await agent.prompt(first, "hello")

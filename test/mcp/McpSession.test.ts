@@ -346,6 +346,36 @@ describe.concurrent("McpSession when servers fail", () => {
       assert.deepStrictEqual(mcp.status().map((s) => s.state), ["closed", "closed", "closed"])
       assert.deepStrictEqual(mcp.takeNotices(), [])
     }))
+  it.live("servers added later start beside the others; one of an existing name replaces it, its group killed first", () =>
+    Effect.gen(function*() {
+      const dir = workspace()
+      const pidfile = join(dir, "old.pid")
+      const { mcp, scope, cwd } = yield* started([fixture("keep"), fixture("dup", { MCP_FIXTURE_CHILD_PIDFILE: pidfile, WHO: "old" })])
+      yield* mcp.settled
+      const old = pidOf(mcp, "dup")
+      yield* waitUntil(() => existsSync(pidfile) && readFileSync(pidfile, "utf8") !== "", 5_000, "the grandchild")
+      const grandchild = Number(readFileSync(pidfile, "utf8"))
+      yield* Effect.flatten(mcp.add([fixture("dup", { WHO: "new" }), fixture("extra")]))
+      assert.deepStrictEqual(mcp.status().map((s) => [s.name, s.state]), [["keep", "ready"], ["dup", "ready"], ["extra", "ready"]])
+      assert.deepStrictEqual([old, grandchild].map(alive), [false, false])
+      assert.deepStrictEqual(yield* callTool(mcp, "dup__echo", { text: "env:WHO" }, cwd), { ok: true, content: "env WHO=new" })
+      assert.deepStrictEqual(yield* callTool(mcp, "extra__echo", { text: "hi" }, cwd), { ok: true, content: "echo: hi" })
+      assert.deepStrictEqual(mcp.takeNotices(), [])
+      yield* Scope.close(scope, Exit.void)
+    }))
+
+  it.live("closing the scope while an added server is still connecting ends the wait for it; nothing is added after", () =>
+    Effect.gen(function*() {
+      const { mcp, scope } = yield* started([])
+      const ready = yield* mcp.add([fixture("mute", {}, join(fixtures, "hang.mjs"))])
+      yield* waitUntil(() => mcp.status()[0]?.pid !== undefined, 10_000, "the server to be spawned")
+      const pid = pidOf(mcp, "mute")
+      yield* Scope.close(scope, Exit.void)
+      yield* ready
+      assert.isFalse(alive(pid))
+      yield* Effect.flatten(mcp.add([fixture("late")]))
+      assert.deepStrictEqual(mcp.status().map((s) => [s.name, s.state]), [["mute", "closed"]])
+    }))
 })
 
 /** Runs the HTTP fixture for the scope; its port. */

@@ -91,11 +91,11 @@ describe("e2e: MCP servers from config.json", () => {
 
   it("skein doctor lists the configured servers with the names of their variables, not the values", () => {
     const { home, cwd, env } = setup()
-    writeFileSync(join(cwd, ".mcp.json"), "{}")
+    writeFileSync(join(cwd, ".mcp.json"), JSON.stringify({ mcpServers: { proj: { command: "proj-server" } } }))
     const r = spawnSync(NODE, [SKEIN, "doctor", "--home", home], { cwd, env, encoding: "utf8", timeout: 60_000 })
     expect(r.stdout).toContain("MCP servers (")
     expect(r.stdout).toMatch(/cfg: stdio \S+ \S+readline\.mjs \(env: CFG_SECRET_TOKEN\)/)
-    expect(r.stdout).toContain("not started: .mcp.json in this project")
+    expect(r.stdout).toContain(`${join(cwd, ".mcp.json")}: NOT started: it is not trusted yet`)
     expect(r.stdout + r.stderr).not.toContain("do-not-print-me")
   })
 })
