@@ -35,9 +35,8 @@ export const NEVER_AT_START = [
  * client's answers (permission, files, terminals), of an agent's answers to the session methods
  * (with the modes and config options in them) and of `session/update`, which Skein writes
  * without them and only external agents decode, and nothing before a turn needs; the
- * checkpoints' shadow repository and
- * `/rewind` (with git's runner and the object store), which a session's first checkpoint, a
- * rewind or a deletion loads.
+ * checkpoints' shadow repository and `/rewind` (with git's runner and the object store), which a
+ * session's first checkpoint, a rewind or a deletion loads.
  */
 export const NOT_BEFORE_SESSION = [
   { why: "the ACP schemas of answers and session updates", test: (input) => /^src\/acp\/(Client|Answers|Config|Update|Protocol|index)\.ts$/.test(input) },
