@@ -53,6 +53,12 @@ export const make = Effect.fnUntraced(function*(
     Effect.gen(function*() {
       while (true) {
         const batch = yield* Queue.takeBetween(queue, 1, MAX_BATCH)
+        // No mark waits (the common case, every update): no mark is in the batch either.
+        if (marks.size === 0) {
+          const text = batch as ReadonlyArray<string>
+          yield* write(text.length === 1 ? text[0] : text.join(""))
+          continue
+        }
         let lines: Array<string> = []
         for (const item of batch) {
           if (typeof item === "string") {
