@@ -32,11 +32,15 @@ export const NEVER_AT_START = [
 
 /**
  * Modules `skein acp` does not evaluate before `session/new` is answered: the ACP schemas of the
- * client's answers (permission, files, terminals) and of `session/update`, which only external
- * agents decode and nothing before a turn needs.
+ * client's answers (permission, files, terminals), of an agent's answers to the session methods
+ * (with the modes and config options in them) and of `session/update`, which Skein writes
+ * without them and only external agents decode, and nothing before a turn needs; the
+ * checkpoints' shadow repository and `/rewind` (with git's runner and the object store), which a
+ * session's first checkpoint, a rewind or a deletion loads.
  */
 export const NOT_BEFORE_SESSION = [
-  { why: "the ACP schemas of client answers and session updates", test: (input) => /^src\/acp\/(Client|Update|Protocol|index)\.ts$/.test(input) }
+  { why: "the ACP schemas of answers and session updates", test: (input) => /^src\/acp\/(Client|Answers|Config|Update|Protocol|index)\.ts$/.test(input) },
+  { why: "the checkpoints' shadow repository and /rewind", test: (input) => /^src\/checkpoints\/(Shadow|Rewind|Git|Objects)\.ts$/.test(input) }
 ]
 
 /** Each rule broken by `reached`: `why` and the first inputs that break it. */

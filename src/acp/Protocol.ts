@@ -7,6 +7,7 @@
  * - `clientRequests`: agent → client requests (encode `params`, decode `result`);
  * - `clientNotifications`: agent → client notifications (encode `params`).
  */
+import * as Answers from "./Answers.ts"
 import * as Client from "./Client.ts"
 import * as Initialize from "./Initialize.ts"
 import { AgentMethod, ClientMethod, ProtocolMethod } from "./Methods.ts"
@@ -17,17 +18,17 @@ export const agentRequests = {
   [AgentMethod.initialize]: { params: Initialize.InitializeRequest, result: Initialize.InitializeResponse },
   [AgentMethod.authenticate]: { params: Initialize.AuthenticateRequest, result: Initialize.AuthenticateResponse },
   [AgentMethod.logout]: { params: Initialize.LogoutRequest, result: Initialize.LogoutResponse },
-  [AgentMethod.sessionNew]: { params: Session.NewSessionRequest, result: Session.NewSessionResponse },
-  [AgentMethod.sessionLoad]: { params: Session.LoadSessionRequest, result: Session.LoadSessionResponse },
-  [AgentMethod.sessionResume]: { params: Session.ResumeSessionRequest, result: Session.ResumeSessionResponse },
-  [AgentMethod.sessionList]: { params: Session.ListSessionsRequest, result: Session.ListSessionsResponse },
-  [AgentMethod.sessionClose]: { params: Session.CloseSessionRequest, result: Session.CloseSessionResponse },
-  [AgentMethod.sessionDelete]: { params: Session.DeleteSessionRequest, result: Session.DeleteSessionResponse },
-  [AgentMethod.sessionPrompt]: { params: Session.PromptRequest, result: Session.PromptResponse },
-  [AgentMethod.sessionSetMode]: { params: Session.SetSessionModeRequest, result: Session.SetSessionModeResponse },
+  [AgentMethod.sessionNew]: { params: Session.NewSessionRequest, result: Answers.NewSessionResponse },
+  [AgentMethod.sessionLoad]: { params: Session.LoadSessionRequest, result: Answers.LoadSessionResponse },
+  [AgentMethod.sessionResume]: { params: Session.ResumeSessionRequest, result: Answers.ResumeSessionResponse },
+  [AgentMethod.sessionList]: { params: Session.ListSessionsRequest, result: Answers.ListSessionsResponse },
+  [AgentMethod.sessionClose]: { params: Session.CloseSessionRequest, result: Answers.CloseSessionResponse },
+  [AgentMethod.sessionDelete]: { params: Session.DeleteSessionRequest, result: Answers.DeleteSessionResponse },
+  [AgentMethod.sessionPrompt]: { params: Session.PromptRequest, result: Answers.PromptResponse },
+  [AgentMethod.sessionSetMode]: { params: Session.SetSessionModeRequest, result: Answers.SetSessionModeResponse },
   [AgentMethod.sessionSetConfigOption]: {
     params: Session.SetSessionConfigOptionRequest,
-    result: Session.SetSessionConfigOptionResponse
+    result: Answers.SetSessionConfigOptionResponse
   }
 } as const
 

@@ -7,17 +7,17 @@
  * defaults (`mcpServers`, `additionalDirectories`, MCP `args`/`env`/`headers`) decode to `[]`
  * when absent or `null`.
  *
- * Spec: `$defs` NewSessionRequest/Response, LoadSessionRequest/Response,
- * ResumeSessionRequest/Response, ListSessionsRequest/Response, SessionInfo,
- * CloseSessionRequest/Response, DeleteSessionRequest/Response, PromptRequest/Response,
- * StopReason, CancelNotification, CancelRequestNotification, SetSessionModeRequest/Response,
- * SetSessionConfigOptionRequest/Response, McpServer, McpServerHttp, McpServerSse,
- * McpServerStdio, HttpHeader; and, from the unstable schema, ForkSessionRequest/Response.
+ * What the agent answers them is in `Answers.ts`: only a client of an external agent decodes it.
+ *
+ * Spec: `$defs` NewSessionRequest, LoadSessionRequest, ResumeSessionRequest,
+ * ListSessionsRequest, CloseSessionRequest, DeleteSessionRequest, PromptRequest, StopReason,
+ * CancelNotification, CancelRequestNotification, SetSessionModeRequest,
+ * SetSessionConfigOptionRequest, McpServer, McpServerHttp, McpServerSse, McpServerStdio,
+ * HttpHeader; and, from the unstable schema, ForkSessionRequest.
  */
 import * as Schema from "effect/Schema"
 import {
   EnvVariable,
-  lenient,
   meta,
   optional,
   RequestId,
@@ -27,7 +27,6 @@ import {
   SessionModeId,
   withDefault
 } from "./Common.ts"
-import { SessionConfigOption, SessionModeState } from "./Config.ts"
 import { ContentBlock } from "./Content.ts"
 
 // ---------------------------------------------------------------------------
@@ -80,13 +79,6 @@ export type McpServer = typeof McpServer.Type
 const directories = withDefault(Schema.Array(Schema.String), [])
 const mcpServers = withDefault(Schema.Array(McpServer), [])
 
-/** What the agent answers when a session starts, loads or resumes. */
-const sessionState = {
-  modes: lenient(SessionModeState),
-  configOptions: lenient(Schema.Array(SessionConfigOption)),
-  _meta: meta
-}
-
 // ---------------------------------------------------------------------------
 // session/new, session/load, session/resume
 // ---------------------------------------------------------------------------
@@ -100,12 +92,6 @@ export const NewSessionRequest = Schema.Struct({
 })
 export type NewSessionRequest = typeof NewSessionRequest.Type
 
-export const NewSessionResponse = Schema.Struct({
-  sessionId: SessionId,
-  ...sessionState
-})
-export type NewSessionResponse = typeof NewSessionResponse.Type
-
 /** Only sent to an agent that advertises `loadSession`; the agent replays the history first. */
 export const LoadSessionRequest = Schema.Struct({
   sessionId: SessionId,
@@ -116,9 +102,6 @@ export const LoadSessionRequest = Schema.Struct({
 })
 export type LoadSessionRequest = typeof LoadSessionRequest.Type
 
-export const LoadSessionResponse = Schema.Struct(sessionState)
-export type LoadSessionResponse = typeof LoadSessionResponse.Type
-
 /** Only sent to an agent that advertises `sessionCapabilities.resume`; no replay. */
 export const ResumeSessionRequest = Schema.Struct({
   sessionId: SessionId,
@@ -128,9 +111,6 @@ export const ResumeSessionRequest = Schema.Struct({
   _meta: meta
 })
 export type ResumeSessionRequest = typeof ResumeSessionRequest.Type
-
-export const ResumeSessionResponse = Schema.Struct(sessionState)
-export type ResumeSessionResponse = typeof ResumeSessionResponse.Type
 
 /**
  * UNSTABLE (schema.unstable.json): only sent to an agent that advertises
@@ -149,13 +129,6 @@ export const ForkSessionRequest = Schema.Struct({
 })
 export type ForkSessionRequest = typeof ForkSessionRequest.Type
 
-/** UNSTABLE: the fork's id and its state, as `session/new` answers. */
-export const ForkSessionResponse = Schema.Struct({
-  sessionId: SessionId,
-  ...sessionState
-})
-export type ForkSessionResponse = typeof ForkSessionResponse.Type
-
 // ---------------------------------------------------------------------------
 // session/list, session/close, session/delete
 // ---------------------------------------------------------------------------
@@ -168,37 +141,13 @@ export const ListSessionsRequest = Schema.Struct({
 })
 export type ListSessionsRequest = typeof ListSessionsRequest.Type
 
-export const SessionInfo = Schema.Struct({
-  sessionId: SessionId,
-  cwd: Schema.String,
-  additionalDirectories: lenient(Schema.Array(Schema.String)),
-  title: lenient(Schema.String),
-  /** ISO 8601 timestamp of the last activity. */
-  updatedAt: lenient(Schema.String),
-  _meta: meta
-})
-export type SessionInfo = typeof SessionInfo.Type
-
-export const ListSessionsResponse = Schema.Struct({
-  sessions: Schema.Array(SessionInfo),
-  nextCursor: lenient(Schema.String),
-  _meta: meta
-})
-export type ListSessionsResponse = typeof ListSessionsResponse.Type
-
 /** Only sent to an agent that advertises `sessionCapabilities.close`. */
 export const CloseSessionRequest = Schema.Struct({ sessionId: SessionId, _meta: meta })
 export type CloseSessionRequest = typeof CloseSessionRequest.Type
 
-export const CloseSessionResponse = Schema.Struct({ _meta: meta })
-export type CloseSessionResponse = typeof CloseSessionResponse.Type
-
 /** Only sent to an agent that advertises `sessionCapabilities.delete`. */
 export const DeleteSessionRequest = Schema.Struct({ sessionId: SessionId, _meta: meta })
 export type DeleteSessionRequest = typeof DeleteSessionRequest.Type
-
-export const DeleteSessionResponse = Schema.Struct({ _meta: meta })
-export type DeleteSessionResponse = typeof DeleteSessionResponse.Type
 
 // ---------------------------------------------------------------------------
 // session/prompt, session/cancel, $/cancel_request
@@ -214,12 +163,6 @@ export type PromptRequest = typeof PromptRequest.Type
 /** Why a turn ended. A failed turn still ends with `end_turn` (its error is content). */
 export const StopReason = Schema.Literals(["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"])
 export type StopReason = typeof StopReason.Type
-
-export const PromptResponse = Schema.Struct({
-  stopReason: StopReason,
-  _meta: meta
-})
-export type PromptResponse = typeof PromptResponse.Type
 
 /** `session/cancel` (a notification): stop the session's running turn. */
 export const CancelNotification = Schema.Struct({ sessionId: SessionId, _meta: meta })
@@ -239,9 +182,6 @@ export const SetSessionModeRequest = Schema.Struct({
   _meta: meta
 })
 export type SetSessionModeRequest = typeof SetSessionModeRequest.Type
-
-export const SetSessionModeResponse = Schema.Struct({ _meta: meta })
-export type SetSessionModeResponse = typeof SetSessionModeResponse.Type
 
 /** Sets a `boolean` option. */
 export const SetSessionConfigBooleanRequest = Schema.Struct({
@@ -266,9 +206,3 @@ export type SetSessionConfigValueRequest = typeof SetSessionConfigValueRequest.T
 export const SetSessionConfigOptionRequest = Schema.Union([SetSessionConfigBooleanRequest, SetSessionConfigValueRequest])
 export type SetSessionConfigOptionRequest = typeof SetSessionConfigOptionRequest.Type
 
-/** Answers with every option, since one choice may change others (a model's efforts). */
-export const SetSessionConfigOptionResponse = Schema.Struct({
-  configOptions: Schema.Array(SessionConfigOption),
-  _meta: meta
-})
-export type SetSessionConfigOptionResponse = typeof SetSessionConfigOptionResponse.Type

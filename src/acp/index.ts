@@ -6,6 +6,7 @@
  * encoding writes only what the spec allows. `test/acp/schema.test.ts` holds every outgoing
  * schema against the official JSON Schema.
  */
+export * as Answers from "./Answers.ts"
 export * as Client from "./Client.ts"
 export * as Config from "./Config.ts"
 export * as Content from "./Content.ts"

@@ -46,10 +46,10 @@ import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Blocks from "../acp/Blocks.ts"
+import type * as AcpAnswers from "../acp/Answers.ts"
 import type * as AcpClient from "../acp/Client.ts"
 import type * as Initialize from "../acp/Initialize.ts"
 import { AgentMethod, ClientMethod } from "../acp/Methods.ts"
-import * as AcpSession from "../acp/Session.ts"
 import type * as AcpUpdate from "../acp/Update.ts"
 import * as Peer from "../jsonrpc/Peer.ts"
 import * as Rpc from "../jsonrpc/Protocol.ts"
@@ -82,15 +82,17 @@ const promptBlock = (block: UserBlock, caps: Initialize.PromptCapabilities | und
     : Blocks.fromUserBlock(block)
 
 /**
- * The ACP schemas of what an agent asks of Skein, loaded with the first connection to an external
- * agent: a process that never starts one (every `skein acp` until it does) never builds them.
+ * The ACP schemas of what an agent asks of Skein and answers it, loaded with the first
+ * connection to an external agent: a process that never starts one (every `skein acp` until it
+ * does) never builds them.
  */
 interface Wire {
   readonly client: typeof AcpClient
   readonly update: typeof AcpUpdate
+  readonly answers: typeof AcpAnswers
 }
 const wire: Effect.Effect<Wire> = Effect.promise(() =>
-  Promise.all([import("../acp/Client.ts"), import("../acp/Update.ts")]).then(([client, update]) => ({ client, update }))
+  Promise.all([import("../acp/Client.ts"), import("../acp/Update.ts"), import("../acp/Answers.ts")]).then(([client, update, answers]) => ({ client, update, answers }))
 )
 
 // ---------------------------------------------------------------------------
@@ -289,7 +291,7 @@ export const make = (agent: Connection.ExternalAgent, options: Connection.Option
         sessionId: conn.sessionId,
         prompt: p.io.content.map((block) => promptBlock(block, conn.prompts))
       }).pipe(
-        Effect.flatMap((answer) => Schema.decodeUnknownEffect(AcpSession.PromptResponse)(answer)),
+        Effect.flatMap((answer) => Effect.flatMap(wire, (w) => Schema.decodeUnknownEffect(w.answers.PromptResponse)(answer))),
         Effect.map((answer): Settled => ({ _tag: "answered", stopReason: answer.stopReason })),
         Effect.catch((error): Effect.Effect<Settled> =>
           error._tag === "RpcError" && error.code === Rpc.ErrorCode.PeerClosed

@@ -19,7 +19,6 @@ import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Initialize from "../acp/Initialize.ts"
 import { AgentMethod, PROTOCOL_VERSION } from "../acp/Methods.ts"
-import * as AcpSession from "../acp/Session.ts"
 import * as Peer from "../jsonrpc/Peer.ts"
 import * as Diagnostics from "../mcp/Diagnostics.ts"
 import type { Launch, SessionSandbox } from "../tools/Sandboxed.ts"
@@ -206,7 +205,9 @@ export const open = <H extends Peer.Handlers>(agent: ExternalAgent, options: Opt
         )
         : undefined
       const sessionId = resumed ?? (yield* startRequest(who, peer, lost, AgentMethod.sessionNew, where).pipe(
-        Effect.flatMap(decodeAnswer(who, AcpSession.NewSessionResponse, AgentMethod.sessionNew)),
+        Effect.flatMap((answer) =>
+          Effect.flatMap(Effect.promise(() => import("../acp/Answers.ts")), (answers) => decodeAnswer(who, answers.NewSessionResponse, AgentMethod.sessionNew)(answer))
+        ),
         Effect.map((answer) => answer.sessionId)
       ))
       conn.sessionId = sessionId

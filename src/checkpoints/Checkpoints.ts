@@ -22,7 +22,7 @@ import * as Effect from "effect/Effect"
 import * as Semaphore from "effect/Semaphore"
 import type { CanonicalBody } from "../log/Event.ts"
 import type { LogError } from "../log/LogError.ts"
-import * as Shadow from "./Shadow.ts"
+import { dirOf } from "./Place.ts"
 
 /** How much a session's checkpoints may keep (`DEFAULT_LIMITS` unless the host says otherwise). */
 export interface Limits {
@@ -67,8 +67,15 @@ export interface Checkpoints {
 
 const refTurn = (ref: string): number => Number(/\/t(\d+)-/.exec(ref)?.[1] ?? "0")
 
+/**
+ * The shadow repository's module (with git's and the object store's), loaded with a session's
+ * first checkpoint: opening a session takes none, and `skein acp` answers `session/new` without
+ * evaluating it (scripts/startup-modules.mjs).
+ */
+const shadow = Effect.promise(() => import("./Shadow.ts"))
+
 export const make = (options: Options): Checkpoints => {
-  const gitDir = Shadow.dirOf(options.home, options.sessionId)
+  const gitDir = dirOf(options.home, options.sessionId)
   const given: Limits = { ...DEFAULT_LIMITS, ...options.limits }
   // The current turn's checkpoints are always kept, and collecting can be due every turn at most.
   const limits: Limits = { ...given, keepTurns: Math.max(1, given.keepTurns), collectEvery: Math.max(1, given.collectEvery) }
@@ -77,7 +84,7 @@ export const make = (options: Options): Checkpoints => {
   const taken = new Map<number, Deferred.Deferred<string | undefined>>()
 
   const take = (turn: number, at: "before" | "after") =>
-    lock(Shadow.snapshot(gitDir, options.roots, `t${turn}-${at}`, limits.maxSnapshotBytes)).pipe(
+    lock(Effect.flatMap(shadow, (Shadow) => Shadow.snapshot(gitDir, options.roots, `t${turn}-${at}`, limits.maxSnapshotBytes))).pipe(
       Effect.tap((shot) =>
         options.record(turn, {
           type: "checkpoint",
@@ -103,6 +110,7 @@ export const make = (options: Options): Checkpoints => {
 
   /** After a turn's checkpoints: drops the oldest turns' beyond the bounds; packs and deletes what is unkept when due. */
   const upkeep = lock(Effect.gen(function*() {
+    const Shadow = yield* shadow
     const refs = yield* Shadow.refs(gitDir)
     if (refs.length === 0) return
     let turns = [...new Set(refs.map(refTurn))].sort((a, b) => a - b)

@@ -20,11 +20,9 @@
  */
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
-import * as Schema from "effect/Schema"
 import type { Canonical, CanonicalBody } from "../log/Event.ts"
 import type { LogError } from "../log/LogError.ts"
 import { Questions } from "../session/TurnContract.ts"
-import type { UserBlock } from "../Vocabulary.ts"
 import type { Checkpoints } from "./Checkpoints.ts"
 import * as Shadow from "./Shadow.ts"
 
@@ -216,26 +214,3 @@ export const run = (ctx: Context): Effect.Effect<void, LogError, Questions> =>
       parts.length > 0 ? ` Files: ${parts.join("; ")}.` : " Every file was already as it was then."
     )
   })
-
-// ---------------------------------------------------------------------------
-// The ACP extension
-// ---------------------------------------------------------------------------
-
-/** `_session/rewind {sessionId, turn}`: the files and the conversation back to before `turn`. */
-export const RewindRequest = Schema.Struct({
-  sessionId: Schema.String,
-  turn: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
-})
-
-/** The prompt a rewind to before `turn` is (logged as the command, so `--rerun` repeats it). */
-export const prompt = (turn: number): ReadonlyArray<UserBlock> => [{ type: "text", text: `/rewind ${turn}` }]
-
-/** What `_session/rewind` answers: the last `rewound` event of the log (the one the request's turn logged). */
-export const response = (events: ReadonlyArray<Canonical>) => {
-  const last = events.findLast((event) => event.type === "rewound")
-  if (last === undefined || last.type !== "rewound") return { rewound: false, refused: "the rewind did not run" }
-  const { toTurn, restored, removed, skipped, unrestored, refused } = last.data
-  return refused !== undefined
-    ? { rewound: false, toTurn, refused }
-    : { rewound: true, toTurn, restored, removed, skipped, ...(unrestored !== undefined ? { unrestored } : {}) }
-}

@@ -20,12 +20,13 @@ import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import { fields, git, GitError, run } from "./Git.ts"
 import * as Objects from "./Objects.ts"
+import { dirOf } from "./Place.ts"
 
 /** Files larger than this are not in a checkpoint. */
 export const MAX_FILE_BYTES = 10 * 1024 * 1024
 
 /** Where the shadow repository of a session lives. */
-export const dirOf = (home: string, sessionId: string): string => NodePath.join(home, "checkpoints", `${sessionId}.git`)
+export { dirOf }
 
 const fsCall = <A>(what: string, body: () => Promise<A>): Effect.Effect<A, GitError> =>
   Effect.tryPromise({ try: body, catch: (cause) => new GitError({ message: `${what} failed (${(cause as NodeJS.ErrnoException | undefined)?.code ?? "unknown error"})` }) })

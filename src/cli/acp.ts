@@ -76,30 +76,15 @@ export const onceSoonAfter = (work: Effect.Effect<void>, scope: Scope.Scope): Ef
 /**
  * The provider's warm-up (`Provider.warm`: Node's HTTP client and the whole path of a model
  * call, run once without calling the model) starts while the client is idle after the first
- * session opened: `WARM_AFTER_MS` after the answer that opened it is written. An editor's
- * next message is then that session's first prompt, seconds later, and it finds all of it
- * ready. Never earlier: loading Node's HTTP client holds the process for about 30 ms, which
- * neither `initialize` nor `session/new` may wait for. A client that prompts at once starts
- * the call before the warm-up, which then does nothing (the call loads what it needs).
+ * session opened: `WARM_AFTER_MS` after the answer that opened it is written (the server's
+ * `onSessionOpened` runs once it is). An editor's next message is then that session's first
+ * prompt, seconds later, and it finds all of it ready. Never earlier: loading Node's HTTP client
+ * holds the process for about 30 ms, which neither `initialize` nor `session/new` may wait for.
+ * A client that prompts at once starts the call before the warm-up, which then does nothing
+ * (the call loads what it needs).
  */
-export const warmAfterFirstSession = (transport: Transport, warm: Effect.Effect<void> | undefined, scope: Scope.Scope) => {
-  let state: "waiting" | "opened" | "started" = warm === undefined ? "started" : "waiting"
-  const start = Effect.suspend(() => {
-    if (state !== "opened" || warm === undefined) return Effect.void
-    state = "started"
-    return Effect.asVoid(Effect.forkIn(Effect.andThen(Effect.sleep(WARM_AFTER_MS), warm), scope))
-  })
-  return {
-    transport: {
-      ...transport,
-      // The answer is queued before `opened` runs; the first write after it has gone out.
-      write: (chunk: string) => (state === "opened" ? Effect.andThen(transport.write(chunk), start) : transport.write(chunk))
-    } satisfies Transport,
-    opened: Effect.sync(() => {
-      if (state === "waiting") state = "opened"
-    })
-  }
-}
+export const warmAfterFirstSession = (warm: Effect.Effect<void> | undefined, scope: Scope.Scope): Effect.Effect<void> | undefined =>
+  warm === undefined ? undefined : onceSoonAfter(warm, scope)
 
 export const signalExitCode = 0
 
@@ -188,20 +173,15 @@ export const run = (args: ReadonlyArray<string>) =>
       )
       const firstWritten = yield* Deferred.make<void>()
       yield* Effect.forkScoped(Effect.andThen(Deferred.await(firstWritten), Effect.ignore(ready)))
-      const warming = warmAfterFirstSession(
-        warmOnFirstWrite(Stdio.transport(), firstWritten),
-        config.provider?.warm,
-        scope
-      )
       // Sessions run in this process unless it connects to a server: their streams want short
       // scavenges. The cap (node:v8 and node:perf_hooks, about 3 MB) comes with the first prompt,
       // once its model call has gone out: a session that was only opened streams nothing.
       const capHeap = connect === undefined ? onceSoonAfter(Effect.sync(() => void capYoungGeneration()), scope) : undefined
-      yield* serveWith(warming.transport, {
+      yield* serveWith(warmOnFirstWrite(Stdio.transport(), firstWritten), {
         version: VERSION,
         clientAccess: { useClientFs: !common.localFs, useClientTerminal: !common.localTerminal },
         maxLineBytes: common.maxLineBytes,
-        onSessionOpened: warming.opened,
+        onSessionOpened: warmAfterFirstSession(config.provider?.warm, scope),
         onPrompt: capHeap,
         // Sessions on a server may be shown in other windows too: their turns are shown here.
         watchOthers: connect !== undefined,

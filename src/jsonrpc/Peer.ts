@@ -55,8 +55,9 @@ export interface Options {
 export interface RequestContext {
   readonly id: Id
   /**
-   * Runs `effect` once this request's response (or error) is in the write queue, however
-   * the handler ends. Lets a later request's output wait for an earlier answer.
+   * Runs `effect` once this request's response (or error) has been written to the transport
+   * (or dropped, at shutdown), however the handler ends. Lets a later request's output wait
+   * for an earlier answer, and keeps what follows an answer from delaying it.
    */
   readonly onResponded: (effect: Effect.Effect<void>) => void
   /**
@@ -179,7 +180,7 @@ interface InFlight {
   /** Runs on the serve fiber, which provides the handlers' services. */
   onCancel: Effect.Effect<void, never, any> | undefined
   cancelRequested: boolean
-  /** Run after the response is queued (`RequestContext.onResponded`). */
+  /** Run after the response is written (`RequestContext.onResponded`). */
   responded: Array<Effect.Effect<void>>
   /** The response is queued already (`RequestContext.respond`). */
   answered: boolean
@@ -282,13 +283,16 @@ export const make = Effect.fnUntraced(function*(
       const reply = (id: Id | null, error: RpcError) => send(Framing.encode(Protocol.makeError(id, error)))
 
       const runRequest = (id: Id, method: string, handler: RequestHandler<any>, params: unknown, entry: InFlight) => {
-        /** Queues the response once; what runs after it is `onResponded`'s. */
+        /** Queues the response once; what runs after it is written is `onResponded`'s. */
         const answer = (exit: Exit.Exit<unknown, RpcError>): Effect.Effect<void> =>
           Effect.suspend(() => {
             if (entry.answered) return Effect.void
             entry.answered = true
             MutableHashMap.remove(inflight, id)
-            return Effect.flatMap(Response.encode(id, exit), send).pipe(
+            // What follows the answer waits until it is written: the writer is another fiber,
+            // which would otherwise run only once this one yields.
+            if (entry.responded.length === 0) return Effect.flatMap(Response.encode(id, exit), send)
+            return Effect.flatMap(Response.encode(id, exit), writer.sendWritten).pipe(
               Effect.andThen(Effect.suspend(() => Effect.forEach(entry.responded, (effect) => effect, { discard: true })))
             )
           })

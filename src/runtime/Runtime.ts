@@ -36,7 +36,6 @@ import * as McpConfig from "../mcp/Config.ts"
 import * as McpRecord from "../mcp/Record.ts"
 import * as ProviderConfig from "../providers/ProviderConfig.ts"
 import * as Sandbox from "../sandbox/Sandbox.ts"
-import * as Shadow from "../checkpoints/Shadow.ts"
 import type { SessionSandbox } from "../tools/Sandboxed.ts"
 import type { ToolEnv } from "../tools/Tool.ts"
 import * as Commands from "../commands/Commands.ts"
@@ -404,7 +403,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
       // The log store removes the session's side files (its MCP servers' secrets) before its log.
       yield* lifecycle.withPermits(1)(Effect.andThen(closeSession(sessionId), Effect.mapError(log.remove(sessionId), fromLogError)))
       // Its checkpoints go with it.
-      yield* Shadow.removeAll(config.home, sessionId)
+      yield* Effect.flatMap(Effect.promise(() => import("../checkpoints/Shadow.ts")), (Shadow) => Shadow.removeAll(config.home, sessionId))
     })
 
     return Runtime.of({

@@ -7,7 +7,6 @@ import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Checkpoints from "../checkpoints/Checkpoints.ts"
-import * as Rewind from "../checkpoints/Rewind.ts"
 import * as Commands from "../commands/Commands.ts"
 import type { Canonical, CanonicalBody, CommandRun } from "../log/Event.ts"
 import type { LogError } from "../log/LogError.ts"
@@ -137,9 +136,13 @@ export const undo = (env: Env, turn: number): Effect.Effect<TurnOutcome, LogErro
     return { stopReason: "end_turn" }
   })
 
-/** `/rewind [N]`: the files and the conversation back to before turn N (`checkpoints/Rewind.ts`); a conflict is asked of the turn's `Questions`. */
+/**
+ * `/rewind [N]`: the files and the conversation back to before turn N (`checkpoints/Rewind.ts`,
+ * loaded with the first rewind); a conflict is asked of the turn's `Questions`.
+ */
 export const rewind = (env: Env, turn: number, args: string): Effect.Effect<TurnOutcome, LogError | SessionError, TurnContract.Questions> =>
   Effect.gen(function*() {
+    const Rewind = yield* Effect.promise(() => import("../checkpoints/Rewind.ts"))
     yield* Rewind.run({
       turn,
       arguments: args,

@@ -22,7 +22,7 @@ import type * as Translate from "../translate/Translate.ts"
 import type { Answer, StopReason, UserBlock } from "../Vocabulary.ts"
 import * as ClientBridge from "./ClientBridge.ts"
 import * as Connection from "./Connection.ts"
-import * as Rewind from "../checkpoints/Rewind.ts"
+import * as Rewind from "../checkpoints/RewindRequest.ts"
 import { runtimeError, sessionError, userBlocks } from "./Convert.ts"
 
 /**

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Schema from "effect/Schema"
-import { Client, Config, Content, Initialize, Methods, Protocol, Session, Update } from "../../src/acp/index.ts"
+import { Answers, Client, Config, Content, Initialize, Methods, Protocol, Session, Update } from "../../src/acp/index.ts"
 import { makeOutboundChecker, methodTables, officialDefs, validateDef } from "../support/AcpSchema.ts"
 
 /** Paths to values that must never reach the wire: `undefined`, non-finite numbers, functions. */
@@ -41,17 +41,17 @@ const encoded: ReadonlyArray<Outgoing> = [
   ["Initialize.AuthenticateRequest", codec(Initialize.AuthenticateRequest), "AuthenticateRequest"],
   ["Initialize.LogoutRequest", codec(Initialize.LogoutRequest), "LogoutRequest"],
   // sessions
-  ["Session.NewSessionResponse", codec(Session.NewSessionResponse), "NewSessionResponse"],
-  ["Session.LoadSessionResponse", codec(Session.LoadSessionResponse), "LoadSessionResponse"],
-  ["Session.ResumeSessionResponse", codec(Session.ResumeSessionResponse), "ResumeSessionResponse"],
-  ["Session.ListSessionsResponse", codec(Session.ListSessionsResponse), "ListSessionsResponse"],
-  ["Session.CloseSessionResponse", codec(Session.CloseSessionResponse), "CloseSessionResponse"],
-  ["Session.DeleteSessionResponse", codec(Session.DeleteSessionResponse), "DeleteSessionResponse"],
-  ["Session.PromptResponse", codec(Session.PromptResponse), "PromptResponse"],
-  ["Session.SetSessionModeResponse", codec(Session.SetSessionModeResponse), "SetSessionModeResponse"],
+  ["Answers.NewSessionResponse", codec(Answers.NewSessionResponse), "NewSessionResponse"],
+  ["Answers.LoadSessionResponse", codec(Answers.LoadSessionResponse), "LoadSessionResponse"],
+  ["Answers.ResumeSessionResponse", codec(Answers.ResumeSessionResponse), "ResumeSessionResponse"],
+  ["Answers.ListSessionsResponse", codec(Answers.ListSessionsResponse), "ListSessionsResponse"],
+  ["Answers.CloseSessionResponse", codec(Answers.CloseSessionResponse), "CloseSessionResponse"],
+  ["Answers.DeleteSessionResponse", codec(Answers.DeleteSessionResponse), "DeleteSessionResponse"],
+  ["Answers.PromptResponse", codec(Answers.PromptResponse), "PromptResponse"],
+  ["Answers.SetSessionModeResponse", codec(Answers.SetSessionModeResponse), "SetSessionModeResponse"],
   [
-    "Session.SetSessionConfigOptionResponse",
-    codec(Session.SetSessionConfigOptionResponse),
+    "Answers.SetSessionConfigOptionResponse",
+    codec(Answers.SetSessionConfigOptionResponse),
     "SetSessionConfigOptionResponse"
   ],
   ["Session.CancelRequestNotification", codec(Session.CancelRequestNotification), "CancelRequestNotification"],
@@ -421,12 +421,12 @@ describe("incoming params", () => {
 })
 
 describe("unstable: session/fork against schema.unstable.json", () => {
-  it.prop("Session.ForkSessionResponse → $defs/ForkSessionResponse; Initialize.SessionCapabilities → $defs/SessionCapabilities", [
-    codec(Session.ForkSessionResponse),
+  it.prop("Answers.ForkSessionResponse → $defs/ForkSessionResponse; Initialize.SessionCapabilities → $defs/SessionCapabilities", [
+    codec(Answers.ForkSessionResponse),
     codec(Initialize.SessionCapabilities)
   ], ([response, capabilities]) => {
     for (const [schema, value, defName] of [
-      [codec(Session.ForkSessionResponse), response, "ForkSessionResponse"],
+      [codec(Answers.ForkSessionResponse), response, "ForkSessionResponse"],
       [codec(Initialize.SessionCapabilities), capabilities, "SessionCapabilities"]
     ] as const) {
       const wire: unknown = JSON.parse(JSON.stringify(Schema.encodeUnknownSync(schema)(value)))
@@ -482,7 +482,7 @@ describe("outgoing encoding is exact", () => {
   })
 
   it("refuses to encode what the spec does not allow", () => {
-    const encode = Schema.encodeUnknownExit(Session.PromptResponse)
+    const encode = Schema.encodeUnknownExit(Answers.PromptResponse)
     expect(encode({ stopReason: "done" })._tag).toBe("Failure")
     const usage = Schema.encodeUnknownExit(Update.UsageUpdate)
     expect(usage({ sessionUpdate: "usage_update", used: -1, size: 10 })._tag).toBe("Failure")

@@ -48,11 +48,13 @@ const startServer = async () => {
 
 /** Whether the agent has loaded Node's HTTP client (`node:http`'s, which providers use), by the probe. */
 const httpClientLoaded = async (agent: RawAgent, file: string): Promise<boolean> => {
-  const count = () => (existsSync(file) ? readFileSync(file, "utf8").trim().split("\n").length : 0)
-  const before = count()
+  // Whole lines only: the probe's append creates the file before it writes its line, so an empty
+  // file (read as one line by a split) may be seen between the two.
+  const lines = () => (existsSync(file) ? readFileSync(file, "utf8").split("\n").slice(0, -1) : [])
+  const before = lines().length
   agent.child.kill("SIGUSR2")
-  await until(() => count() > before, "the modules probe", 10_000, 10)
-  const { builtins } = JSON.parse(readFileSync(file, "utf8").trim().split("\n").at(-1)!) as { builtins: ReadonlyArray<string> }
+  await until(() => lines().length > before, "the modules probe", 10_000, 10)
+  const { builtins } = JSON.parse(lines().at(-1)!) as { builtins: ReadonlyArray<string> }
   return builtins.includes("_http_client")
 }
 

@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Deferred, Effect, Fiber, Ref, Schema } from "effect"
+import { TestClock } from "effect/testing"
 import * as Peer from "../../src/jsonrpc/Peer.ts"
 import * as Protocol from "../../src/jsonrpc/Protocol.ts"
 import * as MemoryTransport from "../support/MemoryTransport.ts"
@@ -55,6 +56,50 @@ describe("Peer: incoming requests", () => {
       assert.strictEqual(yield* mt.nextLine, errorLine(3, -32800, "Request cancelled"))
       yield* Effect.yieldNow
       assert.deepStrictEqual(seen, ["ok", "bad", "hang"])
+    }))
+
+  it.effect("onResponded starts once the answer is written, not merely queued: work that follows an answer does not delay it", () =>
+    Effect.gen(function*() {
+      const mt = yield* MemoryTransport.make
+      const peer = yield* Peer.make(mt.transport)
+      const written: Array<string> = []
+      // What the effect sees of the transport when it starts (the writer is another fiber).
+      const look = Effect.flatMap(mt.output, (output) => Effect.sync(() => void written.push(output)))
+      yield* Effect.forkChild(peer.serve({
+        requests: {
+          open: Peer.request(Empty, (_, ctx) =>
+            Effect.sync(() => {
+              ctx.onResponded(look)
+              ctx.onResponded(look)
+              return "opened"
+            })),
+          fails: Peer.request(Empty, (_, ctx) => Effect.andThen(Effect.sync(() => ctx.onResponded(look)), Effect.fail(Protocol.internalError())))
+        }
+      }))
+      const answer = line({ jsonrpc: "2.0", id: 1, result: "opened" })
+      yield* mt.send({ jsonrpc: "2.0", id: 1, method: "open" })
+      assert.strictEqual(yield* mt.nextLine, answer)
+      yield* mt.send({ jsonrpc: "2.0", id: 2, method: "fails" })
+      yield* mt.nextLine
+      yield* Effect.yieldNow
+      assert.deepStrictEqual(written.slice(0, 2), [`${answer}\n`, `${answer}\n`])
+      assert.match(written[2], /"id":2,"error"/)
+    }))
+
+  it.effect("onResponded still runs when the writer is gone (the answer dropped at shutdown)", () =>
+    Effect.gen(function*() {
+      const ran = yield* Deferred.make<void>()
+      const mt = yield* MemoryTransport.make
+      // A transport whose first write never completes: the writer stays in it until the deadline.
+      const stuck = { ...mt.transport, write: () => Effect.never }
+      const peer = yield* Peer.make(stuck)
+      yield* Effect.forkChild(peer.serve({
+        requests: { open: Peer.request(Empty, (_, ctx) => Effect.sync(() => ctx.onResponded(Deferred.succeed(ran, undefined)))) }
+      }))
+      yield* mt.send({ jsonrpc: "2.0", id: 1, method: "open" }, { jsonrpc: "2.0", id: 2, method: "open" })
+      yield* mt.end
+      yield* TestClock.adjust(Peer.SHUTDOWN_GRACE_MS + Peer.SHUTDOWN_FLUSH_MS)
+      yield* Deferred.await(ran)
     }))
 
   it.effect("$/cancel_request interrupts the handler and answers -32800", () =>

@@ -1,7 +1,8 @@
 /**
  * The server's `onSessionOpened` hook (what `skein acp` starts its provider's warm-up from):
- * it runs for each session opened by `session/new`, `session/load` and `session/resume`, after
- * that session's answer is queued, and not for a request that failed or opened nothing.
+ * it runs for each session opened by `session/new`, `session/load` and `session/resume`, once
+ * that session's answer is written (nothing it does delays the answer), and not for a request
+ * that failed or opened nothing.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -21,11 +22,16 @@ describe("ACP: onSessionOpened", () => {
       mkdirSync(cwd)
       const script = yield* Scripted.parse(JSON.stringify({ turns: [{ calls: [[{ text: "hi" }]] }] }), "opened.json")
       let opened = 0
-      const { request, end } = yield* InProcess.serve(Skein.layer({ home, script }), {
-        onSessionOpened: Effect.sync(() => {
+      /** What the client had been sent when the hook ran. */
+      const sentBefore: Array<string> = []
+      const client: { mt?: InProcess.Client["mt"] } = {}
+      const { request, end, mt } = yield* InProcess.serve(Skein.layer({ home, script }), {
+        onSessionOpened: Effect.suspend(() => {
           opened++
+          return Effect.map(client.mt!.output, (output) => void sentBefore.push(output))
         })
       })
+      client.mt = mt
 
       yield* request("initialize", { protocolVersion: 1 })
       yield* request("session/list", {})
@@ -36,12 +42,14 @@ describe("ACP: onSessionOpened", () => {
 
       const a = (yield* request("session/new", { cwd, mcpServers: [] })).result.sessionId
       assert.strictEqual(opened, 1)
+      assert.include(sentBefore[0], `"sessionId":"${a}"`)
       yield* request("session/prompt", { sessionId: a, prompt: [{ type: "text", text: "x" }] })
       yield* request("session/close", { sessionId: a })
       assert.strictEqual(opened, 1)
       const loaded = yield* request("session/load", { sessionId: a, cwd, mcpServers: [] })
       assert.isUndefined(loaded.error)
       assert.strictEqual(opened, 2)
+      assert.match(sentBefore[1], /"id":\d+,"result":\{"modes"/)
       yield* request("session/close", { sessionId: a })
       yield* request("session/resume", { sessionId: a, cwd, mcpServers: [] })
       assert.strictEqual(opened, 3)

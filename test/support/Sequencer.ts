@@ -51,6 +51,19 @@ export const longestFirst = <A>(
     .map(({ file }) => file)
 }
 
+/**
+ * The order the projects' files are queued in, by name and whether each isolates its files: the
+ * isolated ones first, as vitest's own order has it, then by name. vitest runs the projects of
+ * a run in one pool, so the queue is one list: the long files (the isolated ones: processes,
+ * browsers, PostgreSQL) start first, and the short ones of a shared project (isolate: false) come
+ * last, one after another, since a worker is kept for the next file only while the next file in
+ * the queue is one of its project's.
+ */
+export const projectOrder = (projects: ReadonlyArray<readonly [name: string, isolated: boolean]>): Array<string> =>
+  [...projects]
+    .sort(([a, x], [b, y]) => Number(y) - Number(x) || (a < b ? -1 : a > b ? 1 : 0))
+    .map(([name]) => name)
+
 export class LongestFirst extends BaseSequencer {
   override async sort(files: Array<TestSpecification>): Promise<Array<TestSpecification>> {
     const root = this.ctx.config.root
@@ -60,13 +73,14 @@ export class LongestFirst extends BaseSequencer {
       const result = this.ctx.cache.getTestSpecificationResult(spec)
       return result === undefined ? undefined : result.duration / 1000
     }
-    // Projects, were there several, still run one after another, as vitest's own order has it.
     const byProject = new Map<string, Array<TestSpecification>>()
+    const isolated = new Map<string, boolean>()
     for (const spec of files) {
       const group = byProject.get(spec.project.name) ?? []
       group.push(spec)
       byProject.set(spec.project.name, group)
+      isolated.set(spec.project.name, spec.project.config.isolate !== false)
     }
-    return [...byProject.keys()].sort().flatMap((name) => longestFirst(byProject.get(name)!, path, durations, cached))
+    return projectOrder([...isolated]).flatMap((name) => longestFirst(byProject.get(name)!, path, durations, cached))
   }
 }

@@ -89,17 +89,23 @@ const ephemeralStart = (): number => {
   }
 }
 
+/** Ports this process handed out: a test may pick several before the first of them listens. */
+const handedOut = new Set<number>()
+
 /**
  * A port to listen on that is free now: below the range the kernel gives outgoing connections
  * (which a port in it may be taken by at any moment, by another test file's connections), at
- * random, and not in use.
+ * random, not in use, and never one this process handed out before.
  */
-export const freePort = (): number => {
+export const freePort = (random: () => number = Math.random): number => {
   const top = Math.min(ephemeralStart(), 65_536)
   const bottom = Math.max(1_024, top - 12_000)
   const used = usedPorts()
   for (;;) {
-    const port = bottom + Math.floor(Math.random() * (top - bottom))
-    if (!used.has(port)) return port
+    const port = bottom + Math.floor(random() * (top - bottom))
+    if (!used.has(port) && !handedOut.has(port)) {
+      handedOut.add(port)
+      return port
+    }
   }
 }

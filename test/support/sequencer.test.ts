@@ -9,7 +9,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { TestSpecification, Vitest } from "vitest/node"
 import config from "../../vitest.config.ts"
-import { LongestFirst, longestFirst, readDurations } from "./Sequencer.ts"
+import { SHARED } from "./Projects.ts"
+import { LongestFirst, longestFirst, projectOrder, readDurations } from "./Sequencer.ts"
 
 const root = join(import.meta.dirname, "..", "..")
 
@@ -36,20 +37,42 @@ describe("the suite's order", () => {
 
   it("is the one vitest.config.ts runs, reading test/durations.json under the root", async () => {
     expect(config.test?.sequence?.sequencer).toBe(LongestFirst)
-    const spec = (path: string, project = "") => ({ moduleId: join(root, path), project: { name: project } }) as unknown as TestSpecification
+    const spec = (path: string, project = "", isolate = true) => ({ moduleId: join(root, path), project: { name: project, config: { isolate } } }) as unknown as TestSpecification
     const ctx = { config: { root }, cache: { getTestSpecificationResult: () => undefined } } as unknown as Vitest
     const durations = readDurations(join(root, "test", "durations.json"))
     const [longest, shortest] = Object.keys(durations).sort((a, b) => durations[b]! - durations[a]! || (a < b ? -1 : 1))
       .filter((_, i, all) => i === 0 || i === all.length - 1)
     const sorted = await new LongestFirst(ctx).sort([spec(shortest!), spec(longest!)])
     expect(sorted.map((s) => s.moduleId)).toEqual([join(root, longest!), join(root, shortest!)])
-    // Projects still run one after another, each longest first.
-    const two = await new LongestFirst(ctx).sort([spec(longest!, "b"), spec(shortest!, "a"), spec(longest!, "a")])
-    expect(two.map((s) => [s.project.name, s.moduleId])).toEqual([
-      ["a", join(root, longest!)],
-      ["a", join(root, shortest!)],
-      ["b", join(root, longest!)]
+    // Projects one after another, each longest first: the isolated ones before a shared one.
+    const three = await new LongestFirst(ctx).sort([
+      spec(longest!, "a", false),
+      spec(longest!, "c"),
+      spec(shortest!, "b"),
+      spec(shortest!, "a", false),
+      spec(longest!, "b")
     ])
+    expect(three.map((s) => [s.project.name, s.moduleId])).toEqual([
+      ["b", join(root, longest!)],
+      ["b", join(root, shortest!)],
+      ["c", join(root, longest!)],
+      ["a", join(root, longest!)],
+      ["a", join(root, shortest!)]
+    ])
+  })
+
+  it("queues the isolated projects' files before a shared project's, then by name", () => {
+    expect(projectOrder([["shared", false], ["isolated", true]])).toEqual(["isolated", "shared"])
+    expect(projectOrder([["b", true], ["a", false], ["c", false], ["a2", true]])).toEqual(["a2", "b", "a", "c"])
+  })
+
+  it("runs every test file in exactly one project: the listed shared ones shared, the rest isolated", () => {
+    const projects = (config.test?.projects ?? []) as ReadonlyArray<{ test: { name: string; include: Array<string>; exclude?: Array<string>; isolate?: boolean } }>
+    expect(projects.map((p) => [p.test.name, p.test.isolate ?? true])).toEqual([["isolated", true], ["shared", false]])
+    const [isolated, shared] = projects
+    expect(shared!.test.include).toEqual([...SHARED])
+    expect(isolated!.test.include).toEqual(["test/**/*.test.ts"])
+    for (const file of SHARED) expect(isolated!.test.exclude).toContain(file)
   })
 
   it("refuses a list that is not file → seconds, saying which entry", () => {
