@@ -12,7 +12,7 @@
  *   Every sync runs on the thread pool and `sync` completes only once the disk
  *   has the data: a turn's end is published (and its prompt answered) after it,
  *   while this thread goes on serving the other sessions and the next request
- *   instead of waiting a millisecond or more for the disk (ADR 0048).
+ *   instead of waiting a millisecond or more for the disk (ADR 0049).
  * - `open` recovers a log a crash left: a torn last line is cut (and reported
  *   on stderr), an old format is rewritten in the current one. Its `check`
  *   runs before any of that: a refused open changes nothing.

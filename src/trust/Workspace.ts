@@ -8,7 +8,7 @@
  * are remembered in Skein's home; no answer (cancelled, nobody there, a timeout) is not, and
  * the folder's definitions stay unloaded for that session.
  *
- * Both are decided per session, never per turn (`forSession`, ADR 0048):
+ * Both are decided per session, never per turn (`forSession`, ADR 0049):
  *
  * - The trust question is settled at the session's first presented prompt: asked there when the
  *   folder ships something and has no answer, and not looked at again in that session (a folder
