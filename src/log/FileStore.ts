@@ -9,12 +9,10 @@
  *   back, so a later append never lands after a partial line.
  * - The file is fsynced on `sync` (every turn end) and when the writer's scope
  *   closes (session close, shutdown); the first sync also syncs the directory.
- *   A top-level session's log syncs on this thread, so that its turn has ended
- *   (the session is idle, and may be closed for room) by the time its client
- *   reads the answer; a child session's (a subagent's: its header names a
- *   parent) syncs on the thread pool, since a parent's children end their turns
- *   together and a millisecond each on this thread would stall the siblings
- *   still streaming.
+ *   Every sync runs on the thread pool and `sync` completes only once the disk
+ *   has the data: a turn's end is published (and its prompt answered) after it,
+ *   while this thread goes on serving the other sessions and the next request
+ *   instead of waiting a millisecond or more for the disk (ADR 0049).
  * - `open` recovers a log a crash left: a torn last line is cut (and reported
  *   on stderr), an old format is rewritten in the current one. Its `check`
  *   runs before any of that: a refused open changes nothing.
@@ -46,7 +44,12 @@ export interface Config {
   readonly events?: Checks.EventUnion | undefined
   /** Called at each step of a multi-file operation (tests stop the process there). */
   readonly faults?: Files.Faults | undefined
+  /** Flushes a session log's descriptor to the disk, on the thread pool (default: `fs.fsync`); tests slow it down or fail it. */
+  readonly fsync?: Fsync | undefined
 }
+
+/** `fs.fsync`'s shape: the callback runs once the descriptor's data is on the disk, or with why not. */
+export type Fsync = (fd: number, callback: (error: NodeJS.ErrnoException | null) => void) => void
 
 const encoder = new TextEncoder()
 
@@ -79,46 +82,49 @@ export const make = (config: Config): Effect.Effect<Store, never, FileSystem.Fil
         ? Effect.void
         : Effect.fail(new LogError({ reason: "not_found", message: "Not a valid session id" }))
 
-    /**
-     * Syncs the directory once, so a new log's entry survives a power loss. On this thread, as a
-     * top-level session's own sync: the first turn's end is no later than the others' (its
-     * session idle once its client has the answer). A failure is not reported; the next sync tries again.
-     */
-    let directorySynced = false
-    const syncDirectory = Effect.sync(() => {
-      if (directorySynced) return
-      try {
-        const fd = nodeFs.openSync(directory, "r")
-        try {
-          nodeFs.fsyncSync(fd)
-        } finally {
-          nodeFs.closeSync(fd)
-        }
-        directorySynced = true
-      } catch {
-        // tried again at the next sync
-      }
-    })
+    const fsyncOf: Fsync = config.fsync ?? nodeFs.fsync
+    /** Flushes a log's `fd` on the thread pool; fails with the error the system gave. */
+    const flush = (fd: number) =>
+      Effect.callback<void, NodeJS.ErrnoException>((resume) => {
+        fsyncOf(fd, (error) => resume(error === null ? Effect.void : Effect.fail(error)))
+      })
 
     /**
-     * A writer over a descriptor open for appending, closed with the scope; `size` is the length
-     * of the intact file. `pooled`: its syncs run on the thread pool (a child session's log).
+     * Syncs the directory once, so a new log's entry survives a power loss (on the thread pool,
+     * as the logs are). A failure is not reported; the next sync tries again.
      */
-    const makeWriter = (file: string, fd: number, size: number, pooled = false) =>
+    let directorySynced = false
+    const syncDirectory = Effect.suspend(() => {
+      if (directorySynced) return Effect.void
+      return Effect.callback<number | undefined>((resume) => {
+        nodeFs.open(directory, "r", (error, fd) => resume(Effect.succeed(error === null ? fd : undefined)))
+      }).pipe(
+        Effect.flatMap((fd) =>
+          fd === undefined ? Effect.void : Effect.callback<void, NodeJS.ErrnoException>((resume) => {
+            nodeFs.fsync(fd, (error) => resume(error === null ? Effect.void : Effect.fail(error)))
+          }).pipe(
+            Effect.tap(() => Effect.sync(() => void (directorySynced = true))),
+            // Not every file system syncs directories; tried again at the next sync.
+            Effect.ignore,
+            Effect.ensuring(Effect.sync(() => nodeFs.close(fd, () => {})))
+          )
+        )
+      )
+    })
+
+    /** A writer over a descriptor open for appending, closed with the scope; `size` is the length of the intact file. */
+    const makeWriter = (file: string, fd: number, size: number) =>
       Effect.gen(function*() {
         yield* Effect.addFinalizer(() => Effect.sync(() => nodeFs.closeSync(fd)))
         const serial = yield* Semaphore.make(1)
         let length = size
-        const syncError = (error: NodeJS.ErrnoException) =>
-          ioFailure(`Cannot sync session log ${file}`, error)
-        const fsync = pooled
-          ? Effect.callback<void, LogError>((resume) => {
-            nodeFs.fsync(fd, (error) => resume(error === null ? Effect.void : Effect.fail(syncError(error))))
-          })
-          : Effect.try({ try: () => nodeFs.fsyncSync(fd), catch: (error) => syncError(error as NodeJS.ErrnoException) })
-        const sync = Effect.andThen(fsync, syncDirectory)
-        // Flush on close: shutdown, session close and interruption all pass here.
-        yield* Effect.addFinalizer(() => Effect.ignore(sync))
+        const sync = Effect.andThen(
+          Effect.mapError(flush(fd), (error) => ioFailure(`Cannot sync session log ${file}`, error)),
+          syncDirectory
+        )
+        // Flush on close: shutdown, session close and interruption all pass here (after a sync
+        // still running, so that the descriptor outlives it).
+        yield* Effect.addFinalizer(() => Effect.ignore(serial.withPermits(1)(sync)))
         const writer: Writer = {
           path: file,
           // One synchronous write per append (a few µs for a line), no thread-pool round trip.
@@ -159,7 +165,7 @@ export const make = (config: Config): Effect.Effect<Store, never, FileSystem.Fil
       const line = encoder.encode(JSON.stringify(header) + "\n")
       // The log appears with its header, or not at all.
       const fd = yield* Files.createWhole(file, line, faults)
-      return yield* makeWriter(file, fd, line.length, header.parent !== undefined)
+      return yield* makeWriter(file, fd, line.length)
     })
 
     /** Rewrites a log of an older format in the current one, in one rename; the old file stays as a backup. */

@@ -72,19 +72,23 @@ export const make = (options: Options) => {
     )
 
   /** What a session at `depth` needs to start children; `toolkit` is the tools its children may be given. */
-  const factory = (depth: number, toolkit: Toolkit.Toolkit, history: () => History.History): Children.Factory => ({
+  /** `hooks`: the hooks the session read, which its children run too. */
+  const factory = (depth: number, toolkit: Toolkit.Toolkit, history: () => History.History, hooks: Workspace.Settings | undefined): Children.Factory => ({
     depth,
     home: config.home,
     catalog,
     started: () => history().subagents,
-    open: (request, scope) => open(request, toolkit, scope)
+    open: (request, scope) => open(request, toolkit, scope, hooks)
   })
 
   /** Opens a child session (a subagent) in `scope`, which its parent's turn owns. */
-  const open: (request: Children.OpenRequest, parentTools: Toolkit.Toolkit, scope: Scope.Closeable) => Effect.Effect<SessionDeps.Session, string> = Effect.fn(
-    "ChildSessions.open"
-  )(
-    function*(request: Children.OpenRequest, parentTools: Toolkit.Toolkit, scope: Scope.Closeable) {
+  const open: (
+    request: Children.OpenRequest,
+    parentTools: Toolkit.Toolkit,
+    scope: Scope.Closeable,
+    hooks: Workspace.Settings | undefined
+  ) => Effect.Effect<SessionDeps.Session, string> = Effect.fn("ChildSessions.open")(
+    function*(request: Children.OpenRequest, parentTools: Toolkit.Toolkit, scope: Scope.Closeable, parentHooks: Workspace.Settings | undefined) {
       const { agent, id, limits } = request
       if (agent.acp !== undefined && config.external === undefined) {
         return yield* Effect.fail(`The agent ${agent.name} is an external ACP agent, and this runtime cannot run external agents`)
@@ -121,20 +125,22 @@ export const make = (options: Options) => {
           sandbox
         }).pipe(Scope.provide(scope))).run
         : undefined
+      // The parent's hooks (a settings file written during its session adds none to its children).
+      const trust = options.workspace.forSession({ id, cwd: request.cwd, sandbox, child: true, inherit: parentHooks })
       const deps: SessionDeps.Deps = {
         ...options.depsFor(id, request.cwd, writer, sandbox),
         extensions: options.extensions(request.cwd),
         project: options.project(request.cwd),
         // A child asks nothing about trust (its parent's turn did), and runs only the tool hooks.
         trustQuestion: undefined,
-        hooks: options.workspace.hooksFor({ id, cwd: request.cwd, sandbox, child: true }),
+        hooks: trust.hooks,
         toolkit,
         agent: agent.name,
         instructions: childPrompt(agent),
         readOnly: agent.readOnly,
         above: request.above,
         model: agent.model !== undefined && config.models?.info(agent.model) !== undefined ? agent.model : config.model,
-        children: depth < limits.maxDepth && agent.acp === undefined ? factory(depth, toolkit, () => history) : undefined,
+        children: depth < limits.maxDepth && agent.acp === undefined ? factory(depth, toolkit, () => history, trust.hooks.settings) : undefined,
         checkpoint: request.checkpoint,
         ...(runTurn !== undefined ? { runTurn } : {})
       }

@@ -156,6 +156,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
 
     const depsFor = (id: string, cwd: string, writer: Writer, mcp: Mcp, sandbox: SessionSandbox | undefined): SessionDeps.Deps => {
       const servers = mcp.session
+      const trust = workspace.forSession({ id, cwd, sandbox, child: false })
       return {
         bus,
         writer,
@@ -179,9 +180,9 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
         compactAt: config.compactAt,
         userHome: config.userHome,
         sandbox,
-        trustQuestion: workspace.questionFor(cwd),
+        trustQuestion: trust.question,
         projectMcp: mcp.late,
-        hooks: workspace.hooksFor({ id, cwd, sandbox, child: false })
+        hooks: trust.hooks
       }
     }
 
@@ -200,7 +201,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
     /** A top-level session's deps, with what it needs to start children. */
     const withChildren = (deps: SessionDeps.Deps, history: History.History): SessionDeps.Deps => ({
       ...deps,
-      children: children.factory(0, deps.toolkit, () => history),
+      children: children.factory(0, deps.toolkit, () => history, deps.hooks?.settings),
       checkpointsHome: config.home,
       checkpointLimits: config.checkpoints
     })

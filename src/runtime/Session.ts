@@ -194,9 +194,12 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
 
     /**
      * The skills and commands as last read, and a read that refreshes them. A prompt that may
-     * name a command (it starts with `/`) waits for a fresh read; any other takes the last one and
-     * refreshes it meanwhile (at most once a second), off the path to its first token (a new
-     * skill file reaches the catalog a prompt later). The first read starts with the session.
+     * name a command (it starts with `/`) waits for a fresh read; any other takes them as of the
+     * last read started. They are read again in the background when a turn ends (at most once a
+     * second), not when a prompt comes, so that no read starts between a prompt and its first
+     * token; a skill file written during a turn is in the next prompt's catalog when the read
+     * before is a second old (a prompt that comes while that read runs waits for it). The first
+     * read starts with the session.
      */
     const extensionsOf = Latest.make(deps.extensions ?? Effect.succeed(SessionCommands.noExtensions), { everyMs: 1_000, scope })
     if (deps.extensions !== undefined) yield* extensionsOf.refresh
@@ -221,7 +224,8 @@ export const make = (info: SessionInfo, history: History.History, deps: Deps, sc
       commands,
       extensions: {
         fresh: extensionsOf.fresh,
-        forContent: (content: ReadonlyArray<UserBlock>) => (Commands.mayName(content) ? extensionsOf.fresh : extensionsOf.last)
+        forContent: (content: ReadonlyArray<UserBlock>) => (Commands.mayName(content) ? extensionsOf.fresh : extensionsOf.known),
+        refresh: extensionsOf.refresh
       },
       system,
       questionsFor,

@@ -35,6 +35,9 @@ export interface Session extends ProtocolSession {
   readonly idleSince: () => number | undefined
 }
 
+/** A session's trust question and hooks (`Workspace.forSession`). */
+type SessionTrust = ReturnType<Workspace.Workspace["forSession"]>
+
 export interface Deps {
   readonly bus: Bus.Bus["Service"]
   readonly writer: Writer
@@ -70,8 +73,8 @@ export interface Deps {
   /** The parent's ceiling as it is now (a child session): the session never goes beyond it, nor do its children. */
   readonly above?: (() => Ceiling.Ceiling) | undefined
   /**
-   * The session's skills and slash commands, read again at each turn's start (a new file
-   * counts from the next prompt); without it, it has neither.
+   * The session's skills and slash commands, read again in the background when a turn ends
+   * (a file written during a turn counts from the next prompt); without it, it has neither.
    */
   readonly extensions?: Effect.Effect<Extensions> | undefined
   /** The share of the context window at which the conversation is compacted (default 0.8). */
@@ -82,12 +85,12 @@ export interface Deps {
   readonly project?: Effect.Effect<Prompt.Project> | undefined
   /** The session's sandbox: its commands run in it, and are asked for accordingly. */
   readonly sandbox?: SessionSandbox | undefined
-  /** Before each presented turn: the folder's trust question (`trust/Workspace.ts`); true when the answer made more load. */
+  /** Before each presented turn: the folder's trust question, settled once per session (`trust/Workspace.ts`); true when the answer made more load. */
   readonly trustQuestion?: Effect.Effect<boolean, never, TurnContract.Questions> | undefined
   /** Before each turn, after the trust question: the folder's MCP servers once it is trusted (`SessionMcp.late`). */
   readonly projectMcp?: Effect.Effect<SessionMcp.Started | undefined> | undefined
-  /** The hooks of a turn (`src/hooks`); without it, none run. */
-  readonly hooks?: ReturnType<Workspace.Workspace["hooksFor"]> | undefined
+  /** The hooks of a turn (`src/hooks`), read once per session; without it, none run. */
+  readonly hooks?: SessionTrust["hooks"] | undefined
   /** Where the session keeps checkpoints of its workspace (`$SKEIN_HOME`); without it, it keeps none. */
   readonly checkpointsHome?: string | undefined
   /** How much its checkpoints may keep (default `Checkpoints.DEFAULT_LIMITS`). */

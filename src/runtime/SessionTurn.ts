@@ -46,8 +46,13 @@ export interface Env {
   readonly actor: Actor
   readonly background: Background.Shells
   readonly commands: SessionCommands.Env
-  /** The skills and commands for a prompt (`fresh`: read now). */
-  readonly extensions: { readonly fresh: Effect.Effect<SessionCommands.Extensions>; readonly forContent: (content: TurnContract.TurnContext["content"]) => Effect.Effect<SessionCommands.Extensions> }
+  /** The skills and commands for a prompt (`fresh`: read now; otherwise as last read). */
+  readonly extensions: {
+    readonly fresh: Effect.Effect<SessionCommands.Extensions>
+    readonly forContent: (content: TurnContract.TurnContext["content"]) => Effect.Effect<SessionCommands.Extensions>
+    /** Reads them again in the background (at most once a second), for the next prompt. */
+    readonly refresh: Effect.Effect<void>
+  }
   /** The system prompt for a turn offered `toolkit`. */
   readonly system: (toolkit: Toolkit) => Effect.Effect<string>
   /** Whoever presents a turn, as its `Questions`. */
@@ -209,6 +214,9 @@ export const supervise = (env: Env, q: SessionState.Queued, cancelled: boolean):
       yield* Spans.turnEnded(yield* finalize(env, q, state, exit, startLogged ? undefined : start))
     }).pipe(Spans.turn({ sessionId: info.id, turn: q.turn, agent: deps.agent, parentSessionId: info.parent?.sessionId, traceparent: q.traceparent }))
   ).pipe(
+    // Skills and commands are read again once the turn is over (started before the next turn
+    // may start, which waits for it): never between a prompt and its first token.
+    Effect.ensuring(env.extensions.refresh),
     Effect.ensuring(Effect.flatMap(Clock.currentTimeMillis, (at) => env.actor.send({ _tag: "TurnDone", turn: q.turn, interrupted, at })))
   )
 }

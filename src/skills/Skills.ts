@@ -372,6 +372,8 @@ export const activate = Effect.fn("Skills.activate")(function*(
  * workspace.
  */
 export const readableFolders = (skills: ReadonlyArray<Skill>, userHome: string): ReadonlyArray<string> => {
+  // Asked at every turn's start: without skills, no file system call at all.
+  if (skills.length === 0) return []
   const home = realOrSelf(userHome)
   const out: Array<string> = []
   for (const skill of skills) {

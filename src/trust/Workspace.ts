@@ -8,8 +8,17 @@
  * are remembered in Skein's home; no answer (cancelled, nobody there, a timeout) is not, and
  * the folder's definitions stay unloaded for that session.
  *
- * Also the hooks of a session's turns (`src/hooks`): read from the settings files at each turn's
- * start (the project's only when `loadsProject`), run live, or answered from a log (`replay`).
+ * Both are decided per session, never per turn (`forSession`, ADR 0049):
+ *
+ * - The trust question is settled at the session's first presented prompt: asked there when the
+ *   folder ships something and has no answer, and not looked at again in that session (a folder
+ *   that shipped nothing then and ships something now is asked about in the next session).
+ * - The hooks (`src/hooks`) are read from the settings files once per session in this process,
+ *   at its first turn, after the trust question (the project's only when `loadsProject`), and
+ *   kept: a settings file changed mid-session (by the model, too) counts from the next session,
+ *   or from the session loaded again after it was closed. Trusting the folder in the session's
+ *   own question reads them again at once, with the folder's. A child session (a subagent)
+ *   runs the tool hooks its parent read. Run live, or answered from a log (`replay`).
  */
 import * as NodePath from "node:path"
 import * as Clock from "effect/Clock"
@@ -31,7 +40,7 @@ const TRUST_OPTIONS: ReadonlyArray<PermissionOption> = [
 ]
 
 /** The question's pseudo tool call: the folder and what it ships (as locations), and what trusting it means. */
-const question = (status: Trust.Status, id: string): PermissionToolCall => {
+const questionCard = (status: Trust.Status, id: string): PermissionToolCall => {
   const listed = status.ships.map((file) => NodePath.relative(status.project, file) || file)
   return {
     toolCallId: id,
@@ -59,64 +68,92 @@ export const make = (options: Options) => {
   const loadsProject = (cwd: string): Effect.Effect<boolean> => Effect.map(status(cwd), (s) => s.loads)
 
   /**
-   * The trust question of one session (asked once at most), put to whoever presents the turn
-   * (its `Questions`): run before each presented turn; true when the answer made the folder's
-   * definitions load.
+   * The trust question and the hooks of one session: a session the user prompts runs every
+   * hook event; a child session (`child`) only the tool events, and asks nothing. A child runs
+   * the hooks its parent read (`inherit`): a settings file written since, in the parent's
+   * folder or in the child's worktree, adds none to the parent's session.
    */
-  const questionFor = (cwd: string) => {
-    let asked = false
-    return Effect.gen(function*() {
-      if (asked || options.policy !== "ask") return false
-      const now = yield* status(cwd)
-      if (now.loads || now.state._tag === "denied") return false
-      asked = true
-      const questions = yield* Questions
-      const answer = yield* questions.ask({ toolCall: question(now, `trust-${(yield* Clock.currentTimeMillis).toString(36)}`), options: TRUST_OPTIONS })
-      if (answer?.outcome !== "selected" || (answer.optionId !== "allow_always" && answer.optionId !== "reject_always")) return false
-      const trusted = answer.optionId === "allow_always"
-      const saved = yield* Effect.result(Trust.remember(options.home, now.project, trusted, yield* Clock.currentTimeMillis))
-      if (saved._tag === "Failure") yield* Effect.logWarning(`The trust answer for ${now.project} was not remembered: ${saved.failure}`)
-      return trusted
-    })
-  }
-
-  /**
-   * The hooks of a session's turn: `top` (a session the user prompts) runs every event; a child
-   * session only the tool events. `starting`: the first turn of the session in this process.
-   */
-  const hooksFor = (session: {
+  const forSession = (session: {
     readonly id: string
     readonly cwd: string
     readonly sandbox?: SessionSandbox | undefined
     readonly child: boolean
+    readonly inherit?: Settings | undefined
   }) => {
+    /** Whether the question is settled for this session (asked, or not needed). */
+    let settled = false
+    /** The session's hooks as read; read again only after the folder was trusted here. */
+    let read: ReadonlyArray<HookSettings.Hook> | undefined
+    /** What runs them (or answers for them from a log), for the hooks as read. */
+    let fire: { readonly from: ReadonlyArray<HookSettings.Hook>; readonly fire: Hooks.Fire } | undefined
     let started = false
-    return (turn: {
+
+    /**
+     * Run before each presented turn; asks at most once, at the first: true when the answer made
+     * the folder's definitions load. Put to whoever presents the turn (its `Questions`).
+     */
+    const question: Effect.Effect<boolean, never, Questions> = Effect.gen(function*() {
+      if (settled || options.policy !== "ask") return false
+      settled = true
+      const now = yield* status(session.cwd)
+      if (now.loads || now.state._tag === "denied") return false
+      const questions = yield* Questions
+      const answer = yield* questions.ask({ toolCall: questionCard(now, `trust-${(yield* Clock.currentTimeMillis).toString(36)}`), options: TRUST_OPTIONS })
+      if (answer?.outcome !== "selected" || (answer.optionId !== "allow_always" && answer.optionId !== "reject_always")) return false
+      const trusted = answer.optionId === "allow_always"
+      const saved = yield* Effect.result(Trust.remember(options.home, now.project, trusted, yield* Clock.currentTimeMillis))
+      if (saved._tag === "Failure") yield* Effect.logWarning(`The trust answer for ${now.project} was not remembered: ${saved.failure}`)
+      // The folder's own hooks load from this prompt on.
+      if (trusted) read = undefined
+      return trusted
+    })
+
+    /** The session's hooks: read at its first turn in this process (its parent's, for a child), then kept. */
+    const settings: Settings = Effect.suspend(() => {
+      if (read !== undefined) return Effect.succeed(read)
+      const reading = session.inherit ?? Effect.flatMap(loadsProject(session.cwd), (project) =>
+        Effect.map(
+          HookSettings.read({ cwd: session.cwd, home: options.home, project, root: Trust.projectOf(session.cwd) }),
+          (parsed) => parsed.hooks
+        ))
+      return Effect.map(reading, (hooks) => (read = hooks))
+    })
+
+    const fireNow = Effect.map(settings, (hooks) => {
+      if (fire?.from === hooks) return fire.fire
+      const made = options.replay?.(session.id) ?? Hooks.live(
+        hooks.filter((hook) => !session.child || hook.event === "PreToolUse" || hook.event === "PostToolUse"),
+        { cwd: session.cwd, projectDir: Trust.projectOf(session.cwd), sandbox: session.sandbox }
+      )
+      fire = { from: hooks, fire: made }
+      return made
+    })
+
+    /** The hooks of one turn; `starting`: the first turn of the session in this process. */
+    const hooks = (turn: {
       readonly turn: number
       readonly mode: () => string
       readonly record: (body: CanonicalBody) => Effect.Effect<void, LogError>
     }): Effect.Effect<(Hooks.TurnHooks & { readonly starting?: "startup" | "resume" }) | undefined, never, FileSystem.FileSystem | Path.Path> =>
-      Effect.gen(function*() {
-        const replayed = options.replay?.(session.id)
-        const root = Trust.projectOf(session.cwd)
-        const fire = replayed ?? Hooks.live(
-          (yield* HookSettings.read({ cwd: session.cwd, home: options.home, project: yield* loadsProject(session.cwd), root })).hooks
-            .filter((hook) => !session.child || hook.event === "PreToolUse" || hook.event === "PostToolUse"),
-          { cwd: session.cwd, projectDir: root, sandbox: session.sandbox }
-        )
+      Effect.map(fireNow, (fire) => {
         const starting = session.child || started ? undefined : turn.turn === 1 ? "startup" as const : "resume" as const
         started = true
-        const hooks = Hooks.forTurn({
+        const turnHooks = Hooks.forTurn({
           fire,
           turn: turn.turn,
           base: { sessionId: session.id, transcriptPath: NodePath.join(options.home, "sessions", `${session.id}.ndjson`), cwd: session.cwd, mode: turn.mode },
           record: turn.record
         })
-        return { ...hooks, ...(starting !== undefined ? { starting } : {}) }
+        return { ...turnHooks, ...(starting !== undefined ? { starting } : {}) }
       })
+
+    return { question, hooks: Object.assign(hooks, { settings }) }
   }
 
-  return { status, loadsProject, questionFor, hooksFor }
+  return { status, loadsProject, forSession }
 }
 
 export type Workspace = ReturnType<typeof make>
+
+/** A session's hooks as it read them (every event's), for its children to run the same. */
+export type Settings = Effect.Effect<ReadonlyArray<HookSettings.Hook>, never, FileSystem.FileSystem | Path.Path>

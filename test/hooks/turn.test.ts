@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import type { SessionEvent } from "../../src/log/Event.ts"
 import type { Script } from "../../src/providers/Scripted.ts"
-import type { ModeId } from "../../src/Vocabulary.ts"
+import type { Answer, ModeId } from "../../src/Vocabulary.ts"
 import { MAX_STOP_CONTINUATIONS } from "../../src/runtime/Turn.ts"
 import { localOf, text, withSkein } from "../support/Sessions.ts"
 
@@ -25,11 +25,17 @@ const settings = (cwd: string, hooks: Hooks) => {
 
 const tool = (name: string, args: unknown, id: string) => ({ tool: name, args, id })
 
+
+/** What a presented turn needs of a session. */
+interface Presented {
+  readonly turn: (content: ReturnType<typeof text>) => Stream.Stream<SessionEvent, unknown>
+  readonly answer: (requestId: string, answer: Answer) => Effect.Effect<void, unknown>
+}
 /** Runs one presented turn, answering each permission question with `answer` (default: reject), and gives its events. */
-const turn = (session: { readonly turn: any; readonly answer: any }, prompt: string, answer = "reject_once") =>
+const turn = (session: Presented, prompt: string, answer = "reject_once") =>
   Effect.gen(function*() {
     const seen: Array<SessionEvent> = []
-    yield* (session.turn(text(prompt)) as Stream.Stream<SessionEvent, unknown>).pipe(
+    yield* session.turn(text(prompt)).pipe(
       Stream.runForEach((event) => {
         seen.push(event)
         return event.type === "permission_asked"
@@ -186,4 +192,59 @@ describe("hooks in a turn", () => {
           assert.include(hookEvents(events)[0]?.message ?? "", "failed (exit code 1): broken")
         })
     ))
+
+  it.live("hooks are read once per session: a settings file the model writes mid-session adds no hook to it; a new session runs it", () => {
+    const settingsJson = JSON.stringify({ hooks: { PreToolUse: [{ matcher: "", hooks: [{ type: "command", command: "echo ran >> hook-runs" }] }] } })
+    return withSkein({
+      script: {
+        turns: [
+          { calls: [[tool("write", { path: ".claude/settings.json", content: settingsJson }, "w1")], [{ text: "written" }]] },
+          { calls: [[tool("read", { path: "notes.txt" }, "r1")], [{ text: "read" }]] }
+        ]
+      },
+      mode: "acceptEdits"
+    }, ({ cwd, runtime }) =>
+      Effect.gen(function*() {
+        const runs = () => (existsSync(join(cwd, "hook-runs")) ? readFileSync(join(cwd, "hook-runs"), "utf8").split("\n").filter(Boolean).length : 0)
+        const session = yield* runtime.newSession({ cwd })
+        const first = yield* turn(session, "write the settings")
+        assert.isTrue(resultOf(first, "w1")!.ok)
+        assert.isTrue(existsSync(join(cwd, ".claude", "settings.json")))
+        const second = yield* turn(session, "read the notes")
+        assert.isTrue(resultOf(second, "r1")!.ok)
+        assert.deepStrictEqual(hookEvents(second), [])
+        assert.strictEqual(runs(), 0)
+        // A new session reads the settings as they are now: its first tool call runs the hook.
+        const next = yield* runtime.newSession({ cwd })
+        const events = yield* turn(next, "write the settings again")
+        assert.deepStrictEqual(hookEvents(events).map((h) => [h.event, h.toolCallId]), [["PreToolUse", "w1"]])
+        assert.strictEqual(runs(), 1)
+      }))
+  })
+
+  it.live("a subagent started after the model wrote a settings file runs its parent's hooks, not the new file's", () => {
+    const settingsJson = JSON.stringify({ hooks: { PreToolUse: [{ matcher: "", hooks: [{ type: "command", command: "echo ran >> hook-runs" }] }] } })
+    return withSkein({
+      script: {
+        turns: [{
+          calls: [
+            [tool("write", { path: ".claude/settings.json", content: settingsJson }, "w1")],
+            [tool("spawn_agent", { task: "read the notes", agent: "general" }, "s1")],
+            [tool("wait_agent", {}, "w2")],
+            [{ text: "done" }]
+          ]
+        }],
+        agents: { general: { turns: [{ calls: [[tool("read", { path: "notes.txt" }, "r1")], [{ text: "Hello notes" }]] }] } }
+      },
+      mode: "acceptEdits"
+    }, ({ cwd, runtime }) =>
+      Effect.gen(function*() {
+        const session = yield* runtime.newSession({ cwd })
+        const events = yield* turn(session, "write the settings, then delegate")
+        assert.isTrue(resultOf(events, "w1")!.ok)
+        assert.include(resultOf(events, "w2")!.content, "Hello notes")
+        assert.deepStrictEqual(hookEvents(events), [])
+        assert.isFalse(existsSync(join(cwd, "hook-runs")))
+      }))
+  })
 })
