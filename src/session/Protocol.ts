@@ -137,7 +137,7 @@ const stamp = {
 }
 
 /** Every event a session emits, canonical (logged) and ephemeral, as it travels. */
-export const Event = Lazy.schema("Event", () => Schema.Union(
+export const Event: Schema.Codec<SessionEvent> = Lazy.schema("Event", () => Schema.Union(
   [...CanonicalBody.members, ...EphemeralBody.members].map((member) => Schema.Struct({ ...member.fields, ...stamp }))
 ) as unknown as Schema.Codec<SessionEvent>)
 
