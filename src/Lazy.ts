@@ -19,33 +19,46 @@ const built: Set<string> = new Set()
 /** Whether the Schema named `name` was built (a test's question). */
 export const isBuilt = (name: string): boolean => built.has(name)
 
-export const schema = <S extends object>(name: string, build: () => S): S => {
-  let value: S | undefined
-  const force = (): S => {
-    if (value === undefined) {
-      value = build()
-      built.add(name)
-    }
-    return value
+interface Slot {
+  readonly name: string
+  readonly build: () => object
+  value: object | undefined
+}
+
+/** Each stand-in's Schema, by the stand-in's target: the handler below is shared by all of them. */
+const slots: WeakMap<object, Slot> = new WeakMap()
+
+const force = (target: object): object => {
+  const slot = slots.get(target)!
+  if (slot.value === undefined) {
+    slot.value = slot.build()
+    built.add(slot.name)
   }
-  // A Schema is a function object (effect's `make`): the target is one too, so `typeof` agrees.
-  // An arrow function has no property that cannot be reconfigured, so every trap may answer
-  // with the built value's own properties.
-  const target = (() => {}) as unknown as S
-  return new Proxy(target, {
-    get: (_, key) => Reflect.get(force(), key),
-    set: (_, key, v) => Reflect.set(force(), key, v),
-    has: (_, key) => Reflect.has(force(), key),
-    ownKeys: () => Reflect.ownKeys(force()),
-    getOwnPropertyDescriptor: (_, key) => {
-      const descriptor = Reflect.getOwnPropertyDescriptor(force(), key)
-      return descriptor === undefined ? undefined : { ...descriptor, configurable: true }
-    },
-    defineProperty: (_, key, descriptor) => Reflect.defineProperty(force(), key, descriptor),
-    deleteProperty: (_, key) => Reflect.deleteProperty(force(), key),
-    getPrototypeOf: () => Reflect.getPrototypeOf(force()),
-    apply: (_, self, args) => Reflect.apply(force() as (...a: Array<unknown>) => unknown, self, args)
-  })
+  return slot.value
+}
+
+// Every trap answers for the built Schema. The target is an arrow function: a Schema is a
+// function object (effect's `make`), so `typeof` agrees, and an arrow function has no property
+// that cannot be reconfigured, so every trap may answer with the built value's own properties.
+const handler: ProxyHandler<object> = {
+  get: (target, key) => Reflect.get(force(target), key),
+  set: (target, key, v) => Reflect.set(force(target), key, v),
+  has: (target, key) => Reflect.has(force(target), key),
+  ownKeys: (target) => Reflect.ownKeys(force(target)),
+  getOwnPropertyDescriptor: (target, key) => {
+    const descriptor = Reflect.getOwnPropertyDescriptor(force(target), key)
+    return descriptor === undefined ? undefined : { ...descriptor, configurable: true }
+  },
+  defineProperty: (target, key, descriptor) => Reflect.defineProperty(force(target), key, descriptor),
+  deleteProperty: (target, key) => Reflect.deleteProperty(force(target), key),
+  getPrototypeOf: (target) => Reflect.getPrototypeOf(force(target)),
+  apply: (target, self, args) => Reflect.apply(force(target) as (...a: Array<unknown>) => unknown, self, args)
+}
+
+export const schema = <S extends object>(name: string, build: () => S): S => {
+  const target = () => {}
+  slots.set(target, { name, build, value: undefined })
+  return new Proxy(target, handler) as unknown as S
 }
 
 /**

@@ -17,6 +17,7 @@ import { fileURLToPath } from "node:url"
 import { afterEach, describe, expect, it } from "vitest"
 import { type RawAgent, rawAgents, sleep, until } from "../fixtures/faults/harness.ts"
 import type { Script } from "../support/AgentProcess.ts"
+import { unexpectedSchemas } from "../../scripts/startup-modules.mjs"
 
 const PROBE = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "fixtures", "modules-probe.mjs")
 const BUNDLE = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "dist", "skein-main.cjs")
@@ -77,8 +78,6 @@ const probeNow = async (agent: RawAgent, file: string): Promise<ProbeLine> => {
 /** The built-ins loaded now, by the probe (SIGUSR2). */
 const loadedNow = async (agent: RawAgent, file: string): Promise<ReadonlyArray<string>> => (await probeNow(agent, file)).builtins
 
-/** The requests an editor's start decodes: `initialize`, then `session/new` (with the MCP server shapes in it). */
-const START_REQUESTS = ["acp.InitializeRequest", "acp.NewSessionRequest", "acp.McpServer"]
 
 const start = (options: { readonly script?: Script; readonly args?: ReadonlyArray<string>; readonly env?: Record<string, string> }) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "skein-startup-"))
@@ -103,10 +102,10 @@ const openAtOnce = async (agent: RawAgent, probeFile: string) => {
   expect(probedAt(probeFile, opened.id as number).stacks).toBe(0)
   // Of the Schemas built at their first use, the answers built only the ACP requests they decoded:
   // none of the session's vocabulary, its log's events or the session protocol, no other request.
+  // The same rule as the build's (scripts/startup-modules.mjs).
   const built = probedAt(probeFile, opened.id as number).schemas
-  expect(built.filter((name) => !name.startsWith("acp."))).toEqual([])
-  for (const name of START_REQUESTS) expect(built).toContain(name)
-  expect(built.filter((name) => /Request$/.test(name) && !START_REQUESTS.includes(name))).toEqual([])
+  expect(unexpectedSchemas(built)).toEqual([])
+  for (const name of ["acp.InitializeRequest", "acp.NewSessionRequest", "acp.McpServer"]) expect(built).toContain(name)
   expect(probedAt(probeFile, init.id as number).schemas.filter((name) => /Request$/.test(name))).toEqual(["acp.InitializeRequest"])
   return opened.result.sessionId as string
 }
