@@ -1,7 +1,7 @@
 /**
  * A Schema built when it is first used instead of when its module loads. Building a Schema
  * allocates its AST, and what start-up allocates survives into V8's old generation and grows its
- * young one (adr/0050): the vocabulary's and the log's Schemas that a process never uses before a
+ * young one (adr/0052): the vocabulary's and the log's Schemas that a process never uses before a
  * session works (a turn's events, MCP settings, questions) wait for that use.
  *
  * `Lazy.schema(name, build)` is a stand-in with the Schema's own type: reading anything of it
