@@ -28,5 +28,5 @@ export const topLevel = (shlvl: string | undefined): boolean => {
 }
 
 /** `env` with `SHLVL` set to 1 where bash would count itself a top-level shell; the same object otherwise. */
-export const nested = <E extends Readonly<Record<string, string>>>(env: E): E =>
+export const nested = (env: Readonly<Record<string, string>>): Readonly<Record<string, string>> =>
   topLevel(env["SHLVL"]) ? { ...env, SHLVL: "1" } : env
