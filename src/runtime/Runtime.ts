@@ -418,6 +418,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
       liveSessions: registry.list,
       events: Stream.unwrap(Effect.map(bus.subscribeAll, Bus.toStream)),
       models: config.models,
+      contextWindow: config.provider.contextWindow,
       commands: (cwd) =>
         Effect.map(extensionsFor(cwd, true), (found) =>
           found.commands.map((c) => ({ name: c.name, description: c.description, ...(c.argumentHint !== undefined ? { hint: c.argumentHint } : {}) })))
