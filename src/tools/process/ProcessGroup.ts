@@ -24,6 +24,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Containment from "./Containment.ts"
 import * as Descriptors from "./Descriptors.ts"
+import * as ShellLevel from "./ShellLevel.ts"
 
 /** SIGTERM first; SIGKILL if anything of the tree is still alive after this. */
 const TERM_GRACE_MS = 200
@@ -172,7 +173,8 @@ interface CannotStart {
 /**
  * Spawns `file args` as the leader of a new process group (and session:
  * `detached` calls setsid, so no controlling terminal can prompt), contained
- * (see Containment.ts), stdout and stderr piped. Fails when it cannot start.
+ * (see Containment.ts), stdout and stderr piped, with a `SHLVL` that keeps bash
+ * from reading `~/.bashrc` (see ShellLevel.ts). Fails when it cannot start.
  */
 export const spawnProgram = (options: ProgramOptions): Effect.Effect<Group, CannotStart> =>
   Effect.callback<Group, CannotStart>((resume) => {
@@ -195,7 +197,8 @@ export const spawnProgram = (options: ProgramOptions): Effect.Effect<Group, Cann
     try {
       child = NodeChildProcess.spawn(argv.file, [...argv.args], {
         cwd: options.cwd,
-        env: { ...options.env, ...tree.env },
+        // No bash of the tree reads the user's ~/.bashrc (see ShellLevel.ts).
+        env: ShellLevel.nested({ ...options.env, ...tree.env }),
         detached: true,
         stdio: Descriptors.stdio([options.stdin ?? "ignore", "pipe", "pipe"], options.fds),
         windowsHide: true
