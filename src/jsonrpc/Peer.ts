@@ -134,8 +134,7 @@ export interface Peer {
   readonly serve: <H extends Handlers>(handlers: H) => Effect.Effect<void, never, HandlerServices<H>>
 }
 
-// The decoder is made with the first message of its method: a server that registers every method
-// builds only the Schemas of those it is sent (`Lazy.schema`).
+// Made with its method's first message: only the Schemas of methods sent are built (`Lazy.schema`).
 const decodeWith = <S extends Schema.Constraint>(schema: S) => {
   const decode = Lazy.fn(() => Schema.decodeUnknownEffect(schema, { errors: "all" }))
   return (params: unknown): Effect.Effect<S["Type"], RpcError, S["DecodingServices"]> =>
