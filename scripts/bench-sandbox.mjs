@@ -61,6 +61,7 @@ try {
     `export * as TurnServices from "./src/runtime/TurnServices.ts"`,
     `export * as Sandbox from "./src/sandbox/Sandbox.ts"`,
     `export * as Settings from "./src/sandbox/Settings.ts"`,
+    `export * as Descriptors from "./src/tools/process/Descriptors.ts"`,
     `export * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"`,
     `export * as NodePath from "@effect/platform-node/NodePath"`,
     `export * as Effect from "effect/Effect"`,
@@ -68,7 +69,9 @@ try {
     `export * as Scope from "effect/Scope"`,
     `export * as Exit from "effect/Exit"`
   ])
-  const { bash, Tool, TurnServices, Sandbox, Settings, NodeFileSystem, NodePath, Effect, Layer, Scope, Exit } = m
+  const { bash, Tool, TurnServices, Sandbox, Settings, Descriptors, NodeFileSystem, NodePath, Effect, Layer, Scope, Exit } = m
+  // As the `skein` command: what this process was started with is closed before its first child.
+  Descriptors.own()
 
   const repo = join(base, "repo")
   mkdirSync(repo)

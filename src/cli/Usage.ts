@@ -167,9 +167,10 @@ export const uses = (
           }
         }
       }
+      // --acp: the models' windows and prices of its usage updates are those a `skein acp` with these would load it with.
       return {
         as: given("acp") ? "skein replay --acp" : "skein replay",
-        options: ["home", "store", "acp"],
+        options: ["home", "store", "acp", ...(given("acp") ? ["provider", "model", "script"] as const : [])],
         why: each(["cwd", "json", "rerun-home"], "it goes with --rerun")
       }
     case "doctor":

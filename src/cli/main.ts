@@ -10,6 +10,7 @@ import * as Fiber from "effect/Fiber"
 import * as Logger from "effect/Logger"
 import * as Stderr from "../secrets/Stderr.ts"
 import * as Telemetry from "../telemetry/Telemetry.ts"
+import * as Descriptors from "../tools/process/Descriptors.ts"
 import { VERSION } from "../version.ts"
 import * as Acp from "./acp.ts"
 import * as Options from "./Options.ts"
@@ -128,6 +129,9 @@ const main = async () => {
     return
   }
   const command = await load()
+  // What this process was started with beyond stdio (an editor's descriptors) is not Skein's:
+  // closed before its first child, so no command, hook or server inherits it.
+  Descriptors.own()
   // With an OTLP endpoint in the environment, the command's spans, metrics and logs are
   // exported (flushed when it ends); without one, the exporter is never loaded.
   const run = command.run(rest)

@@ -3,8 +3,9 @@
  *
  * - no flag: the transcript, for people;
  * - `--acp`: the `session/update` notifications `session/load` sends, one
- *   JSON-RPC line each (but for the closing `usage_update`, which needs the
- *   configured models' windows and prices);
+ *   JSON-RPC line each, its usage updates with the models' windows and prices
+ *   as the home's configuration and the environment give them (as `skein acp`
+ *   with that home would load it);
  * - `--rerun`: every turn again with model calls answered from the log and the
  *   tools run for real (in `--cwd DIR`, default the logged cwd), then a report
  *   per turn of where tool results differ. Exit 0: all the same; 1: they
@@ -23,9 +24,12 @@ import * as Replay from "../log/Replay.ts"
 import * as AcpReplay from "../translate/Replay.ts"
 import * as McpRecord from "../mcp/Record.ts"
 import { SessionLog } from "../log/SessionLog.ts"
+import * as Registry from "../providers/Registry.ts"
 import * as Rerun from "../runtime/Rerun.ts"
+import * as UsageShown from "../runtime/Usage.ts"
 import * as Trust from "../trust/Trust.ts"
 import type * as RerunCompare from "../runtime/RerunCompare.ts"
+import * as Config from "./Config.ts"
 import { sandboxSettings } from "./Config.ts"
 import * as Checks from "./Checks.ts"
 import * as Options from "./Options.ts"
@@ -36,7 +40,9 @@ export const signalExitCode = 130
 
 const HELP = `Usage:
   skein replay ID|FILE                  Print the session's transcript
-  skein replay ID|FILE --acp            Print the session/update stream session/load sends
+  skein replay ID|FILE --acp [--script FILE | --provider NAME] [--model ID]
+                                        Print the session/update stream session/load sends
+                                        (usage with the windows and prices these give)
   skein replay ID|FILE --rerun [--cwd DIR] [--json] [--rerun-home DIR]
                                         Re-run every turn (model answers from the log, tools for
                                         real, in DIR or the logged cwd) and report per turn where
@@ -145,6 +151,25 @@ const rerun = (contents: { readonly header: Rerun.Options["header"]; readonly ev
     return report.diverged ? 1 : 0
   }))
 
+/**
+ * The models' windows and prices a `skein acp` with these options would load the session with:
+ * the scripted provider's window (`--script`), or the home's `config.json` and the environment
+ * (no network). A configuration that cannot be read leaves the usage updates out, and says so.
+ */
+const pricingOf = (common: Options.Common) =>
+  Effect.gen(function*() {
+    if (yield* Config.scripted(common)) {
+      const script = yield* Config.loadScriptFile(common.script!)
+      return UsageShown.pricing({ models: undefined, contextWindow: script.contextWindow })
+    }
+    return yield* Registry.resolve({ home: common.home, env: process.env, provider: common.provider, model: common.model }).pipe(
+      Effect.map((resolved) => UsageShown.pricing({ models: resolved.models, contextWindow: resolved.provider.contextWindow })),
+      Effect.catch((error) =>
+        Effect.as(Effect.sync(() => process.stderr.write(`Usage updates left out: ${error.message}\n`)), undefined)
+      )
+    )
+  })
+
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const parsed = yield* Effect.try({
@@ -184,7 +209,9 @@ export const run = (args: ReadonlyArray<string>) =>
           const child = children.get(id)
           return child === undefined ? undefined : Replay.withRecovery(child.events)
         }
-        yield* writeOut(AcpReplay.notificationLines(contents.header.id, events, { childLog }).join(""))
+        const pricing = yield* pricingOf(common)
+        const meter = pricing === undefined ? undefined : () => UsageShown.meter(pricing)
+        yield* writeOut(AcpReplay.notificationLines(contents.header.id, events, { childLog, meter }).join(""))
       } else {
         yield* writeOut(Replay.transcript(contents.header, events))
       }

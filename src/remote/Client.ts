@@ -115,7 +115,8 @@ export const make = <E>(client: Client<E>, where?: string): Effect.Effect<Runtim
       liveSessions: Effect.orElseSucceed(client.LiveSessions(), () => []),
       events: Stream.orDie(client.Events()),
       commands: (cwd) => Effect.orElseSucceed(client.Commands({ cwd }), () => []),
-      models
+      models,
+      contextWindow: info.contextWindow
     })
   })
 

@@ -33,7 +33,8 @@ export const handlers = (runtime: Runtime["Service"]) => {
     Info: () =>
       Effect.succeed({
         version: VERSION,
-        models: runtime.models === undefined ? undefined : { entries: runtime.models.entries, defaultModel: runtime.models.defaultModel }
+        models: runtime.models === undefined ? undefined : { entries: runtime.models.entries, defaultModel: runtime.models.defaultModel },
+        ...(runtime.contextWindow !== undefined ? { contextWindow: runtime.contextWindow } : {})
       }),
     NewSession: (options) => Effect.flatMap(runtime.newSession(options), snapshot),
     LoadSession: (options) =>

@@ -52,7 +52,9 @@ const Record = Schema.Union([Schema.Struct({ _tag: Schema.Literal("Header"), hea
 const Info = Rpc.make("Info", {
   success: Schema.Struct({
     version: Schema.String,
-    models: Schema.UndefinedOr(Schema.Struct({ entries: Schema.Array(ModelEntry), defaultModel: Schema.UndefinedOr(Schema.String) }))
+    models: Schema.UndefinedOr(Schema.Struct({ entries: Schema.Array(ModelEntry), defaultModel: Schema.UndefinedOr(Schema.String) })),
+    /** The provider's own window (`Runtime.contextWindow`); absent from an older server. */
+    contextWindow: Schema.optionalKey(Schema.Number)
   })
 })
 export const NewSession = Rpc.make("NewSession", { payload: NewSessionOptions, success: Snapshot, error: RuntimeError })

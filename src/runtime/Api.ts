@@ -149,6 +149,8 @@ export class Runtime extends Context.Service<Runtime, {
   readonly events: Stream.Stream<SessionEvent>
   /** The models sessions may switch between, when a provider registry configured them. */
   readonly models: Catalog | undefined
+  /** The provider's own context window (tokens), for a model the catalog does not know (the scripted provider's). */
+  readonly contextWindow: number | undefined
   /**
    * The slash commands of sessions in `cwd` (built-ins, prompt files, user-invocable skills),
    * for a client's command list (a remote runtime asks its server); absent on one that cannot say.

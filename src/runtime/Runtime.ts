@@ -135,12 +135,11 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
 
     const provideFs = <A, E>(effect: Effect.Effect<A, E, FileSystem.FileSystem | Path.Path>) =>
       effect.pipe(Effect.provideService(FileSystem.FileSystem, fs), Effect.provideService(Path.Path, path))
-    // A folder's own skills only once it is trusted (`trust/Workspace.ts`).
-    const discoverSkills = (cwd: string) =>
-      Effect.flatMap(workspace.loadsProject(cwd), (project) =>
-        provideFs(Skills.discover({ cwd, home: config.home, userHome: config.userHome ?? os.homedir(), project })))
+    // A folder's own skills and commands only once it is trusted (`trust/Workspace.ts`: `project`).
+    const discoverSkills = (cwd: string, project: boolean) =>
+      provideFs(Skills.discover({ cwd, home: config.home, userHome: config.userHome ?? os.homedir(), project }))
     const childReads = yield* ChildReads.make({
-      skills: (cwd) => Effect.map(discoverSkills(cwd), (found) => found.skills),
+      skills: (cwd) => Effect.flatMap(workspace.loadsProject(cwd), (project) => Effect.map(discoverSkills(cwd, project), (found) => found.skills)),
       project: (cwd) => provideFs(Prompt.load(cwd))
     })
 
@@ -148,9 +147,10 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
     const extensionsFor = (cwd: string, commands: boolean): Effect.Effect<SessionCommands.Extensions> =>
       Effect.gen(function*() {
         if (!commands) return { skills: yield* childReads.skills(cwd), commands: [] }
-        const found = yield* discoverSkills(cwd)
+        const project = yield* workspace.loadsProject(cwd)
+        const found = yield* discoverSkills(cwd, project)
         yield* childReads.remember(cwd, found.skills)
-        const listed = yield* provideFs(Commands.discover({ cwd, home: config.home, skills: found.skills, project: yield* workspace.loadsProject(cwd) }))
+        const listed = yield* provideFs(Commands.discover({ cwd, home: config.home, skills: found.skills, project }))
         return { skills: found.skills, commands: listed.commands }
       })
 
@@ -207,9 +207,12 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
     })
 
     const userHome = config.userHome ?? os.homedir()
-    /** A session's MCP plan: the user's and the client's servers, and the folder's own while it is trusted. */
+    /**
+     * A session's MCP plan, at its open: the user's and the client's servers, and the folder's own
+     * while it is trusted. Where the folder stands is read here, once for the session (`Workspace.open`).
+     */
     const mcpPlan = (cwd: string, below: ReadonlyArray<McpServer>, above: ReadonlyArray<McpServer>) =>
-      Effect.flatMap(workspace.loadsProject(cwd), (trusted) => SessionMcp.plan({ cwd, userHome, trusted, below, above }))
+      Effect.flatMap(Effect.andThen(workspace.open(cwd), workspace.loadsProject(cwd)), (trusted) => SessionMcp.plan({ cwd, userHome, trusted, below, above }))
 
     /**
      * Starts a session's MCP servers in its scope, in the background (the MCP
@@ -418,6 +421,7 @@ export const layer: Layer.Layer<Runtime, never, Config | Bus.Bus | SessionLog | 
       liveSessions: registry.list,
       events: Stream.unwrap(Effect.map(bus.subscribeAll, Bus.toStream)),
       models: config.models,
+      contextWindow: config.provider.contextWindow,
       commands: (cwd) =>
         Effect.map(extensionsFor(cwd, true), (found) =>
           found.commands.map((c) => ({ name: c.name, description: c.description, ...(c.argumentHint !== undefined ? { hint: c.argumentHint } : {}) })))

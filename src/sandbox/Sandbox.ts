@@ -25,7 +25,6 @@ import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Containment from "../tools/process/Containment.ts"
 import * as ProcessGroup from "../tools/process/ProcessGroup.ts"
-import * as Descriptors from "./Descriptors.ts"
 import { findTools } from "./Detect.ts"
 import * as Env from "./Env.ts"
 import * as Facts from "./Facts.ts"
@@ -262,14 +261,11 @@ export const make = (settings: Settings, options: { readonly skeinHome: string; 
             const line = Policy.commandLine(available.tools, layout, { file, args: program.args }, { seccomp: available.seccomp, namespaces: held(ready.ns) })
             const seccomp = available.seccomp ? yield* seccompFile : undefined
             const filterFd = seccomp === undefined ? [] : [yield* openFile(seccomp)]
-            // What this process was started with beyond stdio would reach the command: blanked.
-            const leaks = Descriptors.inherited()
-            const blank = leaks.length === 0 ? undefined : yield* openFile("/dev/null")
             return yield* use({
               file: line.file,
               args: line.args,
               env: Env.environment(program.env, ready.ns.proxyPort),
-              fds: blank === undefined ? filterFd : Descriptors.slots(filterFd, leaks, blank),
+              fds: filterFd,
               endsWithLeader: true,
               confined: true
             })

@@ -185,6 +185,9 @@ export const awaiting = (ready: Effect.Effect<Runtime["Service"], RuntimeError>)
     events: Stream.unwrap(Effect.map(Effect.orDie(rt), (r) => r.events)),
     get models() {
       return resolved?.models
+    },
+    get contextWindow() {
+      return resolved?.contextWindow
     }
   } satisfies Runtime["Service"]
 }

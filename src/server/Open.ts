@@ -10,6 +10,7 @@ import type * as Acp from "../acp/index.ts"
 import type * as Peer from "../jsonrpc/Peer.ts"
 import * as Protocol from "../jsonrpc/Protocol.ts"
 import type { Canonical } from "../log/Event.ts"
+import * as Usage from "../runtime/Usage.ts"
 import type { Session } from "../session/Protocol.ts"
 import * as Present from "../translate/Present.ts"
 import type * as Shown from "../translate/Shown.ts"
@@ -123,10 +124,7 @@ export const reopen = (c: Connection.Connection, replay: boolean) => (params: Ac
           chunks.push(lines.join(""))
           lines = []
         }
-      }, { native: c.client.nativeChildren, shown: c.client.shown, childLog: (id) => childLogs.get(id) })
-      // Last, the usage the session showed last (not logged: derived from the log on load).
-      const usage = (yield* Effect.orElseSucceed(loaded.session.settings, () => undefined))?.usage
-      if (usage !== undefined) lines.push(encodeFor(params.sessionId)(Translate.usageUpdate(usage)))
+      }, { native: c.client.nativeChildren, shown: c.client.shown, childLog: (id) => childLogs.get(id), meter: () => Usage.meter(Usage.pricing(c.runtime)) })
       if (lines.length > 0) chunks.push(lines.join(""))
       for (const chunk of chunks) yield* c.peer.sendEncoded(chunk)
     }

@@ -50,7 +50,9 @@ const terminal = (call: Call, announce: (toolCallId: string, terminalId: string)
         method: "terminal/create",
         params: {
           command: "/bin/bash",
-          args: ["-c", options.command],
+          // Without the user's ~/.bashrc, which bash reads for `-c` when it thinks sshd started
+          // it (a client over ssh, or one whose terminal's stdin is a socket); see `ShellLevel`.
+          args: ["--norc", "-c", options.command],
           cwd: options.cwd,
           ...(options.env !== undefined && Object.keys(options.env).length > 0
             ? { env: Object.entries(options.env).map(([name, value]) => ({ name, value })) }

@@ -13,13 +13,18 @@
  * watch.
  */
 import { absurd } from "effect/Function"
-import type { Canonical, SessionEvent } from "../log/Event.ts"
+import type { Canonical, SessionEvent, UsageShown } from "../log/Event.ts"
 import * as Children from "./Children.ts"
 import type * as Shown from "./Shown.ts"
 import type { Action } from "./Shown.ts"
-import type * as Translate from "./Translate.ts"
+import * as Translate from "./Translate.ts"
 import * as View from "./View.ts"
 
+/**
+ * Replay: the usage update the live session showed right after a logged event (after a model
+ * call, after a compaction), when it showed one; fed every event in order (`runtime/Usage.meter`).
+ */
+export type Meter = (event: Canonical) => UsageShown | undefined
 
 export interface Options {
   /** The client shows child sessions as sessions (`clientCapabilities.subagents`, unstable). */
@@ -28,6 +33,8 @@ export interface Options {
   readonly shown?: Translate.Options | undefined
   /** Replay: a child's log, when it can be read. */
   readonly childLog?: ((id: string) => ReadonlyArray<Canonical> | undefined) | undefined
+  /** Replay: the session's usage updates, where the live session showed them (none without). */
+  readonly meter?: Meter | undefined
 }
 
 export interface Presenter {
@@ -120,7 +127,14 @@ export const make = (sessionId: string, options: Options): Presenter => {
     return updates(sessionId, own.live(event))
   }
 
+  /** A logged event's updates, then the usage update the live session showed after it. */
   const replay = (event: Canonical): ReadonlyArray<Action> => {
+    const actions = replayed(event)
+    const usage = options.meter?.(event)
+    return usage === undefined ? actions : [...actions, ...updates(sessionId, [Translate.usageUpdate(usage)])]
+  }
+
+  const replayed = (event: Canonical): ReadonlyArray<Action> => {
     const childLog = options.childLog ?? noLog
     switch (event.type) {
       case "subagent":

@@ -17,6 +17,11 @@ export interface Options {
   readonly native?: boolean | undefined
   /** The logs of the session's children (and theirs), when they can be read. */
   readonly childLog?: ((id: string) => ReadonlyArray<Canonical> | undefined) | undefined
+  /**
+   * Makes the meter of the session's usage updates (`runtime/Usage.meter`, with the models a
+   * runtime has): without one, none is shown.
+   */
+  readonly meter?: (() => Present.Meter) | undefined
 }
 
 /** One update of a replay and the session it is shown on (a child's, in the native form). */
@@ -27,10 +32,11 @@ export interface Shown {
 
 /**
  * Calls `f` with each update that rebuilds the logged history of session `sessionId`, in order,
- * as `session/load` sends it; the text of each model call once.
+ * as `session/load` sends it; the text of each model call once, and each usage update the live
+ * session showed (with `options.meter`).
  */
 export const forEach = (sessionId: string, events: ReadonlyArray<Canonical>, f: (shown: Shown) => void, options: Options = {}): void => {
-  const presenter = Present.make(sessionId, { native: options.native === true, shown: options.shown, childLog: options.childLog })
+  const presenter = Present.make(sessionId, { native: options.native === true, shown: options.shown, childLog: options.childLog, meter: options.meter?.() })
   const superseded = supersededPartials(events)
   // Logs from before results carried their call's title: it comes from the call.
   const titles = new Map<string, string>()

@@ -168,9 +168,14 @@ export const remember = (home: string, project: string, trusted: boolean, at: nu
       catch: (error) => `could not write ${fileOf(home)} (${(error as NodeJS.ErrnoException).code ?? "error"})`
     }))
 
+let scans = 0
+/** How many times `status` has looked at a folder and `trust.json` in this process (for tests: it is read once per session open). */
+export const scanCount = (): number => scans
+
 /** Where the folder of `cwd` stands, under `policy` (`undefined`: everything loads, as for an embedding program). */
 export const status = (options: { readonly cwd: string; readonly home: string; readonly userHome?: string | undefined; readonly policy: Policy | undefined }) =>
   Effect.map(read(options.home), ({ store, problem }): Status => {
+    scans++
     const project = projectOf(options.cwd)
     const shipped = ships(options.cwd, options.userHome)
     const state = lookup(store, project)

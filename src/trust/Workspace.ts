@@ -8,6 +8,13 @@
  * are remembered in Skein's home; no answer (cancelled, nobody there, a timeout) is not, and
  * the folder's definitions stay unloaded for that session.
  *
+ * Where a folder stands (`Trust.status`: what it ships, what `trust.json` says) is read once
+ * per place where it can change: a session's open (`open`, which every loader of that folder
+ * then asks through `loadsProject`, with no read of its own) and a trust answer given in this
+ * process (it counts at once for every session in that project). A project's definitions load
+ * only once the folder is trusted (or the policy trusts every folder): a folder that shipped
+ * nothing at the open gets nothing it ships later (a file the model writes) without an answer.
+ *
  * Both are decided per session, never per turn (`forSession`, ADR 0049):
  *
  * - The trust question is settled at the session's first presented prompt: asked there when the
@@ -64,8 +71,31 @@ export interface Options {
 
 export const make = (options: Options) => {
   const status = (cwd: string) => Trust.status({ cwd, home: options.home, userHome: options.userHome, policy: options.policy })
+  /** Where each folder a session opened in stood at the last such open. */
+  const standings = new Map<string, Trust.Status>()
+  /** The answers given in this process, by project, since a session last opened there. */
+  const decided = new Map<string, boolean>()
+
+  /**
+   * A session opens in `cwd`: where its folder stands is read now, for all that the session loads
+   * from it. What `trust.json` says now replaces an answer given here before (it holds that answer,
+   * unless it was changed since).
+   */
+  const open = (cwd: string): Effect.Effect<Trust.Status> =>
+    Effect.tap(status(cwd), (now) =>
+      Effect.sync(() => {
+        standings.set(cwd, now)
+        decided.delete(now.project)
+      }))
+  /** Where the folder stands as its last open read it (read now when no session opened there). */
+  const standing = (cwd: string): Effect.Effect<Trust.Status> => Effect.suspend(() => {
+    const known = standings.get(cwd)
+    return known === undefined ? open(cwd) : Effect.succeed(known)
+  })
+  /** Whether a folder that stands so has its own definitions loaded: trusted, by an answer here or in `trust.json`, or by the policy. */
+  const grants = (now: Trust.Status): boolean => options.policy !== "ask" || (decided.get(now.project) ?? now.state._tag === "trusted")
   /** Whether the folder's own definitions load now. */
-  const loadsProject = (cwd: string): Effect.Effect<boolean> => Effect.map(status(cwd), (s) => s.loads)
+  const loadsProject = (cwd: string): Effect.Effect<boolean> => Effect.map(standing(cwd), grants)
 
   /**
    * The trust question and the hooks of one session: a session the user prompts runs every
@@ -95,12 +125,13 @@ export const make = (options: Options) => {
     const question: Effect.Effect<boolean, never, Questions> = Effect.gen(function*() {
       if (settled || options.policy !== "ask") return false
       settled = true
-      const now = yield* status(session.cwd)
-      if (now.loads || now.state._tag === "denied") return false
+      const now = yield* standing(session.cwd)
+      if (now.ships.length === 0 || grants(now) || now.state._tag === "denied" || decided.has(now.project)) return false
       const questions = yield* Questions
       const answer = yield* questions.ask({ toolCall: questionCard(now, `trust-${(yield* Clock.currentTimeMillis).toString(36)}`), options: TRUST_OPTIONS })
       if (answer?.outcome !== "selected" || (answer.optionId !== "allow_always" && answer.optionId !== "reject_always")) return false
       const trusted = answer.optionId === "allow_always"
+      decided.set(now.project, trusted)
       const saved = yield* Effect.result(Trust.remember(options.home, now.project, trusted, yield* Clock.currentTimeMillis))
       if (saved._tag === "Failure") yield* Effect.logWarning(`The trust answer for ${now.project} was not remembered: ${saved.failure}`)
       // The folder's own hooks load from this prompt on.
@@ -150,7 +181,7 @@ export const make = (options: Options) => {
     return { question, hooks: Object.assign(hooks, { settings }) }
   }
 
-  return { status, loadsProject, forSession }
+  return { status, open, loadsProject, forSession }
 }
 
 export type Workspace = ReturnType<typeof make>

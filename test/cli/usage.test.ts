@@ -36,7 +36,7 @@ const forms: ReadonlyArray<Form> = [
   { name: "sessions rm", command: "sessions", positionals: ["rm", "3f2a"], values: {}, uses: ["home", "store", "yes"] },
   { name: "sessions fork", command: "sessions", positionals: ["fork", "3f2a"], values: {}, uses: ["home", "store", "turn"] },
   { name: "replay", command: "replay", positionals: ["3f2a"], values: {}, uses: ["home", "store", "acp", "rerun"] },
-  { name: "replay --acp", command: "replay", positionals: ["3f2a"], values: { acp: true }, uses: ["home", "store"] },
+  { name: "replay --acp", command: "replay", positionals: ["3f2a"], values: { acp: true }, uses: ["home", "store", "provider", "model", "script"] },
   { name: "replay --rerun", command: "replay", positionals: ["3f2a"], values: { rerun: true }, uses: ["home", "store", "cwd", "json", "rerun-home", "sandbox"] },
   { name: "doctor", command: "doctor", positionals: [], values: {}, uses: [...RUNTIME, "cluster", "mcp"] },
   { name: "doctor --store", command: "doctor", positionals: [], values: { store: "postgres://db/skein" }, uses: [...RUNTIME.filter((o) => o !== "store"), "cluster"] },

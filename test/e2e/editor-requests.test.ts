@@ -5,7 +5,8 @@
  * change; `session/cancel` works as a request; an answer naming an option that was not
  * offered is reported; a finished call repeats its title and keeps its terminal.
  */
-import { readFileSync } from "node:fs"
+import { spawnSync } from "node:child_process"
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { expectClean, type JsonRpcMessage, useAgents, waitUntil } from "../support/AgentProcess.ts"
@@ -57,6 +58,7 @@ describe("e2e: requests to the client come after the updates that lead to them",
   })
 
   it("fs/read_text_file and terminal/* requests are written after the tool call and its in_progress update", async () => {
+    const created: Array<{ command: string; args: ReadonlyArray<string> }> = []
     let release: () => void = () => {}
     const held = new Promise<void>((resolve) => {
       release = resolve
@@ -71,7 +73,10 @@ describe("e2e: requests to the client come after the updates that lead to them",
           await held
           return { content: "from the editor\n" }
         },
-        "terminal/create": () => ({ terminalId: "term-7" }),
+        "terminal/create": (params: { command: string; args: ReadonlyArray<string> }) => {
+          created.push(params)
+          return { terminalId: "term-7" }
+        },
         "terminal/wait_for_exit": () => ({ exitCode: 0 }),
         "terminal/output": () => ({ output: "built\n", truncated: false, exitStatus: { exitCode: 0 } }),
         "terminal/release": () => ({})
@@ -108,6 +113,18 @@ describe("e2e: requests to the client come after the updates that lead to them",
     expect(bashUpdates.at(-1)).toMatchObject({ status: "completed", title: "`make build`", content: [{ type: "terminal", terminalId: "term-7" }] })
     expect(bashUpdates.at(-1).rawOutput.content).toContain("built")
     expect(agent.messages().filter((m) => m.method === "terminal/release")).toHaveLength(1)
+    // Run as a client over ssh runs it (SSH_CLIENT set, no SHLVL, a pipe as stdin), the command
+    // line reads no ~/.bashrc.
+    expect(created).toHaveLength(1)
+    const home = path.join(agent.root, "user")
+    mkdirSync(home)
+    writeFileSync(path.join(home, ".bashrc"), "echo 'hello from .bashrc'\n")
+    const ran = spawnSync(created[0]!.command, created[0]!.args.map((arg) => (arg === "make build" ? "echo built" : arg)), {
+      env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: home, SSH_CLIENT: "10.0.0.1 5000 22" },
+      input: "",
+      encoding: "utf8"
+    })
+    expect(ran.stdout).toBe("built\n")
     expectClean(agent)
   })
 })

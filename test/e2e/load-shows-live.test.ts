@@ -186,9 +186,12 @@ describe("e2e: session/load shows what the live session showed", () => {
       }
       // What is compared is what the brief of this test lists (so that an empty fold cannot pass).
       const live = fold(first.allUpdates(sessionId))
-      // The context meter as the compaction left it (the window is the script's), shown again after the history.
+      // The context meter as the compaction left it (the window is the script's), and every one
+      // before it, shown again where the live session showed them.
       expect(live.usage).toMatchObject({ sessionUpdate: "usage_update", size: 1000 })
-      expect(second.allUpdates(sessionId).filter((u) => u.sessionUpdate !== "available_commands_update").at(-1)).toEqual(live.usage)
+      const usages = (agent: AgentProcess) => agent.allUpdates(sessionId).filter((u) => u.sessionUpdate === "usage_update")
+      expect(usages(first).length).toBeGreaterThan(1)
+      expect(usages(second)).toEqual(usages(first))
       expect(live.titles).toEqual([PROMPTS[0]])
       expect(live.plan).toEqual([{ content: "Fix the notes", status: "completed", priority: "high" }])
       expect(live.messages).toContainEqual([expect.stringMatching(/^e\d+$/), "user_message_chunk", STEERING])
@@ -214,11 +217,12 @@ describe("e2e: session/load shows what the live session showed", () => {
         expect(live.cards["s1"]).toMatchObject({ title: "general — Write b.txt", status: "completed" })
       }
       if (!native) {
-        // `skein replay --acp` prints the bytes the load sent (its command list and last usage aside).
-        const printed = spawnSync(NODE, [SKEIN, "replay", sessionId, "--acp", "--home", first.home], { encoding: "utf8" })
+        // `skein replay --acp` prints the bytes the load sent (its command list aside), its usage
+        // updates too with the window the script gives (as a `skein acp --script` loads it).
+        const printed = spawnSync(NODE, [SKEIN, "replay", sessionId, "--acp", "--home", first.home, "--script", first.scriptPath], { encoding: "utf8" })
         expect(printed.status).toBe(0)
         const sent = second.lines.filter((l) => l.includes('"session/update"') && !l.includes('"available_commands_update"'))
-        expect(sent.pop()).toContain('"usage_update"')
+        expect(sent.filter((l) => l.includes('"usage_update"')).length).toBeGreaterThan(1)
         expect(printed.stdout.trimEnd().split("\n")).toEqual(sent)
       }
     })

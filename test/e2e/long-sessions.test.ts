@@ -94,11 +94,12 @@ const loadInNewProcess = async (first: AgentProcess, sessionId: string, native: 
   return second.updates(sessionId)
 }
 
-/** The last `usage_update` the live session sent, which a load sends again after the history. */
-const lastUsage = (agent: AgentProcess, sessionId: string) => {
-  const last = agent.allUpdates(sessionId).findLast((u) => u.sessionUpdate === "usage_update")
-  expect(last).toMatchObject({ sessionUpdate: "usage_update", size: expect.any(Number) })
-  return last
+/** The `usage_update`s the live session sent (after turn 1's call and after the compaction), which a load sends again where they were. */
+const usages = (agent: AgentProcess, sessionId: string) => {
+  const all = agent.allUpdates(sessionId).filter((u) => u.sessionUpdate === "usage_update")
+  expect(all).toHaveLength(2)
+  for (const usage of all) expect(usage).toMatchObject({ sessionUpdate: "usage_update", size: 1000 })
+  return all
 }
 
 const brief = (u: acp.SessionUpdate) => {
@@ -131,16 +132,17 @@ describe("e2e: compaction", () => {
     expect(replayed.map(brief)).toEqual([
       "user_message_chunk: first",
       "agent_message_chunk: First answer.",
+      // The context meter where the live session showed it: after the call, and after the compaction.
+      "usage_update",
       "user_message_chunk: second",
       // As the client saw it live: started, then done with the summary.
       `compaction_update: ${id} in_progress`,
       `compaction_update: ${id} completed`,
-      "agent_message_chunk: Second answer.",
-      // Last, the context meter as the live session last showed it.
-      "usage_update"
+      "usage_update",
+      "agent_message_chunk: Second answer."
     ])
-    expect(replayed.at(-1)).toEqual(lastUsage(agent, sessionId))
-    expect(replayed[4]).toEqual({ sessionUpdate: "compaction_update", compactionId: id, status: "completed", summary: [{ type: "text", text: SUMMARY }] })
+    expect(replayed.filter((u) => u.sessionUpdate === "usage_update")).toEqual(usages(agent, sessionId))
+    expect(replayed[5]).toEqual({ sessionUpdate: "compaction_update", compactionId: id, status: "completed", summary: [{ type: "text", text: SUMMARY }] })
   })
 
   it("any other client sees a think tool call titled \"Compacted the conversation\" with the summary, live and on load", async () => {
@@ -163,15 +165,16 @@ describe("e2e: compaction", () => {
     expect(replayed.map(brief)).toEqual([
       "user_message_chunk: first",
       "agent_message_chunk: First answer.",
+      "usage_update",
       "user_message_chunk: second",
       // The card as the client saw it live: started, then done with the summary (never an empty finished card).
       `tool_call: ${toolCallId} think in_progress Compacting the conversation`,
       `tool_call_update: ${toolCallId} think completed Compacted the conversation`,
-      "agent_message_chunk: Second answer.",
-      "usage_update"
+      "usage_update",
+      "agent_message_chunk: Second answer."
     ])
-    expect(replayed.at(-1)).toEqual(lastUsage(agent, sessionId))
-    expect(replayed[4]).toMatchObject({ content: [{ type: "content", content: { type: "text", text: SUMMARY } }] })
+    expect(replayed.filter((u) => u.sessionUpdate === "usage_update")).toEqual(usages(agent, sessionId))
+    expect(replayed[5]).toMatchObject({ content: [{ type: "content", content: { type: "text", text: SUMMARY } }] })
   })
 })
 

@@ -58,3 +58,43 @@ describe("Usage.restore", () => {
     expect(Usage.restore(fold([]), catalog, "p/cheap", undefined)).toEqual({ spent: 0, shown: undefined })
   })
 })
+
+describe("Usage.meter", () => {
+  const pricing: Usage.Pricing = { models: catalog, defaultModel: "p/cheap", providerWindow: undefined }
+  const run = (events: ReadonlyArray<CanonicalBody>, with_ = pricing) => {
+    const meter = Usage.meter(with_)
+    return events.map((event, i) => meter({ ...event, seq: i + 1, ts: "", turn: 1, sessionId: "s" } as never))
+  }
+
+  it("shows after each call what the live session showed: its context, with the window and price of the model it ran with, and the cost so far", () => {
+    const shown = run([response({ input: 1000, output: 100 }), model("p/dear"), response({ input: 2000, output: 10, cached: 5000 })])
+    expect(shown).toEqual([
+      { used: 1100, size: 8000, cost: 1200 / 1_000_000 },
+      undefined,
+      { used: 2010, size: 200_000, cost: (1200 + 20_200) / 1_000_000 }
+    ])
+    // The last one is what a load restores.
+    const history = fold([response({ input: 1000, output: 100 }), model("p/dear"), response({ input: 2000, output: 10, cached: 5000 })])
+    expect(shown.at(-1)).toEqual(Usage.restore(history, catalog, "p/cheap", undefined).shown)
+  })
+
+  it("a compaction's summary call adds to the cost only; the compaction shows the context after it; a rewind shows nothing", () => {
+    const compaction: CanonicalBody = {
+      type: "compaction",
+      data: { id: "k1", trigger: "manual", fromSeq: 1, toSeq: 2, keepFromSeq: 3, promptHash: "h", summaryForModel: "s", summaryForUser: "s", usageBefore: 5000, usageAfter: 300 }
+    }
+    const rewound: CanonicalBody = { type: "rewound", data: { toTurn: 1, fromSeq: 1, restored: [], removed: [], skipped: [] } }
+    expect(run([response({ input: 5000, output: 0 }), response({ input: 5000, output: 100 }, "k1"), compaction, rewound])).toEqual([
+      { used: 5000, size: 8000, cost: 5000 / 1_000_000 },
+      undefined,
+      { used: 300, size: 8000, cost: 10_200 / 1_000_000 },
+      undefined
+    ])
+  })
+
+  it("shows no cost before anything is priced, and nothing without a window", () => {
+    expect(run([model("p/free"), response({ input: 10, output: 1 })])).toEqual([undefined, { used: 11, size: 4000 }])
+    expect(run([response({ input: 10, output: 1 })], { models: undefined, defaultModel: undefined, providerWindow: undefined })).toEqual([undefined])
+    expect(run([response({ input: 10, output: 1 })], { models: undefined, defaultModel: undefined, providerWindow: 500 })).toEqual([{ used: 11, size: 500 }])
+  })
+})

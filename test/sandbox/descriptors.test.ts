@@ -1,13 +1,17 @@
 /**
- * What a sandboxed command holds, on the real sandbox: its stdio and nothing else. The chain
- * that starts it (`nsenter`, then bubblewrap, which hands every descriptor it gets on to the
- * command) must not carry the session's namespaces, the seccomp filter, or anything Skein's
- * own process was given when it started (an editor's pipes, a parent's IPC channel).
+ * What a command holds: its stdio and nothing else. The chain that starts a sandboxed one
+ * (`nsenter`, then bubblewrap, which hands every descriptor it gets on to the command) must not
+ * carry the session's namespaces or the seccomp filter; no process Skein starts, sandboxed or
+ * not, may carry anything Skein's own process was given when it started (an editor's pipes, a
+ * parent's IPC channel). Here Skein is embedded (a test runner's process, which keeps its
+ * descriptors): each of those is `/dev/null` in the child. test/e2e/descriptors.test.ts has the
+ * `skein` command, which closes them.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { join } from "node:path"
-import * as Descriptors from "../../src/sandbox/Descriptors.ts"
+import * as Descriptors from "../../src/tools/process/Descriptors.ts"
+import * as ProcessGroup from "../../src/tools/process/ProcessGroup.ts"
 import * as Sandbox from "../../src/sandbox/Sandbox.ts"
 import * as Settings from "../../src/sandbox/Settings.ts"
 import { bash } from "../../src/tools/bash.ts"
@@ -56,7 +60,29 @@ describe("Descriptors", () => {
     assert.deepStrictEqual(Descriptors.slots([40], [], 41), [40])
     assert.deepStrictEqual(Descriptors.slots([40], [3, 6, 9], 41), [40, "ignore", "ignore", 41, "ignore", "ignore", 41])
     assert.deepStrictEqual(Descriptors.slots([], [5], 41), ["ignore", "ignore", 41])
+    // A place the caller leaves empty is no way through either.
+    assert.deepStrictEqual(Descriptors.slots([40, "ignore"], [4], 41), [40, 41])
   })
+
+  it.live("an unsandboxed process Skein starts holds only its stdio, and /dev/null over what this process inherited", () =>
+    Effect.gen(function*() {
+      let output = ""
+      const group = yield* ProcessGroup.spawnProgram({
+        file: "/bin/sh",
+        args: ["-c", LIST],
+        cwd: "/",
+        env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" },
+        onOutput: (chunk) => void (output += Buffer.from(chunk).toString("utf8"))
+      })
+      yield* ProcessGroup.awaitFor(group.exited, 60_000)
+      yield* ProcessGroup.awaitFor(group.drained, 60_000)
+      yield* ProcessGroup.release(group)
+      assert.strictEqual(group.exitStatus()?.code, 0, output)
+      onlyStdio(output)
+      // Whatever this process inherited is there, as /dev/null.
+      const found = descriptors(output)
+      assert.deepStrictEqual(Descriptors.inherited().filter((fd) => found.get(fd) !== "/dev/null"), [], output)
+    }))
 })
 
 Bwrap.describeWithBwrap("sandbox: a command's descriptors", () => {

@@ -11,6 +11,7 @@ import * as Stream from "effect/Stream"
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import type { SessionEvent } from "../../src/log/Event.ts"
+import * as Trust from "../../src/trust/Trust.ts"
 import type { Answer } from "../../src/Vocabulary.ts"
 import { text, withSkein } from "../support/Sessions.ts"
 
@@ -96,5 +97,44 @@ describe("workspace trust, per session", () => {
         assert.strictEqual(runs(cwd), 1)
         const trust = JSON.parse(readFileSync(join(session.cwd, "..", "home", "trust.json"), "utf8"))
         assert.isTrue(Object.values(trust.folders as Record<string, { trusted: boolean }>).every((entry) => entry.trusted))
+      })))
+})
+
+describe("where a folder stands is read once per session open", () => {
+  it.live("one read of trust.json and the folder per session: its skills, commands, MCP servers, hooks and the question share it; an answer counts at once", () =>
+    withSkein({
+      script: {
+        turns: [
+          { calls: [[{ text: "one" }]] },
+          { calls: [[{ text: "two" }]] },
+          { calls: [[{ text: "three" }]] }
+        ]
+      },
+      trust: "ask"
+    }, ({ cwd, runtime }) =>
+      Effect.gen(function*() {
+        mkdirSync(join(cwd, ".skein", "commands"), { recursive: true })
+        writeFileSync(join(cwd, ".skein", "commands", "ship.md"), "Ship $ARGUMENTS\n")
+        mkdirSync(join(cwd, ".claude", "skills", "deploy"), { recursive: true })
+        writeFileSync(join(cwd, ".claude", "skills", "deploy", "SKILL.md"), "---\nname: deploy\ndescription: Deploys\n---\nDeploy it.\n")
+        writeFileSync(join(cwd, ".claude", "settings.json"), HOOK)
+        const names = Effect.map(runtime.commands!(cwd), (listed) => listed.map((c) => c.name))
+        const before = Trust.scanCount()
+        const session = yield* runtime.newSession({ cwd })
+        // The client's command list, as after session/new: untrusted, the folder's own are left out.
+        assert.notInclude(yield* names, "ship")
+        assert.strictEqual(Trust.scanCount() - before, 1)
+        // Trusted in the session's question: its command and skill load from that prompt on, with no new read.
+        const events = yield* turn(session, "presented", "allow_always")
+        assert.strictEqual(trustAsked(events).length, 1)
+        assert.include(yield* names, "ship")
+        assert.include(yield* names, "deploy")
+        yield* turn(session, "/ship it", "allow_always")
+        assert.strictEqual(Trust.scanCount() - before, 1)
+        // A new session reads it again, once: trusted now, nobody is asked.
+        const next = yield* runtime.newSession({ cwd })
+        const again = yield* turn(next, "hello", "allow_always")
+        assert.deepStrictEqual(trustAsked(again), [])
+        assert.strictEqual(Trust.scanCount() - before, 2)
       })))
 })

@@ -21,6 +21,7 @@ import * as NodeChildProcess from "node:child_process"
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Path from "effect/Path"
+import * as Descriptors from "../process/Descriptors.ts"
 import { inside } from "./Paths.ts"
 
 /** Command-scope configuration for an auto-allowed git. */
@@ -83,20 +84,52 @@ interface Ran {
 
 const GIT_TIMEOUT_MS = 5_000
 
-/** Runs git with the overrides; never fails (a spawn error is code null). */
+const GIT_MAX_OUTPUT = 4 * 1024 * 1024
+
+/**
+ * Runs git with the overrides; never fails (a spawn error, a timeout or too much output is
+ * code null). Its descriptors are its stdio only (`Descriptors.stdio`).
+ */
 const git = (args: ReadonlyArray<string>, cwd: string, env: Record<string, string>): Effect.Effect<Ran> =>
   Effect.callback<Ran>((resume) => {
-    const child = NodeChildProcess.execFile(
-      "git",
-      args,
-      { cwd, env, timeout: GIT_TIMEOUT_MS, maxBuffer: 4 * 1024 * 1024, encoding: "utf8", windowsHide: true },
-      (error, stdout, stderr) => {
-        const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
-        resume(Effect.succeed({ code, stdout, stderr }))
-      }
-    )
-    child.stdin?.end()
+    let child: NodeChildProcess.ChildProcess
+    try {
+      child = NodeChildProcess.spawn("git", [...args], { cwd, env, stdio: Descriptors.stdio(["ignore", "pipe", "pipe"]), windowsHide: true })
+    } catch {
+      return resume(Effect.succeed({ code: null, stdout: "", stderr: "" }))
+    }
+    const out = { stdout: [] as Array<Buffer>, stderr: [] as Array<Buffer>, size: 0, failed: false }
+    const stop = () => {
+      out.failed = true
+      child.kill("SIGKILL")
+    }
+    const timer = setTimeout(stop, GIT_TIMEOUT_MS)
+    for (const name of ["stdout", "stderr"] as const) {
+      child[name]?.on("data", (chunk: Buffer) => {
+        out.size += chunk.length
+        if (out.size > GIT_MAX_OUTPUT) stop()
+        else out[name].push(chunk)
+      })
+    }
+    let finished = false
+    const finish = (code: number | null) => {
+      if (finished) return
+      finished = true
+      clearTimeout(timer)
+      resume(Effect.succeed({
+        code: out.failed ? null : code,
+        stdout: Buffer.concat(out.stdout).toString("utf8"),
+        stderr: Buffer.concat(out.stderr).toString("utf8")
+      }))
+    }
+    // Not started (no git, out of processes): "error", and maybe "close" after it.
+    child.once("error", () => {
+      out.failed = true
+      finish(null)
+    })
+    child.once("close", finish)
     return Effect.sync(() => {
+      clearTimeout(timer)
       child.kill("SIGKILL")
     })
   })

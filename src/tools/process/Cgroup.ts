@@ -12,6 +12,7 @@
 import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
+import * as Descriptors from "./Descriptors.ts"
 
 /** Where Skein's own cgroup is, from /proc/self/cgroup and the cgroup2 mount; undefined without one. */
 export const ownDirectory = (): string | undefined => {
@@ -53,15 +54,14 @@ export const baseDirectory = (name: string): string | undefined => {
  * available to this user.
  */
 export const makeBase = (base: string): boolean => {
+  let stdio: ReturnType<typeof Descriptors.stdio>
   try {
+    stdio = Descriptors.stdio(["ignore", "ignore", "ignore"])
     NodeFs.mkdirSync(base)
   } catch {
     return false
   }
-  const probe = NodeChildProcess.spawnSync("/bin/sh", ["-c", "echo $$ > \"$0\"", NodePath.join(base, "cgroup.procs")], {
-    stdio: "ignore",
-    timeout: 5_000
-  })
+  const probe = NodeChildProcess.spawnSync("/bin/sh", ["-c", "echo $$ > \"$0\"", NodePath.join(base, "cgroup.procs")], { stdio, timeout: 5_000 })
   if (probe.status !== 0) {
     remove(base)
     return false

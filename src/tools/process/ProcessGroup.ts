@@ -23,6 +23,8 @@ import type { Readable, Writable } from "node:stream"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Containment from "./Containment.ts"
+import * as Descriptors from "./Descriptors.ts"
+import * as ShellLevel from "./ShellLevel.ts"
 
 /** SIGTERM first; SIGKILL if anything of the tree is still alive after this. */
 const TERM_GRACE_MS = 200
@@ -140,9 +142,9 @@ interface ProgramOptions {
   /** Gets stdout and stderr in arrival order; without it the caller reads `stdout`/`stderr`. */
   readonly onOutput?: ((chunk: Uint8Array) => void) | undefined
   /**
-   * Open descriptors the child inherits as 3, 4, … (a sandbox's filter, `/dev/null` over what
-   * this process inherited: see `sandbox/Descriptors.ts`); `"ignore"` puts nothing there.
-   * The program is then named by its path: it is not looked up.
+   * Open descriptors the child inherits as 3, 4, … (a sandbox's filter); `"ignore"` puts
+   * nothing there. It inherits nothing else: `/dev/null` goes over whatever this process was
+   * started with (`Descriptors.ts`). The program is then named by its path: it is not looked up.
    */
   readonly fds?: ReadonlyArray<number | "ignore"> | undefined
   /**
@@ -171,7 +173,8 @@ interface CannotStart {
 /**
  * Spawns `file args` as the leader of a new process group (and session:
  * `detached` calls setsid, so no controlling terminal can prompt), contained
- * (see Containment.ts), stdout and stderr piped. Fails when it cannot start.
+ * (see Containment.ts), stdout and stderr piped, with a `SHLVL` that keeps bash
+ * from reading `~/.bashrc` (see ShellLevel.ts). Fails when it cannot start.
  */
 export const spawnProgram = (options: ProgramOptions): Effect.Effect<Group, CannotStart> =>
   Effect.callback<Group, CannotStart>((resume) => {
@@ -194,9 +197,10 @@ export const spawnProgram = (options: ProgramOptions): Effect.Effect<Group, Cann
     try {
       child = NodeChildProcess.spawn(argv.file, [...argv.args], {
         cwd: options.cwd,
-        env: { ...options.env, ...tree.env },
+        // No bash of the tree reads the user's ~/.bashrc (see ShellLevel.ts).
+        env: ShellLevel.nested({ ...options.env, ...tree.env }),
         detached: true,
-        stdio: [options.stdin ?? "ignore", "pipe", "pipe", ...(options.fds ?? [])],
+        stdio: Descriptors.stdio([options.stdin ?? "ignore", "pipe", "pipe"], options.fds),
         windowsHide: true
       })
     } catch (error) {

@@ -19,6 +19,7 @@
  */
 import * as NodeChildProcess from "node:child_process"
 import type { Writable } from "node:stream"
+import * as Descriptors from "./Descriptors.ts"
 
 export interface Options {
   /** Skein's cgroup subtree, when it has one. */
@@ -68,7 +69,7 @@ const start = (options: Options): { readonly stdin: Writable | undefined; alive:
     child = NodeChildProcess.spawn("/bin/sh", ["-c", SCRIPT, "skein-watchdog", options.cgroup ?? "", options.marker], {
       // Its own group and session: a Ctrl-C meant for Skein's group does not reach it.
       detached: true,
-      stdio: ["pipe", "ignore", "ignore"],
+      stdio: Descriptors.stdio(["pipe", "ignore", "ignore"]),
       // Skein's marker is not in Skein's own environment, so the watchdog does not find itself.
       env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" }
     })
