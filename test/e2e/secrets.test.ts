@@ -15,9 +15,11 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { type AgentProcess, expectClean, NODE, REPO_ROOT, SKEIN, useAgents, waitUntil } from "../support/AgentProcess.ts"
+import { bundled } from "../support/FixtureBundle.ts"
 
 const agents = useAgents()
-const FIXTURE = path.join(REPO_ROOT, "test/fixtures/mcp/server.ts")
+/** The fixture MCP server, bundled once per checkout (test/support/FixtureBundle.ts). */
+const FIXTURE = bundled(path.join(REPO_ROOT, "test/fixtures/mcp/server.ts"))
 
 /** Skein's own: a key whose name is on no list, and a database password inside a URL. */
 const ENV_KEY = "myllm-e2e-6d1f0c2b9a84"

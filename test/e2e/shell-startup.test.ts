@@ -11,9 +11,11 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { expectClean, NODE, REPO_ROOT, SKEIN, useAgents, waitUntil } from "../support/AgentProcess.ts"
+import { bundled } from "../support/FixtureBundle.ts"
 
 const agents = useAgents()
-const MCP_SERVER = path.join(REPO_ROOT, "test/fixtures/mcp/server.ts")
+/** The fixture MCP server, bundled once per checkout (test/support/FixtureBundle.ts). */
+const MCP_SERVER = bundled(path.join(REPO_ROOT, "test/fixtures/mcp/server.ts"))
 
 /** Prints on stdout (what corrupts a stdio protocol) and records each command it ran for. */
 const BASHRC = "echo 'hello from .bashrc'\nprintf '%s\\n' \"$BASH_EXECUTION_STRING\" >> \"$HOME/bashrc-ran\"\n"

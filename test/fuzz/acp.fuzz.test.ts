@@ -41,6 +41,8 @@ const FINAL_ID = "final-9d2e"
 const initializeParams = { protocolVersion: 1, clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false } }
 const finalLine = `\n${JSON.stringify({ jsonrpc: "2.0", id: FINAL_ID, method: "initialize", params: initializeParams })}\n`
 const script = quickTurns(400)
+/** Parsed once: a script is data the provider only reads (each run's position is its own). */
+const parsedScript = Effect.runSync(Scripted.parse(JSON.stringify(script)))
 
 const opsArb = fc.array(opArb<AcpContext>(), { minLength: 1, maxLength: 50 })
 
@@ -102,9 +104,8 @@ const inProcess = (ops: ReadonlyArray<Op<AcpContext>>, flips: ReadonlyArray<Flip
     const home = join(root, "home")
     const cwd = join(root, "workspace")
     mkdirSync(cwd, { recursive: true })
-    const parsed = yield* Scripted.parse(JSON.stringify(script))
     const mt = yield* MemoryTransport.make
-    const server = yield* Effect.forkChild(serve(mt.transport, { version: "fuzz" }).pipe(Effect.provide(Skein.layer({ home, script: parsed }))))
+    const server = yield* Effect.forkChild(serve(mt.transport, { version: "fuzz" }).pipe(Effect.provide(Skein.layer({ home, script: parsedScript }))))
 
     // Prelude: initialize and two sessions (ids the fuzzed ops never use).
     const prelude = [

@@ -17,10 +17,12 @@ import * as McpSession from "../../src/mcp/McpSession.ts"
 import * as StdioTransport from "../../src/mcp/StdioTransport.ts"
 import * as Tool from "../../src/tools/Tool.ts"
 import * as TempDir from "../support/TempDir.ts"
+import { bundled } from "../support/FixtureBundle.ts"
 
 export const NODE = join(import.meta.dirname, "..", "..", "node_modules", ".bin", "node")
 const fixtures = join(import.meta.dirname, "..", "fixtures", "mcp")
-const SERVER = join(fixtures, "server.ts")
+/** The fixture server, bundled once per checkout (a start loads one file, not Effect module by module). */
+const SERVER = bundled(join(fixtures, "server.ts"))
 
 export const fixture = (name: string, env: Record<string, string> = {}, script = SERVER): McpServer => ({
   name,
@@ -382,7 +384,7 @@ describe.concurrent("McpSession when servers fail", () => {
 const httpFixture = (env: Record<string, string> = {}) =>
   Effect.acquireRelease(
     Effect.callback<{ readonly port: number; readonly kill: () => void }, Error>((resume) => {
-      const child = spawn(NODE, [join(fixtures, "http-server.ts")], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] })
+      const child = spawn(NODE, [bundled(join(fixtures, "http-server.ts"))], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] })
       let out = ""
       child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
         out += chunk

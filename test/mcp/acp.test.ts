@@ -10,12 +10,14 @@ import { existsSync, readFileSync, statSync } from "node:fs"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { type AgentProcess, expectClean, message, NODE, REPO_ROOT, SKEIN, useAgents, waitUntil } from "../support/AgentProcess.ts"
+import { bundled } from "../support/FixtureBundle.ts"
 
 // Until the MCP integration is applied to the server (src/server/AcpServer.ts passes `mcpServers`
 // on), there is nothing to drive end to end. Remove this guard with the integration.
 
 const agents = useAgents()
-const FIXTURE = path.join(REPO_ROOT, "test/fixtures/mcp/server.ts")
+/** The fixture MCP server, bundled once per checkout (test/support/FixtureBundle.ts). */
+const FIXTURE = bundled(path.join(REPO_ROOT, "test/fixtures/mcp/server.ts"))
 
 /** Grandchildren the fixture spawned, killed after each test whatever happened (they would outlive a SIGKILLed agent). */
 const spawned: Array<number> = []

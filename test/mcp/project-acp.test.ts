@@ -13,9 +13,11 @@ import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { type AgentProcess, expectClean, NODE, REPO_ROOT, SKEIN, useAgents, waitUntil } from "../support/AgentProcess.ts"
+import { bundled } from "../support/FixtureBundle.ts"
 
 const agents = useAgents()
-const FIXTURE = path.join(REPO_ROOT, "test/fixtures/mcp/server.ts")
+/** The fixture MCP server, bundled once per checkout (test/support/FixtureBundle.ts). */
+const FIXTURE = bundled(path.join(REPO_ROOT, "test/fixtures/mcp/server.ts"))
 
 /** A server in a config file's shape: the fixture, which answers `echo {text: "env:WHO"}` with its `WHO`. */
 const server = (env: Record<string, string>) => ({ command: NODE, args: [FIXTURE], env })

@@ -14,57 +14,35 @@
  *   `type: "object"` of its own (the branches carry it). That lint is about how a schema is
  *   written, not about what it accepts.
  * `useDefaults` stays off, so validation never changes the value it checks.
+ *
+ * The validators are compiled once per checkout, not once per process: AcpValidators.ts keeps
+ * Ajv's standalone code of every def on disk, keyed by a hash of what decides it.
  */
-import Ajv2020, { type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js"
+import type { ErrorObject, ValidateFunction } from "ajv/dist/2020.js"
 import { readFileSync } from "node:fs"
-import { createRequire } from "node:module"
+import { loadValidators, schemaPath, type SchemaFile, type Validators } from "./AcpValidators.ts"
 
 type Json = Record<string, unknown>
 
-const SCHEMA_KEY = "acp-v1"
-
 interface Loaded {
-  readonly ajv: Ajv2020
+  readonly file: SchemaFile
+  readonly text: string
   readonly schema: { readonly $defs: Record<string, Json> }
-  readonly validators: Map<string, ValidateFunction>
+  /** Compiled on first use: a file that only reads the schema's defs compiles nothing. */
+  validators: Validators | undefined
 }
 
-const loadedBy = new Map<string, Loaded>()
+const loadedBy = new Map<SchemaFile, Loaded>()
 
 const isObject = (u: unknown): u is Json => typeof u === "object" && u !== null && !Array.isArray(u)
 
-const collectXKeywords = (node: unknown, into: Set<string>): Set<string> => {
-  if (Array.isArray(node)) for (const item of node) collectXKeywords(item, into)
-  else if (isObject(node)) {
-    for (const [key, value] of Object.entries(node)) {
-      if (key.startsWith("x-")) into.add(key)
-      collectXKeywords(value, into)
-    }
-  }
-  return into
-}
-
-const integerIn = (min: number, max: number) => (n: number) => Number.isInteger(n) && n >= min && n <= max
-
 /** The stable v1 schema, or the unstable one (with the subagents extension). */
 const load = (unstable = false): Loaded => {
-  const file = unstable ? "schema.unstable.json" : "schema.json"
+  const file: SchemaFile = unstable ? "schema.unstable.json" : "schema.json"
   const cached = loadedBy.get(file)
   if (cached) return cached
-  const require = createRequire(import.meta.url)
-  const path = require.resolve(`@agentclientprotocol/sdk/schema/v1/${file}`)
-  const schema = JSON.parse(readFileSync(path, "utf8")) as Loaded["schema"]
-  const ajv = new Ajv2020({ strict: true, strictTypes: false, allErrors: true, discriminator: true })
-  for (const keyword of collectXKeywords(schema, new Set())) ajv.addKeyword({ keyword })
-  ajv.addFormat("int32", { type: "number", validate: integerIn(-(2 ** 31), 2 ** 31 - 1) })
-  ajv.addFormat("int64", { type: "number", validate: integerIn(-(2 ** 63), 2 ** 63) })
-  ajv.addFormat("uint16", { type: "number", validate: integerIn(0, 2 ** 16 - 1) })
-  ajv.addFormat("uint32", { type: "number", validate: integerIn(0, 2 ** 32 - 1) })
-  ajv.addFormat("uint64", { type: "number", validate: integerIn(0, 2 ** 64) })
-  ajv.addFormat("double", { type: "number", validate: (n: number) => Number.isFinite(n) })
-  ajv.addFormat("uri", { type: "string", validate: (s: string) => URL.canParse(s) })
-  ajv.addSchema(schema as object, SCHEMA_KEY)
-  const made = { ajv, schema, validators: new Map() }
+  const text = readFileSync(schemaPath(file), "utf8")
+  const made: Loaded = { file, text, schema: JSON.parse(text) as Loaded["schema"], validators: undefined }
   loadedBy.set(file, made)
   return made
 }
@@ -72,14 +50,15 @@ const load = (unstable = false): Loaded => {
 /** The `$defs` of the official schema (parsed once). */
 export const officialDefs = (unstable = false): Readonly<Record<string, Json>> => load(unstable).schema.$defs
 
+/** Where this process's validators of a schema came from (test/support/AcpValidators.ts). */
+export const validatorsFrom = (unstable = false): Validators["from"] | undefined => load(unstable).validators?.from
+
 const validatorFor = (defName: string, unstable = false): ValidateFunction => {
-  const { ajv, schema, validators } = load(unstable)
-  const cached = validators.get(defName)
-  if (cached) return cached
-  if (!Object.hasOwn(schema.$defs, defName)) throw new Error(`no $defs entry named ${defName} in the ACP schema`)
-  const compiled = ajv.getSchema(`${SCHEMA_KEY}#/$defs/${defName}`)
+  const loaded = load(unstable)
+  if (!Object.hasOwn(loaded.schema.$defs, defName)) throw new Error(`no $defs entry named ${defName} in the ACP schema`)
+  loaded.validators ??= loadValidators(loaded.file, loaded.text, loaded.schema)
+  const compiled = loaded.validators.get(defName)
   if (!compiled) throw new Error(`Ajv could not compile $defs/${defName}`)
-  validators.set(defName, compiled)
   return compiled
 }
 

@@ -17,9 +17,9 @@
  * the process exits, or by the next test process when it could not be.
  */
 import * as Effect from "effect/Effect"
-import { buildSync } from "esbuild"
 import { chmodSync, copyFileSync, cpSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync } from "node:fs"
 import { basename, join } from "node:path"
+import { bundled } from "./FixtureBundle.ts"
 
 /** A place every user and every sandboxed command sees (a sandbox replaces only /tmp and /run). */
 export const BASE = "/var/tmp"
@@ -96,10 +96,10 @@ export const file = (path: string): string =>
     chmodSync(target, 0o755)
   }, `${cached.size}-${basename(path)}`)
 
-/** A TypeScript fixture bundled with what it imports into one CommonJS file, readable by everyone. */
+/** A TypeScript fixture bundled with what it imports into one CommonJS file (FixtureBundle.ts), readable by everyone. */
 export const bundle = (entry: string): string =>
   once(`bundle:${entry}`, (target) => {
-    buildSync({ entryPoints: [entry], bundle: true, platform: "node", format: "cjs", target: "node22", outfile: target, logLevel: "error" })
+    copyFileSync(bundled(entry), target)
     chmodSync(target, 0o644)
   }, `${cached.size}-${basename(entry).replace(/\.ts$/, "")}.cjs`)
 

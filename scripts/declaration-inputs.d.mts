@@ -1,0 +1,2 @@
+export declare const declarationInputs: (root: string) => string
+export declare const STAMP: string
