@@ -9,7 +9,7 @@ import { build } from "esbuild"
 import { createHash } from "node:crypto"
 import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { resolve } from "node:path"
-import { ACP_START, broken, NEVER_AT_START, NOT_BEFORE_SESSION, staticallyReached } from "./startup-modules.mjs"
+import { ACP_START, broken, NEVER_AT_START, NOT_BEFORE_SESSION, staticallyReached, unexpectedSchemas } from "./startup-modules.mjs"
 import { warmCodeCache } from "./warm-code-cache.mjs"
 
 // Built-in modules that start-up does not need are loaded on first use instead, whoever imports
@@ -319,8 +319,15 @@ rmSync("dist/skein-main.mjs", { force: true }) // the ES-module bundle of earlie
 // Warms the code cache for this build and this Node (scripts/warm-code-cache.mjs): the first
 // start a user makes is a warm one.
 if (process.env.SKEIN_NO_CODE_CACHE !== "1" && process.env.SKEIN_NO_CODE_CACHE !== "true") {
-  const problem = await warmCodeCache()
+  let atSession
+  const problem = await warmCodeCache({ startSchemas: (built) => (atSession = built) })
   if (problem !== undefined) process.stderr.write(`build: the code cache was not warmed (${problem})\n`)
+  // Start-up builds only the Schemas of the requests it decodes (scripts/startup-modules.mjs).
+  const unexpected = atSession === undefined ? [] : unexpectedSchemas(atSession)
+  if (unexpected.length > 0) {
+    process.stderr.write(`build: skein acp built ${unexpected.slice(0, 5).join(", ")} before answering session/new: build them where they are first used (Lazy.schema, Lazy.fn)\n`)
+    process.exit(1)
+  }
 }
 
 // The embedding API as a library. Effect and its platform packages stay external: an embedding

@@ -11,3 +11,5 @@ export declare const ACP_START: ReadonlyArray<string>
 export declare const NEVER_AT_START: ReadonlyArray<Rule>
 export declare const NOT_BEFORE_SESSION: ReadonlyArray<Rule>
 export declare const broken: (reached: Iterable<string>, rules: ReadonlyArray<Rule>) => Array<{ readonly why: string; readonly inputs: Array<string> }>
+export declare const SCHEMAS_BEFORE_SESSION: ReadonlyArray<string>
+export declare const unexpectedSchemas: (built: ReadonlyArray<string>) => Array<string>

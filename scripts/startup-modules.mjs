@@ -43,6 +43,33 @@ export const NOT_BEFORE_SESSION = [
   { why: "the checkpoints' shadow repository and /rewind", test: (input) => /^src\/checkpoints\/(Shadow|Rewind|Git|Objects)\.ts$/.test(input) }
 ]
 
+/**
+ * The Schemas built at their first use (src/Lazy.ts) that `skein acp` may have built when it
+ * answers `session/new`: the requests it decoded (`initialize`, `session/new` with the MCP server
+ * shapes in it). The vocabulary, the log's events, the session protocol and every other request
+ * wait for the work that uses them. The build's warm-up run (scripts/warm-code-cache.mjs) reports
+ * what it had built at that answer, and the build fails on any other; test/e2e/startup.test.ts
+ * checks the same.
+ */
+export const SCHEMAS_BEFORE_SESSION = [
+  "acp.InitializeRequest",
+  "acp.ClientCapabilities",
+  "acp.FileSystemCapabilities",
+  "acp.AuthCapabilities",
+  "acp.Implementation",
+  "acp.NewSessionRequest",
+  "acp.directories",
+  "acp.mcpServers",
+  "acp.McpServer",
+  "acp.McpServerHttp",
+  "acp.McpServerSse",
+  "acp.McpServerStdio",
+  "acp.HttpHeader"
+]
+
+/** The Schemas of `built` that start-up may not build. */
+export const unexpectedSchemas = (built) => built.filter((name) => !SCHEMAS_BEFORE_SESSION.includes(name))
+
 /** Each rule broken by `reached`: `why` and the first inputs that break it. */
 export const broken = (reached, rules) =>
   rules.flatMap((rule) => {

@@ -34,8 +34,22 @@ const runEnv = (env, baseUrl) => {
   return { ...out, OPENAI_BASE_URL: baseUrl, OPENAI_API_KEY: "skein-code-cache-warm-up", SKEIN_CODE_CACHE_AT_EXIT: "1" }
 }
 
-/** Resolves with undefined when the cache was written, else with what went wrong. */
-export const warmCodeCache = ({ env = process.env } = {}) =>
+// Preloaded into the run: at each answer it writes to stderr the Schemas built so far of those
+// built at their first use (src/Lazy.ts), for `startSchemas`.
+const SCHEMAS_PROBE = `data:text/javascript,${encodeURIComponent(`
+const write = process.stdout.write.bind(process.stdout)
+process.stdout.write = (chunk, ...rest) => {
+  const m = /"id":(\\d+),"result"/.exec(typeof chunk === "string" ? chunk : Buffer.from(chunk).toString("utf8"))
+  if (m !== null) process.stderr.write("skein-warm-schemas " + m[1] + " " + JSON.stringify([...(globalThis[Symbol.for("skein.lazySchemas")] ?? [])]) + "\\n")
+  return write(chunk, ...rest)
+}`)}`
+
+/**
+ * Resolves with undefined when the cache was written, else with what went wrong. `startSchemas`,
+ * when given, is called with the Schemas built at first use that the run had built when it
+ * answered `session/new` (scripts/startup-modules.mjs says which it may build).
+ */
+export const warmCodeCache = ({ env = process.env, startSchemas } = {}) =>
   new Promise((resolve) => {
     const home = mkdtempSync(join(tmpdir(), "skein-build-warm-"))
     let requests = 0
@@ -58,10 +72,15 @@ export const warmCodeCache = ({ env = process.env } = {}) =>
     server.on("error", (error) => done(`no model server for the warm-up run: ${error.message}`))
     server.listen(0, "127.0.0.1", () => {
       const baseUrl = `http://127.0.0.1:${server.address().port}/v1`
-      const child = spawn(process.execPath, [join(root, "dist", "skein.mjs"), "acp", "--home", home, "--provider", "openai-chat", "--model", "warm"], {
+      const probe = startSchemas === undefined ? [] : ["--import", SCHEMAS_PROBE]
+      const child = spawn(process.execPath, [...probe, join(root, "dist", "skein.mjs"), "acp", "--home", home, "--provider", "openai-chat", "--model", "warm"], {
         cwd: home,
         env: runEnv(env, baseUrl),
-        stdio: ["pipe", "pipe", "ignore"]
+        stdio: ["pipe", "pipe", startSchemas === undefined ? "ignore" : "pipe"]
+      })
+      let errors = ""
+      child.stderr?.setEncoding("utf8").on("data", (data) => {
+        errors = (errors + data).slice(-1_000_000)
       })
       timer = setTimeout(() => child.kill("SIGKILL"), 30_000)
       const send = (id, method, params) => child.stdin.write(JSON.stringify({ jsonrpc: "2.0", id, method, params }) + "\n")
@@ -89,7 +108,9 @@ export const warmCodeCache = ({ env = process.env } = {}) =>
         }
       })
       child.on("error", (error) => done(error.message))
-      child.on("exit", (code, signal) =>
+      child.on("exit", (code, signal) => {
+        const atSession = /^skein-warm-schemas 2 (.*)$/m.exec(errors)
+        if (startSchemas !== undefined && atSession !== null) startSchemas(JSON.parse(atSession[1]))
         done(
           failed ??
             (code !== 0
@@ -99,7 +120,8 @@ export const warmCodeCache = ({ env = process.env } = {}) =>
               : requests === 0
               ? "the turn reached no model"
               : undefined)
-        ))
+        )
+      })
       send(1, "initialize", { protocolVersion: 1 })
     })
   })

@@ -29,6 +29,7 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type * as Duration from "effect/Duration"
 import type * as Scope from "effect/Scope"
+import * as Lazy from "../Lazy.ts"
 import * as Framing from "./Framing.ts"
 import * as Protocol from "./Protocol.ts"
 import * as Response from "./Response.ts"
@@ -133,8 +134,9 @@ export interface Peer {
   readonly serve: <H extends Handlers>(handlers: H) => Effect.Effect<void, never, HandlerServices<H>>
 }
 
+// Made with its method's first message: only the Schemas of methods sent are built (`Lazy.schema`).
 const decodeWith = <S extends Schema.Constraint>(schema: S) => {
-  const decode = Schema.decodeUnknownEffect(schema, { errors: "all" })
+  const decode = Lazy.fn(() => Schema.decodeUnknownEffect(schema, { errors: "all" }))
   return (params: unknown): Effect.Effect<S["Type"], RpcError, S["DecodingServices"]> =>
     Effect.mapError(decode(params), (error) => Protocol.invalidParams(Protocol.formatIssue(error.issue)))
 }

@@ -64,7 +64,11 @@ const explain = (schema: Schema.ConstraintDecoder<unknown>, data: unknown): stri
 }
 
 const build = (union: EventUnion): Check => {
-  const members = new Map(union.members.map((member) => [member.fields.type.literal, member]))
+  // The union's members, by type, at the first check: a process that opens sessions and logs
+  // nothing yet does not build the event Schemas (`Lazy.schema` in `Event.ts`).
+  let byType: Map<string, EventSchema> | undefined
+  const member = (type: string): EventSchema | undefined =>
+    (byType ??= new Map(union.members.map((m) => [m.fields.type.literal, m]))).get(type)
   const guards = new Map<string, (data: unknown) => boolean>()
   /**
    * The guard of `type`, compiled at its first check: a process checks the few types it logs or
@@ -74,9 +78,8 @@ const build = (union: EventUnion): Check => {
   const guardOf = (type: string): ((data: unknown) => boolean) | undefined => {
     const known = guards.get(type)
     if (known !== undefined) return known
-    const member = members.get(type)
-    if (member === undefined) return undefined
-    const data = member.fields.data
+    const data = member(type)?.fields.data
+    if (data === undefined) return undefined
     // Compiled for this Schema (and what it contains) only; anything else keeps interpreting.
     SchemaJITCompiler.enable(SchemaAST.toType(data.ast))
     const is = Schema.is(data)
@@ -88,7 +91,7 @@ const build = (union: EventUnion): Check => {
     const is = guardOf(type)
     if (is === undefined) return "unknown event type"
     if (is(data)) return undefined
-    return `a ${type} whose data does not match its schema${explain(members.get(type)!.fields.data, data)}`
+    return `a ${type} whose data does not match its schema${explain(member(type)!.fields.data, data)}`
   }
 }
 

@@ -7,6 +7,7 @@
  * provider sees and the updates a client was shown.
  */
 import * as Schema from "effect/Schema"
+import * as Lazy from "../Lazy.ts"
 import {
   AssistantPart,
   ClientCall,
@@ -24,8 +25,9 @@ import {
 // Events
 // ---------------------------------------------------------------------------
 
-const event = <T extends string, F extends Schema.Struct.Fields>(type: T, data: F) =>
-  Schema.Struct({ type: Schema.Literal(type), data: Schema.Struct(data) })
+/** The Schema of the event `type` with these `data` fields, built at its first use (`Lazy.schema`). */
+const event = <T extends string, F extends Schema.Struct.Fields>(type: T, data: () => F) =>
+  Lazy.schema(type, () => Schema.Struct({ type: Schema.Literal(type), data: Schema.Struct(data()) }))
 
 /**
  * A command a prompt ran (`/name arguments`): the content of its `turn_start` is the text the
@@ -33,16 +35,16 @@ const event = <T extends string, F extends Schema.Struct.Fields>(type: T, data: 
  * command the model never sees (`local`: `/compact`, `/undo`), the prompt as the user typed it.
  * `block`: the index of the prompt's block that named it, when not the first.
  */
-export const CommandRun = Schema.Struct({
+export const CommandRun = Lazy.schema("CommandRun", () => Schema.Struct({
   name: Schema.String,
   arguments: Schema.String,
   local: Schema.optionalKey(Schema.Boolean),
   block: Schema.optionalKey(Schema.Number)
-})
+}))
 export type CommandRun = typeof CommandRun.Type
 
 /** A prompt was accepted and its turn started. */
-const TurnStart = event("turn_start", {
+const TurnStart = event("turn_start", () => ({
   content: Schema.Array(UserBlock),
   /** Who presented the turn, when it said (an opaque name: a connection, a program). */
   by: Schema.optionalKey(Schema.String),
@@ -50,20 +52,20 @@ const TurnStart = event("turn_start", {
   command: Schema.optionalKey(CommandRun),
   /** The caller's name for this prompt (`TurnOptions.key`): the same key again is this turn, not a new one. */
   key: Schema.optionalKey(Schema.String)
-})
+}))
 /**
  * One model call finished (or was cut short); holds everything needed to re-drive it.
  * `compaction`: the id of the compaction this call made the summary for (its answer is the
  * summary, never part of the conversation itself).
  */
-export const ModelResponse = event("model_response", {
+export const ModelResponse = event("model_response", () => ({
   call: Schema.Number,
   parts: Schema.Array(AssistantPart),
   usage: Schema.optionalKey(Usage),
   stop: ModelStop,
   error: Schema.optionalKey(Schema.String),
   compaction: Schema.optionalKey(Schema.String)
-})
+}))
 /**
  * Text and thinking a model call has streamed so far, logged as the call goes (at a bounded
  * rate, never per delta), so that a crash loses at most the last moments of what the user
@@ -72,22 +74,22 @@ export const ModelResponse = event("model_response", {
  * when there is one, holds all of it and supersedes these; one that never came (a crash) is
  * rebuilt from them when the session is loaded again.
  */
-const ModelPartial = event("model_partial", {
+const ModelPartial = event("model_partial", () => ({
   call: Schema.Number,
   parts: Schema.Array(Schema.Union([
     Schema.Struct({ type: Schema.Literal("text"), text: Schema.String }),
     Schema.Struct({ type: Schema.Literal("thinking"), text: Schema.String, signature: Schema.optionalKey(Schema.String) })
   ]))
-})
+}))
 /** The model asked for a tool; logged before it runs. */
-export const ToolCall = event("tool_call", {
+export const ToolCall = event("tool_call", () => ({
   id: Schema.String,
   name: Schema.String,
   args: Schema.Unknown,
   title: Schema.String,
   kind: ToolKind,
   locations: Schema.optionalKey(Schema.Array(Location))
-})
+}))
 /**
  * How a tool call ended (`ok`, what the model is told, is true only for `done`):
  * - `done`: it ran and succeeded; `failed`: it ran and failed, or could not start (bad
@@ -99,11 +101,11 @@ export const ToolCall = event("tool_call", {
  * - `interrupted`: Skein stopped (a crash, a kill) before it ended;
  * - `unfinished`: an external agent ended its turn before this call did.
  */
-export const ToolStatus = Schema.Literals(["done", "failed", "denied", "cancelled", "not_run", "not_logged", "interrupted", "unfinished"])
+export const ToolStatus = Lazy.schema("ToolStatus", () => Schema.Literals(["done", "failed", "denied", "cancelled", "not_run", "not_logged", "interrupted", "unfinished"]))
 export type ToolStatus = typeof ToolStatus.Type
 
 /** A tool call ended: its result for the model and details for presenters (and the call's title again). */
-export const ToolResult = event("tool_result", {
+export const ToolResult = event("tool_result", () => ({
   id: Schema.String,
   title: Schema.optionalKey(Schema.String),
   ok: Schema.Boolean,
@@ -111,42 +113,42 @@ export const ToolResult = event("tool_result", {
   status: ToolStatus,
   content: Schema.String,
   details: Schema.optionalKey(ToolDetails)
-})
+}))
 /** The turn ended; `error` is the text the user was shown when it failed. */
-const TurnEnd = event("turn_end", {
+const TurnEnd = event("turn_end", () => ({
   stopReason: StopReason,
   error: Schema.optionalKey(Schema.String)
-})
-const ModeChanged = event("mode_changed", { mode: Schema.String })
-const ConfigChanged = event("config_changed", { id: Schema.String, value: Schema.String })
-const Plan = event("plan", {
+}))
+const ModeChanged = event("mode_changed", () => ({ mode: Schema.String }))
+const ConfigChanged = event("config_changed", () => ({ id: Schema.String, value: Schema.String }))
+const Plan = event("plan", () => ({
   entries: Schema.Array(Schema.Struct({
     content: Schema.String,
     status: Schema.Literals(["pending", "in_progress", "completed"]),
     priority: Schema.Literals(["high", "medium", "low"])
   }))
-})
+}))
 
-export const PermissionRule = Schema.Struct({
+export const PermissionRule = Lazy.schema("PermissionRule", () => Schema.Struct({
   decision: Schema.Literals(["allow", "reject"]),
   kind: Schema.Literals(["path", "command", "tool", "host"]),
   value: Schema.String,
   label: Schema.String
-})
+}))
 export type PermissionRule = typeof PermissionRule.Type
 /** The user's answer to a permission request; an "always" answer carries the rule it made. */
-const Permission = event("permission", {
+const Permission = event("permission", () => ({
   toolCallId: Schema.String,
   outcome: Schema.Literals(["allow_once", "allow_always", "reject_once", "reject_always", "cancelled", "timeout", "unanswerable"]),
   rule: Schema.optionalKey(PermissionRule)
-})
+}))
 
 /**
  * Something the user is told once that is neither the model's text nor a tool
  * result, e.g. that an MCP server failed. Logged in the turn it was shown in;
  * presenters show it as agent text; the model never sees it.
  */
-const Notice = event("notice", { text: Schema.String, source: Schema.optionalKey(Schema.String) })
+const Notice = event("notice", () => ({ text: Schema.String, source: Schema.optionalKey(Schema.String) }))
 
 /**
  * The MCP servers the session uses from now on (session-level, `turn: null`).
@@ -154,7 +156,7 @@ const Notice = event("notice", { text: Schema.String, source: Schema.optionalKey
  * values, args, full URLs) are in the session's `mcp` side record (the file
  * store: `<id>.mcp.json` beside the log, mode 0600).
  */
-const McpServers = event("mcp_servers", {
+const McpServers = event("mcp_servers", () => ({
   servers: Schema.Array(Schema.Struct({
     name: Schema.String,
     transport: Schema.Literals(["stdio", "http", "sse"]),
@@ -163,10 +165,10 @@ const McpServers = event("mcp_servers", {
     env: Schema.optionalKey(Schema.Array(Schema.String)),
     headers: Schema.optionalKey(Schema.Array(Schema.String))
   }))
-})
+}))
 
 /** What became of a child session (a subagent), as its parent saw it. */
-export const ChildState = Schema.Literals(["running", "idle", "failed", "timed_out", "cancelled", "closed"])
+export const ChildState = Lazy.schema("ChildState", () => Schema.Literals(["running", "idle", "failed", "timed_out", "cancelled", "closed"]))
 export type ChildState = typeof ChildState.Type
 
 /**
@@ -179,7 +181,7 @@ export type ChildState = typeof ChildState.Type
  * - `input`: the results of children the model had not read yet, given to it as its next
  *   input (`text`) when it stopped while they ran. The only kind the model's history sees.
  */
-const Subagent = event("subagent", {
+const Subagent = event("subagent", () => ({
   event: Schema.Literals(["spawned", "state", "result", "closed", "input"]),
   /** The child's session id (for `input`: the children it reports, comma-separated). */
   id: Schema.String,
@@ -194,7 +196,7 @@ const Subagent = event("subagent", {
   branch: Schema.optionalKey(Schema.String),
   diff: Schema.optionalKey(Schema.String),
   text: Schema.optionalKey(Schema.String)
-})
+}))
 
 /**
  * The conversation up to here was compacted: from now on the model sees the system prompt,
@@ -202,7 +204,7 @@ const Subagent = event("subagent", {
  * `fromSeq`..`toSeq`). The log keeps every event; this only changes what the model is sent.
  * `usageBefore`/`usageAfter`: the input tokens of the model's view before and after (estimated).
  */
-const Compaction = event("compaction", {
+const Compaction = event("compaction", () => ({
   id: Schema.String,
   trigger: Schema.Literals(["manual", "threshold", "overflow"]),
   fromSeq: Schema.Number,
@@ -218,36 +220,36 @@ const Compaction = event("compaction", {
   focus: Schema.optionalKey(Schema.String),
   /** The model's context window (tokens) it was measured against, when known (a re-run uses it again). */
   window: Schema.optionalKey(Schema.Number)
-})
+}))
 
 /** The model loaded a skill (its `skill` tool): the body it read, and that body's sha256. */
-const SkillActivation = event("skill_activation", {
+const SkillActivation = event("skill_activation", () => ({
   name: Schema.String,
   path: Schema.String,
   sha256: Schema.String,
   body: Schema.String
-})
+}))
 
 /**
  * Content the user sent while the turn ran (steering), given to the model at this point:
  * after the tool calls then running, before the next model call.
  */
-const TurnInput = event("turn_input", { content: Schema.Array(UserBlock) })
+const TurnInput = event("turn_input", () => ({ content: Schema.Array(UserBlock) }))
 
 /**
  * `/undo`: the file changes of turn `turn`'s `write`/`edit` calls were reverted (`restored`:
  * the files written back; `removed`: files the turn had created), or it was refused (`refused`:
  * why; nothing was changed).
  */
-const Undo = event("undo", {
+const Undo = event("undo", () => ({
   turn: Schema.Number,
   restored: Schema.Array(Schema.String),
   removed: Schema.Array(Schema.String),
   refused: Schema.optionalKey(Schema.String)
-})
+}))
 
 /** The events hooks run at (`src/hooks/Settings.ts`). */
-export const HookEventName = Schema.Literals(["PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionStart"])
+export const HookEventName = Lazy.schema("HookEventName", () => Schema.Literals(["PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionStart"]))
 
 /**
  * A hook command that ran, and what it decided (`src/hooks/Decision.ts`): `decision` (`none`,
@@ -257,7 +259,7 @@ export const HookEventName = Schema.Literals(["PreToolUse", "PostToolUse", "User
  * the turn it ran in; the hooks of one point are consecutive. `skein replay --rerun` uses these
  * decisions instead of running the commands again.
  */
-export const Hook = event("hook", {
+export const Hook = event("hook", () => ({
   event: HookEventName,
   command: Schema.String,
   decision: Schema.Literals(["none", "allow", "ask", "deny", "block"]),
@@ -266,7 +268,7 @@ export const Hook = event("hook", {
   context: Schema.optionalKey(Schema.String),
   message: Schema.optionalKey(Schema.String),
   stop: Schema.optionalKey(Schema.String)
-})
+}))
 
 /**
  * The workspace as it was at a point of turn `turn`, kept in the session's shadow repository
@@ -275,13 +277,13 @@ export const Hook = event("hook", {
  * a child's in a shared workspace counts), `"after"` its end. `id`: the commit, which holds
  * root `i` of `roots` as its folder `i`; `skipped`: files left out for their size.
  */
-export const Checkpoint = event("checkpoint", {
+export const Checkpoint = event("checkpoint", () => ({
   turn: Schema.Number,
   at: Schema.Literals(["before", "after"]),
   id: Schema.String,
   roots: Schema.Array(Schema.String),
   skipped: Schema.optionalKey(Schema.Array(Schema.String))
-})
+}))
 
 /**
  * `/rewind`: the files and the conversation went back to before turn `toTurn`. The model's
@@ -293,7 +295,7 @@ export const Checkpoint = event("checkpoint", {
  * them (it could not be taken: see their notice), whose changes were left as they are.
  * `refused`: why nothing was done (then nothing changed, files nor conversation).
  */
-export const Rewound = event("rewound", {
+export const Rewound = event("rewound", () => ({
   toTurn: Schema.Number,
   fromSeq: Schema.Number,
   checkpoint: Schema.optionalKey(Schema.String),
@@ -302,9 +304,9 @@ export const Rewound = event("rewound", {
   skipped: Schema.Array(Schema.String),
   unrestored: Schema.optionalKey(Schema.Array(Schema.Number)),
   refused: Schema.optionalKey(Schema.String)
-})
+}))
 
-export const CanonicalBody = Schema.Union([
+export const CanonicalBody = Lazy.schema("CanonicalBody", () => Schema.Union([
   TurnStart,
   ModelPartial,
   ModelResponse,
@@ -325,7 +327,7 @@ export const CanonicalBody = Schema.Union([
   Hook,
   Checkpoint,
   Rewound
-])
+]))
 export type CanonicalBody = typeof CanonicalBody.Type
 
 /**
@@ -338,32 +340,32 @@ export type CanonicalBody = typeof CanonicalBody.Type
  * session stops waiting for (cancel, timeout, its presenter gone) is followed by
  * `question_withdrawn`.
  */
-const TextDelta = event("text_delta", { text: Schema.String })
-const ThinkingDelta = event("thinking_delta", { text: Schema.String })
-const ToolRunning = event("tool_running", { id: Schema.String })
+const TextDelta = event("text_delta", () => ({ text: Schema.String }))
+const ThinkingDelta = event("thinking_delta", () => ({ text: Schema.String }))
+const ToolRunning = event("tool_running", () => ({ id: Schema.String }))
 /** The running output of a tool call so far (the whole bounded buffer each time). */
-const ToolProgress = event("tool_progress", { id: Schema.String, output: Schema.String })
+const ToolProgress = event("tool_progress", () => ({ id: Schema.String, output: Schema.String }))
 /** The context a model call used (`used` of the window's `size` tokens) and the session's cost so far (USD). */
-export const UsageShown = Schema.Struct({ used: Schema.Number, size: Schema.Number, cost: Schema.optionalKey(Schema.Number) })
+export const UsageShown = Lazy.schema("UsageShown", () => Schema.Struct({ used: Schema.Number, size: Schema.Number, cost: Schema.optionalKey(Schema.Number) }))
 export type UsageShown = typeof UsageShown.Type
 /** After a model call: its `UsageShown`. Not logged: a loaded session derives the last one from its log (`runtime/Usage.ts`). */
-const UsageUpdate = Schema.Struct({ type: Schema.Literal("usage"), data: UsageShown })
-const PermissionAskedEvent = Schema.Struct({ type: Schema.Literal("permission_asked"), data: PermissionAsked })
-const ClientCallEvent = Schema.Struct({ type: Schema.Literal("client_call"), data: ClientCall })
+const UsageUpdate = Lazy.schema("UsageUpdate", () => Schema.Struct({ type: Schema.Literal("usage"), data: UsageShown }))
+const PermissionAskedEvent = Lazy.schema("PermissionAskedEvent", () => Schema.Struct({ type: Schema.Literal("permission_asked"), data: PermissionAsked }))
+const ClientCallEvent = Lazy.schema("ClientCallEvent", () => Schema.Struct({ type: Schema.Literal("client_call"), data: ClientCall }))
 /** A question nobody needs to answer any more: withdrawn, or `answered` (by whoever answered first). */
-const QuestionWithdrawn = event("question_withdrawn", { requestId: Schema.String, answered: Schema.optionalKey(Schema.Boolean) })
+const QuestionWithdrawn = event("question_withdrawn", () => ({ requestId: Schema.String, answered: Schema.optionalKey(Schema.Boolean) }))
 /** A command of this tool call runs in the client's terminal `terminalId`. */
-const ToolTerminal = event("tool_terminal", { id: Schema.String, terminalId: Schema.String })
+const ToolTerminal = event("tool_terminal", () => ({ id: Schema.String, terminalId: Schema.String }))
 
 /**
  * An event of a child session, published again by its parent (in the parent's turn), so
  * whoever presents the parent presents its children too: their updates, and their questions
  * (answered on the child). `event` is the child's `SessionEvent` as it was published.
  */
-const ChildEvent = event("child_event", { event: Schema.Unknown })
+const ChildEvent = event("child_event", () => ({ event: Schema.Unknown }))
 
 /** A compaction started (its `compaction` event, or a failed `model_response` with its id, ends it). */
-const Compacting = event("compacting", { id: Schema.String, trigger: Schema.Literals(["manual", "threshold", "overflow"]) })
+const Compacting = event("compacting", () => ({ id: Schema.String, trigger: Schema.Literals(["manual", "threshold", "overflow"]) }))
 
 /**
  * The turn ended, but the session's log refused its end (a full disk, an I/O error, or another
@@ -372,9 +374,9 @@ const Compacting = event("compacting", { id: Schema.String, trigger: Schema.Lite
  * `error`. The turn's end is logged (and its `turn_end` published) once the store takes
  * writes again, before anything else of the session; a session taken over is closed instead.
  */
-const TurnAborted = event("turn_aborted", { stopReason: StopReason, error: Schema.String })
+const TurnAborted = event("turn_aborted", () => ({ stopReason: StopReason, error: Schema.String }))
 
-export const EphemeralBody = Schema.Union([
+export const EphemeralBody = Lazy.schema("EphemeralBody", () => Schema.Union([
   TextDelta,
   ThinkingDelta,
   ToolRunning,
@@ -387,13 +389,14 @@ export const EphemeralBody = Schema.Union([
   ChildEvent,
   Compacting,
   TurnAborted
-])
+]))
 export type EphemeralBody = typeof EphemeralBody.Type
 
 export type EventBody = CanonicalBody | EphemeralBody
 
-const ephemeralTypes: ReadonlySet<string> = new Set(EphemeralBody.members.map((member) => member.fields.type.literal))
-export const isEphemeral = (body: EventBody): body is EphemeralBody => ephemeralTypes.has(body.type)
+let ephemeralTypes: ReadonlySet<string> | undefined
+export const isEphemeral = (body: EventBody): body is EphemeralBody =>
+  (ephemeralTypes ??= new Set(EphemeralBody.members.map((member) => member.fields.type.literal))).has(body.type)
 
 /** An event as it travels on the bus: stamped with its session, sequence, time and turn. */
 export type SessionEvent<B extends EventBody = EventBody> = B & {
@@ -421,7 +424,7 @@ export type Canonical = SessionEvent<CanonicalBody>
 export const LOG_VERSION = 5
 
 /** Line 1 of a log file. */
-export const LogHeader = Schema.Struct({
+export const LogHeader = Lazy.schema("LogHeader", () => Schema.Struct({
   type: Schema.Literal("session"),
   v: Schema.Number,
   id: Schema.String,
@@ -436,5 +439,5 @@ export const LogHeader = Schema.Struct({
   agent: Schema.optionalKey(Schema.String),
   /** A forked session's origin: its events up to the end of `turn` are that session's. */
   forkedFrom: Schema.optionalKey(Schema.Struct({ sessionId: Schema.String, turn: Schema.Number }))
-})
+}))
 export type LogHeader = typeof LogHeader.Type

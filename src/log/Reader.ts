@@ -23,6 +23,7 @@ import * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import * as Lazy from "../Lazy.ts"
 import * as Checks from "./Checks.ts"
 import { type Canonical, LogHeader } from "./Event.ts"
 import { LogError } from "./LogError.ts"
@@ -76,7 +77,7 @@ const checkEvent = (e: unknown, lastSeq: number, checkData: Checks.Check): strin
   return checkData(e.type, e.data)
 }
 
-const decodeHeader = Schema.decodeUnknownOption(LogHeader)
+const decodeHeader = Lazy.fn(() => Schema.decodeUnknownOption(LogHeader))
 
 const corrupt = (file: string, line: number, what: string) =>
   new LogError({ reason: "corrupt", message: `Session log ${file} is corrupt at line ${line}: ${what}` })

@@ -24,6 +24,7 @@
 import * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"
 import * as Schema from "effect/Schema"
+import * as Lazy from "../Lazy.ts"
 import { sidePath } from "../log/Files.ts"
 import type { Writer } from "../log/Store.ts"
 import { McpServer } from "../Vocabulary.ts"
@@ -79,7 +80,7 @@ export const same = (a: ReadonlyArray<McpServer>, b: ReadonlyArray<McpServer>): 
 /** The settings file of a log in the file store: `<id>.mcp.json` beside `<id>.ndjson`. */
 export const settingsPath = (logPath: string): string => sidePath(logPath, "mcp")
 
-const Settings = Schema.Struct({ v: Schema.Literal(1), servers: Schema.Array(McpServer), project: Schema.optionalKey(Schema.Array(Schema.String)) })
+const Settings = Lazy.schema("mcp.Settings", () => Schema.Struct({ v: Schema.Literal(1), servers: Schema.Array(McpServer), project: Schema.optionalKey(Schema.Array(Schema.String)) }))
 
 /** A session's servers as recorded, and the names of those that came from the project's files. */
 export interface Recorded {
@@ -88,7 +89,7 @@ export interface Recorded {
 }
 
 const NONE: Recorded = { servers: [], project: [] }
-const decodeSettings = Schema.decodeUnknownEffect(Schema.fromJsonString(Settings))
+const decodeSettings = Lazy.fn(() => Schema.decodeUnknownEffect(Schema.fromJsonString(Settings)))
 
 /** Saves the settings in the session's side record (the writer holds its lock); an empty list removes it. */
 export const save = (writer: Writer, servers: ReadonlyArray<McpServer>, project: ReadonlyArray<string> = []) =>

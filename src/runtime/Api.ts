@@ -8,6 +8,7 @@
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import * as Lazy from "../Lazy.ts"
 import type * as Stream from "effect/Stream"
 import { type Canonical, LogHeader, type SessionEvent } from "../log/Event.ts"
 import type { Catalog } from "../providers/Models.ts"
@@ -19,17 +20,17 @@ export class RuntimeError extends Schema.TaggedError<RuntimeError>()("RuntimeErr
   message: Schema.String
 }) {}
 
-export const NewSessionOptions = Schema.Struct({
+export const NewSessionOptions = Lazy.schema("NewSessionOptions", () => Schema.Struct({
   /** Absolute working directory of the session. */
   cwd: Schema.String,
   additionalDirectories: Schema.optionalKey(Schema.Array(Schema.String)),
   mode: Schema.optionalKey(Schema.String),
   /** MCP servers (ACP shapes) started in the background for the session; their tools join it once listed. */
   mcpServers: Schema.optionalKey(Schema.Array(McpServer))
-})
+}))
 export type NewSessionOptions = typeof NewSessionOptions.Type
 
-export const LoadSessionOptions = Schema.Struct({
+export const LoadSessionOptions = Lazy.schema("LoadSessionOptions", () => Schema.Struct({
   sessionId: Schema.String,
   /** When given, must be the session's working directory. */
   cwd: Schema.optionalKey(Schema.String),
@@ -40,10 +41,10 @@ export const LoadSessionOptions = Schema.Struct({
    * recorded beside its log. Ignored when the session is already live.
    */
   mcpServers: Schema.optionalKey(Schema.Array(McpServer))
-})
+}))
 export type LoadSessionOptions = typeof LoadSessionOptions.Type
 
-export const ForkSessionOptions = Schema.Struct({
+export const ForkSessionOptions = Lazy.schema("ForkSessionOptions", () => Schema.Struct({
   /** The session to fork (a top-level session: a child is driven by its parent, and is not forked). */
   sessionId: Schema.String,
   /**
@@ -55,7 +56,7 @@ export const ForkSessionOptions = Schema.Struct({
   cwd: Schema.optionalKey(Schema.String),
   /** The fork's additional directories (default: the session's). */
   additionalDirectories: Schema.optionalKey(Schema.Array(Schema.String))
-})
+}))
 export type ForkSessionOptions = typeof ForkSessionOptions.Type
 
 /** A loaded session and the events of its log (what `session/load` replays). */
@@ -65,12 +66,12 @@ export interface LoadedSession {
 }
 
 /** A session's log as read from disk, without loading it. */
-export const SessionRecord = Schema.Struct({
+export const SessionRecord = Lazy.schema("SessionRecord", () => Schema.Struct({
   header: LogHeader,
   events: Schema.Array(Schema.Unknown),
   /** Where it is stored (a path, for people). */
   file: Schema.String
-})
+}))
 export interface SessionRecord {
   readonly header: LogHeader
   readonly events: ReadonlyArray<Canonical>
@@ -78,7 +79,7 @@ export interface SessionRecord {
 }
 
 /** One logged session, as `listSessions` gives it. */
-export const SessionSummary = Schema.Struct({
+export const SessionSummary = Lazy.schema("SessionSummary", () => Schema.Struct({
   id: Schema.String,
   cwd: Schema.String,
   additionalDirectories: Schema.Array(Schema.String),
@@ -94,23 +95,23 @@ export const SessionSummary = Schema.Struct({
   agent: Schema.optionalKey(Schema.String),
   /** The session this one was forked from. */
   forkedFrom: Schema.optionalKey(Schema.String)
-})
+}))
 export type SessionSummary = typeof SessionSummary.Type
 
-export const SessionPage = Schema.Struct({
+export const SessionPage = Lazy.schema("SessionPage", () => Schema.Struct({
   sessions: Schema.Array(SessionSummary),
   nextCursor: Schema.UndefinedOr(Schema.String)
-})
+}))
 export type SessionPage = typeof SessionPage.Type
 
-export const ListQuery = Schema.Struct({
+export const ListQuery = Lazy.schema("ListQuery", () => Schema.Struct({
   /** Only sessions whose cwd is this directory. */
   cwd: Schema.optionalKey(Schema.UndefinedOr(Schema.String)),
   cursor: Schema.optionalKey(Schema.UndefinedOr(Schema.String)),
   limit: Schema.optionalKey(Schema.UndefinedOr(Schema.Number)),
   /** Child sessions (subagents) too (default: top-level sessions only). */
   children: Schema.optionalKey(Schema.UndefinedOr(Schema.Boolean))
-})
+}))
 export type ListQuery = typeof ListQuery.Type
 
 export class Runtime extends Context.Service<Runtime, {

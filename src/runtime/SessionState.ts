@@ -178,7 +178,8 @@ interface Step {
   readonly outputs: ReadonlyArray<Output>
 }
 
-const closedDefault = new SessionError({ reason: "closed", message: "The session is closed" })
+/** Made at the first refusal, not as the module loads: an error takes its stack when it is made. */
+let closedDefault: SessionError | undefined
 
 export const initial = (options: {
   readonly turnsSoFar: number
@@ -260,7 +261,8 @@ export const resting = (state: State): boolean => state.queue.length === 0 && (s
 export const idle = (state: State): boolean => state.running === undefined && state.queue.length === 0
 
 /** Why a request is refused now that the session is closed. */
-export const closedError = (state: State): SessionError => state.closedWith ?? closedDefault
+export const closedError = (state: State): SessionError =>
+  state.closedWith ?? (closedDefault ??= new SessionError({ reason: "closed", message: "The session is closed" }))
 
 /** The model chosen (or the session's own). */
 export const model = (state: State): string | undefined => state.settings.config.get("model") ?? state.limits.model

@@ -7,6 +7,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import * as Lazy from "../Lazy.ts"
 import type { ClientFiles } from "../tools/Files.ts"
 import type { ClientTerminal } from "../tools/Terminals.ts"
 import { type Answer, type ClientOp, ClientResults } from "../Vocabulary.ts"
@@ -26,10 +27,10 @@ export interface ClientAccess extends ClientFiles {
 /** Puts one operation to the presenter and waits for its answer (interruption withdraws it). */
 type Call = (op: ClientOp, toolCallId?: string) => Effect.Effect<Answer>
 
-const decodeRead = Schema.decodeUnknownEffect(ClientResults["fs/read_text_file"])
-const decodeCreate = Schema.decodeUnknownEffect(ClientResults["terminal/create"])
-const decodeOutput = Schema.decodeUnknownEffect(ClientResults["terminal/output"])
-const decodeExit = Schema.decodeUnknownEffect(ClientResults["terminal/wait_for_exit"])
+const decodeRead = Lazy.fn(() => Schema.decodeUnknownEffect(ClientResults["fs/read_text_file"]))
+const decodeCreate = Lazy.fn(() => Schema.decodeUnknownEffect(ClientResults["terminal/create"]))
+const decodeOutput = Lazy.fn(() => Schema.decodeUnknownEffect(ClientResults["terminal/output"]))
+const decodeExit = Lazy.fn(() => Schema.decodeUnknownEffect(ClientResults["terminal/wait_for_exit"]))
 
 /** The client's result for `op`, or a message saying what failed. */
 const result = (call: Call, what: string, op: ClientOp, toolCallId?: string): Effect.Effect<unknown, string> =>

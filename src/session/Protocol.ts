@@ -17,6 +17,7 @@
  *   none twice: a presenter that reconnects misses nothing that was logged.
  */
 import * as Schema from "effect/Schema"
+import * as Lazy from "../Lazy.ts"
 import type * as Stream from "effect/Stream"
 import type { Effect } from "effect/Effect"
 import { CanonicalBody, EphemeralBody, type SessionEvent, UsageShown } from "../log/Event.ts"
@@ -26,27 +27,27 @@ import { Answer, McpServerStatus, ModeId, StopReason, UserBlock } from "../Vocab
 // Commands in
 // ---------------------------------------------------------------------------
 
-export const Prompt = Schema.TaggedStruct("Prompt", { content: Schema.Array(UserBlock) })
-export const Cancel = Schema.TaggedStruct("Cancel", {})
-export const SetMode = Schema.TaggedStruct("SetMode", { mode: Schema.String })
-export const SetConfig = Schema.TaggedStruct("SetConfig", { id: Schema.String, value: Schema.String })
+export const Prompt = Lazy.schema("Prompt", () => Schema.TaggedStruct("Prompt", { content: Schema.Array(UserBlock) }))
+export const Cancel = Lazy.schema("Cancel", () => Schema.TaggedStruct("Cancel", {}))
+export const SetMode = Lazy.schema("SetMode", () => Schema.TaggedStruct("SetMode", { mode: Schema.String }))
+export const SetConfig = Lazy.schema("SetConfig", () => Schema.TaggedStruct("SetConfig", { id: Schema.String, value: Schema.String }))
 /**
  * Content for the running turn, given to the model at its next safe point (after the tool calls
  * running, before the next model call) and logged there as `turn_input`; with no turn running,
  * it starts a new turn nobody presents. `send` answers which (`steering`).
  */
-export const Steer = Schema.TaggedStruct("Steer", { content: Schema.Array(UserBlock) })
-export const AnswerQuestion = Schema.TaggedStruct("Answer", { requestId: Schema.String, answer: Answer })
-export const Close = Schema.TaggedStruct("Close", {})
+export const Steer = Lazy.schema("Steer", () => Schema.TaggedStruct("Steer", { content: Schema.Array(UserBlock) }))
+export const AnswerQuestion = Lazy.schema("AnswerQuestion", () => Schema.TaggedStruct("Answer", { requestId: Schema.String, answer: Answer }))
+export const Close = Lazy.schema("Close", () => Schema.TaggedStruct("Close", {}))
 
-export const Command = Schema.Union([Prompt, Cancel, SetMode, SetConfig, Steer, AnswerQuestion, Close])
+export const Command = Lazy.schema("Command", () => Schema.Union([Prompt, Cancel, SetMode, SetConfig, Steer, AnswerQuestion, Close]))
 export type Command = typeof Command.Type
 
 /** What `send` answers: the number of the turn a `Prompt` (or a `Steer`) was given, and what a `Steer` did. */
-export const SendResult = Schema.Struct({
+export const SendResult = Lazy.schema("SendResult", () => Schema.Struct({
   turn: Schema.optionalKey(Schema.Number),
   steering: Schema.optionalKey(Schema.Literals(["injected", "startedNewTurn"]))
-})
+}))
 export type SendResult = typeof SendResult.Type
 
 // ---------------------------------------------------------------------------
@@ -54,10 +55,10 @@ export type SendResult = typeof SendResult.Type
 // ---------------------------------------------------------------------------
 
 /** A child session's place: its parent session, the tool call that started it, its depth (1: a child of a top-level session). */
-export const ParentLink = Schema.Struct({ sessionId: Schema.String, toolCallId: Schema.String, depth: Schema.Number })
+export const ParentLink = Lazy.schema("ParentLink", () => Schema.Struct({ sessionId: Schema.String, toolCallId: Schema.String, depth: Schema.Number }))
 export type ParentLink = typeof ParentLink.Type
 
-export const SessionInfo = Schema.Struct({
+export const SessionInfo = Lazy.schema("SessionInfo", () => Schema.Struct({
   id: Schema.String,
   cwd: Schema.String,
   additionalDirectories: Schema.Array(Schema.String),
@@ -66,7 +67,7 @@ export const SessionInfo = Schema.Struct({
   parent: Schema.optionalKey(ParentLink),
   /** The agent a child session runs as. */
   agent: Schema.optionalKey(Schema.String)
-})
+}))
 export type SessionInfo = typeof SessionInfo.Type
 
 /**
@@ -74,30 +75,30 @@ export type SessionInfo = typeof SessionInfo.Type
  * its last usage update showed (a loaded session's: derived from its log), so a presenter that
  * opens the session can show it again.
  */
-export const Settings = Schema.Struct({
+export const Settings = Lazy.schema("Settings", () => Schema.Struct({
   mode: ModeId,
   model: Schema.optionalKey(Schema.String),
   effort: Schema.optionalKey(Schema.String),
   usage: Schema.optionalKey(UsageShown)
-})
+}))
 export type Settings = typeof Settings.Type
 
-export const TurnOutcome = Schema.Struct({
+export const TurnOutcome = Lazy.schema("TurnOutcome", () => Schema.Struct({
   stopReason: StopReason,
   /** The text the user was shown when the turn failed. */
   error: Schema.optionalKey(Schema.String)
-})
+}))
 export type TurnOutcome = typeof TurnOutcome.Type
 
 /** What the presenter's client offers to tools (ACP `fs/*`, `terminal/*`). */
-export const Capabilities = Schema.Struct({
+export const Capabilities = Lazy.schema("Capabilities", () => Schema.Struct({
   readTextFile: Schema.Boolean,
   writeTextFile: Schema.Boolean,
   terminal: Schema.Boolean
-})
+}))
 export type Capabilities = typeof Capabilities.Type
 
-export const TurnOptions = Schema.Struct({
+export const TurnOptions = Lazy.schema("TurnOptions", () => Schema.Struct({
   /** What the presenter's client offers the turn's tools (default: nothing). */
   client: Schema.optionalKey(Capabilities),
   /** An opaque name of the presenter, logged with the turn (`turn_start.by`), so others can tell it apart. */
@@ -116,7 +117,7 @@ export const TurnOptions = Schema.Struct({
    * editor's `_meta.traceparent`, a parent session's tool call). Ignored when malformed.
    */
   traceparent: Schema.optionalKey(Schema.String)
-})
+}))
 export type TurnOptions = typeof TurnOptions.Type
 
 export class SessionError extends Schema.TaggedError<SessionError>()("SessionError", {
@@ -136,9 +137,9 @@ const stamp = {
 }
 
 /** Every event a session emits, canonical (logged) and ephemeral, as it travels. */
-export const Event = Schema.Union(
+export const Event: Schema.Codec<SessionEvent> = Lazy.schema("Event", () => Schema.Union(
   [...CanonicalBody.members, ...EphemeralBody.members].map((member) => Schema.Struct({ ...member.fields, ...stamp }))
-) as unknown as Schema.Codec<SessionEvent>
+) as unknown as Schema.Codec<SessionEvent>)
 
 // ---------------------------------------------------------------------------
 // The handle

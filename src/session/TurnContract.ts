@@ -14,6 +14,7 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import * as Lazy from "../Lazy.ts"
 import { type CanonicalBody, type EphemeralBody, ToolCall } from "../log/Event.ts"
 import type { TurnHooks } from "../hooks/Hooks.ts"
 import type { History } from "../log/History.ts"
@@ -26,7 +27,7 @@ import type { Toolkit } from "../tools/Toolkit.ts"
 import type { AssistantPart, PermissionOption, PermissionToolCall, UserBlock } from "../Vocabulary.ts"
 
 /** A tool call as the log announces it (the data of its `tool_call` event) and the permission gate is shown it. */
-export const AnnouncedCall = ToolCall.fields.data
+export const AnnouncedCall = Lazy.schema("AnnouncedCall", () => ToolCall.fields.data)
 export type AnnouncedCall = typeof AnnouncedCall.Type
 
 /** An answer to a permission question, from whoever presents the turn. */

@@ -4,7 +4,8 @@
  * names), node:v8 and node:perf_hooks (the young-generation cap, for sessions that stream), child
  * processes, workers, the HTTP client and its TLS, zlib and readline all wait for their first
  * use, and still come when needed. And no stack trace is formatted (the first one makes V8 find
- * every line end of the 1 MB bundle). What the agent has loaded is read by a probe preloaded into
+ * every line end of the 1 MB bundle), and no Schema built at its first use (src/Lazy.ts) is built
+ * but the ACP requests the answers decoded. What the agent has loaded is read by a probe preloaded into
  * it (test/fixtures/modules-probe.mjs), at the moment it hands each response to stdout.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
@@ -16,6 +17,7 @@ import { fileURLToPath } from "node:url"
 import { afterEach, describe, expect, it } from "vitest"
 import { type RawAgent, rawAgents, sleep, until } from "../fixtures/faults/harness.ts"
 import type { Script } from "../support/AgentProcess.ts"
+import { unexpectedSchemas } from "../../scripts/startup-modules.mjs"
 
 const PROBE = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "fixtures", "modules-probe.mjs")
 const BUNDLE = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "dist", "skein-main.cjs")
@@ -50,6 +52,8 @@ interface ProbeLine {
   readonly response?: unknown
   readonly builtins: ReadonlyArray<string>
   readonly stacks?: number
+  /** The Schemas built so far of those built at their first use (`Lazy.schema`; the ACP wire model's are named `acp.*`). */
+  readonly schemas: ReadonlyArray<string>
 }
 
 const probeLines = (file: string): Array<ProbeLine> =>
@@ -64,13 +68,16 @@ const probedAt = (file: string, id: number | string): ProbeLine => {
 /** The built-ins loaded when the response to `id` was handed to stdout. */
 const atResponse = (file: string, id: number | string): ReadonlyArray<string> => probedAt(file, id).builtins
 
-/** The built-ins loaded now, by the probe (SIGUSR2). */
-const loadedNow = async (agent: RawAgent, file: string): Promise<ReadonlyArray<string>> => {
+/** What the probe sees now (SIGUSR2). */
+const probeNow = async (agent: RawAgent, file: string): Promise<ProbeLine> => {
   const before = probeLines(file).filter((l) => l.response === undefined).length
   agent.child.kill("SIGUSR2")
   await until(() => probeLines(file).filter((l) => l.response === undefined).length > before, "the modules probe", 10_000, 10)
-  return probeLines(file).filter((l) => l.response === undefined).at(-1)!.builtins
+  return probeLines(file).filter((l) => l.response === undefined).at(-1)!
 }
+/** The built-ins loaded now, by the probe (SIGUSR2). */
+const loadedNow = async (agent: RawAgent, file: string): Promise<ReadonlyArray<string>> => (await probeNow(agent, file)).builtins
+
 
 const start = (options: { readonly script?: Script; readonly args?: ReadonlyArray<string>; readonly env?: Record<string, string> }) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "skein-startup-"))
@@ -93,6 +100,13 @@ const openAtOnce = async (agent: RawAgent, probeFile: string) => {
   expect(atResponse(probeFile, init.id as number).filter((m) => NOT_AT_START.includes(m))).toEqual([])
   expect(atResponse(probeFile, opened.id as number).filter((m) => NOT_AT_START.includes(m))).toEqual([])
   expect(probedAt(probeFile, opened.id as number).stacks).toBe(0)
+  // Of the Schemas built at their first use, the answers built only the ACP requests they decoded:
+  // none of the session's vocabulary, its log's events or the session protocol, no other request.
+  // The same rule as the build's (scripts/startup-modules.mjs).
+  const built = probedAt(probeFile, opened.id as number).schemas
+  expect(unexpectedSchemas(built)).toEqual([])
+  for (const name of ["acp.InitializeRequest", "acp.NewSessionRequest", "acp.McpServer"]) expect(built).toContain(name)
+  expect(probedAt(probeFile, init.id as number).schemas.filter((name) => /Request$/.test(name))).toEqual(["acp.InitializeRequest"])
   return opened.result.sessionId as string
 }
 
@@ -116,6 +130,9 @@ describe("skein acp start-up", () => {
     let loaded = await loadedNow(agent, probeFile)
     expect(loaded).toContain("child_process")
     expect(loaded).toContain("crypto")
+    // The turn built the Schemas it used: the prompt's request, the events it logged and checked.
+    const schemas = (await probeNow(agent, probeFile)).schemas
+    for (const name of ["acp.PromptRequest", "UserBlock", "CanonicalBody", "turn_start", "tool_call", "tool_result", "turn_end"]) expect(schemas).toContain(name)
     // The first prompt brings the young-generation cap (node:v8, node:perf_hooks) within seconds, however busy the machine.
     for (let i = 0; i < 200 && !(loaded.includes("v8") && loaded.includes("perf_hooks")); i++) {
       await sleep(50)
