@@ -255,9 +255,16 @@ describe.concurrent("McpSession when servers fail", () => {
 
   it.live("a server that never answers initialize times out, is killed (even ignoring SIGTERM) and reported", () =>
     Effect.gen(function*() {
-      // Long enough for the server to have started and said its line on a busy machine: the
-      // notice carries what it wrote to stderr.
-      const { mcp, scope } = yield* started([fixture("mute", {}, join(fixtures, "hang.mjs"))], { initTimeoutMs: 2_000 })
+      // The notice carries what the server wrote to stderr: a shell says its line within
+      // milliseconds of its start even on a loaded machine, where Node could take longer than
+      // the timeout to start and say it. It ignores SIGTERM (`sleep` inherits that).
+      const silent: McpServer = {
+        name: "mute",
+        command: "/bin/sh",
+        args: ["-c", "trap '' TERM; echo 'hang: listening, never answering' >&2; exec sleep 100000"],
+        env: []
+      }
+      const { mcp, scope } = yield* started([silent], { initTimeoutMs: 2_000 })
       yield* waitUntil(() => mcp.status()[0]!.pid !== undefined, 5_000, "the server to start")
       const pid = pidOf(mcp, "mute")
       yield* mcp.settled
