@@ -127,13 +127,19 @@ const removeStale = () => {
 //   Not in the run that fills the cache for a build (scripts/warm-code-cache.mjs sets
 //   SKEIN_CODE_CACHE_AT_EXIT=1): that run ends right after its first turn, and its cache, taken at
 //   exit, then holds all of it (start-up, session/new, the turn) however slow the machine is.
+// - aroundWrite: V8 ties a cache to its flags, so one written after the app set a V8 flag at run
+//   time (src/cli/Heap.ts) would be rejected by every later start. The app registers, per flag it
+//   sets, a hook that puts the flag back as it was at start and returns what undoes that; the
+//   cache is taken between the two.
+const aroundWrite = []
 const status = {
   disabled,
   directory,
   file,
   loaded,
   markWarm: () => {},
-  snapshotSoon: () => {}
+  snapshotSoon: () => {},
+  aroundWrite: (hook) => void aroundWrite.push(hook)
 }
 globalThis[Symbol.for("skein.codeCache")] = status
 
@@ -145,7 +151,14 @@ if (file !== undefined && own && !status.loaded) {
     written = true
     const temporary = `${file}.${process.pid}.tmp`
     try {
-      const data = script.createCachedData()
+      const undo = []
+      let data
+      try {
+        for (const hook of aroundWrite) undo.push(hook())
+        data = script.createCachedData()
+      } finally {
+        for (const back of undo.reverse()) back()
+      }
       fs.writeFileSync(temporary, Buffer.concat([header(data), data]), { mode: 0o600 })
       fs.renameSync(temporary, file)
       removeStale()

@@ -129,6 +129,54 @@ describe("code cache", () => {
     expect(statSync(path.join(built, caches(built)[0]!)).size).toBeGreaterThan(statSync(path.join(started, caches(started)[0]!)).size + 50_000)
   })
 
+  it("taken after the young generation's cap set a V8 flag, is still used by the next start", async () => {
+    const root = tempDir("skein-cc-")
+    const dir = path.join(root, "cache")
+    const script = path.join(root, "script.json")
+    writeFileSync(script, JSON.stringify({ turns: [{ calls: [[{ text: "Hello." }]] }] }))
+    const probe = path.join(import.meta.dirname, "..", "fixtures", "process", "young-generation.cjs")
+    const child = spawn(NODE, ["--require", probe, SKEIN, "acp", "--home", path.join(root, "home"), "--script", script], {
+      cwd: root,
+      // Taken at exit, so after the prompt that installs the cap.
+      env: { ...process.env, SKEIN_NO_CODE_CACHE: "", SKEIN_CODE_CACHE_DIR: dir, SKEIN_CODE_CACHE_AT_EXIT: "1" },
+      stdio: ["pipe", "pipe", "pipe"]
+    })
+    const exited = new Promise((resolve) => child.on("close", resolve))
+    try {
+      let out = ""
+      let err = ""
+      const seen = (what: () => boolean) =>
+        new Promise<void>((resolve) => {
+          const check = () => what() && resolve()
+          child.stdout.on("data", check)
+          child.stderr.on("data", check)
+          check()
+        })
+      child.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk))
+      child.stderr.setEncoding("utf8").on("data", (chunk: string) => (err += chunk))
+      const send = (id: number, method: string, params: unknown) => child.stdin.write(JSON.stringify({ jsonrpc: "2.0", id, method, params }) + "\n")
+      send(1, "initialize", { protocolVersion: 1 })
+      await seen(() => out.includes(`"id":1,`))
+      send(2, "session/new", { cwd: root, mcpServers: [] })
+      await seen(() => out.includes(`"id":2,`))
+      const sessionId = JSON.parse(out.split("\n").find((line) => line.includes(`"id":2,`))!).result.sessionId
+      send(3, "session/prompt", { sessionId, prompt: [{ type: "text", text: "hi" }] })
+      await seen(() => out.includes(`"id":3,`))
+      // The cap is installed soon after the prompt, and finds the young generation past it.
+      await seen(() => err.includes("young-generation-probe flag --semi-space-growth-factor=1"))
+      child.stdin.end()
+      expect(await exited).toBe(0)
+    } finally {
+      child.kill("SIGKILL")
+    }
+    expect(caches(dir)).toHaveLength(1)
+    const doctor = spawnSync(NODE, [SKEIN, "doctor", "--home", path.join(root, "home")], {
+      env: { ...process.env, SKEIN_NO_CODE_CACHE: "", SKEIN_CODE_CACHE_DIR: dir },
+      encoding: "utf8"
+    })
+    expect(doctor.stdout).toContain(`${path.join(dir, caches(dir)[0]!)}: used`)
+  })
+
   it("keeps one for `skein run` beside the one for `skein acp`", async () => {
     const root = tempDir("skein-cc-")
     const dir = path.join(root, "cache")
