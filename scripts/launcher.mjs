@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// dist/skein.mjs, the `skein` command: loads the bundle dist/skein-main.cjs (or, for `serve`,
+// dist/skein.cjs, the `skein` command (and dist/skein.mjs, the same as an ES module, for those
+// who run that file): loads the bundle dist/skein-main.cjs (or, for `serve`,
 // `monitor` and `acp --connect`, dist/skein-remote.cjs, which adds the session protocol's RPC) through a V8 code
 // cache taken *after* a warm run, so the functions that start-up compiles lazily (most of
 // Effect, the Schemas, the server) come back compiled instead of being parsed again. Node's
@@ -15,6 +16,10 @@
 // Built-ins come from process.getBuiltinModule: an ES `import` of node:fs would make Node read
 // every export of it, fs.promises included, which loads a dozen more modules at start-up.
 //
+// The command is CommonJS: Node starts a CommonJS entry about 2 ms sooner than an ES module (no
+// module loader to set up). scripts/build.mjs writes both files from this one, with HERE (this
+// file's directory) filled in; nothing else here may depend on the kind of module.
+//
 // An older Node (`npx` runs whichever is first on PATH) gets one line on stderr, not a stack.
 const [major, minor] = process.versions.node.split(".").map(Number)
 if (major < 22 || (major === 22 && minor < 19)) {
@@ -26,12 +31,11 @@ const os = process.getBuiltinModule("node:os")
 const path = process.getBuiltinModule("node:path")
 const vm = process.getBuiltinModule("node:vm")
 const { createRequire } = process.getBuiltinModule("node:module")
-const { fileURLToPath } = process.getBuiltinModule("node:url")
 
 const BUILD = "__SKEIN_BUILD__"
 const command = process.argv[2]
 const rpc = command === "serve" || command === "monitor" || (command === "acp" && process.argv.slice(3).some((a) => a === "--connect" || a.startsWith("--connect=")))
-const bundle = fileURLToPath(new URL(rpc ? "./skein-remote.cjs" : "./skein-main.cjs", import.meta.url))
+const bundle = path.join(__SKEIN_HERE__, rpc ? "skein-remote.cjs" : "skein-main.cjs")
 
 // Only the commands whose start-up a user waits on keep a cache of their own (`acp --connect`
 // one for the remote bundle, which `serve` borrows); the others borrow `acp`'s (most of what
@@ -181,5 +185,5 @@ if (file !== undefined && own && !status.loaded) {
   })
 }
 
-const module = { exports: {} }
-script.runInThisContext()(module.exports, createRequire(bundle), module, bundle, path.dirname(bundle))
+const bundleModule = { exports: {} }
+script.runInThisContext()(bundleModule.exports, createRequire(bundle), bundleModule, bundle, path.dirname(bundle))
