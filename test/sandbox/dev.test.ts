@@ -87,21 +87,24 @@ Bwrap.describeWithBwrap("sandbox: the session's /dev", () => {
       assert.notStrictEqual(first.output, elsewhere.output)
     }))
 
-  it.live("the session's mount namespace is held by a descriptor while the session lasts; with it go the descriptor and every process in it", () =>
-    Effect.gen(function*() {
-      const w = yield* world
-      const manager = yield* Sandbox.make(Settings.DEFAULT, { skeinHome: w.skeinHome, userHome: w.home })
-      // The probe's throwaway session first, so that what is new below is this session's.
-      yield* manager.availability
-      const before = heldMountNamespaces()
-      const scope = yield* Scope.make()
-      const sandbox = yield* manager.session({ cwd: w.ws, roots: [w.ws] }).pipe(Scope.provide(scope))
-      const ran = yield* Bwrap.run(sandbox, "true", { cwd: w.ws })
-      assert.strictEqual(ran.code, 0, ran.output)
-      const added = [...heldMountNamespaces()].filter((ns) => !before.has(ns))
-      assert.strictEqual(added.length, 1, `mount namespaces held: ${added.join(", ")}`)
-      yield* Scope.close(scope, Exit.void)
-      assert.isFalse(heldMountNamespaces().has(added[0]!))
-      assert.deepStrictEqual(processesIn(added[0]!), [])
-    }))
+  for (const [what, allow] of [["a plain session", []], ["a session whose forwarder to the proxy lives in it", ["127.0.0.2"]]] as const) {
+    it.live(`${what}: its mount namespace is held by a descriptor while it lasts; with it go the descriptor and every process in it`, () =>
+      Effect.gen(function*() {
+        const w = yield* world
+        const manager = yield* Sandbox.make({ ...Settings.DEFAULT, allow }, { skeinHome: w.skeinHome, userHome: w.home })
+        // The probe's throwaway session first, so that what is new below is this session's.
+        yield* manager.availability
+        const before = heldMountNamespaces()
+        const scope = yield* Scope.make()
+        const sandbox = yield* manager.session({ cwd: w.ws, roots: [w.ws] }).pipe(Scope.provide(scope))
+        const ran = yield* Bwrap.run(sandbox, "true", { cwd: w.ws })
+        assert.strictEqual(ran.code, 0, ran.output)
+        const added = [...heldMountNamespaces()].filter((ns) => !before.has(ns))
+        assert.strictEqual(added.length, 1, `mount namespaces held: ${added.join(", ")}`)
+        assert.strictEqual(processesIn(added[0]!).length, allow.length === 0 ? 0 : 1)
+        yield* Scope.close(scope, Exit.void)
+        assert.isFalse(heldMountNamespaces().has(added[0]!))
+        assert.deepStrictEqual(processesIn(added[0]!), [])
+      }))
+  }
 })
