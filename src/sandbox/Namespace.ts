@@ -11,7 +11,7 @@
  * 2. `bwrap --userns FD --unshare-net`: a network namespace owned by it, with loopback up
  *    (bubblewrap brings it up), and the mount namespace bwrap makes with it; we hold both by
  *    descriptors too.
- * The descriptors keep both alive, so the processes can go at once, unless the session
+ * The descriptors keep them alive, so the processes can go at once, unless the session
  * reaches hosts through the egress proxy: then the second one is the forwarder from
  * 127.0.0.1:PORT inside to the proxy's unix socket outside, for as long as the session lasts.
  * Every holder runs under `--die-with-parent` and the usual containment (its tree dies with
