@@ -59,7 +59,7 @@ const WAIT = ["/bin/sh", "-c", "echo $$; exec cat"]
  * seen. bubblewrap makes every mount a slave: what is mounted or unmounted on the machine later
  * reaches the session where the machine's mounts are shared (systemd's default).
  */
-export const SESSION_DEV: ReadonlyArray<string> = ["--bind", "/", "/", "--dev", "/dev", "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+const SESSION_DEV: ReadonlyArray<string> = ["--bind", "/", "/", "--dev", "/dev", "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
 
 /** The first line a holder prints, or why there is none (its stderr, when it said something). */
 const firstLine = (group: ProcessGroup.Group, stderr: () => string): Effect.Effect<string, string> =>

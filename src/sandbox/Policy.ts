@@ -3,7 +3,7 @@
  * paths exist, where a repository keeps its git directory) come from `Facts.ts`.
  *
  * The view a command gets, in mount order (a later mount wins where they overlap):
- * 1. the whole file system read-only, the session's /dev (`Namespace.SESSION_DEV`: prepared
+ * 1. the whole file system read-only, the session's /dev (`SESSION_DEV` in `Namespace.ts`: prepared
  *    once per session, never the machine's), a fresh /proc (its own PID namespace), an empty
  *    /run (sockets of agents and daemons: ssh-agent, docker, D-Bus) and the session's private
  *    /tmp;
