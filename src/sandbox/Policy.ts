@@ -3,9 +3,10 @@
  * paths exist, where a repository keeps its git directory) come from `Facts.ts`.
  *
  * The view a command gets, in mount order (a later mount wins where they overlap):
- * 1. the whole file system read-only, a fresh /dev and /proc (its own PID namespace), an
- *    empty /run (sockets of agents and daemons: ssh-agent, docker, D-Bus) and the
- *    session's private /tmp;
+ * 1. the whole file system read-only, the session's /dev (`SESSION_DEV` in `Namespace.ts`: prepared
+ *    once per session, never the machine's), a fresh /proc (its own PID namespace), an empty
+ *    /run (sockets of agents and daemons: ssh-agent, docker, D-Bus) and the session's private
+ *    /tmp;
  * 2. the session's roots and the configured extra places, writable (read-only for a command
  *    that was allowed because it only reads, and in plan mode);
  * 3. in each repository: its git directory bound over itself (it cannot be moved or
@@ -76,12 +77,14 @@ const needsHiding = (layout: Layout, path: string): boolean => {
 }
 
 /**
- * bubblewrap's options for a command (everything before `--`). `network`: `"session"` when
- * the command runs inside the session's network namespace (entered before bwrap), `"none"`
- * for a new one of its own (loopback only). `seccompFd`: the descriptor bwrap reads the
- * filter from, when there is one.
+ * bubblewrap's options for a command (everything before `--`). `namespaces`: `"session"` when
+ * the command runs inside the session's network and mount namespaces (entered before bwrap):
+ * it takes the session's prepared `/dev` with one bind; `"own"` for a network namespace of its
+ * own (loopback only) and a `/dev` made for it alone (never `--dev-bind`: outside the
+ * session's mount namespace that would be the machine's, disks included). `seccompFd`: the
+ * descriptor bwrap reads the filter from, when there is one.
  */
-export const bwrapOptions = (layout: Layout, options: { readonly network: "session" | "none"; readonly seccompFd?: number | undefined }): Array<string> => {
+export const bwrapOptions = (layout: Layout, options: { readonly namespaces: "session" | "own"; readonly seccompFd?: number | undefined }): Array<string> => {
   // No `--die-with-parent`: the init would then be killed the moment bubblewrap reports the
   // command's exit, taking what the command left running with it before Skein could see it and
   // tell the model. The init waits for those instead; Skein's containment ends them (and the
@@ -92,9 +95,9 @@ export const bwrapOptions = (layout: Layout, options: { readonly network: "sessi
     "--unshare-ipc",
     "--unshare-uts",
     "--unshare-cgroup-try",
-    ...(options.network === "none" ? ["--unshare-net"] : []),
+    ...(options.namespaces === "own" ? ["--unshare-net"] : []),
     "--ro-bind", "/", "/",
-    "--dev", "/dev",
+    ...(options.namespaces === "session" ? ["--dev-bind", "/dev", "/dev"] : ["--dev", "/dev"]),
     "--proc", "/proc",
     "--tmpfs", "/run",
     ...(layout.varRunIsDirectory ? ["--tmpfs", "/var/run"] : []),
@@ -129,10 +132,11 @@ export interface Held {
   readonly pid: number
   readonly userFd: number
   readonly netFd: number
+  readonly mntFd: number
 }
 
 /**
- * The whole command line: enter the session's user and network namespaces, then bubblewrap,
+ * The whole command line: enter the session's user, network and mount namespaces, then bubblewrap,
  * then the program. `nsenter` opens the namespaces through Skein's `/proc/<pid>/fd`: they are
  * not inherited, so nothing down the chain (bwrap passes every descriptor it gets on to the
  * command) can hold them. Nothing secret is on it (the environment is passed as the
@@ -148,10 +152,11 @@ export const commandLine = (
   args: [
     `--user=/proc/${options.namespaces.pid}/fd/${options.namespaces.userFd}`,
     `--net=/proc/${options.namespaces.pid}/fd/${options.namespaces.netFd}`,
+    `--mount=/proc/${options.namespaces.pid}/fd/${options.namespaces.mntFd}`,
     "--preserve-credentials",
     "--",
     tools.bwrap,
-    ...bwrapOptions(layout, { network: "session", seccompFd: options.seccomp ? SECCOMP_FD : undefined }),
+    ...bwrapOptions(layout, { namespaces: "session", seccompFd: options.seccomp ? SECCOMP_FD : undefined }),
     "--",
     program.file,
     ...program.args

@@ -122,7 +122,7 @@ const probe = (tools: Policy.Tools, dir: string, seccomp: string | undefined): E
   })).pipe(Effect.catch((reason: string) => Effect.succeed({ _tag: "unavailable", reason } as const)))
 
 /** Where a command's `nsenter` finds the session's namespaces: this process's descriptors. */
-const held = (ns: Namespace.Namespace): Policy.Held => ({ pid: process.pid, userFd: ns.userFd, netFd: ns.netFd })
+const held = (ns: Namespace.Namespace): Policy.Held => ({ pid: process.pid, userFd: ns.userFd, netFd: ns.netFd, mntFd: ns.mntFd })
 
 /** Opens a file for reading for the scope's lifetime (bwrap reads the seccomp filter from it). */
 const openFile = (path: string) =>

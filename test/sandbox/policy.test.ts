@@ -95,7 +95,7 @@ describe("Policy", () => {
   }
 
   it("mounts roots after the read-only root and /tmp, then git's files, then hides secrets", () => {
-    const args = Policy.bwrapOptions(layout, { network: "session", seccompFd: 5 })
+    const args = Policy.bwrapOptions(layout, { namespaces: "session", seccompFd: 5 })
     const at = (...seq: Array<string>) => {
       for (let i = 0; i < args.length; i++) if (seq.every((s, j) => args[i + j] === s)) return i
       return -1
@@ -112,21 +112,32 @@ describe("Policy", () => {
     assert.strictEqual(at("--tmpfs", "/tmp/other"), -1)
     assert.notInclude(args, "--unshare-net")
     assert.deepStrictEqual(args.slice(-6), ["--chdir", "/home/u/p", "--cap-drop", "ALL", "--seccomp", "5"])
-    assert.include(Policy.bwrapOptions(layout, { network: "none" }), "--unshare-net")
+    assert.include(Policy.bwrapOptions(layout, { namespaces: "own" }), "--unshare-net")
+  })
+
+  it("/dev: the session's, with one bind, only inside the session's mount namespace; a fresh one otherwise", () => {
+    const inSession = Policy.bwrapOptions(layout, { namespaces: "session" }).join(" ")
+    const own = Policy.bwrapOptions(layout, { namespaces: "own" }).join(" ")
+    assert.include(inSession, "--ro-bind / / --dev-bind /dev /dev --proc /proc")
+    assert.notInclude(inSession, "--dev /dev")
+    // Outside the session's mount namespace `--dev-bind /dev /dev` would hand over the machine's.
+    assert.include(own, "--ro-bind / / --dev /dev --proc /proc")
+    assert.notInclude(own, "--dev-bind")
   })
 
   it("a read-only command gets its roots read-only and no writable git directory", () => {
-    const args = Policy.bwrapOptions({ ...layout, readOnly: true }, { network: "session" })
+    const args = Policy.bwrapOptions({ ...layout, readOnly: true }, { namespaces: "session" })
     assert.notInclude(args.join(" "), "--bind /home/u/p ")
     assert.include(args.join(" "), "--ro-bind /home/u/p /home/u/p")
     assert.notInclude(args.join(" "), "--bind /home/u/p/.git")
   })
 
   it("the command line carries no environment, and reaches the session's namespaces through Skein's descriptors", () => {
-    const namespaces = { pid: 4242, userFd: 31, netFd: 32 }
+    const namespaces = { pid: 4242, userFd: 31, netFd: 32, mntFd: 33 }
     const line = Policy.commandLine({ bwrap: "/usr/bin/bwrap", nsenter: "/usr/bin/nsenter" }, layout, { file: "/bin/bash", args: ["-c", "true"] }, { seccomp: true, namespaces })
     assert.strictEqual(line.file, "/usr/bin/nsenter")
-    assert.deepStrictEqual(line.args.slice(0, 5), ["--user=/proc/4242/fd/31", "--net=/proc/4242/fd/32", "--preserve-credentials", "--", "/usr/bin/bwrap"])
+    assert.deepStrictEqual(line.args.slice(0, 6), ["--user=/proc/4242/fd/31", "--net=/proc/4242/fd/32", "--mount=/proc/4242/fd/33", "--preserve-credentials", "--", "/usr/bin/bwrap"])
+    assert.include(line.args.join(" "), "--dev-bind /dev /dev")
     // The filter is the one descriptor the chain inherits (bwrap reads and closes it).
     assert.deepStrictEqual(line.args.slice(-6, -4), ["--seccomp", "3"])
     assert.deepStrictEqual(line.args.slice(-4), ["--", "/bin/bash", "-c", "true"])
