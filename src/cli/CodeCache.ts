@@ -1,5 +1,5 @@
 /**
- * What the launcher (dist/skein.mjs) tells of its V8 code cache, and the hooks that tell it
+ * What the launcher (dist/skein.cjs, or dist/skein.mjs) tells of its V8 code cache, and the hooks that tell it
  * when to take one: this run has done real work (`markWarm`: a cache taken at exit holds what
  * a start-up compiles), or start-up is over (`snapshotSoon`: take it shortly). Without the
  * launcher (tests, embedding) there is no status and the hooks do nothing.
@@ -58,7 +58,7 @@ export const setV8Flag = (v8: { readonly setFlagsFromString: (flags: string) => 
 /** One line for people: where the cache is and whether this run used it. */
 export const describe = (s: Status | undefined): string =>
   s === undefined
-    ? "none (not started through dist/skein.mjs)"
+    ? "none (not started through the launcher, dist/skein.cjs or dist/skein.mjs)"
     : s.disabled
     ? "off (SKEIN_NO_CODE_CACHE)"
     : s.file === undefined
