@@ -70,8 +70,9 @@ export const buildPrevious = async ({ root, tmp, asked, env }) => {
   if (!existsSync(join(dir, "node_modules"))) symlinkSync(join(root, "node_modules"), join(dir, "node_modules"), "dir")
   const buildEnv = { ...env, SKEIN_NO_CODE_CACHE: "1" }
   await run(process.execPath, [join(dir, "scripts", "build.mjs")], { cwd: dir, env: buildEnv })
-  const skein = join(dir, "dist", "skein.mjs")
-  if (!existsSync(skein)) throw new Error(`the build of ${short} made no dist/skein.mjs`)
+  // Its command (`bin.skein`): dist/skein.cjs, or dist/skein.mjs before there was one.
+  const skein = [join(dir, "dist", "skein.cjs"), join(dir, "dist", "skein.mjs")].find((file) => existsSync(file))
+  if (skein === undefined) throw new Error(`the build of ${short} made no dist/skein.cjs or dist/skein.mjs`)
   const ownEnv = { ...env, SKEIN_CODE_CACHE_DIR: join(tmp, "code-cache-previous") }
   // Its own way of filling the cache, where it has one; otherwise its first measured starts do.
   const warmer = join(dir, "scripts", "warm-code-cache.mjs")

@@ -6,7 +6,7 @@
 //
 // Agents are spawned on this Node (node_modules/.bin/node under npm) and driven over stdio by one
 // raw client (bench/client.mjs), the same for every agent:
-// - Skein:  dist/skein.mjs acp --home <tmp> [--script <tmp>] (the build `npm run bench` just made);
+// - Skein:  dist/skein.cjs acp --home <tmp> [--script <tmp>] (the build `npm run bench` just made);
 // - floor:  bench/floor.mjs, plain Node answering the same requests with no library at all;
 // - SDK:    bench/sdk-agent.mjs, a minimal agent on the official @agentclientprotocol/sdk;
 // - relay:  bench/relay.mjs, plain Node relaying a model server's stream with the built-in fetch.
@@ -201,7 +201,8 @@ mkdirSync(workspace, { recursive: true })
 let homes = 0
 const freshHome = () => join(tmp, `home-${++homes}`)
 
-const SKEIN = join(root, "dist", "skein.mjs")
+// The command as installed (`bin.skein`).
+const SKEIN = join(root, "dist", "skein.cjs")
 const FLOOR = join(root, "bench", "floor.mjs")
 const SDK = join(root, "bench", "sdk-agent.mjs")
 const RELAY = join(root, "bench", "relay.mjs")

@@ -312,8 +312,13 @@ for (const [name, cli, rules] of [
 // source's length, so a rebuilt bundle must never meet the cache of an earlier one.
 const { version } = JSON.parse(readFileSync("package.json", "utf8"))
 const digest = createHash("sha256").update(readFileSync("dist/skein-main.cjs")).update(readFileSync("dist/skein-remote.cjs")).digest("hex").slice(0, 16)
-writeFileSync("dist/skein.mjs", readFileSync("scripts/launcher.mjs", "utf8").replace("__SKEIN_BUILD__", `skein-${version}-${digest}`))
-chmodSync("dist/skein.mjs", 0o755)
+// The command (`bin.skein`) is dist/skein.cjs; dist/skein.mjs is the same launcher as an ES
+// module, for an editor's settings that run that file.
+const launcher = readFileSync("scripts/launcher.mjs", "utf8").replace("__SKEIN_BUILD__", `skein-${version}-${digest}`)
+for (const [file, here] of [["dist/skein.cjs", "__dirname"], ["dist/skein.mjs", `process.getBuiltinModule("node:url").fileURLToPath(new URL(".", import.meta.url))`]]) {
+  writeFileSync(file, launcher.replace("__SKEIN_HERE__", here))
+  chmodSync(file, 0o755)
+}
 rmSync("dist/skein-main.mjs", { force: true }) // the ES-module bundle of earlier builds
 
 // Warms the code cache for this build and this Node (scripts/warm-code-cache.mjs): the first

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// dist/skein.mjs, the `skein` command: loads the bundle dist/skein-main.cjs (or, for `serve`,
+// dist/skein.cjs, the `skein` command (and dist/skein.mjs, the same as an ES module, for those
+// who run that file): loads the bundle dist/skein-main.cjs (or, for `serve`,
 // `monitor` and `acp --connect`, dist/skein-remote.cjs, which adds the session protocol's RPC) through a V8 code
 // cache taken *after* a warm run, so the functions that start-up compiles lazily (most of
 // Effect, the Schemas, the server) come back compiled instead of being parsed again. Node's
@@ -15,6 +16,10 @@
 // Built-ins come from process.getBuiltinModule: an ES `import` of node:fs would make Node read
 // every export of it, fs.promises included, which loads a dozen more modules at start-up.
 //
+// The command is CommonJS: Node starts a CommonJS entry about 2 ms sooner than an ES module (no
+// module loader to set up). scripts/build.mjs writes both files from this one, with HERE (this
+// file's directory) filled in; nothing else here may depend on the kind of module.
+//
 // An older Node (`npx` runs whichever is first on PATH) gets one line on stderr, not a stack.
 const [major, minor] = process.versions.node.split(".").map(Number)
 if (major < 22 || (major === 22 && minor < 19)) {
@@ -26,12 +31,11 @@ const os = process.getBuiltinModule("node:os")
 const path = process.getBuiltinModule("node:path")
 const vm = process.getBuiltinModule("node:vm")
 const { createRequire } = process.getBuiltinModule("node:module")
-const { fileURLToPath } = process.getBuiltinModule("node:url")
 
 const BUILD = "__SKEIN_BUILD__"
 const command = process.argv[2]
 const rpc = command === "serve" || command === "monitor" || (command === "acp" && process.argv.slice(3).some((a) => a === "--connect" || a.startsWith("--connect=")))
-const bundle = fileURLToPath(new URL(rpc ? "./skein-remote.cjs" : "./skein-main.cjs", import.meta.url))
+const bundle = path.join(__SKEIN_HERE__, rpc ? "skein-remote.cjs" : "skein-main.cjs")
 
 // Only the commands whose start-up a user waits on keep a cache of their own (`acp --connect`
 // one for the remote bundle, which `serve` borrows); the others borrow `acp`'s (most of what
@@ -127,13 +131,19 @@ const removeStale = () => {
 //   Not in the run that fills the cache for a build (scripts/warm-code-cache.mjs sets
 //   SKEIN_CODE_CACHE_AT_EXIT=1): that run ends right after its first turn, and its cache, taken at
 //   exit, then holds all of it (start-up, session/new, the turn) however slow the machine is.
+// - aroundWrite: V8 ties a cache to its flags, so one written after the app set a V8 flag at run
+//   time (src/cli/Heap.ts) would be rejected by every later start. The app registers, per flag it
+//   sets, a hook that puts the flag back as it was at start and returns what undoes that; the
+//   cache is taken between the two.
+const aroundWrite = []
 const status = {
   disabled,
   directory,
   file,
   loaded,
   markWarm: () => {},
-  snapshotSoon: () => {}
+  snapshotSoon: () => {},
+  aroundWrite: (hook) => void aroundWrite.push(hook)
 }
 globalThis[Symbol.for("skein.codeCache")] = status
 
@@ -145,7 +155,14 @@ if (file !== undefined && own && !status.loaded) {
     written = true
     const temporary = `${file}.${process.pid}.tmp`
     try {
-      const data = script.createCachedData()
+      const undo = []
+      let data
+      try {
+        for (const hook of aroundWrite) undo.push(hook())
+        data = script.createCachedData()
+      } finally {
+        for (const back of undo.reverse()) back()
+      }
       fs.writeFileSync(temporary, Buffer.concat([header(data), data]), { mode: 0o600 })
       fs.renameSync(temporary, file)
       removeStale()
@@ -168,5 +185,5 @@ if (file !== undefined && own && !status.loaded) {
   })
 }
 
-const module = { exports: {} }
-script.runInThisContext()(module.exports, createRequire(bundle), module, bundle, path.dirname(bundle))
+const bundleModule = { exports: {} }
+script.runInThisContext()(bundleModule.exports, createRequire(bundle), bundleModule, bundle, path.dirname(bundle))

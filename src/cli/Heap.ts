@@ -19,6 +19,7 @@
  */
 import type * as PerfHooks from "node:perf_hooks"
 import type * as V8 from "node:v8"
+import { setV8Flag } from "./CodeCache.ts"
 
 /** Both semi-spaces, in bytes: 8 MB each. */
 export const NEW_SPACE_CAP = 16 * 1024 * 1024
@@ -49,7 +50,8 @@ export const capYoungGeneration = (cap: number = NEW_SPACE_CAP): boolean => {
     const next = size <= 0 ? 2 : Math.max(1, Math.min(2, Math.floor(cap / size)))
     if (next === factor) return
     factor = next
-    v8.setFlagsFromString(`--semi-space-growth-factor=${next}`)
+    // V8's default is 2 (a process with its own young-generation flags never gets here).
+    setV8Flag(v8, "semi-space-growth-factor", String(next), "2")
   }
   check()
   new PerformanceObserver(check).observe({ entryTypes: ["gc"] })

@@ -28,7 +28,7 @@ export const make = (home: string, reloadable: Reloadable.Reloadable | undefined
       Effect.mapError((error) => error.message),
       Effect.andThen(Effect.ignore(readAgain))
     ),
-    // The launcher (`dist/skein.mjs`) on this Node, as the client would run it.
+    // The launcher that started this process (`dist/skein.cjs` or `dist/skein.mjs`) on this Node, as the client would run it.
     setupCommand: { command: process.execPath, args: [process.argv[1] ?? "skein", "setup"] },
     home
   }

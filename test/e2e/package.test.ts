@@ -115,7 +115,8 @@ describe("e2e: Skein as a package", () => {
     expect(statSync(tarball).size).toBeLessThan(MAX_TARBALL_BYTES)
     expect(manifest.private).toBeUndefined()
     expect(manifest.name).toBe("skein")
-    expect(manifest.bin).toEqual({ skein: "dist/skein.mjs" })
+    // A CommonJS entry: Node starts it sooner than an ES module (adr/0053).
+    expect(manifest.bin).toEqual({ skein: "dist/skein.cjs" })
     expect(manifest.engines).toEqual({ node: ">=22.19" })
     expect(manifest.license).toBe("MIT")
     // npm runs these when the package is installed from a registry or a tarball; `prepare` it does not.
@@ -131,6 +132,7 @@ describe("e2e: Skein as a package", () => {
       "LICENSE",
       "README.md",
       "package.json",
+      "dist/skein.cjs",
       "dist/skein.mjs",
       "dist/skein-main.cjs",
       "dist/skein-remote.cjs",
@@ -141,8 +143,10 @@ describe("e2e: Skein as a package", () => {
     expect(files.filter((file) => !/^(LICENSE|README\.md|package\.json|dist\/.+)$/.test(file))).toEqual([])
     expect(files.filter((file) => file.endsWith(".ts") && !file.endsWith(".d.ts"))).toEqual([])
     expect(files.some((file) => file === "binding.gyp" || file.endsWith(".node"))).toBe(false)
-    expect(statSync(join(unpacked, "dist", "skein.mjs")).mode & 0o111).not.toBe(0)
-    expect(readFileSync(join(unpacked, "dist", "skein.mjs"), "utf8").startsWith("#!/usr/bin/env node\n")).toBe(true)
+    for (const launcher of ["skein.cjs", "skein.mjs"]) {
+      expect(statSync(join(unpacked, "dist", launcher)).mode & 0o111).not.toBe(0)
+      expect(readFileSync(join(unpacked, "dist", launcher), "utf8").startsWith("#!/usr/bin/env node\n")).toBe(true)
+    }
 
     // The CLI bundles import no package (but the native speed-ups `ws` tries to load, inside a
     // try, and goes on without); the library only its peers (Effect), in its chunks too.
