@@ -29,13 +29,10 @@ interface Run {
 const launcherBuild = () => /const BUILD = "([^"]+)"/.exec(readFileSync(SKEIN, "utf8"))![1]!
 
 /** `skein acp` answering `initialize` (unless `serve` is false), then stdin closes. */
-/** The command (`bin.skein`); SKEIN is the same launcher as an ES module. */
-const SKEIN_CJS = SKEIN.replace(/\.mjs$/, ".cjs")
-
-const acp = (env: Record<string, string>, serve = true, launcher = SKEIN): Promise<Run> =>
+const acp = (env: Record<string, string>, serve = true): Promise<Run> =>
   new Promise((resolve, reject) => {
     const home = tempDir("skein-cc-home-")
-    const child = spawn(NODE, [launcher, "acp", "--home", home], {
+    const child = spawn(NODE, [SKEIN, "acp", "--home", home], {
       env: { ...process.env, SKEIN_NO_CODE_CACHE: "", ...env },
       stdio: ["pipe", "pipe", "pipe"]
     })
@@ -60,51 +57,6 @@ const expectInitialized = (run: Run) => {
   expect(run.stdout).toHaveLength(1)
   const message = JSON.parse(run.stdout[0]!)
   expect(message).toMatchObject({ jsonrpc: "2.0", id: 1, result: { protocolVersion: 1 } })
-}
-
-/**
- * `skein acp --script` (with `nodeArgs` before the launcher): `initialize`, `session/new`, one
- * prompt, then, once `until` holds of its stderr, stdin closes. Resolves with its home.
- */
-const acpTurn = async (env: Record<string, string>, nodeArgs: ReadonlyArray<string> = [], until: (stderr: string) => boolean = () => true): Promise<string> => {
-  const root = tempDir("skein-cc-turn-")
-  const script = path.join(root, "script.json")
-  writeFileSync(script, JSON.stringify({ turns: [{ calls: [[{ text: "Hello." }]] }] }))
-  const home = path.join(root, "home")
-  const child = spawn(NODE, [...nodeArgs, SKEIN, "acp", "--home", home, "--script", script], {
-    cwd: root,
-    env: { ...process.env, SKEIN_NO_CODE_CACHE: "", ...env },
-    stdio: ["pipe", "pipe", "pipe"]
-  })
-  const exited = new Promise((resolve) => child.on("close", resolve))
-  try {
-    let out = ""
-    let err = ""
-    const seen = (what: () => boolean) =>
-      new Promise<void>((resolve) => {
-        const check = () => what() && resolve()
-        child.stdout.on("data", check)
-        child.stderr.on("data", check)
-        check()
-      })
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk))
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (err += chunk))
-    const send = (id: number, method: string, params: unknown) => child.stdin.write(JSON.stringify({ jsonrpc: "2.0", id, method, params }) + "\n")
-    send(1, "initialize", { protocolVersion: 1 })
-    await seen(() => out.includes(`"id":1,`))
-    send(2, "session/new", { cwd: root, mcpServers: [] })
-    await seen(() => out.includes(`"id":2,`))
-    const sessionId = JSON.parse(out.split("\n").find((line) => line.includes(`"id":2,`))!).result.sessionId
-    send(3, "session/prompt", { sessionId, prompt: [{ type: "text", text: "hi" }] })
-    await seen(() => out.includes(`"id":3,`))
-    expect(JSON.parse(out.split("\n").find((line) => line.includes(`"id":3,`))!).result).toMatchObject({ stopReason: "end_turn" })
-    await seen(() => until(err))
-    child.stdin.end()
-    expect(await exited).toBe(0)
-    return home
-  } finally {
-    child.kill("SIGKILL")
-  }
 }
 
 const caches = (dir: string) => readdirSync(dir).filter((name) => name.endsWith(".cache")).sort()
@@ -165,22 +117,7 @@ describe("code cache", () => {
     }
   })
 
-  it("is one for the command (dist/skein.cjs) and dist/skein.mjs", async () => {
-    const dir = path.join(tempDir("skein-cc-"), "cache")
-    expectInitialized(await acp({ SKEIN_CODE_CACHE_DIR: dir }, true, SKEIN_CJS))
-    const [name] = caches(dir)
-    expect(caches(dir)).toEqual([`${launcherBuild()}-${process.version}-${process.arch}-acp.cache`])
-    const first = statSync(path.join(dir, name!))
-    const again = await acp({ SKEIN_CODE_CACHE_DIR: dir })
-    expectInitialized(again)
-    expect(again.stderr).toBe("")
-    // Used as it is: not written again.
-    const second = statSync(path.join(dir, name!))
-    expect([second.ino, second.mtimeMs]).toEqual([first.ino, first.mtimeMs])
-    expect(readFileSync(SKEIN_CJS, "utf8")).toContain(`const BUILD = "${launcherBuild()}"`)
-  })
-
-  it("is filled by the build with a session opened and the provider warmed up, not a turn", async () => {
+  it("is filled by the build with a session and one turn, so a first prompt finds the turn's code compiled", async () => {
     const started = path.join(tempDir("skein-cc-"), "cache")
     expectInitialized(await acp({ SKEIN_CODE_CACHE_DIR: started }))
     const built = path.join(tempDir("skein-cc-"), "cache")
@@ -188,25 +125,52 @@ describe("code cache", () => {
     const { warmCodeCache } = await import("../../scripts/warm-code-cache.mjs")
     expect(await warmCodeCache({ env: { ...process.env, SKEIN_NO_CODE_CACHE: "", SKEIN_CODE_CACHE_DIR: built } })).toBeUndefined()
     expect(caches(built)).toEqual(caches(started))
-    // Every function that answering `initialize` compiled, and those of a session and the warm-up.
-    const builtSize = statSync(path.join(built, caches(built)[0]!)).size
-    expect(builtSize).toBeGreaterThan(statSync(path.join(started, caches(started)[0]!)).size + 50_000)
-    // Not a turn's: every start would read and deserialize it.
-    const turned = path.join(tempDir("skein-cc-"), "cache")
-    await acpTurn({ SKEIN_CODE_CACHE_DIR: turned, SKEIN_CODE_CACHE_AT_EXIT: "1" })
-    expect(caches(turned)).toEqual(caches(built))
-    expect(statSync(path.join(turned, caches(turned)[0]!)).size).toBeGreaterThan(builtSize + 100_000)
+    // Every function that answering `initialize` compiled, and those of a session and a turn.
+    expect(statSync(path.join(built, caches(built)[0]!)).size).toBeGreaterThan(statSync(path.join(started, caches(started)[0]!)).size + 50_000)
   })
 
   it("taken after the young generation's cap set a V8 flag, is still used by the next start", async () => {
-    const dir = path.join(tempDir("skein-cc-"), "cache")
+    const root = tempDir("skein-cc-")
+    const dir = path.join(root, "cache")
+    const script = path.join(root, "script.json")
+    writeFileSync(script, JSON.stringify({ turns: [{ calls: [[{ text: "Hello." }]] }] }))
     const probe = path.join(import.meta.dirname, "..", "fixtures", "process", "young-generation.cjs")
-    // Taken at exit, so after the prompt that installs the cap.
-    const home = await acpTurn({ SKEIN_CODE_CACHE_DIR: dir, SKEIN_CODE_CACHE_AT_EXIT: "1" }, ["--require", probe], (err) =>
+    const child = spawn(NODE, ["--require", probe, SKEIN, "acp", "--home", path.join(root, "home"), "--script", script], {
+      cwd: root,
+      // Taken at exit, so after the prompt that installs the cap.
+      env: { ...process.env, SKEIN_NO_CODE_CACHE: "", SKEIN_CODE_CACHE_DIR: dir, SKEIN_CODE_CACHE_AT_EXIT: "1" },
+      stdio: ["pipe", "pipe", "pipe"]
+    })
+    const exited = new Promise((resolve) => child.on("close", resolve))
+    try {
+      let out = ""
+      let err = ""
+      const seen = (what: () => boolean) =>
+        new Promise<void>((resolve) => {
+          const check = () => what() && resolve()
+          child.stdout.on("data", check)
+          child.stderr.on("data", check)
+          check()
+        })
+      child.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk))
+      child.stderr.setEncoding("utf8").on("data", (chunk: string) => (err += chunk))
+      const send = (id: number, method: string, params: unknown) => child.stdin.write(JSON.stringify({ jsonrpc: "2.0", id, method, params }) + "\n")
+      send(1, "initialize", { protocolVersion: 1 })
+      await seen(() => out.includes(`"id":1,`))
+      send(2, "session/new", { cwd: root, mcpServers: [] })
+      await seen(() => out.includes(`"id":2,`))
+      const sessionId = JSON.parse(out.split("\n").find((line) => line.includes(`"id":2,`))!).result.sessionId
+      send(3, "session/prompt", { sessionId, prompt: [{ type: "text", text: "hi" }] })
+      await seen(() => out.includes(`"id":3,`))
       // The cap is installed soon after the prompt, and finds the young generation past it.
-      err.includes("young-generation-probe flag --semi-space-growth-factor=1"))
+      await seen(() => err.includes("young-generation-probe flag --semi-space-growth-factor=1"))
+      child.stdin.end()
+      expect(await exited).toBe(0)
+    } finally {
+      child.kill("SIGKILL")
+    }
     expect(caches(dir)).toHaveLength(1)
-    const doctor = spawnSync(NODE, [SKEIN, "doctor", "--home", home], {
+    const doctor = spawnSync(NODE, [SKEIN, "doctor", "--home", path.join(root, "home")], {
       env: { ...process.env, SKEIN_NO_CODE_CACHE: "", SKEIN_CODE_CACHE_DIR: dir },
       encoding: "utf8"
     })
