@@ -75,6 +75,11 @@ export const make = (options: Options) => {
   const standings = new Map<string, Trust.Status>()
   /** The answers given in this process, by project, since a session last opened there. */
   const decided = new Map<string, boolean>()
+  /**
+   * The answers `trust.json` could not take (a full disk, a read-only home): kept for this
+   * process, since no later read of the file holds them, until the file decides the project.
+   */
+  const unsaved = new Map<string, boolean>()
 
   /**
    * A session opens in `cwd`: where its folder stands is read now, for all that the session loads
@@ -85,6 +90,9 @@ export const make = (options: Options) => {
     Effect.tap(status(cwd), (now) =>
       Effect.sync(() => {
         standings.set(cwd, now)
+        const kept = unsaved.get(now.project)
+        if (kept !== undefined && now.state._tag === "unknown") return void decided.set(now.project, kept)
+        unsaved.delete(now.project)
         decided.delete(now.project)
       }))
   /** Where the folder stands as its last open read it (read now when no session opened there). */
@@ -133,7 +141,10 @@ export const make = (options: Options) => {
       const trusted = answer.optionId === "allow_always"
       decided.set(now.project, trusted)
       const saved = yield* Effect.result(Trust.remember(options.home, now.project, trusted, yield* Clock.currentTimeMillis))
-      if (saved._tag === "Failure") yield* Effect.logWarning(`The trust answer for ${now.project} was not remembered: ${saved.failure}`)
+      if (saved._tag === "Failure") {
+        unsaved.set(now.project, trusted)
+        yield* Effect.logWarning(`The trust answer for ${now.project} was not saved (${saved.failure}): it holds until Skein exits`)
+      } else unsaved.delete(now.project)
       // The folder's own hooks load from this prompt on.
       if (trusted) read = undefined
       return trusted

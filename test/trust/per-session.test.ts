@@ -100,6 +100,37 @@ describe("workspace trust, per session", () => {
       })))
 })
 
+describe("an answer trust.json cannot take", () => {
+  it.live("holds for the sessions this process opens there later, instead of being asked again", () =>
+    withSkein({
+      script: {
+        turns: [
+          { calls: [[tool("read", { path: "notes.txt" }, "r1")], [{ text: "one" }]] }
+        ]
+      },
+      trust: "ask"
+    }, ({ cwd, runtime }) =>
+      Effect.gen(function*() {
+        mkdirSync(join(cwd, ".claude"))
+        writeFileSync(join(cwd, ".claude", "settings.json"), HOOK)
+        // The save writes a temporary file beside trust.json first: a directory in its place makes it fail.
+        const home = join(cwd, "..", "home")
+        mkdirSync(join(home, `trust.json.${process.pid}.tmp`), { recursive: true })
+        const session = yield* runtime.newSession({ cwd })
+        const first = yield* turn(session, "first", "allow_always")
+        assert.strictEqual(trustAsked(first).length, 1)
+        assert.deepStrictEqual(hooksRan(first), [["PreToolUse", "r1"]])
+        assert.isFalse(existsSync(join(home, "trust.json")))
+        // A new session (its script starts again) reads trust.json again, which does not hold the
+        // answer: the answer still counts, and nobody is asked.
+        const next = yield* runtime.newSession({ cwd })
+        const second = yield* turn(next, "second", "reject_always")
+        assert.deepStrictEqual(trustAsked(second), [])
+        assert.deepStrictEqual(hooksRan(second), [["PreToolUse", "r1"]])
+        assert.strictEqual(runs(cwd), 2)
+      })))
+})
+
 describe("where a folder stands is read once per session open", () => {
   it.live("one read of trust.json and the folder per session: its skills, commands, MCP servers, hooks and the question share it; an answer counts at once", () =>
     withSkein({
